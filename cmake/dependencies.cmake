@@ -1,0 +1,61 @@
+# Finds every third-party library dtrain uses (tools/install-deps.sh installs
+# them from Debian's packages) and names each by an imported target.
+find_package(Threads REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(Boost REQUIRED COMPONENTS unit_test_framework)
+
+# OpenBLAS: Debian's pthread build. Its CMake config sets only variables.
+find_path(OPENBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas openblas-pthread
+          HINTS /usr/include/x86_64-linux-gnu/openblas-pthread)
+find_library(OPENBLAS_LIBRARY openblas)
+if(NOT OPENBLAS_INCLUDE_DIR OR NOT OPENBLAS_LIBRARY)
+  message(FATAL_ERROR "OpenBLAS not found: run tools/install-deps.sh")
+endif()
+add_library(dtrain::openblas UNKNOWN IMPORTED)
+set_target_properties(dtrain::openblas PROPERTIES
+  IMPORTED_LOCATION "${OPENBLAS_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${OPENBLAS_INCLUDE_DIR}")
+
+# CAF 0.17.6: Debian ships no CMake config, no FindCAF and no .pc file.
+find_path(CAF_INCLUDE_DIR caf/all.hpp)
+find_library(CAF_CORE_LIBRARY caf_core)
+find_library(CAF_IO_LIBRARY caf_io)
+if(NOT CAF_INCLUDE_DIR OR NOT CAF_CORE_LIBRARY OR NOT CAF_IO_LIBRARY)
+  message(FATAL_ERROR "CAF not found: run tools/install-deps.sh (libcaf-dev)")
+endif()
+add_library(CAF::core UNKNOWN IMPORTED)
+set_target_properties(CAF::core PROPERTIES
+  IMPORTED_LOCATION "${CAF_CORE_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
+  INTERFACE_LINK_LIBRARIES Threads::Threads)
+add_library(CAF::io UNKNOWN IMPORTED)
+set_target_properties(CAF::io PROPERTIES
+  IMPORTED_LOCATION "${CAF_IO_LIBRARY}"
+  INTERFACE_LINK_LIBRARIES CAF::core)
+file(STRINGS "${CAF_INCLUDE_DIR}/caf/config.hpp" _caf_ver REGEX "^#define CAF_VERSION [0-9]+")
+string(REGEX REPLACE ".* ([0-9]+)$" "\\1" CAF_VERSION_NUM "${_caf_ver}")
+message(STATUS "dtrain: CAF version ${CAF_VERSION_NUM}")
+
+find_package(CapnProto CONFIG REQUIRED)
+find_package(Gloo CONFIG REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+find_package(SQLite3 REQUIRED)
+
+set(DTRAIN_HAS_NCCL 0)
+if(DTRAIN_HAS_CUDA)
+  enable_language(CUDA)
+  find_package(CUDAToolkit REQUIRED)
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_library(NCCL_LIBRARY NAMES nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
+  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    set(DTRAIN_HAS_NCCL 1)
+    add_library(NCCL::nccl UNKNOWN IMPORTED)
+    set_target_properties(NCCL::nccl PROPERTIES IMPORTED_LOCATION "${NCCL_LIBRARY}"
+                          INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}")
+  endif()
+  message(STATUS "dtrain: CUDA ${CUDAToolkit_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES}, NCCL ${DTRAIN_HAS_NCCL}")
+else()
+  message(STATUS "dtrain: CUDA not found, building CPU-only")
+endif()

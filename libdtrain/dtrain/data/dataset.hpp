@@ -1,0 +1,63 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dtrain/core/status.hpp"
+#include "dtrain/tensor/tensor.hpp"
+
+namespace dtrain::data {
+
+/// A finite, indexable set of (features, targets) samples with fixed
+/// widths: each sample is `feature_count()` floats of input and
+/// `target_count()` floats of target (a class index stored as one float, or
+/// a regression target). Implementations are immutable after construction,
+/// so gather() may be called from several threads at once (a loader's
+/// prefetch thread does).
+class dataset {
+public:
+  virtual ~dataset() = default;
+
+  virtual int64_t size() const = 0;
+  virtual int64_t feature_count() const = 0;
+  virtual int64_t target_count() const = 0;
+  /// A short description for logs and errors ("fashion-mnist train (60000)").
+  virtual std::string name() const = 0;
+
+  /// Copies samples indices[0..n) into features [n, feature_count] and
+  /// targets [n, target_count], row by row. Indices must be in [0, size()).
+  virtual void gather(const int64_t* indices, int64_t n, float* features,
+                      float* targets) const = 0;
+};
+
+/// A dataset held in two host tensors: features [N, F] and targets [N, T]
+/// (or [N] for one target per sample).
+class tensor_dataset final : public dataset {
+public:
+  /// Fails with shape_mismatch when the tensors' row counts differ or a
+  /// tensor is not on the host.
+  static result<std::shared_ptr<tensor_dataset>> create(tensor features, tensor targets,
+                                                        std::string name);
+
+  int64_t size() const override { return features_.size(0); }
+  int64_t feature_count() const override { return feature_count_; }
+  int64_t target_count() const override { return target_count_; }
+  std::string name() const override { return name_; }
+  void gather(const int64_t* indices, int64_t n, float* features,
+              float* targets) const override;
+
+  const tensor& features() const { return features_; }
+  const tensor& targets() const { return targets_; }
+
+private:
+  tensor_dataset(tensor features, tensor targets, std::string name);
+
+  tensor features_;
+  tensor targets_;
+  int64_t feature_count_;
+  int64_t target_count_;
+  std::string name_;
+};
+
+} // namespace dtrain::data

@@ -1,0 +1,74 @@
+#include "dtrain/nn/linear.hpp"
+
+#include <cmath>
+
+#include "dtrain/tensor/ops.hpp"
+
+namespace dtrain::nn {
+
+linear::linear(int64_t in_features, int64_t out_features, bool bias)
+  : in_(in_features), out_(out_features), has_bias_(bias) {}
+
+std::string linear::describe() const {
+  return "linear(" + std::to_string(in_) + "->" + std::to_string(out_) + ")";
+}
+
+result<int64_t> linear::output_features(int64_t input) const {
+  if (in_ <= 0 || out_ <= 0)
+    return invalid_argument(describe() + " needs positive feature counts");
+  if (input != in_)
+    return shape_mismatch(describe() + " expects " + std::to_string(in_) +
+                          " input features but gets " + std::to_string(input));
+  return out_;
+}
+
+std::vector<parameter_spec> linear::parameter_specs() const {
+  std::vector<parameter_spec> specs{{"weight", {in_, out_}}};
+  if (has_bias_)
+    specs.push_back({"bias", {out_}});
+  return specs;
+}
+
+void linear::initialize(std::vector<tensor>& params, rng& gen) const {
+  float bound = 1.0f / std::sqrt(static_cast<float>(in_));
+  for (auto& p : params) {
+    float* v = p.data();
+    for (int64_t i = 0; i < p.numel(); ++i)
+      v[i] = gen.uniform(-bound, bound);
+  }
+}
+
+void linear::bind(std::vector<tensor> params, std::vector<tensor> grads) {
+  weight_ = params[0];
+  weight_grad_ = grads[0];
+  if (has_bias_) {
+    bias_ = params[1];
+    bias_grad_ = grads[1];
+  }
+}
+
+const tensor& linear::forward(const tensor& x, const forward_context&) {
+  input_ = &x;
+  ensure(output_, {x.size(0), out_}, x.where());
+  ops::matmul(x, false, weight_, false, output_);
+  if (has_bias_)
+    ops::add_bias(output_, bias_);
+  return output_;
+}
+
+const tensor& linear::backward(const tensor& dy, bool need_input_grad) {
+  const tensor& x = *input_;
+  // dW += x^T dy, db += column sums of dy: accumulate (beta = 1).
+  ops::matmul(x, true, dy, false, weight_grad_, 1.0f, 1.0f);
+  if (has_bias_)
+    ops::sum_rows(dy, bias_grad_, 1.0f);
+  if (!need_input_grad) {
+    input_grad_ = tensor();
+    return input_grad_;
+  }
+  ensure(input_grad_, {dy.size(0), in_}, dy.where());
+  ops::matmul(dy, false, weight_, true, input_grad_);
+  return input_grad_;
+}
+
+} // namespace dtrain::nn

@@ -1,0 +1,111 @@
+#include "dtrain/nn/model.hpp"
+
+#include <cstdio>
+
+#include "dtrain/core/check.hpp"
+#include "dtrain/tensor/ops.hpp"
+
+namespace dtrain::nn {
+
+model::model(std::unique_ptr<sequential> layers, const model_options& options)
+  : layers_(std::move(layers)), options_(options), input_features_(options.input_features) {}
+
+result<std::unique_ptr<model>> model::create(std::unique_ptr<sequential> layers,
+                                             const model_options& options) {
+  if (layers == nullptr || layers->layer_count() == 0)
+    return invalid_argument("a model needs at least one layer");
+  if (options.input_features <= 0)
+    return invalid_argument("model input_features must be positive, got " +
+                            std::to_string(options.input_features));
+  DTRAIN_ASSIGN_OR_RETURN(int64_t outputs, layers->output_features(options.input_features));
+  std::unique_ptr<model> m(new model(std::move(layers), options));
+  m->output_features_ = outputs;
+  DTRAIN_RETURN_IF_ERROR(m->allocate());
+  return m;
+}
+
+status model::allocate() {
+  int64_t total = 0;
+  for (size_t i = 0; i < layers_->layer_count(); ++i) {
+    int64_t first = total;
+    for (auto& spec : layers_->layer(i).parameter_specs()) {
+      int64_t count = shape_numel(spec.shape);
+      slots_.push_back({std::to_string(i) + "." + spec.name, spec.shape, total, count});
+      total += count;
+    }
+    layer_ranges_.emplace_back(first, total);
+  }
+  // Initialize on the host so every device starts from the same values.
+  tensor host = tensor::zeros({total});
+  rng gen(options_.seed);
+  size_t slot = 0;
+  for (size_t i = 0; i < layers_->layer_count(); ++i) {
+    std::vector<tensor> views;
+    for (auto& spec : layers_->layer(i).parameter_specs())
+      views.push_back(host.view(slots_[slot++].offset, spec.shape));
+    layers_->layer(i).initialize(views, gen);
+  }
+  params_ = options_.where.is_cpu() ? host : host.to(options_.where);
+  grads_ = tensor::zeros({total}, options_.where);
+  slot = 0;
+  for (size_t i = 0; i < layers_->layer_count(); ++i) {
+    std::vector<tensor> p, g;
+    for (auto& spec : layers_->layer(i).parameter_specs()) {
+      p.push_back(params_.view(slots_[slot].offset, spec.shape));
+      g.push_back(grads_.view(slots_[slot].offset, spec.shape));
+      ++slot;
+    }
+    layers_->layer(i).bind(std::move(p), std::move(g));
+  }
+  return status::ok();
+}
+
+std::string model::summary() const {
+  std::string out;
+  for (size_t i = 0; i < layers_->layer_count(); ++i) {
+    auto [first, end] = layer_ranges_[i];
+    out += "  " + std::to_string(i) + ": " + layers_->layer(i).describe();
+    if (end > first)
+      out += "  (" + std::to_string(end - first) + " parameters)";
+    out += "\n";
+  }
+  return out + "  total: " + std::to_string(parameter_count()) + " parameters on " +
+         options_.where.to_string();
+}
+
+result<const tensor*> model::forward(const tensor& x, bool training) {
+  if (!x.defined() || x.dim() != 2 || x.size(1) != input_features_)
+    return shape_mismatch("model input must be [batch, " + std::to_string(input_features_) +
+                          "], got " + (x.defined() ? shape_string(x.shape()) : "undefined"));
+  if (x.where() != options_.where)
+    return invalid_argument("model input is on " + x.where().to_string() +
+                            " but the model is on " + options_.where.to_string());
+  forward_context ctx{training, hash64(options_.seed ^ 0x5eedd00dULL, passes_++)};
+  const tensor& out = layers_->forward(x, ctx);
+  have_activations_ = training;
+  last_batch_ = x.size(0);
+  return &out;
+}
+
+status model::backward(const tensor& grad_output) {
+  if (!have_activations_)
+    return invalid_argument("backward() needs a preceding forward(x, training = true)");
+  if (!grad_output.defined() || grad_output.dim() != 2 ||
+      grad_output.size(0) != last_batch_ || grad_output.size(1) != output_features_)
+    return shape_mismatch("gradient of the output must be [" + std::to_string(last_batch_) +
+                          ", " + std::to_string(output_features_) + "], got " +
+                          (grad_output.defined() ? shape_string(grad_output.shape()) : "undefined"));
+  have_activations_ = false;
+  const tensor* g = &grad_output;
+  for (size_t i = layers_->layer_count(); i-- > 0;) {
+    g = &layers_->layer(i).backward(*g, i > 0);
+    auto [first, end] = layer_ranges_[i];
+    if (hook_ && end > first)
+      hook_(first, end - first);
+  }
+  return status::ok();
+}
+
+void model::zero_grad() { ops::fill(grads_, 0.0f); }
+
+} // namespace dtrain::nn

@@ -1,0 +1,102 @@
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dtrain/core/status.hpp"
+#include "dtrain/nn/layers.hpp"
+#include "dtrain/tensor/tensor.hpp"
+
+namespace dtrain::nn {
+
+struct model_options {
+  int64_t input_features = 0;
+  device where = device::cpu();
+  /// Fixes the initial parameters and the dropout masks.
+  uint64_t seed = 0;
+};
+
+/// Where one parameter lives in the model's flat buffers.
+struct parameter_slot {
+  std::string name;    // "3.weight": layer index (0-based) and parameter
+  shape_t shape;
+  int64_t offset = 0;  // in elements, into parameters() and gradients()
+  int64_t count = 0;
+};
+
+/// A network ready to train: a flat list of layers and the memory of all
+/// their parameters.
+///
+/// The flat-buffer contract: every parameter of every layer lives in ONE
+/// contiguous buffer, parameters(), in layer order (layer 0's weight first),
+/// and every gradient at the same offset in a second buffer, gradients().
+/// Layers hold views into them. So an optimizer updates the whole model in
+/// one fused pass, a communicator all-reduces gradients() in place (whole or
+/// in buckets of contiguous ranges), and a checkpoint is one write per
+/// buffer. The buffers never move or resize after create(): views and raw
+/// pointers into them stay valid for the model's lifetime.
+///
+/// backward() adds into gradients() (micro-batches accumulate) and reports
+/// each layer's gradient range, last layer first, through the gradient-ready
+/// hook as soon as that layer is done, so that a gradient sync can start
+/// reducing while earlier layers are still computing.
+///
+/// Not thread-safe. On CUDA, forward/backward only enqueue work.
+class model {
+public:
+  /// Checks that the layers chain from input_features (the error names the
+  /// first layer that does not fit), then allocates, initializes from the
+  /// seed (on the host: the same values on every device) and binds.
+  static result<std::unique_ptr<model>> create(std::unique_ptr<sequential> layers,
+                                               const model_options& options);
+
+  int64_t input_features() const { return input_features_; }
+  int64_t output_features() const { return output_features_; }
+  int64_t parameter_count() const { return params_.numel(); }
+  device where() const { return options_.where; }
+  const std::vector<parameter_slot>& slots() const { return slots_; }
+  const sequential& layers() const { return *layers_; }
+  /// One line per layer with its parameter count.
+  std::string summary() const;
+
+  tensor& parameters() { return params_; }
+  const tensor& parameters() const { return params_; }
+  tensor& gradients() { return grads_; }
+  const tensor& gradients() const { return grads_; }
+
+  /// Output [batch, output_features] for x [batch, input_features] on the
+  /// model's device; the reference is valid until the next forward. A wrong
+  /// shape or device is an error naming both.
+  result<const tensor*> forward(const tensor& x, bool training);
+  /// Adds d(loss)/d(parameters) into gradients(), given d(loss)/d(output)
+  /// of the last forward(training = true).
+  status backward(const tensor& grad_output);
+  void zero_grad();
+
+  /// Called with (offset, count) of each layer's gradients in gradients()
+  /// as backward() completes that layer, in reverse layer order.
+  using gradient_ready_hook = std::function<void(int64_t offset, int64_t count)>;
+  void set_gradient_ready_hook(gradient_ready_hook hook) { hook_ = std::move(hook); }
+
+private:
+  model(std::unique_ptr<sequential> layers, const model_options& options);
+  status allocate();
+
+  std::unique_ptr<sequential> layers_;
+  model_options options_;
+  int64_t input_features_ = 0;
+  int64_t output_features_ = 0;
+  tensor params_, grads_;
+  std::vector<parameter_slot> slots_;
+  // Per layer: [first, end) element range of its parameters.
+  std::vector<std::pair<int64_t, int64_t>> layer_ranges_;
+  uint64_t passes_ = 0;
+  bool have_activations_ = false;
+  int64_t last_batch_ = -1;
+  gradient_ready_hook hook_;
+};
+
+} // namespace dtrain::nn

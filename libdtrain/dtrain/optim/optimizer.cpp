@@ -1,0 +1,110 @@
+#include "dtrain/optim/optimizer.hpp"
+
+#include <cmath>
+
+#include "dtrain/core/check.hpp"
+#include "dtrain/tensor/ops.hpp"
+
+namespace dtrain::optim {
+
+status optimizer::step(tensor& params, const tensor& grads, float lr) {
+  if (!params.defined() || !grads.defined() || params.numel() != grads.numel() ||
+      params.where() != grads.where())
+    return invalid_argument(name() + ": parameters and gradients must have the same size "
+                            "and device");
+  if (!state_.empty() &&
+      (state_[0].numel() != params.numel() || state_[0].where() != params.where()))
+    return invalid_argument(name() + ": parameters changed size or device since the "
+                            "optimizer's state was made (" + std::to_string(state_[0].numel()) +
+                            " on " + state_[0].where().to_string() + ", now " +
+                            std::to_string(params.numel()) + " on " +
+                            params.where().to_string() + ")");
+  if (!std::isfinite(lr) || lr < 0.0f)
+    return invalid_argument(name() + ": learning rate must be finite and >= 0");
+  allocate_state(params);
+  update(params, grads, lr);
+  ++steps_;
+  return status::ok();
+}
+
+void optimizer::allocate_state(const tensor& params) {
+  if (!state_.empty())
+    return;
+  for (size_t i = 0; i < state_names().size(); ++i)
+    state_.push_back(tensor::zeros({params.numel()}, params.where()));
+}
+
+namespace {
+
+std::vector<std::pair<std::string, tensor*>> named(const std::vector<std::string>& names,
+                                                   std::vector<tensor>& buffers) {
+  std::vector<std::pair<std::string, tensor*>> out;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    out.emplace_back(names[i], &buffers[i]);
+  return out;
+}
+
+status non_negative(const char* field, float value) {
+  if (!(value >= 0.0f) || !std::isfinite(value))
+    return invalid_argument(std::string(field) + " must be finite and >= 0");
+  return status::ok();
+}
+
+} // namespace
+
+result<std::unique_ptr<sgd>> sgd::create(const sgd_options& options) {
+  DTRAIN_RETURN_IF_ERROR(non_negative("sgd.momentum", options.momentum));
+  DTRAIN_RETURN_IF_ERROR(non_negative("sgd.dampening", options.dampening));
+  DTRAIN_RETURN_IF_ERROR(non_negative("sgd.weight_decay", options.weight_decay));
+  if (options.nesterov && (options.momentum <= 0.0f || options.dampening != 0.0f))
+    return invalid_argument("sgd.nesterov needs momentum > 0 and dampening = 0");
+  return std::unique_ptr<sgd>(new sgd(options));
+}
+
+std::vector<std::string> sgd::state_names() const {
+  if (options_.momentum == 0.0f)
+    return {};
+  return {"momentum"};
+}
+
+std::vector<std::pair<std::string, tensor*>> sgd::state_buffers() {
+  return named(state_names(), state_);
+}
+
+void sgd::update(tensor& params, const tensor& grads, float lr) {
+  sgd_hyper h{lr, options_.momentum, options_.dampening, options_.weight_decay,
+              options_.nesterov, steps_ == 0};
+  ops::sgd_update(params, grads, state_.empty() ? nullptr : &state_[0], h);
+}
+
+result<std::unique_ptr<adam>> adam::create(const adam_options& options) {
+  if (!(options.beta1 >= 0.0f && options.beta1 < 1.0f))
+    return invalid_argument("adam.beta1 must be in [0, 1)");
+  if (!(options.beta2 >= 0.0f && options.beta2 < 1.0f))
+    return invalid_argument("adam.beta2 must be in [0, 1)");
+  if (!(options.eps > 0.0f))
+    return invalid_argument("adam.eps must be > 0");
+  DTRAIN_RETURN_IF_ERROR(non_negative("adam.weight_decay", options.weight_decay));
+  return std::unique_ptr<adam>(new adam(options));
+}
+
+std::vector<std::string> adam::state_names() const { return {"exp_avg", "exp_avg_sq"}; }
+
+std::vector<std::pair<std::string, tensor*>> adam::state_buffers() {
+  return named(state_names(), state_);
+}
+
+void adam::update(tensor& params, const tensor& grads, float lr) {
+  auto t = static_cast<double>(steps_ + 1);
+  adam_hyper h{lr,
+               options_.beta1,
+               options_.beta2,
+               options_.eps,
+               options_.weight_decay,
+               options_.decoupled,
+               static_cast<float>(1.0 - std::pow(options_.beta1, t)),
+               static_cast<float>(1.0 - std::pow(options_.beta2, t))};
+  ops::adam_update(params, grads, state_[0], state_[1], h);
+}
+
+} // namespace dtrain::optim

@@ -1,0 +1,95 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dtrain/core/status.hpp"
+#include "dtrain/tensor/kernels.hpp"
+#include "dtrain/tensor/tensor.hpp"
+
+namespace dtrain::optim {
+
+/// Updates a model's flat parameter buffer from its flat gradient buffer
+/// (nn::model's contract) in one fused pass, on the buffers' device.
+///
+/// State (momentum, Adam's moments) is allocated on the first step with the
+/// parameters' size and device, and is itself flat, so a checkpoint stores
+/// it as a few buffers (state_buffers()) plus the step count. The learning
+/// rate is passed to every step, so a schedule stays outside the optimizer.
+/// Not thread-safe.
+class optimizer {
+public:
+  virtual ~optimizer() = default;
+  virtual std::string name() const = 0;
+
+  /// One update. params and grads must have the same numel and device, and
+  /// the same as on every earlier step (an error says what changed).
+  status step(tensor& params, const tensor& grads, float lr);
+
+  int64_t steps() const { return steps_; }
+  /// For restoring from a checkpoint; state buffers are restored by writing
+  /// into state_buffers() after allocate_state().
+  void set_steps(int64_t steps) { steps_ = steps; }
+  /// Allocates the state for parameters like `params` (zeros) if not yet.
+  void allocate_state(const tensor& params);
+  /// Named flat state buffers ("momentum"; "exp_avg", "exp_avg_sq"); empty
+  /// before the first step or allocate_state().
+  virtual std::vector<std::pair<std::string, tensor*>> state_buffers() = 0;
+
+protected:
+  virtual std::vector<std::string> state_names() const = 0;
+  virtual void update(tensor& params, const tensor& grads, float lr) = 0;
+  std::vector<tensor> state_;
+  int64_t steps_ = 0;
+};
+
+/// torch.optim.SGD: momentum, dampening, Nesterov, (coupled) weight decay.
+struct sgd_options {
+  float momentum = 0.0f;
+  float dampening = 0.0f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+};
+
+class sgd final : public optimizer {
+public:
+  /// Rejects negative values, and Nesterov without momentum or with
+  /// dampening (as torch does), naming the field.
+  static result<std::unique_ptr<sgd>> create(const sgd_options& options);
+  std::string name() const override { return "sgd"; }
+  std::vector<std::pair<std::string, tensor*>> state_buffers() override;
+
+private:
+  explicit sgd(const sgd_options& options) : options_(options) {}
+  std::vector<std::string> state_names() const override;
+  void update(tensor& params, const tensor& grads, float lr) override;
+  sgd_options options_;
+};
+
+/// torch.optim.Adam, or AdamW (decoupled weight decay) when decoupled.
+struct adam_options {
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool decoupled = false;
+};
+
+class adam final : public optimizer {
+public:
+  /// Rejects betas outside [0, 1), eps <= 0 and negative weight decay.
+  static result<std::unique_ptr<adam>> create(const adam_options& options);
+  std::string name() const override { return options_.decoupled ? "adamw" : "adam"; }
+  std::vector<std::pair<std::string, tensor*>> state_buffers() override;
+
+private:
+  explicit adam(const adam_options& options) : options_(options) {}
+  std::vector<std::string> state_names() const override;
+  void update(tensor& params, const tensor& grads, float lr) override;
+  adam_options options_;
+};
+
+} // namespace dtrain::optim
