@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <variant>
@@ -26,6 +27,9 @@ enum class error_code {
 
 /// Name of a code, for messages ("shape_mismatch").
 const char* to_string(error_code code);
+inline std::ostream& operator<<(std::ostream& out, error_code code) {
+  return out << to_string(code);
+}
 
 /// The outcome of an operation that returns nothing: ok, or a code and a
 /// message that names what is at fault (file, layer, rank, field).

@@ -32,10 +32,13 @@ public:
 };
 
 /// A dataset held in two host tensors: features [N, F] and targets [N, T]
-/// (or [N] for one target per sample).
+/// (or [N] for one target per sample; any further axes are flattened, so
+/// images [N, 28, 28] have F = 784). It shares the tensors' storage, which
+/// must not be written afterwards; gather() is then safe from any thread.
 class tensor_dataset final : public dataset {
 public:
-  /// Fails with shape_mismatch when the tensors' row counts differ or a
+  /// Fails with shape_mismatch, naming the dataset and the shapes, when a
+  /// tensor is undefined or has no sample axis, the row counts differ, or a
   /// tensor is not on the host.
   static result<std::shared_ptr<tensor_dataset>> create(tensor features, tensor targets,
                                                         std::string name);

@@ -97,8 +97,11 @@ status gz_reader::stream_error() {
   const char* text = gzerror(file_, &code);
   if (code == Z_ERRNO)
     return io_error(path_ + ": read failed: " + std::strerror(errno));
-  return corrupt_data(path_ + ": not a valid gzip stream (zlib: " +
-                      (text != nullptr ? text : "unknown error") + ")");
+  std::string reason = text != nullptr ? text : "unknown error";
+  // gzdopen names the stream "<fd:N>" and zlib puts that before its message.
+  if (reason.compare(0, 4, "<fd:") == 0 && reason.find(": ") != std::string::npos)
+    reason = reason.substr(reason.find(": ") + 2);
+  return corrupt_data(path_ + ": not a valid gzip stream (zlib: " + reason + ")");
 }
 
 result<int64_t> gz_reader::read(void* out, int64_t bytes) {

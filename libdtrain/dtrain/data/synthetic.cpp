@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "dtrain/core/check.hpp"
 #include "dtrain/core/random.hpp"
 
 namespace dtrain::data {

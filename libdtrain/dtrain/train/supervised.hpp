@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+
+#include "dtrain/core/status.hpp"
+#include "dtrain/data/loader.hpp"
+#include "dtrain/nn/loss.hpp"
+#include "dtrain/nn/model.hpp"
+#include "dtrain/optim/optimizer.hpp"
+
+/// The supervised training loop of one process: what a replica runs between
+/// gradient syncs, and what the single-process examples run alone.
+namespace dtrain::train {
+
+/// Sums over the batches of an epoch; the means are derived.
+struct epoch_totals {
+  double loss_sum = 0;       // sum over batches of (mean batch loss * batch size)
+  int64_t correct = 0;       // classification only
+  int64_t samples = 0;
+  double seconds = 0;
+
+  double mean_loss() const { return samples > 0 ? loss_sum / static_cast<double>(samples) : 0; }
+  double accuracy() const {
+    return samples > 0 ? static_cast<double>(correct) / static_cast<double>(samples) : 0;
+  }
+  double samples_per_second() const { return seconds > 0 ? samples / seconds : 0; }
+};
+
+struct loop_options {
+  /// Count argmax matches against the targets (class indices).
+  bool classification = true;
+};
+
+/// One optimizer step on one batch: zero the gradients, forward in training
+/// mode, loss and its gradient, backward, optimizer step with `lr`. Adds the
+/// batch's loss and matches to `totals`. A non-finite loss is an error (the
+/// step is not applied), so a diverging run stops with a clear message.
+status train_step(nn::model& model, nn::loss_function& loss, optim::optimizer& opt,
+                  const data::batch& batch, float lr, const loop_options& options,
+                  epoch_totals& totals);
+
+/// One pass over `loader`'s current epoch (the caller calls begin_epoch).
+result<epoch_totals> train_epoch(nn::model& model, nn::loss_function& loss,
+                                 optim::optimizer& opt, data::loader& loader, float lr,
+                                 const loop_options& options);
+
+/// Loss and accuracy over one epoch of `loader` in evaluation mode (dropout
+/// off, no gradients).
+result<epoch_totals> evaluate(nn::model& model, nn::loss_function& loss,
+                              data::loader& loader, const loop_options& options);
+
+} // namespace dtrain::train
