@@ -49,7 +49,7 @@ __global__ void add_bias_kernel(float* y, const float* bias, int64_t n, int64_t 
 __global__ void relu_forward_kernel(const float* x, float* y, int64_t n) {
   for (int64_t i = first_index(); i < n; i += grid_stride()) {
     float v = x[i];
-    y[i] = v > 0.0f || isnan(v) ? v : 0.0f; // NaN passes through, as in torch
+    y[i] = v > 0.0f ? v : 0.0f; // NaN gives 0, as on the CPU
   }
 }
 
@@ -188,11 +188,11 @@ __device__ float block_reduce(float v, Op op, float* scratch) {
   return r;
 }
 
-/// The class index of a label stored as a float, or -1 when it is not in
-/// [0, cols) (NaN included).
+/// The class index of a label stored as a float, or -1 when it is not a
+/// whole number in [0, cols) (NaN included), as on the CPU.
 __device__ inline int64_t label_index(float label, int64_t cols) {
-  return label >= 0.0f && label < static_cast<float>(cols) ? static_cast<int64_t>(label)
-                                                           : -1;
+  bool valid = label >= 0.0f && label < static_cast<float>(cols) && floorf(label) == label;
+  return valid ? static_cast<int64_t>(label) : -1;
 }
 
 __global__ void softmax_xent_kernel(const float* logits, const float* labels, float* grad,
@@ -276,6 +276,10 @@ __global__ void argmax_matches_kernel(const float* logits, const float* labels,
     if (threadIdx.x == 0) {
       for (unsigned w = 1; w < blockDim.x / warp; ++w)
         take_first_max(best, at, best_scratch[w], at_scratch[w]);
+      // NaN never wins above, except that the CPU's scan starts from column
+      // 0 and nothing compares greater than a NaN there.
+      if (cols > 0 && isnan(x[0]))
+        at = 0;
       int64_t label = label_index(labels[r], cols);
       row_match[r] = label >= 0 && label == at ? 1.0f : 0.0f;
     }

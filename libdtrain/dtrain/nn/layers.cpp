@@ -87,6 +87,34 @@ result<int64_t> sequential::output_features(int64_t input) const {
   return features;
 }
 
+std::vector<parameter_spec> sequential::parameter_specs() const {
+  std::vector<parameter_spec> all;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (auto& spec : layers_[i]->parameter_specs())
+      all.push_back({std::to_string(i) + "." + spec.name, spec.shape});
+  return all;
+}
+
+void sequential::initialize(std::vector<tensor>& params, rng& gen) const {
+  size_t next = 0;
+  for (auto& layer : layers_) {
+    size_t count = layer->parameter_specs().size();
+    std::vector<tensor> mine(params.begin() + next, params.begin() + next + count);
+    layer->initialize(mine, gen);
+    next += count;
+  }
+}
+
+void sequential::bind(std::vector<tensor> params, std::vector<tensor> grads) {
+  size_t next = 0;
+  for (auto& layer : layers_) {
+    size_t count = layer->parameter_specs().size();
+    layer->bind({params.begin() + next, params.begin() + next + count},
+                {grads.begin() + next, grads.begin() + next + count});
+    next += count;
+  }
+}
+
 const tensor& sequential::forward(const tensor& x, const forward_context& ctx) {
   const tensor* h = &x;
   for (auto& layer : layers_)

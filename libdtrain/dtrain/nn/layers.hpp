@@ -59,6 +59,10 @@ public:
   /// Checks that the layers chain; the error names the layer (1-based) that
   /// does not fit and the one before it.
   result<int64_t> output_features(int64_t input) const override;
+  /// The layers' parameters in layer order, named "INDEX.NAME".
+  std::vector<parameter_spec> parameter_specs() const override;
+  void initialize(std::vector<tensor>& params, rng& gen) const override;
+  void bind(std::vector<tensor> params, std::vector<tensor> grads) override;
   const tensor& forward(const tensor& x, const forward_context& ctx) override;
   const tensor& backward(const tensor& dy, bool need_input_grad) override;
 
