@@ -192,4 +192,18 @@ BOOST_AUTO_TEST_CASE(elementwise_helpers_match_reference) {
   BOOST_TEST(ops::sum(x) == 9 * 0.25);
 }
 
+
+
+
+
+BOOST_AUTO_TEST_CASE(empty_batches_are_no_ops) {
+  auto y = dtrain::tensor::zeros({0, 4}), bias = dtrain::tensor::full({4}, 1.0f);
+  ops::add_bias(y, bias);
+  auto sums = dtrain::tensor::full({4}, 3.0f);
+  ops::sum_rows(y, sums, 0.0f);
+  for (float v : sums.to_vector())
+    BOOST_TEST(v == 0.0f);
+}
+
+
 BOOST_AUTO_TEST_SUITE_END()

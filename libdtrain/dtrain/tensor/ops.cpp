@@ -41,7 +41,13 @@ void same_numel(const char* op, const tensor& a, const tensor& b) {
 #define DTRAIN_DISPATCH(t, kernel, ...) ::dtrain::cpu::kernel(__VA_ARGS__)
 #endif
 
-int64_t cols_of(const tensor& x) { return x.dim() == 0 ? 1 : x.numel() / x.size(0); }
+// Elements per row: the product of every dimension after the first.
+int64_t cols_of(const tensor& x) {
+  int64_t cols = 1;
+  for (int64_t axis = 1; axis < x.dim(); ++axis)
+    cols *= x.size(axis);
+  return cols;
+}
 
 double host_sum(const tensor& x) {
   if (!x.is_cuda()) {
