@@ -94,6 +94,21 @@ BOOST_AUTO_TEST_CASE(backward_accumulates_and_zero_grad_clears) {
   BOOST_TEST(ops::sum(m->gradients()) == 0.0);
 }
 
+BOOST_AUTO_TEST_CASE(backward_without_accumulate_overwrites_stale_gradients) {
+  auto m = small_mlp(2);
+  auto x = random_tensor({5, 6}, 6);
+  auto labels = dtrain::tensor::from_vector({0, 1, 2, 1, 0}, {5});
+  nn::cross_entropy_loss ce;
+  m->zero_grad();
+  ce.compute(*m->forward(x, true).value(), labels, true).value();
+  BOOST_REQUIRE(m->backward(ce.grad()).is_ok());
+  auto clean = m->gradients().to_vector();
+  ops::fill(m->gradients(), 123.0f);  // stale values from an earlier step
+  ce.compute(*m->forward(x, true).value(), labels, true).value();
+  BOOST_REQUIRE(m->backward(ce.grad(), false).is_ok());
+  BOOST_TEST(m->gradients().to_vector() == clean);
+}
+
 BOOST_AUTO_TEST_CASE(gradient_ready_hook_reports_each_layer_last_first) {
   auto m = small_mlp(2);
   std::vector<std::pair<int64_t, int64_t>> ranges;

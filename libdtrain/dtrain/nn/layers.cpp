@@ -13,7 +13,7 @@ const tensor& activation_layer::forward(const tensor& x, const forward_context&)
   return output_;
 }
 
-const tensor& activation_layer::backward(const tensor& dy, bool need_input_grad) {
+const tensor& activation_layer::backward(const tensor& dy, const backward_context&) {
   ensure(input_grad_, dy.shape(), dy.where());
   ops::activation_backward(kind_, *input_, output_, dy, input_grad_);
   return input_grad_;
@@ -42,7 +42,7 @@ const tensor& dropout::forward(const tensor& x, const forward_context& ctx) {
   return output_;
 }
 
-const tensor& dropout::backward(const tensor& dy, bool need_input_grad) {
+const tensor& dropout::backward(const tensor& dy, const backward_context&) {
   if (!active_)
     return dy;
   ensure(input_grad_, dy.shape(), dy.where());
@@ -122,10 +122,10 @@ const tensor& sequential::forward(const tensor& x, const forward_context& ctx) {
   return *h;
 }
 
-const tensor& sequential::backward(const tensor& dy, bool need_input_grad) {
+const tensor& sequential::backward(const tensor& dy, const backward_context& ctx) {
   const tensor* g = &dy;
   for (size_t i = layers_.size(); i-- > 0;)
-    g = &layers_[i]->backward(*g, i > 0 || need_input_grad);
+    g = &layers_[i]->backward(*g, {i > 0 || ctx.need_input_grad, ctx.accumulate});
   return layers_.empty() ? dy : *g;
 }
 

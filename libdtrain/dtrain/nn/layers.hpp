@@ -17,7 +17,7 @@ public:
   std::string describe() const override { return ops::to_string(kind_); }
   result<int64_t> output_features(int64_t input) const override { return input; }
   const tensor& forward(const tensor& x, const forward_context& ctx) override;
-  const tensor& backward(const tensor& dy, bool need_input_grad) override;
+  const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
 private:
   ops::activation kind_;
@@ -34,7 +34,7 @@ public:
   std::string describe() const override;
   result<int64_t> output_features(int64_t input) const override;
   const tensor& forward(const tensor& x, const forward_context& ctx) override;
-  const tensor& backward(const tensor& dy, bool need_input_grad) override;
+  const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
 private:
   float p_;
@@ -64,7 +64,7 @@ public:
   void initialize(std::vector<tensor>& params, rng& gen) const override;
   void bind(std::vector<tensor> params, std::vector<tensor> grads) override;
   const tensor& forward(const tensor& x, const forward_context& ctx) override;
-  const tensor& backward(const tensor& dy, bool need_input_grad) override;
+  const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
 private:
   std::vector<std::unique_ptr<module>> layers_;

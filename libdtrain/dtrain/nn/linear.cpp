@@ -56,13 +56,14 @@ const tensor& linear::forward(const tensor& x, const forward_context&) {
   return output_;
 }
 
-const tensor& linear::backward(const tensor& dy, bool need_input_grad) {
+const tensor& linear::backward(const tensor& dy, const backward_context& ctx) {
   const tensor& x = *input_;
-  // dW += x^T dy, db += column sums of dy: accumulate (beta = 1).
-  ops::matmul(x, true, dy, false, weight_grad_, 1.0f, 1.0f);
+  // dW (+)= x^T dy, db (+)= column sums of dy.
+  float beta = ctx.accumulate ? 1.0f : 0.0f;
+  ops::matmul(x, true, dy, false, weight_grad_, 1.0f, beta);
   if (has_bias_)
-    ops::sum_rows(dy, bias_grad_, 1.0f);
-  if (!need_input_grad) {
+    ops::sum_rows(dy, bias_grad_, beta);
+  if (!ctx.need_input_grad) {
     input_grad_ = tensor();
     return input_grad_;
   }

@@ -17,7 +17,7 @@ public:
   void initialize(std::vector<tensor>& params, rng& gen) const override;
   void bind(std::vector<tensor> params, std::vector<tensor> grads) override;
   const tensor& forward(const tensor& x, const forward_context& ctx) override;
-  const tensor& backward(const tensor& dy, bool need_input_grad) override;
+  const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }

@@ -87,7 +87,7 @@ result<const tensor*> model::forward(const tensor& x, bool training) {
   return &out;
 }
 
-status model::backward(const tensor& grad_output) {
+status model::backward(const tensor& grad_output, bool accumulate) {
   if (!have_activations_)
     return invalid_argument("backward() needs a preceding forward(x, training = true)");
   if (!grad_output.defined() || grad_output.dim() != 2 ||
@@ -98,7 +98,7 @@ status model::backward(const tensor& grad_output) {
   have_activations_ = false;
   const tensor* g = &grad_output;
   for (size_t i = layers_->layer_count(); i-- > 0;) {
-    g = &layers_->layer(i).backward(*g, i > 0);
+    g = &layers_->layer(i).backward(*g, {i > 0, accumulate});
     auto [first, end] = layer_ranges_[i];
     if (hook_ && end > first)
       hook_(first, end - first);

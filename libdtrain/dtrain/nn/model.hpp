@@ -39,7 +39,8 @@ struct parameter_slot {
 /// buffer. The buffers never move or resize after create(): views and raw
 /// pointers into them stay valid for the model's lifetime.
 ///
-/// backward() adds into gradients() (micro-batches accumulate) and reports
+/// backward() adds into gradients() (micro-batches accumulate), or
+/// overwrites them for the first micro-batch after a step, and reports
 /// each layer's gradient range, last layer first, through the gradient-ready
 /// hook as soon as that layer is done, so that a gradient sync can start
 /// reducing while earlier layers are still computing.
@@ -72,8 +73,9 @@ public:
   /// shape or device is an error naming both.
   result<const tensor*> forward(const tensor& x, bool training);
   /// Adds d(loss)/d(parameters) into gradients(), given d(loss)/d(output)
-  /// of the last forward(training = true).
-  status backward(const tensor& grad_output);
+  /// of the last forward(training = true); with accumulate = false,
+  /// overwrites them instead (no zero_grad() needed first).
+  status backward(const tensor& grad_output, bool accumulate = true);
   void zero_grad();
 
   /// Called with (offset, count) of each layer's gradients in gradients()

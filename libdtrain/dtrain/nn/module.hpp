@@ -26,6 +26,16 @@ struct forward_context {
   uint64_t seed = 0;
 };
 
+/// What a backward pass is asked to produce.
+struct backward_context {
+  /// Compute dL/dx (the first layer of a model skips it).
+  bool need_input_grad = true;
+  /// Add the parameter gradients into the bound buffers (true) or overwrite
+  /// them (false: the first micro-batch after an optimizer step, which
+  /// saves zeroing the buffer and reading it back).
+  bool accumulate = true;
+};
+
 /// A layer of a feed-forward network over [batch, features] inputs.
 ///
 /// Lifecycle: the owning model asks for output_features() (shape checking,
@@ -37,9 +47,9 @@ struct forward_context {
 ///
 /// Buffers: a module owns its output and input-gradient tensors and reuses
 /// them while the batch size stays the same; a returned reference stays
-/// valid until the module's next forward/backward. backward() ADDS the
-/// parameter gradients into the bound gradient views (so micro-batches
-/// accumulate; the model zeroes them). Not thread-safe.
+/// valid until the module's next forward/backward. backward() adds the
+/// parameter gradients into the bound gradient views, or overwrites them,
+/// as its backward_context says. Not thread-safe.
 class module {
 public:
   virtual ~module() = default;
@@ -58,9 +68,9 @@ public:
   virtual void bind(std::vector<tensor> params, std::vector<tensor> grads) {}
 
   virtual const tensor& forward(const tensor& x, const forward_context& ctx) = 0;
-  /// Returns dL/dx, or an undefined tensor when need_input_grad is false
-  /// (the first layer skips that GEMM).
-  virtual const tensor& backward(const tensor& dy, bool need_input_grad) = 0;
+  /// Returns dL/dx, or an undefined tensor when ctx.need_input_grad is
+  /// false (the first layer skips that GEMM).
+  virtual const tensor& backward(const tensor& dy, const backward_context& ctx) = 0;
 };
 
 /// Makes `t` a tensor of `shape` on `where`, reusing its memory when it

@@ -38,11 +38,10 @@ status count_batch(nn::model& model, nn::loss_function& loss, const data::batch&
 status train_step(nn::model& model, nn::loss_function& loss, optim::optimizer& opt,
                   const data::batch& batch, float lr, const loop_options& options,
                   epoch_totals& totals) {
-  model.zero_grad();
   DTRAIN_ASSIGN_OR_RETURN(const tensor* output, model.forward(batch.features, true));
   DTRAIN_ASSIGN_OR_RETURN(float value, loss.compute(*output, batch.targets, true));
   DTRAIN_RETURN_IF_ERROR(count_batch(model, loss, batch, value, options, *output, totals));
-  DTRAIN_RETURN_IF_ERROR(model.backward(loss.grad()));
+  DTRAIN_RETURN_IF_ERROR(model.backward(loss.grad(), /*accumulate=*/false));
   return opt.step(model.parameters(), model.gradients(), lr);
 }
 

@@ -31,8 +31,8 @@ struct loop_options {
   bool classification = true;
 };
 
-/// One optimizer step on one batch: zero the gradients, forward in training
-/// mode, loss and its gradient, backward, optimizer step with `lr`. Adds the
+/// One optimizer step on one batch: forward in training mode, loss and its
+/// gradient, backward (overwriting the gradients), optimizer step with `lr`. Adds the
 /// batch's loss and matches to `totals`. A non-finite loss is an error (the
 /// step is not applied), so a diverging run stops with a clear message.
 status train_step(nn::model& model, nn::loss_function& loss, optim::optimizer& opt,
