@@ -16,6 +16,15 @@ std::unique_ptr<nn::model> small_mlp(uint64_t seed) {
   return nn::model::create(nn::make_mlp(spec), {6, device::cpu(), seed}).value();
 }
 
+// One forward and backward of a fixed batch through `m`.
+void forward_backward(nn::model& m, bool accumulate) {
+  auto x = random_tensor({5, 6}, 6);
+  auto labels = dtrain::tensor::from_vector({0, 1, 2, 1, 0}, {5});
+  nn::cross_entropy_loss ce;
+  ce.compute(*m.forward(x, true).value(), labels, true).value();
+  BOOST_REQUIRE(m.backward(ce.grad(), accumulate).is_ok());
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(model)
@@ -78,15 +87,10 @@ BOOST_AUTO_TEST_CASE(initialization_is_fixed_by_the_seed) {
 
 BOOST_AUTO_TEST_CASE(backward_accumulates_and_zero_grad_clears) {
   auto m = small_mlp(2);
-  auto x = random_tensor({5, 6}, 6);
-  auto labels = dtrain::tensor::from_vector({0, 1, 2, 1, 0}, {5});
-  nn::cross_entropy_loss ce;
   m->zero_grad();
-  ce.compute(*m->forward(x, true).value(), labels, true).value();
-  BOOST_REQUIRE(m->backward(ce.grad()).is_ok());
+  forward_backward(*m, true);
   auto once = m->gradients().to_vector();
-  ce.compute(*m->forward(x, true).value(), labels, true).value();
-  BOOST_REQUIRE(m->backward(ce.grad()).is_ok());
+  forward_backward(*m, true);
   auto twice = m->gradients().to_vector();
   for (size_t i = 0; i < once.size(); ++i)
     BOOST_TEST(std::abs(twice[i] - 2 * once[i]) <= 1e-6f * (1 + std::abs(once[i])));
@@ -96,16 +100,11 @@ BOOST_AUTO_TEST_CASE(backward_accumulates_and_zero_grad_clears) {
 
 BOOST_AUTO_TEST_CASE(backward_without_accumulate_overwrites_stale_gradients) {
   auto m = small_mlp(2);
-  auto x = random_tensor({5, 6}, 6);
-  auto labels = dtrain::tensor::from_vector({0, 1, 2, 1, 0}, {5});
-  nn::cross_entropy_loss ce;
   m->zero_grad();
-  ce.compute(*m->forward(x, true).value(), labels, true).value();
-  BOOST_REQUIRE(m->backward(ce.grad()).is_ok());
+  forward_backward(*m, true);
   auto clean = m->gradients().to_vector();
   ops::fill(m->gradients(), 123.0f);  // stale values from an earlier step
-  ce.compute(*m->forward(x, true).value(), labels, true).value();
-  BOOST_REQUIRE(m->backward(ce.grad(), false).is_ok());
+  forward_backward(*m, false);
   BOOST_TEST(m->gradients().to_vector() == clean);
 }
 
@@ -113,11 +112,7 @@ BOOST_AUTO_TEST_CASE(gradient_ready_hook_reports_each_layer_last_first) {
   auto m = small_mlp(2);
   std::vector<std::pair<int64_t, int64_t>> ranges;
   m->set_gradient_ready_hook([&](int64_t off, int64_t n) { ranges.emplace_back(off, n); });
-  auto x = random_tensor({5, 6}, 6);
-  nn::cross_entropy_loss ce;
-  ce.compute(*m->forward(x, true).value(), dtrain::tensor::from_vector({0, 1, 2, 1, 0}, {5}),
-             true).value();
-  BOOST_REQUIRE(m->backward(ce.grad()).is_ok());
+  forward_backward(*m, false);
   BOOST_REQUIRE(ranges.size() == 3u);  // three linear layers; activations have none
   int64_t end = m->parameter_count();
   for (auto [off, n] : ranges) {
