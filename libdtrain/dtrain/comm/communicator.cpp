@@ -1,0 +1,251 @@
+#include "dtrain/comm/communicator.hpp"
+
+namespace dtrain::comm {
+
+const char* to_string(reduce_op op) {
+  switch (op) {
+    case reduce_op::sum: return "sum";
+    case reduce_op::average: return "average";
+    case reduce_op::min: return "min";
+    case reduce_op::max: return "max";
+  }
+  return "unknown";
+}
+
+status work::wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [this] { return done_; });
+  return outcome_;
+}
+
+bool work::completed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return done_;
+}
+
+void work::finish(status outcome) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_)
+      return;
+    done_ = true;
+    outcome_ = std::move(outcome);
+  }
+  cv_.notify_all();
+}
+
+queued_communicator::queued_communicator(int rank, int size, milliseconds timeout)
+  : rank_(rank), size_(size), timeout_(timeout) {
+  worker_ = std::thread([this] { worker_loop(); });
+}
+
+queued_communicator::~queued_communicator() { shutdown(); }
+
+void queued_communicator::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_ && !worker_.joinable())
+      return;
+    stopping_ = true;
+    if (broken_.is_ok())
+      broken_ = status(error_code::aborted, "the communicator was destroyed");
+    for (auto& [req, w] : queue_)
+      w->finish(status(error_code::aborted, describe(req) + ": communicator destroyed"));
+    queue_.clear();
+  }
+  cv_.notify_all();
+  interrupt();
+  if (worker_.joinable())
+    worker_.join();
+}
+
+const char* queued_communicator::to_string(op_kind kind) {
+  switch (kind) {
+    case op_kind::all_reduce: return "all_reduce";
+    case op_kind::broadcast: return "broadcast";
+    case op_kind::all_gather: return "all_gather";
+    case op_kind::gather: return "gather";
+    case op_kind::reduce_scatter: return "reduce_scatter";
+    case op_kind::barrier: return "barrier";
+  }
+  return "unknown";
+}
+
+std::string queued_communicator::describe(const request& r) const {
+  return std::string(to_string(r.kind)) + " #" + std::to_string(r.sequence) + " on rank " +
+         std::to_string(rank_) + " of " + std::to_string(size_) + " (" + backend() + ")";
+}
+
+work_ptr queued_communicator::fail_now(const status& why) {
+  auto w = std::make_shared<work>();
+  w->finish(why);
+  return w;
+}
+
+work_ptr queued_communicator::submit(request r) {
+  auto w = std::make_shared<work>();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    r.sequence = issued_++;
+    r.deadline = std::chrono::steady_clock::now() + timeout_;
+    if (!broken_.is_ok()) {
+      w->finish(status(error_code::aborted,
+                       describe(r) + ": the communicator is broken: " + broken_.to_string()));
+      return w;
+    }
+    queue_.emplace_back(std::move(r), w);
+  }
+  cv_.notify_all();
+  return w;
+}
+
+namespace {
+
+status check_buffer(const communicator& c, const char* op, const char* name, const tensor& t) {
+  if (!t.defined())
+    return invalid_argument(std::string(op) + ": " + name + " is undefined");
+  if (!c.supports(t.where()))
+    return invalid_argument(std::string(op) + ": the " + c.backend() +
+                            " backend does not take buffers on " + t.where().to_string());
+  return status::ok();
+}
+
+status check_root(const communicator& c, const char* op, int root) {
+  if (root < 0 || root >= c.size())
+    return invalid_argument(std::string(op) + ": root " + std::to_string(root) +
+                            " is not a rank of a group of " + std::to_string(c.size()));
+  return status::ok();
+}
+
+status check_sizes(const char* op, int64_t big, int64_t small, int size, const char* what) {
+  if (big != small * size)
+    return shape_mismatch(std::string(op) + ": " + what + " must hold " +
+                          std::to_string(size) + " x " + std::to_string(small) +
+                          " values, it holds " + std::to_string(big));
+  return status::ok();
+}
+
+} // namespace
+
+work_ptr queued_communicator::all_reduce(tensor buffer, reduce_op op) {
+  if (auto s = check_buffer(*this, "all_reduce", "buffer", buffer); !s)
+    return fail_now(s);
+  request r;
+  r.kind = op_kind::all_reduce;
+  r.input = std::move(buffer);
+  r.op = op;
+  return submit(std::move(r));
+}
+
+work_ptr queued_communicator::broadcast(tensor buffer, int root) {
+  if (auto s = check_buffer(*this, "broadcast", "buffer", buffer); !s)
+    return fail_now(s);
+  if (auto s = check_root(*this, "broadcast", root); !s)
+    return fail_now(s);
+  request r;
+  r.kind = op_kind::broadcast;
+  r.input = std::move(buffer);
+  r.root = root;
+  return submit(std::move(r));
+}
+
+work_ptr queued_communicator::all_gather(tensor input, tensor output) {
+  for (auto* t : {&input, &output})
+    if (auto s = check_buffer(*this, "all_gather", t == &input ? "input" : "output", *t); !s)
+      return fail_now(s);
+  if (auto s = check_sizes("all_gather", output.numel(), input.numel(), size(), "output"); !s)
+    return fail_now(s);
+  request r;
+  r.kind = op_kind::all_gather;
+  r.input = std::move(input);
+  r.output = std::move(output);
+  return submit(std::move(r));
+}
+
+work_ptr queued_communicator::gather(tensor input, tensor output, int root) {
+  if (auto s = check_buffer(*this, "gather", "input", input); !s)
+    return fail_now(s);
+  if (auto s = check_root(*this, "gather", root); !s)
+    return fail_now(s);
+  if (rank() == root) {
+    if (auto s = check_buffer(*this, "gather", "output", output); !s)
+      return fail_now(s);
+    if (auto s = check_sizes("gather", output.numel(), input.numel(), size(), "output"); !s)
+      return fail_now(s);
+  }
+  request r;
+  r.kind = op_kind::gather;
+  r.input = std::move(input);
+  r.output = std::move(output);
+  r.root = root;
+  return submit(std::move(r));
+}
+
+work_ptr queued_communicator::reduce_scatter(tensor input, tensor output, reduce_op op) {
+  for (auto* t : {&input, &output})
+    if (auto s = check_buffer(*this, "reduce_scatter", t == &input ? "input" : "output", *t);
+        !s)
+      return fail_now(s);
+  if (auto s = check_sizes("reduce_scatter", input.numel(), output.numel(), size(), "input");
+      !s)
+    return fail_now(s);
+  request r;
+  r.kind = op_kind::reduce_scatter;
+  r.input = std::move(input);
+  r.output = std::move(output);
+  r.op = op;
+  return submit(std::move(r));
+}
+
+work_ptr queued_communicator::barrier() {
+  request r;
+  r.kind = op_kind::barrier;
+  return submit(std::move(r));
+}
+
+void queued_communicator::abort(const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (broken_.is_ok())
+      broken_ = status(error_code::aborted, "aborted on rank " + std::to_string(rank_) + ": " + why);
+    for (auto& [req, w] : queue_)
+      w->finish(status(error_code::aborted, describe(req) + ": " + broken_.message()));
+    queue_.clear();
+  }
+  cv_.notify_all();
+  interrupt();
+}
+
+bool queued_communicator::broken() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !broken_.is_ok();
+}
+
+status queued_communicator::broken_reason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return broken_;
+}
+
+void queued_communicator::worker_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty())
+      return;  // stopping, nothing left
+    auto [req, w] = std::move(queue_.front());
+    queue_.pop_front();
+    if (!broken_.is_ok()) {
+      w->finish(status(error_code::aborted,
+                       describe(req) + ": the communicator is broken: " + broken_.to_string()));
+      continue;
+    }
+    lock.unlock();
+    status outcome = run(req);
+    lock.lock();
+    if (!outcome.is_ok() && broken_.is_ok())
+      broken_ = outcome;
+    w->finish(outcome);
+  }
+}
+
+} // namespace dtrain::comm

@@ -1,0 +1,164 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "dtrain/comm/store.hpp"
+#include "dtrain/core/status.hpp"
+#include "dtrain/tensor/tensor.hpp"
+
+namespace dtrain::comm {
+
+enum class reduce_op { sum, average, min, max };
+const char* to_string(reduce_op op);
+
+/// The handle of an asynchronous collective (c10d's Work). wait() blocks
+/// until the operation has finished on this rank, and returns its status;
+/// it never blocks longer than the operation's timeout plus a small margin,
+/// because the operation itself gives up at its deadline. Thread-safe.
+class work {
+public:
+  work() = default;
+  work(const work&) = delete;
+  work& operator=(const work&) = delete;
+
+  status wait();
+  bool completed() const;
+
+  /// For implementations: records the outcome and wakes waiters (once).
+  void finish(status outcome);
+
+private:
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  status outcome_;
+};
+
+using work_ptr = std::shared_ptr<work>;
+
+/// A group of `size` ranks that run collectives on float32 buffers together.
+///
+/// Every operation is asynchronous: it is queued and run in issue order by
+/// the communicator's own thread, and returns a work handle; every rank must
+/// issue the same operations in the same order. Buffers are tensors on the
+/// host or (for backends that support it) a CUDA device; the caller keeps
+/// them alive and untouched until the work completes. Results are written in
+/// place (all_reduce, broadcast) or into the output tensor.
+///
+/// Failure: each operation has a deadline (the communicator's timeout).
+/// When it expires, or on abort(), or when a peer fails, the operation ends
+/// with an error that names the operation, this rank and the peer it was
+/// waiting for, and the communicator becomes broken: every later operation
+/// fails at once with error_code::aborted and the first cause. A broken
+/// communicator cannot be repaired; form a new one under a new store prefix.
+///
+/// Shapes: all_gather output = size * input numel; gather output likewise
+/// (read only at root); reduce_scatter input = size * output numel, rank r
+/// receiving the reduction of chunk r. Thread-safe: any thread may issue
+/// operations or abort().
+class communicator {
+public:
+  virtual ~communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// "shm", "gloo", "hierarchical", "nccl".
+  virtual std::string backend() const = 0;
+  /// Whether buffers on `where` are accepted.
+  virtual bool supports(device where) const = 0;
+
+  virtual work_ptr all_reduce(tensor buffer, reduce_op op) = 0;
+  virtual work_ptr broadcast(tensor buffer, int root) = 0;
+  virtual work_ptr all_gather(tensor input, tensor output) = 0;
+  virtual work_ptr gather(tensor input, tensor output, int root) = 0;
+  virtual work_ptr reduce_scatter(tensor input, tensor output, reduce_op op) = 0;
+  virtual work_ptr barrier() = 0;
+
+  /// Fails every queued and running operation (aborted) and breaks the
+  /// communicator. Safe from any thread, also while an operation waits.
+  virtual void abort(const std::string& why) = 0;
+  virtual bool broken() const = 0;
+  /// The error that broke the communicator, or ok.
+  virtual status broken_reason() const = 0;
+};
+
+/// The shared machinery of the CPU backends: argument checks, a FIFO of
+/// operations run one at a time on a worker thread, deadlines, and the
+/// broken state. A backend implements run() synchronously, returning at the
+/// request's deadline at the latest, and interrupt() to make a running
+/// run() return early after abort().
+class queued_communicator : public communicator {
+public:
+  queued_communicator(int rank, int size, milliseconds timeout);
+  ~queued_communicator() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  milliseconds timeout() const { return timeout_; }
+
+  work_ptr all_reduce(tensor buffer, reduce_op op) override;
+  work_ptr broadcast(tensor buffer, int root) override;
+  work_ptr all_gather(tensor input, tensor output) override;
+  work_ptr gather(tensor input, tensor output, int root) override;
+  work_ptr reduce_scatter(tensor input, tensor output, reduce_op op) override;
+  work_ptr barrier() override;
+
+  void abort(const std::string& why) override;
+  bool broken() const override;
+  status broken_reason() const override;
+
+protected:
+  enum class op_kind { all_reduce, broadcast, all_gather, gather, reduce_scatter, barrier };
+  static const char* to_string(op_kind kind);
+
+  struct request {
+    op_kind kind = op_kind::barrier;
+    tensor input;    // all_reduce/broadcast: the buffer; others: the input
+    tensor output;   // all_gather, gather, reduce_scatter
+    reduce_op op = reduce_op::sum;
+    int root = 0;
+    std::chrono::steady_clock::time_point deadline;
+    uint64_t sequence = 0;  // the how-manyth operation of this communicator
+  };
+
+  /// Runs one operation to completion or to its deadline. Called on the
+  /// worker thread only, one request at a time.
+  virtual status run(const request& r) = 0;
+  /// Makes a run() in progress return soon (abort); may be called from any
+  /// thread. The default does nothing (run() then ends at its deadline).
+  virtual void interrupt() {}
+
+  /// Stops the worker; backends call it first in their destructors, so that
+  /// run() never executes on a half-destroyed object.
+  void shutdown();
+
+  /// "all_reduce #12 on rank 1 of 4 (shm)": the start of every error.
+  std::string describe(const request& r) const;
+
+private:
+  work_ptr submit(request r);
+  work_ptr fail_now(const status& why);
+  void worker_loop();
+
+  int rank_;
+  int size_;
+  milliseconds timeout_;
+  uint64_t issued_ = 0;
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::pair<request, work_ptr>> queue_;
+  bool stopping_ = false;
+  status broken_;
+  std::thread worker_;
+};
+
+} // namespace dtrain::comm

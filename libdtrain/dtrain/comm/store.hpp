@@ -1,0 +1,107 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dtrain/core/status.hpp"
+
+namespace dtrain::comm {
+
+using bytes = std::vector<char>;
+using milliseconds = std::chrono::milliseconds;
+
+/// A small key-value store for rendezvous: ranks publish and find each
+/// other's addresses, ids and counters through it (as c10d's Store and
+/// Gloo's rendezvous store).
+///
+/// Semantics: set() overwrites; get() waits until the key exists; add()
+/// atomically adds to a 64-bit counter (a missing key counts as 0) and
+/// returns the new value; wait() waits until all keys exist. Every call that
+/// can wait takes a timeout and returns error_code::timeout naming the key(s)
+/// still missing when it expires. Implementations are thread-safe; values
+/// are opaque bytes (counters are decimal text, so get() of a counter reads
+/// "3").
+class store {
+public:
+  virtual ~store() = default;
+
+  virtual status set(const std::string& key, const bytes& value) = 0;
+  virtual result<bytes> get(const std::string& key, milliseconds timeout) = 0;
+  virtual result<int64_t> add(const std::string& key, int64_t delta) = 0;
+  virtual status wait(const std::vector<std::string>& keys, milliseconds timeout) = 0;
+  /// True when the key exists now; never waits.
+  virtual result<bool> check(const std::string& key) = 0;
+};
+
+/// A store in this process's memory: for ranks that are threads of one
+/// process (tests, single-host examples).
+class memory_store final : public store {
+public:
+  memory_store();
+  ~memory_store() override;
+
+  status set(const std::string& key, const bytes& value) override;
+  result<bytes> get(const std::string& key, milliseconds timeout) override;
+  result<int64_t> add(const std::string& key, int64_t delta) override;
+  status wait(const std::vector<std::string>& keys, milliseconds timeout) override;
+  result<bool> check(const std::string& key) override;
+
+private:
+  struct state;
+  std::unique_ptr<state> state_;
+};
+
+/// A store in a directory, one file per key, written atomically (temporary
+/// file, then rename), so that separate processes on one host, or on hosts
+/// sharing a file system, can rendezvous. add() serializes through an
+/// exclusive lock (flock) on a lock file. Waiting polls with backoff (first
+/// poll after 1 ms, then up to every 20 ms). Keys may hold any characters;
+/// they are encoded into file names. The directory is created if missing.
+class file_store final : public store {
+public:
+  /// Fails with io_error naming the directory if it cannot be created.
+  static result<std::unique_ptr<file_store>> open(const std::string& directory);
+
+  status set(const std::string& key, const bytes& value) override;
+  result<bytes> get(const std::string& key, milliseconds timeout) override;
+  result<int64_t> add(const std::string& key, int64_t delta) override;
+  status wait(const std::vector<std::string>& keys, milliseconds timeout) override;
+  result<bool> check(const std::string& key) override;
+
+  const std::string& directory() const { return dir_; }
+
+private:
+  explicit file_store(std::string dir) : dir_(std::move(dir)) {}
+  std::string path_of(const std::string& key) const;
+  std::string dir_;
+};
+
+/// Puts "PREFIX/" before every key of an underlying store, so that groups
+/// and restart generations sharing one store never see each other's keys.
+/// Shares ownership of the underlying store.
+class prefix_store final : public store {
+public:
+  prefix_store(std::string prefix, std::shared_ptr<store> base)
+    : prefix_(std::move(prefix) + "/"), base_(std::move(base)) {}
+
+  status set(const std::string& key, const bytes& value) override;
+  result<bytes> get(const std::string& key, milliseconds timeout) override;
+  result<int64_t> add(const std::string& key, int64_t delta) override;
+  status wait(const std::vector<std::string>& keys, milliseconds timeout) override;
+  result<bool> check(const std::string& key) override;
+
+  const std::string& prefix() const { return prefix_; }
+
+private:
+  std::string prefix_;
+  std::shared_ptr<store> base_;
+};
+
+/// "hello" as bytes and back, for tests and small values.
+bytes to_bytes(const std::string& text);
+std::string to_string(const bytes& value);
+
+} // namespace dtrain::comm
