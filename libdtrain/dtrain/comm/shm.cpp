@@ -1,0 +1,378 @@
+#include "dtrain/comm/shm.hpp"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <functional>
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "dtrain/core/check.hpp"
+
+namespace dtrain::comm {
+
+namespace {
+
+constexpr uint64_t segment_magic = 0x31686d736e727464ULL;  // "dtrnshm1"
+constexpr int max_ranks = 256;
+using clock_type = std::chrono::steady_clock;
+
+struct alignas(64) rank_state {
+  std::atomic<uint64_t> arrived;  // barriers this rank has entered
+  std::atomic<int32_t> pid;
+};
+
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, clock_type::duration limit) {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(limit).count();
+  timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
+
+std::string unique_segment_name() {
+  std::random_device rd;
+  return "/dtrain-" + std::to_string(getpid()) + "-" + std::to_string(rd()) +
+         std::to_string(rd());
+}
+
+std::string os_error(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
+
+// [begin, end) of part `j` when n values are split `parts` ways.
+int64_t part_begin(int64_t n, int parts, int j) { return n * j / parts; }
+
+} // namespace
+
+struct shm_communicator::header {
+  uint64_t magic;
+  int32_t size;
+  int64_t slot_floats;
+  alignas(64) std::atomic<uint32_t> futex;
+  rank_state ranks[max_ranks];
+};
+
+namespace {
+constexpr size_t data_offset = (sizeof(shm_communicator::header) + 4095) / 4096 * 4096;
+} // namespace
+
+shm_communicator::shm_communicator(int rank, int size, milliseconds timeout,
+                                   int64_t slot_floats)
+  : queued_communicator(rank, size, timeout), slot_floats_(slot_floats) {}
+
+shm_communicator::~shm_communicator() {
+  shutdown();
+  if (base_ != nullptr)
+    munmap(base_, bytes_);
+}
+
+result<std::unique_ptr<shm_communicator>> shm_communicator::create(
+    int rank, int size, std::shared_ptr<store> store, milliseconds timeout,
+    int64_t slot_floats) {
+  if (size < 1 || size > max_ranks || rank < 0 || rank >= size)
+    return invalid_argument("shm communicator: rank " + std::to_string(rank) + " of " +
+                            std::to_string(size) + " (at most " +
+                            std::to_string(max_ranks) + " ranks per host)");
+  if (slot_floats < size)
+    return invalid_argument("shm communicator: slot_floats must be >= the group size");
+  std::unique_ptr<shm_communicator> c(new shm_communicator(rank, size, timeout, slot_floats));
+  DTRAIN_RETURN_IF_ERROR(c->attach(*store, timeout));
+  return c;
+}
+
+status shm_communicator::attach(store& s, milliseconds timeout) {
+  auto deadline = clock_type::now() + timeout;
+  bytes_ = data_offset + 2 * static_cast<size_t>(size() + 1) *
+                             static_cast<size_t>(slot_floats_) * sizeof(float);
+  std::string name;
+  int fd = -1;
+  if (rank() == 0) {
+    name = unique_segment_name();
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0)
+      return io_error(os_error("shm_open(" + name + ")"));
+    if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
+      close(fd);
+      shm_unlink(name.c_str());
+      return io_error(os_error("ftruncate(" + name + ", " + std::to_string(bytes_) + ")"));
+    }
+  } else {
+    auto published = s.get("shm/name", timeout);
+    if (!published)
+      return published.error().with_context("shm rendezvous on rank " + std::to_string(rank()) +
+                                            ": waiting for rank 0 to publish the segment");
+    name = comm::to_string(*published);
+    fd = shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd < 0)
+      return io_error(os_error("shm rendezvous on rank " + std::to_string(rank()) +
+                               ": shm_open(" + name + ")"));
+  }
+  // MAP_POPULATE: fault every page in now, not during the first collective.
+  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  close(fd);
+  if (base_ == MAP_FAILED) {
+    base_ = nullptr;
+    if (rank() == 0)
+      shm_unlink(name.c_str());
+    return io_error(os_error("mmap of " + std::to_string(bytes_) + " bytes of " + name));
+  }
+  header_ = static_cast<header*>(base_);
+  if (rank() == 0) {
+    header_->size = size();
+    header_->slot_floats = slot_floats_;
+    header_->magic = segment_magic;  // the segment is zero-filled by ftruncate
+    DTRAIN_RETURN_IF_ERROR(s.set("shm/name", to_bytes(name)));
+  } else if (header_->magic != segment_magic || header_->size != size() ||
+             header_->slot_floats != slot_floats_) {
+    return invalid_argument("shm rendezvous on rank " + std::to_string(rank()) + ": segment " +
+                            name + " belongs to a different group (size " +
+                            std::to_string(header_->size) + ")");
+  }
+  header_->ranks[rank()].pid.store(static_cast<int32_t>(getpid()));
+  // Every rank maps, then meets the others; only then may the name go.
+  status met = barrier_wait(nullptr, deadline);
+  if (rank() == 0)
+    shm_unlink(name.c_str());
+  return met;
+}
+
+float* shm_communicator::slot(int half, int r) const {
+  auto* data = reinterpret_cast<float*>(static_cast<char*>(base_) + data_offset);
+  return data + (static_cast<int64_t>(half) * (size() + 1) + r) * slot_floats_;
+}
+
+float* shm_communicator::result_area(int half) const { return slot(half, size()); }
+
+void shm_communicator::interrupt() {
+  interrupted_.store(true);
+  if (header_ != nullptr)
+    futex_wake_all(&header_->futex);
+}
+
+status shm_communicator::barrier_wait(const request* r, clock_type::time_point deadline) {
+  const uint64_t seq = ++barriers_;
+  header_->ranks[rank()].arrived.store(seq, std::memory_order_release);
+  header_->futex.fetch_add(1, std::memory_order_acq_rel);
+  futex_wake_all(&header_->futex);
+  auto what = [&] { return r != nullptr ? describe(*r) : "shm rendezvous on rank " + std::to_string(rank()); };
+  auto missing = [&] {
+    std::vector<int> out;
+    for (int q = 0; q < size(); ++q)
+      if (header_->ranks[q].arrived.load(std::memory_order_acquire) < seq)
+        out.push_back(q);
+    return out;
+  };
+  auto last_liveness = clock_type::now();
+  for (int spins = 0;; ++spins) {
+    uint32_t observed = header_->futex.load(std::memory_order_acquire);
+    std::vector<int> late = missing();
+    if (late.empty())
+      return status::ok();
+    if (interrupted_.load())
+      return status(error_code::aborted, what() + ": aborted while waiting for rank " +
+                                             std::to_string(late.front()));
+    auto now = clock_type::now();
+    if (now >= deadline) {
+      std::string names;
+      for (int q : late)
+        names += (names.empty() ? "" : ", ") + std::to_string(q);
+      return status(error_code::timeout, what() + ": timed out after " +
+                                             std::to_string(timeout().count()) +
+                                             " ms waiting for rank " + names);
+    }
+    if (now - last_liveness > milliseconds(50)) {
+      last_liveness = now;
+      for (int q : late) {
+        int32_t pid = header_->ranks[q].pid.load();
+        if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH)
+          return status(error_code::aborted, what() + ": rank " + std::to_string(q) +
+                                                 " (pid " + std::to_string(pid) + ") died");
+      }
+    }
+    if (spins < 100) {
+      cpu_relax();
+      continue;
+    }
+    futex_wait(&header_->futex, observed, std::min<clock_type::duration>(deadline - now,
+                                                                        milliseconds(20)));
+  }
+}
+
+namespace {
+
+void reduce_into(float* acc, const float* x, int64_t n, reduce_op op) {
+  switch (op) {
+    case reduce_op::sum:
+    case reduce_op::average:
+      for (int64_t i = 0; i < n; ++i)
+        acc[i] += x[i];
+      break;
+    case reduce_op::min:
+      for (int64_t i = 0; i < n; ++i)
+        acc[i] = std::min(acc[i], x[i]);
+      break;
+    case reduce_op::max:
+      for (int64_t i = 0; i < n; ++i)
+        acc[i] = std::max(acc[i], x[i]);
+      break;
+  }
+}
+
+// out = a (op) b in one pass.
+void reduce_pair(float* out, const float* a, const float* b, int64_t n, reduce_op op) {
+  if (op == reduce_op::min) {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = std::min(a[i], b[i]);
+  } else if (op == reduce_op::max) {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = std::max(a[i], b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = a[i] + b[i];
+  }
+}
+
+// out = reduction over q of part(q), in rank order; average divides at the end.
+void reduce_parts(float* out, int size, int64_t n, reduce_op op,
+                  const std::function<const float*(int)>& part) {
+  if (size == 1)
+    std::memcpy(out, part(0), static_cast<size_t>(n) * sizeof(float));
+  else
+    reduce_pair(out, part(0), part(1), n, op);
+  for (int q = 2; q < size; ++q)
+    reduce_into(out, part(q), n, op);
+  if (op == reduce_op::average) {
+    float inv = 1.0f / static_cast<float>(size);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] *= inv;
+  }
+}
+
+void copy_floats(float* dst, const float* src, int64_t n) {
+  if (n > 0)
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+
+} // namespace
+
+status shm_communicator::run(const request& r) {
+  switch (r.kind) {
+    case op_kind::all_reduce: return run_all_reduce(r);
+    case op_kind::broadcast: return run_broadcast(r);
+    case op_kind::all_gather: return run_gather(r, true);
+    case op_kind::gather: return run_gather(r, false);
+    case op_kind::reduce_scatter: return run_reduce_scatter(r);
+    case op_kind::barrier: return barrier_wait(&r, r.deadline);
+  }
+  return status(error_code::internal, "unknown operation");
+}
+
+status shm_communicator::run_all_reduce(const request& r) {
+  float* buf = const_cast<float*>(r.input.data());
+  const int64_t total = r.input.numel();
+  const int n_ranks = size(), me = rank();
+  for (int64_t off = 0; off < total || (total == 0 && off == 0); off += slot_floats_) {
+    const int64_t n = std::min(slot_floats_, total - off);
+    const int h = next_half();
+    float* mine = slot(h, me);
+    for (int j = 0; j < n_ranks; ++j)  // publish the parts the others reduce
+      if (j != me)
+        copy_floats(mine + part_begin(n, n_ranks, j), buf + off + part_begin(n, n_ranks, j),
+                    part_begin(n, n_ranks, j + 1) - part_begin(n, n_ranks, j));
+    DTRAIN_RETURN_IF_ERROR(barrier_wait(&r, r.deadline));
+    const int64_t b = part_begin(n, n_ranks, me), len = part_begin(n, n_ranks, me + 1) - b;
+    float* result = result_area(h) + b;
+    if (len > 0) {
+      reduce_parts(result, n_ranks, len, r.op, [&](int q) -> const float* {
+        return q == me ? buf + off + b : slot(h, q) + b;
+      });
+      copy_floats(buf + off + b, result, len);
+    }
+    DTRAIN_RETURN_IF_ERROR(barrier_wait(&r, r.deadline));
+    for (int j = 0; j < n_ranks; ++j)
+      if (j != me)
+        copy_floats(buf + off + part_begin(n, n_ranks, j),
+                    result_area(h) + part_begin(n, n_ranks, j),
+                    part_begin(n, n_ranks, j + 1) - part_begin(n, n_ranks, j));
+    if (total == 0)
+      break;
+  }
+  return status::ok();
+}
+
+status shm_communicator::run_broadcast(const request& r) {
+  float* buf = const_cast<float*>(r.input.data());
+  const int64_t total = r.input.numel();
+  for (int64_t off = 0; off < total || (total == 0 && off == 0); off += slot_floats_) {
+    const int64_t n = std::min(slot_floats_, total - off);
+    const int h = next_half();
+    if (rank() == r.root)
+      copy_floats(result_area(h), buf + off, n);
+    DTRAIN_RETURN_IF_ERROR(barrier_wait(&r, r.deadline));
+    if (rank() != r.root)
+      copy_floats(buf + off, result_area(h), n);
+    if (total == 0)
+      break;
+  }
+  return status::ok();
+}
+
+status shm_communicator::run_gather(const request& r, bool everyone) {
+  const float* in = r.input.data();
+  float* out = r.output.defined() ? const_cast<float*>(r.output.data()) : nullptr;
+  const int64_t count = r.input.numel();
+  for (int64_t off = 0; off < count || (count == 0 && off == 0); off += slot_floats_) {
+    const int64_t n = std::min(slot_floats_, count - off);
+    const int h = next_half();
+    copy_floats(slot(h, rank()), in + off, n);
+    DTRAIN_RETURN_IF_ERROR(barrier_wait(&r, r.deadline));
+    if (everyone || rank() == r.root)
+      for (int q = 0; q < size(); ++q)
+        copy_floats(out + q * count + off, slot(h, q), n);
+    if (count == 0)
+      break;
+  }
+  return status::ok();
+}
+
+status shm_communicator::run_reduce_scatter(const request& r) {
+  const float* in = r.input.data();
+  float* out = const_cast<float*>(r.output.data());
+  const int64_t count = r.output.numel();
+  const int n_ranks = size(), me = rank();
+  const int64_t piece = slot_floats_ / n_ranks;  // a slot holds one piece per destination
+  for (int64_t off = 0; off < count || (count == 0 && off == 0); off += piece) {
+    const int64_t n = std::min(piece, count - off);
+    const int h = next_half();
+    for (int j = 0; j < n_ranks; ++j)
+      if (j != me)
+        copy_floats(slot(h, me) + j * piece, in + j * count + off, n);
+    DTRAIN_RETURN_IF_ERROR(barrier_wait(&r, r.deadline));
+    if (n > 0)
+      reduce_parts(out + off, n_ranks, n, r.op, [&](int q) -> const float* {
+        return q == me ? in + me * count + off : slot(h, q) + me * piece;
+      });
+    if (count == 0)
+      break;
+  }
+  return status::ok();
+}
+
+} // namespace dtrain::comm

@@ -60,6 +60,11 @@ private:
 /// exclusive lock (flock) on a lock file. Waiting polls with backoff (first
 /// poll after 1 ms, then up to every 20 ms). Keys may hold any characters;
 /// they are encoded into file names. The directory is created if missing.
+/// Thread-safe, and any number of file_store objects in any processes may
+/// share one directory. add() excludes other add() calls, not set(): a set()
+/// racing an add() on the same key may be lost. Nothing deletes the files:
+/// give each job or restart generation its own directory or prefix.
+/// IO failures return io_error naming the path and the OS's reason.
 class file_store final : public store {
 public:
   /// Fails with io_error naming the directory if it cannot be created.
@@ -75,7 +80,11 @@ public:
 
 private:
   explicit file_store(std::string dir) : dir_(std::move(dir)) {}
+  /// The file that holds `key`: the directory plus the encoded key.
   std::string path_of(const std::string& key) const;
+  /// Writes `value` to a temporary file in the directory, then renames it
+  /// over `path`, so that readers see the old value or the new one, whole.
+  status write_atomically(const std::string& path, const bytes& value) const;
   std::string dir_;
 };
 
@@ -103,5 +112,18 @@ private:
 /// "hello" as bytes and back, for tests and small values.
 bytes to_bytes(const std::string& text);
 std::string to_string(const bytes& value);
+
+/// Helpers shared by the store implementations; not part of the API.
+namespace detail {
+
+/// The counter `current` (null when the key is missing, counting as 0) plus
+/// `delta`. invalid_argument naming the key if `current` is not decimal
+/// text; out_of_range naming the key if the sum overflows 64 bits.
+result<int64_t> add_to_counter(const std::string& key, const bytes* current, int64_t delta);
+
+/// error_code::timeout: "timed out after N ms waiting for key(s) 'a', 'b'".
+status missing_keys_error(const std::vector<std::string>& missing, milliseconds timeout);
+
+} // namespace detail
 
 } // namespace dtrain::comm

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "comm/spawn.hpp"
+#include "dtrain/comm/communicator.hpp"
+
+/// Conformance checks every communicator backend runs: each operation
+/// against a reference each rank computes locally, timeouts, dead peers and
+/// abort. They use Boost.Test assertions on the outcomes (in the test
+/// process), never inside rank bodies.
+namespace dtrain::testing {
+
+using comm_factory = std::function<result<std::unique_ptr<comm::communicator>>(
+    int rank, int size, std::shared_ptr<comm::store> store, std::chrono::milliseconds timeout)>;
+
+/// The value rank `rank` holds at index i in every check: in [-1, 1).
+float test_value(int rank, int64_t i);
+
+/// all_reduce (sum, average, min, max), broadcast, all_gather, gather,
+/// reduce_scatter and barrier on buffers of each size. exact: results must
+/// equal a rank-order reference bit for bit (else within 1e-5 relative).
+void check_all_operations(const comm_factory& make, int n, rank_mode mode,
+                          const std::vector<int64_t>& sizes, bool exact = true);
+/// A 64 MiB all_reduce sum: correct, and bitwise identical on every rank.
+void check_large_all_reduce(const comm_factory& make, int n, rank_mode mode,
+                            bool exact = true);
+/// Three ranks, rank 2 never arrives: ranks 0 and 1 fail with a timeout that
+/// names rank 2, within the timeout plus one second.
+void check_missing_rank(const comm_factory& make, rank_mode mode);
+/// Two processes, rank 1 exits after forming the group: rank 0's next
+/// operation fails well before its 10 s timeout.
+void check_dead_peer(const comm_factory& make);
+/// abort() from another thread ends an operation waiting on a peer that is
+/// not coming, and later operations fail at once with error_code::aborted.
+void check_abort(const comm_factory& make);
+
+} // namespace dtrain::testing
