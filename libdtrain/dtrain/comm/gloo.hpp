@@ -67,8 +67,6 @@ protected:
 
 private:
   struct state;
-  enum class failure_kind { deadline, aborted };
-
   gloo_communicator(int rank, int size, milliseconds timeout, std::unique_ptr<state> s);
 
   /// Runs one collective through Gloo; throws what Gloo throws.
@@ -77,9 +75,10 @@ private:
   void run_local(const request& r);
   /// The status of a run() that Gloo ended with `what`.
   status failure(const request& r, const std::string& what);
-  /// Publishes why this rank gives up, then fails the whole mesh. Called
-  /// with state_->mutex held.
-  void break_mesh_locked(failure_kind kind, const std::string& why);
+  /// Publishes why this rank gives up, then fails the whole mesh; later
+  /// runs fail with `code`. Only the first call acts. Called with
+  /// state_->mutex held.
+  void break_mesh_locked(error_code code, const std::string& why);
   void watchdog_loop();
   /// "; rank 2 reported: ..." for each peer that published a failure.
   std::string peer_reports();

@@ -1,0 +1,216 @@
+#include "dtrain/comm/gradient_sync.hpp"
+
+#include <cstring>
+
+#include "dtrain/core/check.hpp"
+#include "dtrain/tensor/ops.hpp"
+
+namespace dtrain::comm {
+
+const char* to_string(compression c) {
+  switch (c) {
+    case compression::none: return "none";
+    case compression::fp16: return "fp16";
+    case compression::bf16: return "bf16";
+  }
+  return "unknown";
+}
+
+result<compression> parse_compression(const std::string& name) {
+  if (name == "none")
+    return compression::none;
+  if (name == "fp16")
+    return compression::fp16;
+  if (name == "bf16")
+    return compression::bf16;
+  return invalid_argument("unknown gradient compression '" + name + "' (choose none, fp16 or bf16)");
+}
+
+namespace {
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+float float_of(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Round to nearest even; NaN stays NaN.
+uint16_t to_bf16(float f) {
+  uint32_t u = bits_of(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+float from_bf16(uint16_t h) { return float_of(static_cast<uint32_t>(h) << 16); }
+
+// IEEE binary16, round to nearest even, with subnormals, infinities and NaN.
+uint16_t to_fp16(float f) {
+  uint32_t u = bits_of(f);
+  uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  uint32_t abs = u & 0x7fffffffu;
+  if (abs >= 0x7f800000u)  // inf or NaN
+    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  if (abs >= 0x477ff000u)  // rounds to >= 65520: overflow to infinity
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (abs < 0x38800000u) {  // below 2^-14: subnormal or zero
+    if (abs < 0x33000000u)
+      return sign;
+    uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+    // value = mant24 * 2^(exp - 150) = half * 2^-24: half = mant24 >> (126 - exp)
+    int shift = 126 - static_cast<int>(abs >> 23);
+    uint32_t half = mant >> (shift);
+    uint32_t rest = mant & ((1u << shift) - 1u), mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1u)))
+      ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
+  return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
+}
+
+float from_fp16(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0x1f)
+    return float_of(sign | 0x7f800000u | (mant << 13));
+  if (exp == 0) {
+    if (mant == 0)
+      return float_of(sign);
+    float value = static_cast<float>(mant) * (1.0f / 16777216.0f);  // mant * 2^-24
+    return sign != 0 ? -value : value;
+  }
+  return float_of(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+} // namespace
+
+gradient_sync::gradient_sync(nn::model& model, communicator& comm,
+                             const gradient_sync_options& options)
+  : model_(model), comm_(comm), options_(options) {}
+
+gradient_sync::~gradient_sync() {
+  model_.set_gradient_ready_hook(nullptr);
+  for (auto& b : buckets_)
+    if (b.pending)
+      (void)b.pending->wait();
+}
+
+result<std::unique_ptr<gradient_sync>> gradient_sync::create(
+    nn::model& model, communicator& comm, const gradient_sync_options& options) {
+  if (options.bucket_bytes < 4 || options.first_bucket_bytes < 4)
+    return invalid_argument("gradient_sync: bucket sizes must be at least 4 bytes");
+  if (options.aggregation_frequency < 1)
+    return invalid_argument("gradient_sync: aggregation_frequency must be >= 1, got " +
+                            std::to_string(options.aggregation_frequency));
+  if (!comm.supports(model.gradients().where()))
+    return invalid_argument("gradient_sync: the " + comm.backend() +
+                            " communicator does not take gradients on " +
+                            model.gradients().where().to_string());
+  if (options.compress != compression::none && model.gradients().is_cuda())
+    return invalid_argument("gradient_sync: compression is implemented for CPU gradients only");
+  std::unique_ptr<gradient_sync> s(new gradient_sync(model, comm, options));
+  int64_t end = model.parameter_count();
+  int64_t size = options.first_bucket_bytes / 4;
+  while (end > 0) {
+    int64_t begin = std::max<int64_t>(0, end - size);
+    s->buckets_.push_back({begin, end, nullptr, {}, {}});
+    end = begin;
+    size = options.bucket_bytes / 4;
+  }
+  gradient_sync* self = s.get();
+  model.set_gradient_ready_hook([self](int64_t offset, int64_t) { self->on_ready(offset); });
+  return s;
+}
+
+gradient_sync::micro_batch gradient_sync::begin_micro_batch() {
+  syncing_ = micro_ == options_.aggregation_frequency - 1;
+  backward_done_ = false;
+  if (syncing_) {
+    next_launch_ = 0;
+    early_launches_ = 0;
+  }
+  return {micro_ > 0, syncing_};
+}
+
+void gradient_sync::on_ready(int64_t offset) {
+  if (!syncing_)
+    return;
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_].begin >= offset) {
+    launch(buckets_[next_launch_++]);
+    ++early_launches_;
+  }
+}
+
+void gradient_sync::launch(bucket& b) {
+  tensor grads = model_.gradients().view(b.begin, {b.end - b.begin});
+  if (options_.compress == compression::none) {
+    b.pending = comm_.all_reduce(grads, reduce_op::average);
+    return;
+  }
+  // Two 16-bit values per float slot; an odd count leaves half a slot unused.
+  const int64_t n = b.end - b.begin, slots = (n + 1) / 2;
+  nn::ensure(b.packed, {slots}, device::cpu());
+  nn::ensure(b.gathered, {slots * comm_.size()}, device::cpu());
+  auto* out = reinterpret_cast<uint16_t*>(b.packed.data());
+  const float* in = grads.data();
+  bool bf16 = options_.compress == compression::bf16;
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = bf16 ? to_bf16(in[i]) : to_fp16(in[i]);
+  if (n % 2 != 0)
+    out[n] = 0;
+  b.pending = comm_.all_gather(b.packed, b.gathered);
+}
+
+status gradient_sync::complete(bucket& b) {
+  status outcome = b.pending->wait();
+  b.pending = nullptr;
+  if (!outcome || options_.compress == compression::none)
+    return outcome;
+  const int64_t n = b.end - b.begin, slots = (n + 1) / 2;
+  float* grads = model_.gradients().data() + b.begin;
+  bool bf16 = options_.compress == compression::bf16;
+  const float inv = 1.0f / static_cast<float>(comm_.size());
+  for (int q = 0; q < comm_.size(); ++q) {  // rank order: identical bits everywhere
+    auto* part = reinterpret_cast<const uint16_t*>(b.gathered.data() + q * slots);
+    for (int64_t i = 0; i < n; ++i) {
+      float v = bf16 ? from_bf16(part[i]) : from_fp16(part[i]);
+      grads[i] = q == 0 ? v : grads[i] + v;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i)
+    grads[i] *= inv;
+  return status::ok();
+}
+
+result<bool> gradient_sync::finish() {
+  backward_done_ = true;
+  if (!syncing_) {
+    ++micro_;
+    return false;
+  }
+  micro_ = 0;
+  syncing_ = false;
+  while (next_launch_ < buckets_.size())  // buckets backward never reported
+    launch(buckets_[next_launch_++]);
+  status first;
+  for (auto& b : buckets_) {
+    status s = complete(b);
+    if (!s && first.is_ok())
+      first = s.with_context("gradient sync");
+  }
+  if (!first)
+    return first;
+  if (options_.aggregation_frequency > 1)
+    ops::scale(model_.gradients(), 1.0f / static_cast<float>(options_.aggregation_frequency));
+  return true;
+}
+
+} // namespace dtrain::comm

@@ -31,9 +31,10 @@ namespace dtrain::comm {
 /// naming the operation, this rank and NCCL (error_code::timeout for a
 /// deadline), and breaks the communicator. abort() calls ncclCommAbort from
 /// any thread, also while an operation waits; that operation ends with
-/// error_code::aborted. Destroying a healthy communicator finalizes and
-/// destroys the NCCL communicator, waiting at most the timeout before
-/// aborting it instead.
+/// error_code::aborted; abort() itself blocks while NCCL tears down.
+/// Destroying a healthy communicator finalizes and destroys the NCCL
+/// communicator, waiting at most the timeout before aborting it instead.
+/// Thread-safe, as every communicator.
 class nccl_communicator final : public queued_communicator {
 public:
   /// Forms the group: rank 0 creates an NCCL unique id and publishes it in

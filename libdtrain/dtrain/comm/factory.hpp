@@ -1,0 +1,38 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "dtrain/comm/communicator.hpp"
+#include "dtrain/comm/store.hpp"
+
+namespace dtrain::comm {
+
+/// How a rank joins a group.
+struct group_options {
+  int rank = 0;
+  int size = 1;
+  /// The rendezvous store, already under the group's prefix (trainer id and
+  /// generation): keys of other groups and generations are never seen.
+  std::shared_ptr<comm::store> store;
+  /// "auto", "shm", "gloo", "hierarchical" or "nccl". auto: nccl for CUDA
+  /// buffers; shm when every rank is on this host; otherwise hierarchical
+  /// (shm inside each host, gloo between one leader per host).
+  std::string backend = "auto";
+  /// Where the buffers live: cuda selects NCCL under auto.
+  device where = device::cpu();
+  /// The host this rank runs on, as ranks compare them; empty = hostname.
+  /// Tests set distinct names to form several "hosts" on one machine.
+  std::string host;
+  /// Address Gloo binds to (loopback unless told otherwise).
+  std::string bind_address = "127.0.0.1";
+  milliseconds timeout = milliseconds(30000);
+};
+
+/// Forms the group: ranks exchange their host names through the store,
+/// the backend is chosen, and the communicator returns once every rank has
+/// joined. Errors name the backend, the rank and what is missing (an
+/// unknown backend, a rank that never arrived, CUDA without NCCL, ...).
+result<std::unique_ptr<communicator>> make_communicator(const group_options& options);
+
+} // namespace dtrain::comm
