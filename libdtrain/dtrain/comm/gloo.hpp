@@ -29,20 +29,23 @@ namespace dtrain::comm {
 /// published their keys.
 ///
 /// Deadlines: a watchdog thread ends the running operation when its
-/// deadline passes (the communicator's timeout after it was issued), by
-/// failing every connection of the mesh; Gloo's own per-wait timeout is a
-/// backstop set slightly later. Failures are reported, not thrown: a Gloo
-/// exception becomes a status naming the operation, this rank and, where a
-/// peer published why it failed, that peer.
+/// deadline passes (the communicator's timeout after it was issued);
+/// Gloo's own per-wait timeout is a backstop set slightly later. Failures
+/// are reported, not thrown: a Gloo exception becomes a status naming the
+/// operation, this rank and, where a peer published why it failed, that
+/// peer ("rank 2 reported: ...").
 ///
-/// Abort: Gloo has no abort of its own. abort() (and a passed deadline)
-/// publishes "gloo/failed/RANK" with the reason in the store, then puts
-/// every connection of the mesh into the error state and closes it: an
-/// operation waiting on this rank ends at once with error_code::aborted,
-/// and peers see their connections closed, so their running or next
-/// operation fails at once (io_error) and names this rank and its reason.
-/// The mesh cannot be reused afterwards; form a new group under a new
-/// store prefix.
+/// Breaking the mesh: Gloo has no abort of its own. On abort(), a passed
+/// deadline or any failed operation, this rank publishes the reason under
+/// "gloo/failed/RANK" in the store, then puts every connection of the mesh
+/// into the error state and closes it (Gloo's own reaction to a timed-out
+/// wait, tcp::Context::signalException). An operation running here ends at
+/// once (aborted after abort(), timeout at the deadline); peers see their
+/// connections close, so their running or next operation fails at once
+/// (io_error) and names this rank and its reason, and a failure spreads
+/// through the whole group instead of leaving ranks to their deadlines.
+/// abort() on an idle communicator breaks the mesh as well. The mesh
+/// cannot be repaired; form a new group under a new store prefix.
 ///
 /// Thread safety as for communicator. The destructor stops the worker
 /// (failing queued operations), ends a running one, and closes the mesh.
