@@ -5,7 +5,10 @@
 // bandwidth as the physical limit. Same method as the peer: barrier, time
 // one all_reduce, the maximum across ranks per iteration, the median.
 //
-//   build/bin/dtrain-bench-allreduce [--nprocs 2 4] [--backends shm gloo] [--peer PATH]
+//   build/bin/dtrain-bench-allreduce [--nprocs 2 4] [--backends shm gloo hierarchical]
+//
+// hierarchical runs its ranks as two "hosts" (alternating ranks) on this
+// machine: shared memory inside each, Gloo between the two leaders.
 #include <CLI/CLI.hpp>
 
 #include <unistd.h>
@@ -60,6 +63,8 @@ status bench_rank(const std::string& backend, int rank, int n, const std::string
   options.store = store;
   options.backend = backend;
   options.timeout = milliseconds(60000);
+  if (backend == "hierarchical")  // two "hosts" on this machine, ranks alternating
+    options.host = "host" + std::to_string(rank % 2);
   DTRAIN_ASSIGN_OR_RETURN(auto c, comm::make_communicator(options));
   std::string line;
   for (int64_t bytes : sizes) {
@@ -100,7 +105,8 @@ std::vector<double> run_backend(const std::string& backend, int n, int iters_sma
   } else {
     auto files = comm::file_store::open(dir).value();
     auto text = files->get(backend + std::to_string(n) + "/result", milliseconds(1000));
-    for (const char* p = text ? comm::to_string(*text).c_str() : ""; *p != 0;) {
+    std::string values = text ? comm::to_string(*text) : "";
+    for (const char* p = values.c_str(); *p != 0;) {
       char* end = nullptr;
       out.push_back(std::strtod(p, &end));
       if (end == p)
@@ -144,7 +150,7 @@ std::string size_name(int64_t bytes) {
 
 int main(int argc, char** argv) {
   std::vector<int> ns{2, 4};
-  std::vector<std::string> backends{"shm", "gloo"};
+  std::vector<std::string> backends{"shm", "gloo", "hierarchical"};
   std::string peer = DTRAIN_PEERS_DIR "/torch_allreduce.py";
   int iters_small = 50, iters_big = 10;
   CLI::App app{"dtrain vs PyTorch gloo: all_reduce"};
