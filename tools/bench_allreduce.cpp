@@ -146,56 +146,83 @@ std::string size_name(int64_t bytes) {
                             : std::to_string(bytes >> 10) + " KiB";
 }
 
+// Per size, the median over repeats of each repeat's median (0 where missing).
+std::vector<double> median_over(const std::vector<std::vector<double>>& runs) {
+  std::vector<double> out;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<double> cell;
+    for (auto& run : runs)
+      if (i < run.size() && run[i] > 0)
+        cell.push_back(run[i]);
+    out.push_back(median(cell));
+  }
+  return out;
+}
+
+void print_table(int n, const std::vector<std::string>& backends,
+                 std::map<std::string, std::vector<double>>& ours, const std::vector<double>& torch,
+                 double& worst_shm) {
+  std::printf("\nN=%d  %-8s", n, "size");
+  for (auto& b : backends)
+    std::printf(" %16s %7s", (b + " us").c_str(), "GB/s");
+  std::printf(" %12s %7s", "torch us", "GB/s");
+  for (auto& b : backends)
+    std::printf(" %12s", (b + "/torch").c_str());
+  std::printf("\n");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    double bytes = static_cast<double>(sizes[i]), tus = torch.size() > i ? torch[i] : 0;
+    std::printf("      %-8s", size_name(sizes[i]).c_str());
+    for (auto& b : backends)
+      std::printf(" %16.1f %7.3f", ours[b][i], ours[b][i] > 0 ? bytes / ours[b][i] / 1e3 : 0);
+    std::printf(" %12.1f %7.3f", tus, tus > 0 ? bytes / tus / 1e3 : 0);
+    for (auto& b : backends) {
+      double ratio = ours[b][i] > 0 && tus > 0 ? tus / ours[b][i] : 0;
+      std::printf(" %11.2fx", ratio);
+      if (b == "shm" && n == 2 && sizes[i] >= (4 << 20) && ratio > 0)
+        worst_shm = std::min(worst_shm, ratio);
+    }
+    std::printf("\n");
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   std::vector<int> ns{2, 4};
   std::vector<std::string> backends{"shm", "gloo", "hierarchical"};
   std::string peer = DTRAIN_PEERS_DIR "/torch_allreduce.py";
-  int iters_small = 50, iters_big = 10;
+  int iters_small = 50, iters_big = 10, repeats = 3;
   CLI::App app{"dtrain vs PyTorch gloo: all_reduce"};
   app.add_option("--nprocs", ns, "group sizes")->capture_default_str();
   app.add_option("--backends", backends, "dtrain CPU backends")->capture_default_str();
   app.add_option("--peer", peer, "torch_allreduce.py")->capture_default_str();
   app.add_option("--iters-small", iters_small)->capture_default_str();
   app.add_option("--iters-big", iters_big)->capture_default_str();
+  app.add_option("--repeats", repeats, "interleaved repetitions (medians)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  double limit = memcpy_gbps();
-  std::printf("memcpy 64 MiB (pre-faulted): %.2f GB/s, the physical limit of one copy\n", limit);
-  auto torch = run_peer(peer, ns);
-  if (torch.empty())
+  std::vector<double> copies;
+  std::map<int, std::vector<std::vector<double>>> torch_runs;
+  std::map<int, std::map<std::string, std::vector<std::vector<double>>>> our_runs;
+  for (int r = 0; r < repeats; ++r) {
+    copies.push_back(memcpy_gbps());
+    for (auto& [n, row] : run_peer(peer, ns))
+      torch_runs[n].push_back(row);
+    for (int n : ns)
+      for (auto& b : backends)
+        our_runs[n][b].push_back(run_backend(b, n, iters_small, iters_big));
+  }
+  std::printf("memcpy 64 MiB (pre-faulted): %.2f GB/s, the physical limit of one copy\n",
+              median(copies));
+  std::printf("medians of %d interleaved repeats, each the median of its iterations\n", repeats);
+  if (torch_runs.empty())
     std::printf("(peer unavailable: install it with tools/install-deps.sh --peers)\n");
   double worst_shm = 1e9;
   for (int n : ns) {
     std::map<std::string, std::vector<double>> ours;
     for (auto& b : backends)
-      ours[b] = run_backend(b, n, iters_small, iters_big);
-    std::printf("\nN=%d  %-8s", n, "size");
-    for (auto& b : backends)
-      std::printf(" %14s %9s", (b + " us").c_str(), "GB/s");
-    std::printf(" %14s %9s", "torch us", "GB/s");
-    for (auto& b : backends)
-      std::printf(" %11s", (b + "/torch").c_str());
-    std::printf("\n");
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      double bytes = static_cast<double>(sizes[i]);
-      std::printf("      %-8s", size_name(sizes[i]).c_str());
-      for (auto& b : backends) {
-        double us = i < ours[b].size() ? ours[b][i] : 0;
-        std::printf(" %14.1f %9.3f", us, us > 0 ? bytes / us / 1e3 : 0);
-      }
-      double tus = i < torch[n].size() ? torch[n][i] : 0;
-      std::printf(" %14.1f %9.3f", tus, tus > 0 ? bytes / tus / 1e3 : 0);
-      for (auto& b : backends) {
-        double us = i < ours[b].size() ? ours[b][i] : 0;
-        double ratio = us > 0 && tus > 0 ? tus / us : 0;
-        std::printf(" %10.2fx", ratio);
-        if (b == "shm" && n == 2 && sizes[i] >= (4 << 20) && ratio > 0)
-          worst_shm = std::min(worst_shm, ratio);
-      }
-      std::printf("\n");
-    }
+      ours[b] = median_over(our_runs[n][b]);
+    print_table(n, backends, ours, median_over(torch_runs[n]), worst_shm);
   }
   if (worst_shm < 1e9)
     std::printf("\nsummary: shm all_reduce at N=2 moves %.2fx the bandwidth of PyTorch's gloo "

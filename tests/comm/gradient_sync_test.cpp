@@ -26,6 +26,7 @@ struct variant {
   comm::compression compress;
   int aggregation;
   double tolerance;  // of the synced gradient against the exact mean
+  std::string backend = "shm";
 };
 
 constexpr int64_t batch = 8, inputs = 20, classes = 5;
@@ -76,7 +77,8 @@ status train_rank(int rank, int n, const variant& v, std::shared_ptr<comm::store
   go.rank = rank;
   go.size = n;
   go.store = store;
-  go.backend = "shm";
+  go.backend = v.backend;
+  go.host = "host" + std::to_string(rank % 2);  // two "hosts" for hierarchical
   go.timeout = milliseconds(20000);
   DTRAIN_ASSIGN_OR_RETURN(auto c, comm::make_communicator(go));
   auto m = make_model();
@@ -126,7 +128,8 @@ void run_variant(int n, rank_mode mode, const variant& v) {
   });
   std::string failed = failures(outcomes);
   BOOST_TEST(failed.empty(), "N=" << n << " " << to_string(mode) << " compression "
-                                  << comm::to_string(v.compress) << " aggregation "
+                                  << comm::to_string(v.compress) << " " << v.backend
+                                  << " aggregation "
                                   << v.aggregation << ":\n" << failed);
 }
 
@@ -138,6 +141,12 @@ BOOST_AUTO_TEST_CASE(replicas_stay_bitwise_identical_and_average_gradients) {
   for (int n : {2, 3})
     for (auto mode : {rank_mode::threads, rank_mode::processes})
       run_variant(n, mode, {comm::compression::none, 1, 1e-5});
+}
+
+BOOST_AUTO_TEST_CASE(replicas_stay_identical_over_gloo_and_hierarchical_groups) {
+  run_variant(2, rank_mode::processes, {comm::compression::none, 1, 1e-5, "gloo"});
+  run_variant(3, rank_mode::threads, {comm::compression::none, 2, 1e-5, "gloo"});
+  run_variant(4, rank_mode::processes, {comm::compression::bf16, 1, 1e-2, "hierarchical"});
 }
 
 BOOST_AUTO_TEST_CASE(accumulation_syncs_every_kth_micro_batch_and_averages_them) {

@@ -58,6 +58,10 @@ BOOST_AUTO_TEST_CASE(pieces_larger_than_a_slot_are_split_correctly) {
   check_all_operations(shm_factory(1000), 3, rank_mode::threads, {100003});
 }
 
+BOOST_AUTO_TEST_CASE(every_operation_on_64_mib_matches_the_reference) {
+  check_all_operations(shm_factory(), 2, rank_mode::processes, {16 << 20});
+}
+
 BOOST_AUTO_TEST_CASE(all_reduce_of_64_mib_is_exact_and_identical_on_every_rank) {
   check_large_all_reduce(shm_factory(), 2, rank_mode::threads);
   check_large_all_reduce(shm_factory(), 2, rank_mode::processes);
