@@ -1,5 +1,9 @@
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -333,6 +337,24 @@ BOOST_AUTO_TEST_CASE(file_store_lets_processes_exchange_values_by_rank) {
   };
   auto outcomes = testing::run_ranks(n, testing::rank_mode::processes, milliseconds(30000), body);
   BOOST_TEST(testing::failures(outcomes) == "");
+}
+
+BOOST_AUTO_TEST_CASE(file_store_add_times_out_when_the_lock_is_held) {
+  dtrain::testing::temp_dir dir;
+  auto s = dtrain::comm::file_store::open(dir.path()).value();
+  BOOST_REQUIRE(s->add("c", 1).is_ok());  // creates the lock file
+  int fd = ::open((dir.path() + "/.lock").c_str(), O_RDWR);
+  BOOST_REQUIRE(fd >= 0);
+  BOOST_REQUIRE(::flock(fd, LOCK_EX) == 0);  // a holder that hangs
+  auto start = std::chrono::steady_clock::now();
+  auto r = s->add("c", 1, std::chrono::milliseconds(200));
+  auto took = std::chrono::steady_clock::now() - start;
+  ::close(fd);
+  BOOST_REQUIRE(!r.is_ok());
+  BOOST_TEST(r.error().code() == dtrain::error_code::timeout);
+  BOOST_TEST(r.error().message().find("'c'") != std::string::npos);
+  BOOST_TEST((took < std::chrono::milliseconds(1000)));
+  BOOST_TEST(s->add("c", 1).value() == 2);  // free again
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -181,7 +181,7 @@ status file_store::write_atomically(const std::string& path, const bytes& value)
   return written;
 }
 
-status file_store::set(const std::string& key, const bytes& value) {
+status file_store::set(const std::string& key, const bytes& value, milliseconds) {
   return write_atomically(path_of(key), value);
 }
 
@@ -198,16 +198,28 @@ result<bytes> file_store::get(const std::string& key, milliseconds timeout) {
   return std::move(*value);
 }
 
-result<int64_t> file_store::add(const std::string& key, int64_t delta) {
+result<int64_t> file_store::add(const std::string& key, int64_t delta, milliseconds timeout) {
   const std::string lock_path = dir_ + "/.lock";
   unique_fd lock(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (lock.get() < 0)
     return os_error("open lock file", lock_path, errno);
   // Each open() is its own open file description, so the lock excludes
   // other threads of this process as well as other processes.
-  while (::flock(lock.get(), LOCK_EX) != 0)
-    if (errno != EINTR)
-      return os_error("lock", lock_path, errno);
+  // Non-blocking attempts until the deadline: a holder that hangs (stopped
+  // process) must not hang us.
+  auto locked = [&]() -> result<bool> {
+    if (::flock(lock.get(), LOCK_EX | LOCK_NB) == 0)
+      return true;
+    if (errno == EWOULDBLOCK || errno == EINTR)
+      return false;
+    return os_error("lock", lock_path, errno);
+  };
+  DTRAIN_ASSIGN_OR_RETURN(bool got, poll_until(steady_clock::now() + timeout, locked));
+  if (!got)
+    return status(error_code::timeout, "file store: timed out after " +
+                                           std::to_string(timeout.count()) +
+                                           " ms waiting for the lock " + lock_path +
+                                           " to add to key '" + key + "'");
   const std::string path = path_of(key);
   DTRAIN_ASSIGN_OR_RETURN(std::optional<bytes> current, read_value(path));
   DTRAIN_ASSIGN_OR_RETURN(int64_t sum, detail::add_to_counter(

@@ -65,7 +65,7 @@ memory_store::memory_store() : state_(std::make_unique<state>()) {}
 
 memory_store::~memory_store() = default;
 
-status memory_store::set(const std::string& key, const bytes& value) {
+status memory_store::set(const std::string& key, const bytes& value, milliseconds) {
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->values[key] = value;
@@ -82,7 +82,7 @@ result<bytes> memory_store::get(const std::string& key, milliseconds timeout) {
   return state_->values.at(key);
 }
 
-result<int64_t> memory_store::add(const std::string& key, int64_t delta) {
+result<int64_t> memory_store::add(const std::string& key, int64_t delta, milliseconds) {
   int64_t sum = 0;
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
@@ -122,16 +122,16 @@ result<bool> memory_store::check(const std::string& key) {
 // prefix_store: errors from the base name the full (prefixed) keys, which is
 // what an operator finds in the underlying store.
 
-status prefix_store::set(const std::string& key, const bytes& value) {
-  return base_->set(prefix_ + key, value);
+status prefix_store::set(const std::string& key, const bytes& value, milliseconds timeout) {
+  return base_->set(prefix_ + key, value, timeout);
 }
 
 result<bytes> prefix_store::get(const std::string& key, milliseconds timeout) {
   return base_->get(prefix_ + key, timeout);
 }
 
-result<int64_t> prefix_store::add(const std::string& key, int64_t delta) {
-  return base_->add(prefix_ + key, delta);
+result<int64_t> prefix_store::add(const std::string& key, int64_t delta, milliseconds timeout) {
+  return base_->add(prefix_ + key, delta, timeout);
 }
 
 status prefix_store::wait(const std::vector<std::string>& keys, milliseconds timeout) {

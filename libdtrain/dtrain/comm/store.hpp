@@ -19,18 +19,27 @@ using milliseconds = std::chrono::milliseconds;
 ///
 /// Semantics: set() overwrites; get() waits until the key exists; add()
 /// atomically adds to a 64-bit counter (a missing key counts as 0) and
-/// returns the new value; wait() waits until all keys exist. Every call that
-/// can wait takes a timeout and returns error_code::timeout naming the key(s)
-/// still missing when it expires. Implementations are thread-safe; values
+/// returns the new value; wait() waits until all keys exist. Every call
+/// takes a timeout (set and add: for a store that must take a lock or reach
+/// a server; the two-argument forms use default_timeout) and returns
+/// error_code::timeout naming the key(s) when it expires. Implementations are thread-safe; values
 /// are opaque bytes (counters are decimal text, so get() of a counter reads
 /// "3").
 class store {
 public:
   virtual ~store() = default;
 
-  virtual status set(const std::string& key, const bytes& value) = 0;
+  static constexpr milliseconds default_timeout{30000};
+
+  virtual status set(const std::string& key, const bytes& value, milliseconds timeout) = 0;
   virtual result<bytes> get(const std::string& key, milliseconds timeout) = 0;
-  virtual result<int64_t> add(const std::string& key, int64_t delta) = 0;
+  virtual result<int64_t> add(const std::string& key, int64_t delta, milliseconds timeout) = 0;
+  status set(const std::string& key, const bytes& value) {
+    return set(key, value, default_timeout);
+  }
+  result<int64_t> add(const std::string& key, int64_t delta) {
+    return add(key, delta, default_timeout);
+  }
   virtual status wait(const std::vector<std::string>& keys, milliseconds timeout) = 0;
   /// True when the key exists now; never waits.
   virtual result<bool> check(const std::string& key) = 0;
@@ -43,9 +52,11 @@ public:
   memory_store();
   ~memory_store() override;
 
-  status set(const std::string& key, const bytes& value) override;
+  using store::add;
+  using store::set;
+  status set(const std::string& key, const bytes& value, milliseconds timeout) override;
   result<bytes> get(const std::string& key, milliseconds timeout) override;
-  result<int64_t> add(const std::string& key, int64_t delta) override;
+  result<int64_t> add(const std::string& key, int64_t delta, milliseconds timeout) override;
   status wait(const std::vector<std::string>& keys, milliseconds timeout) override;
   result<bool> check(const std::string& key) override;
 
@@ -70,9 +81,11 @@ public:
   /// Fails with io_error naming the directory if it cannot be created.
   static result<std::unique_ptr<file_store>> open(const std::string& directory);
 
-  status set(const std::string& key, const bytes& value) override;
+  using store::add;
+  using store::set;
+  status set(const std::string& key, const bytes& value, milliseconds timeout) override;
   result<bytes> get(const std::string& key, milliseconds timeout) override;
-  result<int64_t> add(const std::string& key, int64_t delta) override;
+  result<int64_t> add(const std::string& key, int64_t delta, milliseconds timeout) override;
   status wait(const std::vector<std::string>& keys, milliseconds timeout) override;
   result<bool> check(const std::string& key) override;
 
@@ -96,9 +109,11 @@ public:
   prefix_store(std::string prefix, std::shared_ptr<store> base)
     : prefix_(std::move(prefix) + "/"), base_(std::move(base)) {}
 
-  status set(const std::string& key, const bytes& value) override;
+  using store::add;
+  using store::set;
+  status set(const std::string& key, const bytes& value, milliseconds timeout) override;
   result<bytes> get(const std::string& key, milliseconds timeout) override;
-  result<int64_t> add(const std::string& key, int64_t delta) override;
+  result<int64_t> add(const std::string& key, int64_t delta, milliseconds timeout) override;
   status wait(const std::vector<std::string>& keys, milliseconds timeout) override;
   result<bool> check(const std::string& key) override;
 
