@@ -211,9 +211,18 @@ void check_abort(const comm_factory& make) {
   auto outcomes = run_ranks(2, rank_mode::threads, std::chrono::seconds(30), [&](int rank) -> status {
     DTRAIN_ASSIGN_OR_RETURN(auto c, make(rank, 2, stores.for_rank(), milliseconds(10000)));
     DTRAIN_RETURN_IF_ERROR(c->barrier()->wait());
+    // After the failure both ranks form a fresh group under a new prefix.
+    auto reform = [&]() -> status {
+      auto fresh = std::make_shared<comm::prefix_store>("retry", stores.for_rank());
+      DTRAIN_ASSIGN_OR_RETURN(auto again, make(rank, 2, fresh, milliseconds(10000)));
+      tensor buf = filled(rank, 100);
+      DTRAIN_RETURN_IF_ERROR(again->all_reduce(buf, comm::reduce_op::sum)->wait());
+      return compare(buf, [](int64_t i) { return reduce_ref(2, i, comm::reduce_op::sum); },
+                     false, "all_reduce in the re-formed group");
+    };
     if (rank == 1) {
       std::this_thread::sleep_for(milliseconds(1500));  // never joins the all_reduce
-      return status::ok();
+      return reform();
     }
     auto start = clock_type::now();
     tensor buf = filled(0, 1000);
@@ -232,8 +241,9 @@ void check_abort(const comm_factory& make) {
     status later = c->barrier()->wait();
     DTRAIN_RETURN_IF_ERROR(expect(later.code() == error_code::aborted,
                                   "a later op gave " + later.to_string()));
-    return expect(later.message().find("test abort") != std::string::npos,
-                  "the later error does not carry the cause: " + later.to_string());
+    DTRAIN_RETURN_IF_ERROR(expect(later.message().find("test abort") != std::string::npos,
+                                  "the later error does not carry the cause: " + later.to_string()));
+    return reform();
   });
   require_all_ok(outcomes, "abort");
 }

@@ -35,7 +35,8 @@ void check_missing_rank(const comm_factory& make, rank_mode mode);
 /// operation fails well before its 10 s timeout.
 void check_dead_peer(const comm_factory& make);
 /// abort() from another thread ends an operation waiting on a peer that is
-/// not coming, and later operations fail at once with error_code::aborted.
+/// not coming, later operations fail at once with error_code::aborted, and
+/// a new group forms under a new prefix.
 void check_abort(const comm_factory& make);
 
 } // namespace dtrain::testing
