@@ -20,36 +20,26 @@ namespace dtrain::testing {
 using std::chrono::milliseconds;
 using clock_type = std::chrono::steady_clock;
 
+group_stores::group_stores(rank_mode mode) {
+  static std::atomic<int> groups{0};
+  prefix_ = "group" + std::to_string(getpid()) + "-" + std::to_string(groups++);
+  if (mode == rank_mode::threads)
+    shared_ = std::make_shared<comm::memory_store>();
+}
+
+std::shared_ptr<comm::store> group_stores::for_rank() const {
+  std::shared_ptr<comm::store> base = shared_;
+  if (!base)
+    base = std::shared_ptr<comm::store>(comm::file_store::open(dir_.path()).value());
+  return std::make_shared<comm::prefix_store>(prefix_, base);
+}
+
 float test_value(int rank, int64_t i) {
   return 2.0f * uniform01(0xc0ffee + static_cast<uint64_t>(rank), static_cast<uint64_t>(i)) -
          1.0f;
 }
 
 namespace {
-
-// Gives each rank a store: threads share one in memory; processes open a
-// file store in a temporary directory. Each group gets its own prefix.
-class group_stores {
-public:
-  explicit group_stores(rank_mode mode) : mode_(mode) {
-    static std::atomic<int> groups{0};
-    prefix_ = "group" + std::to_string(getpid()) + "-" + std::to_string(groups++);
-    if (mode == rank_mode::threads)
-      shared_ = std::make_shared<comm::memory_store>();
-  }
-  std::shared_ptr<comm::store> for_rank() const {
-    std::shared_ptr<comm::store> base = shared_;
-    if (!base)
-      base = std::shared_ptr<comm::store>(comm::file_store::open(dir_.path()).value());
-    return std::make_shared<comm::prefix_store>(prefix_, base);
-  }
-
-private:
-  rank_mode mode_;
-  temp_dir dir_;
-  std::string prefix_;
-  std::shared_ptr<comm::store> shared_;
-};
 
 float reduce_ref(int n, int64_t i, comm::reduce_op op) {
   float acc = test_value(0, i);

@@ -7,6 +7,7 @@
 
 #include "comm/spawn.hpp"
 #include "dtrain/comm/communicator.hpp"
+#include "test_util.hpp"
 
 /// Conformance checks every communicator backend runs: each operation
 /// against a reference each rank computes locally, timeouts, dead peers and
@@ -16,6 +17,20 @@ namespace dtrain::testing {
 
 using comm_factory = std::function<result<std::unique_ptr<comm::communicator>>(
     int rank, int size, std::shared_ptr<comm::store> store, std::chrono::milliseconds timeout)>;
+
+/// Stores for the ranks of one group: threads share a memory_store,
+/// processes each open a file_store in a temporary directory (made before
+/// the fork, removed with this object); every group gets its own prefix.
+class group_stores {
+public:
+  explicit group_stores(rank_mode mode);
+  std::shared_ptr<comm::store> for_rank() const;
+
+private:
+  temp_dir dir_;
+  std::string prefix_;
+  std::shared_ptr<comm::store> shared_;
+};
 
 /// The value rank `rank` holds at index i in every check: in [-1, 1).
 float test_value(int rank, int64_t i);

@@ -43,29 +43,6 @@ result<std::unique_ptr<comm::gloo_communicator>> join(int rank, int size,
   return comm::gloo_communicator::create(rank, size, std::move(store), timeout);
 }
 
-/// Stores for the ranks of one group: threads share a memory_store, processes
-/// open a file_store in a temporary directory; every group has its own prefix.
-class group_stores {
-public:
-  explicit group_stores(rank_mode mode) {
-    static std::atomic<int> groups{0};
-    prefix_ = "gloo-test-" + std::to_string(getpid()) + "-" + std::to_string(groups++);
-    if (mode == rank_mode::threads)
-      shared_ = std::make_shared<comm::memory_store>();
-  }
-  std::shared_ptr<comm::store> for_rank() const {
-    std::shared_ptr<comm::store> base = shared_;
-    if (!base)
-      base = std::shared_ptr<comm::store>(comm::file_store::open(dir_.path()).value());
-    return std::make_shared<comm::prefix_store>(prefix_, base);
-  }
-
-private:
-  temp_dir dir_;
-  std::string prefix_;
-  std::shared_ptr<comm::store> shared_;
-};
-
 // Whole numbers in [-1000, 1000]: sums of up to 4 of them are exact in float
 // in any order, so ring reductions must match the reference bit for bit.
 float whole_value(int rank, int64_t i) {
