@@ -1,6 +1,7 @@
 #include "dtrain/comm/gloo.hpp"
 
 #include <dlfcn.h>
+#include <netdb.h>
 #include <sys/socket.h>
 
 #include <gloo/allgather.h>
@@ -184,6 +185,16 @@ result<std::shared_ptr<mesh_context>> connect_mesh(
     int rank, int size, const std::shared_ptr<store>& s, milliseconds timeout,
     const std::string& bind_address, std::shared_ptr<gloo::transport::Device>& device) {
   const auto deadline = steady::now() + timeout;
+  // Gloo dereferences a null result when the name does not resolve (seen
+  // with Debian's libgloo): resolve it here first and refuse it by name.
+  addrinfo hints{}, *found = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  int rc = getaddrinfo(bind_address.c_str(), nullptr, &hints, &found);
+  if (rc != 0 || found == nullptr)
+    return io_error("gloo: rank " + std::to_string(rank) + " cannot bind to '" + bind_address +
+                    "': " + (rc != 0 ? gai_strerror(rc) : "no IPv4 address"));
+  freeaddrinfo(found);
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = bind_address;
