@@ -1,0 +1,133 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dtrain/comm/communicator.hpp"
+#include "dtrain/comm/gradient_sync.hpp"
+#include "dtrain/data/loader.hpp"
+#include "dtrain/train/operator.hpp"
+
+namespace dtrain::train {
+
+/// How a replica trains; the same on every replica of a group.
+struct replica_options {
+  std::string operator_name;
+  hyperparameters config;
+  /// Split evenly across replicas; the remainder is dropped (a global batch
+  /// of 257 on 2 replicas trains 128 per replica). Must give >= 1 each.
+  int64_t global_batch_size = 128;
+  int aggregation_frequency = 1;
+  /// Metrics averaged over all replicas (else each replica reports its own,
+  /// and the trainer takes the chief's).
+  bool average_training_metrics = true;
+  comm::compression compress = comm::compression::none;
+  int64_t bucket_bytes = 25 << 20;
+  uint64_t seed = 0;
+  int prefetch = 2;
+};
+
+/// One epoch's (or one validation pass's) numbers.
+struct epoch_metrics {
+  int64_t epoch = 0;          // 1-based: epochs completed including this one
+  int64_t steps = 0;          // optimizer steps in this epoch
+  int64_t samples = 0;        // over the replicas counted (all, or this one)
+  double loss = 0;            // mean per sample
+  double accuracy = 0;        // classification only
+  double seconds = 0;
+  double samples_per_second = 0;
+  float lr = 0;
+};
+
+/// The CAF-free core of a replica: an operator's model, optimizer and data
+/// shard, and the epoch loop with gradient sync. The replica actor is a
+/// thin shell around it. All calls block the calling thread (the actor runs
+/// detached); every replica of the group must make the same calls in the
+/// same order, since they run collectives. Not thread-safe, except
+/// request_preemption().
+class replica_runner {
+public:
+  /// Builds the operator's parts, this rank's data shard and the gradient
+  /// sync. Errors name the operator, the field or the dataset at fault.
+  static result<std::unique_ptr<replica_runner>> create(const replica_options& options,
+                                                        std::unique_ptr<replica_context> ctx);
+  ~replica_runner();
+
+  /// Trains the next epoch (1, 2, ...). Metrics are averaged over the group
+  /// when options.average_training_metrics, else this replica's.
+  result<epoch_metrics> train_epoch();
+  /// Loss and accuracy over the whole validation set (every replica
+  /// evaluates all of it: the parameters are the same everywhere).
+  result<epoch_metrics> validate();
+
+  /// A simple checkpoint (replaced by sharded ones later): the chief writes
+  /// parameters, optimizer state, epoch and operator state to `path`
+  /// atomically; the others only take part in the barrier.
+  status save(const std::string& path);
+  /// Every replica reads `path`; a file for another model or a corrupt one
+  /// is an error naming the file.
+  status restore(const std::string& path);
+
+  const tensor& parameters() const;
+  int64_t epochs_done() const { return epoch_; }
+  int64_t batch_size() const { return batch_size_; }
+  replica_context& context() { return *ctx_; }
+  /// Asks the group to stop at the next should_preempt() (chief only).
+  void request_preemption() { preempt_.store(true); }
+  bool preemption_requested() const { return preempt_.load(); }
+
+private:
+  replica_runner(const replica_options& options, std::unique_ptr<replica_context> ctx);
+  status build();
+  result<epoch_metrics> aggregate(double loss_sum, int64_t correct, int64_t samples,
+                                  double seconds, int64_t steps);
+
+  replica_options options_;
+  std::unique_ptr<replica_context> ctx_;
+  std::unique_ptr<training_operator> op_;
+  operator_parts parts_;
+  std::unique_ptr<data::loader> train_loader_, validation_loader_;
+  std::unique_ptr<comm::gradient_sync> sync_;
+  int64_t batch_size_ = 0;
+  int64_t epoch_ = 0;
+  std::atomic<bool> preempt_{false};
+};
+
+/// A replica_context over a communicator: the small collectives are
+/// all_gathers of length-prefixed bytes packed into float tensors.
+/// should_preempt() broadcasts the chief's `preempt` flag.
+class comm_replica_context final : public replica_context {
+public:
+  struct placement {
+    int local_rank = 0;
+    int node_rank = 0;
+    device where = device::cpu();
+    uint64_t seed = 0;
+  };
+  comm_replica_context(std::unique_ptr<comm::communicator> comm, placement where,
+                       const std::atomic<bool>* preempt);
+
+  int rank() const override { return comm_->rank(); }
+  int world_size() const override { return comm_->size(); }
+  int local_rank() const override { return placement_.local_rank; }
+  int node_rank() const override { return placement_.node_rank; }
+  device where() const override { return placement_.where; }
+  uint64_t seed() const override { return placement_.seed; }
+  result<std::vector<bytes>> all_gather(const bytes& value) override;
+  result<std::vector<bytes>> gather(const bytes& value, int root) override;
+  result<bytes> broadcast(const bytes& value, int root) override;
+  result<bool> should_preempt() override;
+  comm::communicator& communicator() override { return *comm_; }
+
+  /// Where should_preempt() reads the chief's flag (set by the runner).
+  void set_preempt_flag(const std::atomic<bool>* flag) { preempt_ = flag; }
+
+private:
+  std::unique_ptr<comm::communicator> comm_;
+  placement placement_;
+  const std::atomic<bool>* preempt_;
+};
+
+} // namespace dtrain::train
