@@ -3,6 +3,8 @@
 #include <map>
 #include <mutex>
 
+#include "dtrain/train/builtin_operators.hpp"
+
 namespace dtrain::train {
 
 namespace {
@@ -12,8 +14,19 @@ struct registry {
   std::map<std::string, operator_factory> factories;
 };
 
+// Built on first use: safe from static initializers. It starts out holding
+// the built-in operators, because static registration objects in a static
+// library are dropped by the linker when nothing references their file.
+// Seeding here (not by calling register_operator) cannot re-enter the_registry()
+// or its lock, and any later register_operator replaces a built-in as documented.
 registry& the_registry() {
-  static registry r;  // built on first use: safe from static initializers
+  static registry r;
+  static const bool seeded = [] {
+    for (auto& [name, factory] : builtin_operator_factories())
+      r.factories.emplace(name, std::move(factory));
+    return true;
+  }();
+  (void)seeded;
   return r;
 }
 

@@ -1,0 +1,129 @@
+#include "dtrain/actors/cluster.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include "dtrain/actors/errors.hpp"
+#include "dtrain/core/check.hpp"
+#include "dtrain/actors/head_actor.hpp"
+#include "dtrain/actors/node_actor.hpp"
+#include "dtrain/actors/replica_actor.hpp"
+#include "dtrain/cuda/runtime.hpp"
+
+namespace dtrain::actors {
+
+system_config::system_config() {
+  register_types(*this);
+  add_actor_type("replica", replica_front);
+  set("scheduler.max-threads", 2);
+  load<caf::io::middleman>();
+}
+
+result<std::pair<std::string, uint16_t>> parse_address(const std::string& address) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size())
+    return invalid_argument("address '" + address + "' is not HOST:PORT");
+  char* end = nullptr;
+  long port = std::strtol(address.c_str() + colon + 1, &end, 10);
+  if (*end != 0 || port < 1 || port > 65535)
+    return invalid_argument("address '" + address + "': bad port");
+  return std::make_pair(address.substr(0, colon), static_cast<uint16_t>(port));
+}
+
+namespace {
+
+std::string host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+} // namespace
+
+result<std::unique_ptr<cluster>> cluster::connect(const options& o) {
+  std::unique_ptr<cluster> c(new cluster());
+  c->config_ = std::make_unique<system_config>();
+  c->system_ = std::make_unique<caf::actor_system>(*c->config_);
+  std::string address = o.address;
+  if (address.empty())
+    if (const char* env = std::getenv("DTRAIN_ADDRESS"))
+      address = env;
+  if (address.empty())
+    DTRAIN_RETURN_IF_ERROR(c->start_embedded(o));
+  else
+    DTRAIN_RETURN_IF_ERROR(c->attach(address, o.connect_timeout));
+  return c;
+}
+
+status cluster::start_embedded(const options& o) {
+  embedded_ = true;
+  where_ = "embedded";
+  head_ = spawn_head(*system_);
+  local_node_ = spawn_node(*system_);
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  node_info info{host_name(), "", o.local_slots > 0 ? o.local_slots : std::max(2, cores),
+                 o.local_gpus, static_cast<int32_t>(getpid())};
+  caf::scoped_actor self{*system_};
+  status out;
+  self->request(head_, std::chrono::seconds(10), register_atom::value, info, local_node_)
+      .receive([](int32_t) {}, [&](caf::error& e) { out = from_caf(e, "embedded cluster"); });
+  return out;
+}
+
+status cluster::attach(const std::string& address, std::chrono::milliseconds timeout) {
+  DTRAIN_ASSIGN_OR_RETURN(auto hp, parse_address(address));
+  where_ = address;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto head = system_->middleman().remote_actor<head_actor>(hp.first, hp.second);
+    if (head) {
+      head_ = *head;
+      return status::ok();
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return from_caf(head.error(), "cannot reach the dtrain head at " + address + " within " +
+                                        std::to_string(timeout.count()) + " ms");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+result<replica_actor> cluster::spawn_replica(const assignment& a, const replica_spec& spec,
+                                             const caf::actor& owner, const store_actor& store,
+                                             std::chrono::milliseconds timeout) {
+  const std::string what = "starting replica " + std::to_string(spec.rank) + " on node " +
+                           std::to_string(a.node) + " (" + a.info.host + ")";
+  if (a.info.address.empty()) {
+    // A node inside this process (embedded cluster).
+    caf::scoped_actor self{*system_};
+    result<replica_actor> out{status(error_code::internal, "no reply")};
+    self->request(local_node_, timeout, spawn_atom::value, spec, owner, store)
+        .receive([&](replica_actor& r) { out = r; },
+                 [&](caf::error& e) { out = from_caf(e, what); });
+    return out;
+  }
+  DTRAIN_ASSIGN_OR_RETURN(auto hp, parse_address(a.info.address));
+  auto node = system_->middleman().connect(hp.first, hp.second);
+  if (!node)
+    return from_caf(node.error(), what + ": cannot connect to " + a.info.address);
+  auto spawned = system_->middleman().remote_spawn<replica_actor>(
+      *node, "replica", caf::make_message(spec, owner, store), timeout);
+  if (!spawned)
+    return from_caf(spawned.error(), what + " by remote spawn");
+  return *spawned;
+}
+
+cluster::~cluster() {
+  stop_hosted_replicas();
+  if (head_ && embedded_)
+    caf::anon_send_exit(head_, caf::exit_reason::user_shutdown);
+  if (local_node_)
+    caf::anon_send_exit(local_node_, caf::exit_reason::user_shutdown);
+  head_ = nullptr;
+  local_node_ = nullptr;
+  system_.reset();
+  config_.reset();
+}
+
+} // namespace dtrain::actors

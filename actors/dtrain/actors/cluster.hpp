@@ -1,0 +1,71 @@
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "caf/all.hpp"
+#include "caf/io/all.hpp"
+#include "dtrain/actors/messages.hpp"
+#include "dtrain/core/status.hpp"
+
+namespace dtrain::actors {
+
+/// The actor-system configuration every dtrain process uses: the message
+/// types, the "replica" actor type (for remote spawn), the middleman, and
+/// few scheduler threads (blocking work runs on detached actors).
+struct system_config : caf::actor_system_config {
+  system_config();
+};
+
+/// "HOST:PORT" split and checked; errors name the address.
+result<std::pair<std::string, uint16_t>> parse_address(const std::string& address);
+
+/// A driver's connection to a cluster: its actor system, the head, and the
+/// way to start replicas on nodes.
+///
+/// connect() with an address attaches to a running head (retrying until
+/// connect_timeout); without one (and without $DTRAIN_ADDRESS) it starts an
+/// embedded cluster in this process: a head and one node with local_slots
+/// CPU slots, nothing to set up first. Destroying the cluster stops every
+/// replica and actor this process hosts, then the actor system.
+class cluster {
+public:
+  struct options {
+    std::string address;          // empty: $DTRAIN_ADDRESS, else embedded
+    int local_slots = 0;          // embedded: 0 = the number of cores (at least 2)
+    int local_gpus = 0;           // embedded: CUDA devices offered
+    std::chrono::milliseconds connect_timeout{10000};
+  };
+
+  static result<std::unique_ptr<cluster>> connect(const options& o);
+  ~cluster();
+  cluster(const cluster&) = delete;
+  cluster& operator=(const cluster&) = delete;
+
+  caf::actor_system& system() { return *system_; }
+  head_actor head() const { return head_; }
+  bool embedded() const { return embedded_; }
+  /// "embedded" or the head's address.
+  const std::string& where() const { return where_; }
+
+  /// Starts one replica on the node of `a`: remote spawn on a node process,
+  /// or the node actor itself in an embedded cluster.
+  result<replica_actor> spawn_replica(const assignment& a, const replica_spec& spec,
+                                      const caf::actor& owner, const store_actor& store,
+                                      std::chrono::milliseconds timeout);
+
+private:
+  cluster() = default;
+  status start_embedded(const options& o);
+  status attach(const std::string& address, std::chrono::milliseconds timeout);
+
+  std::unique_ptr<system_config> config_;
+  std::unique_ptr<caf::actor_system> system_;
+  head_actor head_;
+  node_actor local_node_;
+  bool embedded_ = false;
+  std::string where_;
+};
+
+} // namespace dtrain::actors

@@ -1,0 +1,52 @@
+#include "dtrain/actors/messages.hpp"
+
+#include "dtrain/actors/errors.hpp"
+
+namespace dtrain::actors {
+
+namespace {
+const caf::atom_value dtrain_category = caf::atom("dtrain");
+} // namespace
+
+void register_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<node_info>("dtrain::node_info");
+  cfg.add_message_type<assignment>("dtrain::assignment");
+  cfg.add_message_type<replica_spec>("dtrain::replica_spec");
+  cfg.add_message_type<metrics_msg>("dtrain::metrics_msg");
+  cfg.add_message_type<cluster_status>("dtrain::cluster_status");
+  cfg.add_message_type<std::vector<int32_t>>("std::vector<int32_t>");
+  cfg.add_message_type<store_actor>("dtrain::store_actor");
+  cfg.add_message_type<replica_actor>("dtrain::replica_actor");
+  cfg.add_message_type<node_actor>("dtrain::node_actor");
+  cfg.add_message_type<head_actor>("dtrain::head_actor");
+  cfg.add_error_category(dtrain_category, [](uint8_t code, caf::atom_value, const caf::message& ctx) {
+    std::string text = to_string(static_cast<error_code>(code));
+    if (ctx.match_elements<std::string>())
+      text += ": " + ctx.get_as<std::string>(0);
+    return text;
+  });
+}
+
+caf::error to_caf(const status& s) {
+  if (s.is_ok())
+    return caf::error{};
+  return caf::error(static_cast<uint8_t>(s.code()), dtrain_category, caf::make_message(s.message()));
+}
+
+status from_caf(const caf::error& err, const std::string& context) {
+  if (!err)
+    return status::ok();
+  if (err.category() == dtrain_category) {
+    std::string text = err.context().match_elements<std::string>()
+                           ? err.context().get_as<std::string>(0)
+                           : std::string("(no message)");
+    return status(static_cast<error_code>(err.code()), context + ": " + text);
+  }
+  if (err == caf::sec::request_timeout)
+    return status(error_code::timeout, context + ": no answer within the timeout");
+  if (err == caf::sec::request_receiver_down)
+    return status(error_code::aborted, context + ": the actor is gone");
+  return status(error_code::unavailable, context + ": " + caf::to_string(err));
+}
+
+} // namespace dtrain::actors

@@ -1,0 +1,164 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "caf/all.hpp"
+
+/// The control plane's messages: atoms, message types with their inspect
+/// overloads, and the typed interfaces of the head, node, replica and store
+/// actors. Every process calls register_types() on its config before
+/// constructing its actor_system, so that the wire names agree.
+namespace dtrain::actors {
+
+// Atoms: at most 10 characters (CAF 0.17).
+using register_atom = caf::atom_constant<caf::atom("register")>;
+using place_atom = caf::atom_constant<caf::atom("place")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using status_atom = caf::atom_constant<caf::atom("status")>;
+using spawn_atom = caf::atom_constant<caf::atom("spawn")>;
+using setup_atom = caf::atom_constant<caf::atom("setup")>;
+using train_atom = caf::atom_constant<caf::atom("train")>;
+using valid_atom = caf::atom_constant<caf::atom("validate")>;
+using save_atom = caf::atom_constant<caf::atom("save")>;
+using restore_atom = caf::atom_constant<caf::atom("restore")>;
+using params_atom = caf::atom_constant<caf::atom("params")>;
+using hash_atom = caf::atom_constant<caf::atom("hash")>;
+using preempt_atom = caf::atom_constant<caf::atom("preempt")>;
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
+using set_atom = caf::atom_constant<caf::atom("set")>;
+using wait_atom = caf::atom_constant<caf::atom("wait")>;
+using check_atom = caf::atom_constant<caf::atom("check")>;
+using add_atom = caf::atom_constant<caf::atom("add")>;
+
+/// A node as it registers with the head.
+struct node_info {
+  std::string host;          // host name (ranks compare these)
+  std::string address;       // "HOST:PORT" of its BASP port; empty = in-process
+  int32_t cpu_slots = 1;
+  int32_t gpus = 0;
+  int32_t pid = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_info& x) {
+  return f(caf::meta::type_name("node_info"), x.host, x.address, x.cpu_slots, x.gpus, x.pid);
+}
+
+/// One replica's place: the node (index into the head's table and its
+/// registration) and its rank on that node.
+struct assignment {
+  int32_t node = 0;
+  node_info info;
+  int32_t local_rank = 0;
+  int32_t gpu = -1;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, assignment& x) {
+  return f(caf::meta::type_name("assignment"), x.node, x.info, x.local_rank, x.gpu);
+}
+
+/// Everything a replica needs to join its group and build its operator.
+struct replica_spec {
+  std::string trainer;        // trainer id
+  int32_t generation = 0;     // restart generation: part of the store prefix
+  int32_t rank = 0;
+  int32_t world_size = 1;
+  int32_t local_rank = 0;
+  int32_t node_rank = 0;
+  std::string host;           // for the communicator's host grouping
+  std::string backend = "auto";
+  int32_t gpu = -1;           // CUDA device, or -1 for the CPU
+  int64_t timeout_ms = 30000; // collectives and rendezvous
+  std::string operator_name;
+  std::map<std::string, std::string> config;
+  int64_t global_batch_size = 128;
+  int32_t aggregation_frequency = 1;
+  bool average_training_metrics = true;
+  std::string compression = "none";
+  uint64_t seed = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, replica_spec& x) {
+  return f(caf::meta::type_name("replica_spec"), x.trainer, x.generation, x.rank, x.world_size,
+           x.local_rank, x.node_rank, x.host, x.backend, x.gpu, x.timeout_ms, x.operator_name,
+           x.config, x.global_batch_size, x.aggregation_frequency, x.average_training_metrics,
+           x.compression, x.seed);
+}
+
+/// An epoch's or a validation pass's metrics, as a replica reports them.
+struct metrics_msg {
+  int64_t epoch = 0;
+  int64_t steps = 0;
+  int64_t samples = 0;
+  double loss = 0;
+  double accuracy = 0;
+  double seconds = 0;
+  double samples_per_second = 0;
+  float lr = 0;
+  int32_t rank = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, metrics_msg& x) {
+  return f(caf::meta::type_name("metrics_msg"), x.epoch, x.steps, x.samples, x.loss, x.accuracy,
+           x.seconds, x.samples_per_second, x.lr, x.rank);
+}
+
+/// What `dtrain status` prints.
+struct cluster_status {
+  std::vector<node_info> nodes;
+  std::vector<int32_t> slots_used;              // per node
+  std::vector<std::string> trainers;            // "id: N replicas"
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cluster_status& x) {
+  return f(caf::meta::type_name("cluster_status"), x.nodes, x.slots_used, x.trainers);
+}
+
+/// The rendezvous store of one trainer (comm::store semantics, see
+/// store_actor.hpp). get and wait answer when the key(s) exist; the caller's
+/// request timeout bounds them.
+using store_actor = caf::typed_actor<
+    caf::replies_to<set_atom, std::string, std::vector<char>>::with<caf::ok_atom>,
+    caf::replies_to<caf::get_atom, std::string>::with<std::vector<char>>,
+    caf::replies_to<add_atom, std::string, int64_t>::with<int64_t>,
+    caf::replies_to<wait_atom, std::vector<std::string>>::with<caf::ok_atom>,
+    caf::replies_to<check_atom, std::string>::with<bool>>;
+
+/// A replica: one model replica and its communicator (replica_actor.hpp).
+using replica_actor = caf::typed_actor<
+    caf::replies_to<setup_atom>::with<caf::ok_atom>,
+    caf::replies_to<train_atom>::with<metrics_msg>,
+    caf::replies_to<valid_atom>::with<metrics_msg>,
+    caf::replies_to<save_atom, std::string>::with<caf::ok_atom>,
+    caf::replies_to<restore_atom, std::string>::with<caf::ok_atom>,
+    caf::replies_to<params_atom>::with<std::vector<char>>,
+    caf::replies_to<hash_atom>::with<uint64_t>,
+    caf::replies_to<preempt_atom>::with<caf::ok_atom>>;
+
+/// A node agent (node_actor.hpp): hosts replicas.
+using node_actor = caf::typed_actor<
+    caf::replies_to<spawn_atom, replica_spec, caf::actor, store_actor>::with<replica_actor>,
+    caf::replies_to<status_atom>::with<int32_t>>;
+
+/// The head (head_actor.hpp): node registry, resources, placement.
+using head_actor = caf::typed_actor<
+    caf::replies_to<register_atom, node_info, node_actor>::with<int32_t>,
+    caf::replies_to<place_atom, std::string, int32_t, bool, caf::actor>::with<std::vector<assignment>>,
+    caf::replies_to<release_atom, std::string>::with<caf::ok_atom>,
+    caf::replies_to<status_atom>::with<cluster_status>,
+    caf::replies_to<caf::get_atom, int32_t>::with<node_actor>>;
+
+/// Registers every message type and handle type above (all processes).
+void register_types(caf::actor_system_config& cfg);
+
+/// Error category "dtrain": code = dtrain::error_code, context = message.
+caf::error to_caf_error(int code, const std::string& message);
+
+} // namespace dtrain::actors

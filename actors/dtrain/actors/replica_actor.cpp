@@ -1,0 +1,219 @@
+#include "dtrain/actors/replica_actor.hpp"
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "dtrain/actors/errors.hpp"
+#include "dtrain/core/check.hpp"
+#include "dtrain/actors/store_actor.hpp"
+#include "dtrain/comm/factory.hpp"
+#include "dtrain/core/threads.hpp"
+#include "dtrain/train/replica.hpp"
+
+namespace dtrain::actors {
+
+namespace {
+
+// The process's hosted fronts (weak references), for node shutdown.
+struct hosted_set {
+  std::mutex mutex;
+  std::vector<caf::actor_addr> fronts;
+};
+
+hosted_set& hosted() {
+  static hosted_set h;
+  return h;
+}
+
+// Lets the front abort the worker's communicator from another thread.
+struct abort_handle {
+  std::mutex mutex;
+  comm::communicator* comm = nullptr;
+  bool aborted = false;
+  std::string why;
+
+  void abort(const std::string& reason) {
+    std::lock_guard<std::mutex> lock(mutex);
+    aborted = true;
+    why = reason;
+    if (comm != nullptr)
+      comm->abort(reason);
+  }
+};
+
+struct worker_state {
+  std::unique_ptr<train::replica_runner> runner;
+};
+
+metrics_msg to_msg(const train::epoch_metrics& m, int rank) {
+  return {m.epoch, m.steps, m.samples, m.loss, m.accuracy, m.seconds, m.samples_per_second,
+          m.lr, rank};
+}
+
+result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sys,
+                                                           const replica_spec& spec,
+                                                           const store_actor& store,
+                                                           abort_handle& handle) {
+  comm::group_options go;
+  go.rank = spec.rank;
+  go.size = spec.world_size;
+  go.store = std::make_shared<comm::prefix_store>(
+      spec.trainer + "/gen" + std::to_string(spec.generation),
+      std::make_shared<actor_store>(sys, store));
+  go.backend = spec.backend;
+  go.where = spec.gpu >= 0 ? device::cuda(spec.gpu) : device::cpu();
+  go.host = spec.host;
+  go.timeout = std::chrono::milliseconds(spec.timeout_ms);
+  DTRAIN_ASSIGN_OR_RETURN(auto comm, comm::make_communicator(go));
+  {
+    std::lock_guard<std::mutex> lock(handle.mutex);
+    if (handle.aborted)
+      return status(error_code::aborted, "replica aborted during setup: " + handle.why);
+    handle.comm = comm.get();
+  }
+  train::comm_replica_context::placement where{spec.local_rank, spec.node_rank, go.where, spec.seed};
+  auto ctx = std::make_unique<train::comm_replica_context>(std::move(comm), where, nullptr);
+  train::replica_options ro;
+  ro.operator_name = spec.operator_name;
+  ro.config = train::hyperparameters(spec.config);
+  ro.global_batch_size = spec.global_batch_size;
+  ro.aggregation_frequency = spec.aggregation_frequency;
+  ro.average_training_metrics = spec.average_training_metrics;
+  DTRAIN_ASSIGN_OR_RETURN(ro.compress, comm::parse_compression(spec.compression));
+  ro.seed = spec.seed;
+  return train::replica_runner::create(ro, std::move(ctx));
+}
+
+// Runs f() on the worker's runner, or fails if setup has not succeeded.
+template <class F>
+auto with_runner(replica_actor::stateful_pointer<worker_state> self, int rank, F f)
+    -> decltype(f(*self->state.runner)) {
+  if (!self->state.runner)
+    return to_caf(invalid_argument("replica " + std::to_string(rank) + " is not set up"));
+  return f(*self->state.runner);
+}
+
+replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<worker_state> self,
+                                            replica_spec spec, store_actor store,
+                                            std::shared_ptr<abort_handle> handle) {
+  const int rank = spec.rank;
+  return {
+    [=](setup_atom) -> caf::result<caf::ok_atom> {
+      auto runner = make_runner(self->system(), spec, store, *handle);
+      if (!runner)
+        return to_caf(runner.error());
+      self->state.runner = std::move(*runner);
+      return caf::ok_atom::value;
+    },
+    [=](train_atom) -> caf::result<metrics_msg> {
+      return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<metrics_msg> {
+        auto m = r.train_epoch();
+        if (!m)
+          return to_caf(m.error());
+        return to_msg(*m, rank);
+      });
+    },
+    [=](valid_atom) -> caf::result<metrics_msg> {
+      return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<metrics_msg> {
+        auto m = r.validate();
+        if (!m)
+          return to_caf(m.error());
+        return to_msg(*m, rank);
+      });
+    },
+    [=](save_atom, const std::string& path) -> caf::result<caf::ok_atom> {
+      return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<caf::ok_atom> {
+        if (auto s = r.save(path); !s)
+          return to_caf(s);
+        return caf::ok_atom::value;
+      });
+    },
+    [=](restore_atom, const std::string& path) -> caf::result<caf::ok_atom> {
+      return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<caf::ok_atom> {
+        if (auto s = r.restore(path); !s)
+          return to_caf(s);
+        return caf::ok_atom::value;
+      });
+    },
+    [=](params_atom) -> caf::result<std::vector<char>> {
+      return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<std::vector<char>> {
+        auto v = r.parameters().to_vector();
+        const char* p = reinterpret_cast<const char*>(v.data());
+        return std::vector<char>(p, p + v.size() * sizeof(float));
+      });
+    },
+    [=](hash_atom) -> caf::result<uint64_t> {
+      return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<uint64_t> {
+        uint64_t h = 1469598103934665603ULL;
+        auto v = r.parameters().to_vector();
+        const auto* p = reinterpret_cast<const unsigned char*>(v.data());
+        for (size_t i = 0; i < v.size() * sizeof(float); ++i)
+          h = (h ^ p[i]) * 1099511628211ULL;
+        return h;
+      });
+    },
+    [=](preempt_atom) -> caf::result<caf::ok_atom> {
+      return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<caf::ok_atom> {
+        r.request_preemption();
+        return caf::ok_atom::value;
+      });
+    },
+  };
+}
+
+} // namespace
+
+replica_actor::behavior_type replica_front(replica_actor::pointer self, replica_spec spec,
+                                           caf::actor owner, store_actor store) {
+  auto handle = std::make_shared<abort_handle>();
+  auto worker = self->system().spawn<caf::detached>(replica_worker, spec, store, handle);
+  {
+    std::lock_guard<std::mutex> lock(hosted().mutex);
+    hosted().fronts.push_back(self->address());
+  }
+  // Leaving for any reason: abort the collectives, then end the worker.
+  self->attach_functor([handle, worker](const caf::error& reason) {
+    handle->abort("replica stopped: " + caf::to_string(reason));
+    caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+  });
+  if (owner) {
+    self->monitor(owner);
+    self->set_down_handler([=](caf::down_msg& dm) {
+      handle->abort("the trainer that owns this replica is gone (" + caf::to_string(dm.reason) + ")");
+      self->quit(dm.reason);
+    });
+  }
+  return {
+    [=](setup_atom a) { return self->delegate(worker, a); },
+    [=](train_atom a) { return self->delegate(worker, a); },
+    [=](valid_atom a) { return self->delegate(worker, a); },
+    [=](save_atom a, std::string& path) { return self->delegate(worker, a, std::move(path)); },
+    [=](restore_atom a, std::string& path) { return self->delegate(worker, a, std::move(path)); },
+    [=](params_atom a) { return self->delegate(worker, a); },
+    [=](hash_atom a) { return self->delegate(worker, a); },
+    [=](preempt_atom a) { return self->delegate(worker, a); },
+  };
+}
+
+int stop_hosted_replicas() {
+  std::lock_guard<std::mutex> lock(hosted().mutex);
+  int running = 0;
+  for (auto& addr : hosted().fronts)
+    if (auto front = caf::actor_cast<caf::actor>(addr)) {
+      caf::anon_send_exit(front, caf::exit_reason::user_shutdown);
+      ++running;
+    }
+  hosted().fronts.clear();
+  return running;
+}
+
+int hosted_replica_count() {
+  std::lock_guard<std::mutex> lock(hosted().mutex);
+  int running = 0;
+  for (auto& addr : hosted().fronts)
+    running += caf::actor_cast<caf::actor>(addr) ? 1 : 0;
+  return running;
+}
+
+} // namespace dtrain::actors

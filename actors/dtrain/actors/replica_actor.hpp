@@ -1,0 +1,31 @@
+#pragma once
+
+#include "caf/all.hpp"
+#include "dtrain/actors/messages.hpp"
+
+namespace dtrain::actors {
+
+/// A replica as the trainer sees it: a small event-based front that the
+/// trainer spawns on a node (by CAF remote spawn, or locally in an embedded
+/// cluster), and a detached worker behind it that owns the replica_runner
+/// and does the blocking work (rendezvous, epochs, collectives) on its own
+/// thread, never on CAF's scheduler threads. The front delegates every
+/// request to the worker.
+///
+/// Lifetime: the front monitors its owner (the trainer's actor). When the
+/// owner goes away (driver killed, connection lost), or the front is told
+/// to exit, it aborts the worker's communicator (so a collective in
+/// progress ends at once instead of at its timeout) and takes the worker
+/// down with it. Every front and worker is recorded in the process's hosted
+/// set, so that a node shutting down can end them all first.
+replica_actor::behavior_type replica_front(replica_actor::pointer self, replica_spec spec,
+                                           caf::actor owner, store_actor store);
+
+/// Ends every replica hosted by this process (node shutdown, driver exit);
+/// returns how many were still running.
+int stop_hosted_replicas();
+
+/// Replicas currently hosted by this process.
+int hosted_replica_count();
+
+} // namespace dtrain::actors

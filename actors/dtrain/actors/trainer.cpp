@@ -1,0 +1,204 @@
+#include "dtrain/actors/trainer.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "dtrain/actors/errors.hpp"
+#include "dtrain/core/check.hpp"
+#include "dtrain/actors/store_actor.hpp"
+
+namespace dtrain::actors {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+std::string unique_id(const std::string& name) {
+  static std::atomic<int> counter{0};
+  char host[64] = {};
+  gethostname(host, sizeof host - 1);
+  return name + "-" + host + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+}
+
+// The actor replicas monitor: when it goes, they go.
+caf::behavior owner_impl(caf::event_based_actor*) {
+  return {[](int32_t) {}};
+}
+
+} // namespace
+
+result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_config& config) {
+  if (config.num_replicas < 1)
+    return invalid_argument("trainer '" + config.name + "': num_replicas must be >= 1");
+  if (config.operator_name.empty())
+    return invalid_argument("trainer '" + config.name + "': no training operator named");
+  std::unique_ptr<trainer> t(new trainer(c, config));
+  t->id_ = unique_id(config.name);
+  auto start = clock_type::now();
+  status started = t->start();
+  if (!started) {
+    (void)t->shutdown();
+    return started.with_context("trainer '" + config.name + "'");
+  }
+  t->startup_seconds_ = std::chrono::duration<double>(clock_type::now() - start).count();
+  return t;
+}
+
+trainer::~trainer() { (void)shutdown(); }
+
+status trainer::place() {
+  auto& sys = cluster_.system();
+  auto deadline = clock_type::now() + config_.placement_timeout;
+  std::string last_reason;
+  for (;;) {
+    caf::scoped_actor self{sys};
+    status out;
+    self->request(cluster_.head(), std::chrono::seconds(10), place_atom::value, id_,
+                  static_cast<int32_t>(config_.num_replicas), config_.use_gpu, owner_)
+        .receive([&](std::vector<assignment>& a) { placement_ = std::move(a); },
+                 [&](caf::error& e) { out = from_caf(e, "placing " + std::to_string(config_.num_replicas) + " replicas"); });
+    if (out.is_ok() || out.code() != error_code::unavailable)
+      return out;
+    if (clock_type::now() >= deadline)
+      return status(error_code::timeout, out.message() + " (gave up after " +
+                                             std::to_string(config_.placement_timeout.count()) + " ms)");
+    if (out.message() != last_reason) {
+      std::fprintf(stderr, "dtrain: trainer %s: %s\n", config_.name.c_str(), out.message().c_str());
+      last_reason = out.message();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+status trainer::start() {
+  auto& sys = cluster_.system();
+  owner_ = sys.spawn(owner_impl);
+  store_ = spawn_store(sys);
+  DTRAIN_RETURN_IF_ERROR(place());
+  for (size_t rank = 0; rank < placement_.size(); ++rank) {
+    const assignment& a = placement_[rank];
+    replica_spec spec;
+    spec.trainer = id_;
+    spec.rank = static_cast<int32_t>(rank);
+    spec.world_size = static_cast<int32_t>(placement_.size());
+    spec.local_rank = a.local_rank;
+    spec.node_rank = a.node;
+    spec.host = a.info.host;
+    spec.backend = config_.backend;
+    spec.gpu = a.gpu;
+    spec.timeout_ms = config_.collective_timeout.count();
+    spec.operator_name = config_.operator_name;
+    spec.config = config_.config;
+    spec.global_batch_size = config_.global_batch_size;
+    spec.aggregation_frequency = config_.aggregation_frequency;
+    spec.average_training_metrics = config_.average_training_metrics;
+    spec.compression = config_.compression;
+    spec.seed = config_.seed;
+    DTRAIN_ASSIGN_OR_RETURN(auto replica, cluster_.spawn_replica(a, spec, owner_, store_,
+                                                                 std::chrono::seconds(30)));
+    replicas_.push_back(std::move(replica));
+  }
+  // Setup runs the rendezvous: every replica must be asked before any answers.
+  auto ready = ask_all<caf::ok_atom>(config_.collective_timeout + std::chrono::seconds(30),
+                                     "setup", setup_atom::value);
+  return ready.to_status();
+}
+
+template <class Reply, class... Ts>
+result<std::vector<Reply>> trainer::ask_all(std::chrono::milliseconds timeout,
+                                            const std::string& what, Ts... args) {
+  if (stopped_)
+    return status(error_code::aborted, what + ": the trainer has been shut down");
+  caf::scoped_actor self{cluster_.system()};
+  std::vector<decltype(self->request(replicas_[0], timeout, args...))> pending;
+  for (auto& r : replicas_)
+    pending.push_back(self->request(r, timeout, args...));
+  std::vector<Reply> replies;
+  status first;
+  for (size_t rank = 0; rank < pending.size(); ++rank) {
+    pending[rank].receive(
+        [&](Reply& reply) { replies.push_back(std::move(reply)); },
+        [&](caf::error& e) {
+          if (first.is_ok())
+            first = from_caf(e, what + " on replica " + std::to_string(rank) + " (node " +
+                                    std::to_string(placement_[rank].node) + ", " +
+                                    placement_[rank].info.host + ")");
+        });
+  }
+  if (!first)
+    return first;
+  return replies;
+}
+
+result<metrics_msg> trainer::train() {
+  DTRAIN_ASSIGN_OR_RETURN(auto all, ask_all<metrics_msg>(config_.epoch_timeout, "train", train_atom::value));
+  return all.front();
+}
+
+result<metrics_msg> trainer::validate() {
+  DTRAIN_ASSIGN_OR_RETURN(auto all, ask_all<metrics_msg>(config_.epoch_timeout, "validate", valid_atom::value));
+  return all.front();
+}
+
+status trainer::save(const std::string& path) {
+  return ask_all<caf::ok_atom>(config_.epoch_timeout, "save to " + path, save_atom::value, path).to_status();
+}
+
+status trainer::restore(const std::string& path) {
+  return ask_all<caf::ok_atom>(config_.epoch_timeout, "restore from " + path, restore_atom::value, path).to_status();
+}
+
+result<std::vector<float>> trainer::get_model() {
+  if (stopped_ || replicas_.empty())
+    return status(error_code::aborted, "get_model: the trainer has been shut down");
+  caf::scoped_actor self{cluster_.system()};
+  result<std::vector<float>> out{status(error_code::internal, "no reply")};
+  self->request(replicas_[0], config_.epoch_timeout, params_atom::value)
+      .receive(
+          [&](std::vector<char>& raw) {
+            std::vector<float> v(raw.size() / sizeof(float));
+            std::memcpy(v.data(), raw.data(), v.size() * sizeof(float));
+            out = std::move(v);
+          },
+          [&](caf::error& e) { out = from_caf(e, "get_model from replica 0"); });
+  return out;
+}
+
+result<std::vector<uint64_t>> trainer::parameter_hashes() {
+  return ask_all<uint64_t>(config_.epoch_timeout, "parameter hash", hash_atom::value);
+}
+
+std::future<result<metrics_msg>> trainer::train_async() {
+  return std::async(std::launch::async, [this] { return train(); });
+}
+
+std::future<result<metrics_msg>> trainer::validate_async() {
+  return std::async(std::launch::async, [this] { return validate(); });
+}
+
+status trainer::shutdown() {
+  if (stopped_)
+    return status::ok();
+  stopped_ = true;
+  for (auto& r : replicas_)
+    caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
+  replicas_.clear();
+  if (owner_)
+    caf::anon_send_exit(owner_, caf::exit_reason::user_shutdown);
+  if (store_)
+    caf::anon_send_exit(store_, caf::exit_reason::user_shutdown);
+  status released;
+  if (cluster_.head()) {
+    caf::scoped_actor self{cluster_.system()};
+    self->request(cluster_.head(), std::chrono::seconds(5), release_atom::value, id_)
+        .receive([](caf::ok_atom) {}, [&](caf::error& e) { released = from_caf(e, "releasing slots"); });
+  }
+  owner_ = nullptr;
+  store_ = nullptr;
+  return released;
+}
+
+} // namespace dtrain::actors

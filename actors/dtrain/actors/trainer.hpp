@@ -1,0 +1,95 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <future>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dtrain/actors/cluster.hpp"
+#include "dtrain/actors/messages.hpp"
+#include "dtrain/core/status.hpp"
+
+namespace dtrain::actors {
+
+/// A trainer's configuration (Ray's TorchTrainer arguments and
+/// Determined's experiment fields).
+struct trainer_config {
+  std::string name = "trainer";
+  std::string operator_name;                   // a registered training operator
+  std::map<std::string, std::string> config;   // its hyperparameters
+  int num_replicas = 1;
+  bool use_gpu = false;
+  std::string backend = "auto";                // communicator backend
+  /// Split evenly across replicas; the remainder is dropped.
+  int64_t global_batch_size = 128;
+  int aggregation_frequency = 1;
+  bool average_training_metrics = true;        // else the chief's metrics
+  std::string compression = "none";            // none, fp16, bf16
+  uint64_t seed = 0;
+  std::chrono::milliseconds collective_timeout{60000};
+  std::chrono::milliseconds epoch_timeout{600000};
+  /// How long placement may wait for busy slots before giving up.
+  std::chrono::milliseconds placement_timeout{60000};
+};
+
+/// The driver's handle on a group of replicas training data-parallel
+/// (Ray's trainer): placed on the cluster all or nothing, set up through a
+/// rendezvous store actor owned here, driven epoch by epoch.
+///
+/// Every call blocks the calling thread until all replicas answer or the
+/// call's timeout passes; errors name the replica (rank) and what it said.
+/// The *_async variants run the same call on a thread of their own and
+/// return a future (for the tuner). Not thread-safe: one call at a time.
+/// shutdown() (or the destructor) stops the replicas and frees their slots.
+class trainer {
+public:
+  /// Places and starts the replicas and sets them up; fails with the
+  /// placement's reason (what is missing) or the first replica's error.
+  static result<std::unique_ptr<trainer>> create(cluster& c, const trainer_config& config);
+  ~trainer();
+
+  /// One epoch on every replica; the chief's metrics (averaged over the
+  /// group when average_training_metrics).
+  result<metrics_msg> train();
+  /// Validation metrics (the chief's; all replicas hold the same model).
+  result<metrics_msg> validate();
+  status save(const std::string& path);
+  status restore(const std::string& path);
+  /// The trained parameters (flat, in layer order), from the chief.
+  result<std::vector<float>> get_model();
+  /// A hash of every replica's parameters, in rank order (equal hashes:
+  /// bitwise identical replicas).
+  result<std::vector<uint64_t>> parameter_hashes();
+  status shutdown();
+
+  std::future<result<metrics_msg>> train_async();
+  std::future<result<metrics_msg>> validate_async();
+
+  const trainer_config& config() const { return config_; }
+  const std::vector<assignment>& placement() const { return placement_; }
+  /// Seconds from create() to the replicas being ready.
+  double startup_seconds() const { return startup_seconds_; }
+
+private:
+  trainer(cluster& c, const trainer_config& config) : cluster_(c), config_(config) {}
+  status start();
+  status place();
+  template <class Reply, class... Ts>
+  result<std::vector<Reply>> ask_all(std::chrono::milliseconds timeout, const std::string& what,
+                                     Ts... args);
+
+  cluster& cluster_;
+  trainer_config config_;
+  std::string id_;
+  std::vector<assignment> placement_;
+  std::vector<replica_actor> replicas_;
+  store_actor store_;
+  caf::actor owner_;
+  double startup_seconds_ = 0;
+  bool stopped_ = false;
+};
+
+} // namespace dtrain::actors

@@ -1,0 +1,72 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "dtrain/core/status.hpp"
+
+namespace dtrain::config {
+
+/// One experiment of `dtrain train EXPERIMENT.yaml`: what to train (the
+/// operator and its hyperparameters) and how to spread it (slots, batch
+/// size, gradient aggregation), in the shape of Determined's experiment
+/// configuration. A plain value: cheap to copy, no invariants beyond those
+/// `parse_experiment` checks, not synchronised.
+///
+/// The YAML keys, and the Determined spellings also accepted:
+///
+///     name: fashion-mnist-mlp          # required
+///     operator: mlp_classifier
+///     hyperparameters: {lr: 0.001, hidden: [256, 128]}
+///     resources: {slots_per_trial: 2, use_gpu: false, backend: auto}
+///     global_batch_size: 128           # required
+///     epochs: 15                       # or searcher.max_length.epochs
+///     optimizations: {aggregation_frequency: 1, average_training_metrics: true,
+///                     gradient_compression: none}   # or true / false
+///     checkpoint_storage: {host_path: /tmp/ckpt, save_trial_latest: 1}
+///     seed: 0                          # or reproducibility.experiment_seed
+///     max_restarts: 3                  # or max_failures (Ray's name)
+///
+/// `searcher` may also carry Determined's `name: single`, `metric` and
+/// `smaller_is_better`, and `checkpoint_storage` its `type: shared_fs`, so
+/// that a Determined file loads; they are checked and then ignored.
+struct experiment {
+  std::string name;                                    // required
+  std::string operator_name = "mlp_classifier";        // YAML key: operator
+  /// Scalars as written ("0.001"); a list of scalars joined as "a,b,c".
+  std::map<std::string, std::string> hyperparameters;
+  int slots_per_trial = 1;                             // resources.slots_per_trial, >= 1
+  bool use_gpu = false;                                // resources.use_gpu
+  std::string backend = "auto";                        // auto|shm|gloo|hierarchical|nccl
+  int64_t global_batch_size = 128;                     // required, >= slots_per_trial
+  int64_t epochs = 1;                                  // >= 1
+  int aggregation_frequency = 1;                       // optimizations.*, >= 1
+  bool average_training_metrics = true;                // optimizations.*
+  std::string gradient_compression = "none";           // none|fp16|bf16
+  std::string checkpoint_dir;                          // checkpoint_storage.host_path; "" = none
+  int checkpoint_keep = 1;                             // checkpoint_storage.save_trial_latest, >= 0
+  uint64_t seed = 0;
+  int max_failures = 3;                                // max_restarts, >= 0
+};
+
+/// Reads and parses the experiment file at `path`. A missing file is
+/// not_found, an unreadable one io_error; everything else as in
+/// `parse_experiment` with the path as the source name.
+result<experiment> load_experiment(const std::string& path);
+
+/// Parses `yaml_text`. Every error is invalid_argument and its message
+/// starts with `source_name`, then names the key path at fault:
+/// "exp.yaml: optimizations.aggregation_frequncy: unknown key (known: ...)",
+/// "exp.yaml: resources.slots_per_trial: expected an integer, got 'two'",
+/// or, for YAML syntax, the 1-based line and column: "exp.yaml:3:7: ...".
+/// Never throws: yaml-cpp's exceptions stop here.
+result<experiment> parse_experiment(const std::string& yaml_text,
+                                    const std::string& source_name);
+
+/// The experiment as YAML in dtrain's own spellings, every field written
+/// out; `parse_experiment` reads it back to an equal experiment (a list
+/// hyperparameter is written as a list and comes back joined again).
+std::string to_yaml(const experiment& exp);
+
+} // namespace dtrain::config

@@ -1,0 +1,365 @@
+// The experiment file of `dtrain train`: the shipped examples parse, every
+// mistake is reported with the file and the key path, Determined's spellings
+// are accepted, and to_yaml reads back to the same experiment.
+#include <boost/test/unit_test.hpp>
+
+#include <cstdio>
+#include <string>
+#include <tuple>
+
+#include "dtrain/config/experiment.hpp"
+#include "test_util.hpp"
+
+#ifndef DTRAIN_SOURCE_DIR
+#error "tests/CMakeLists.txt defines DTRAIN_SOURCE_DIR for dtrain-core-test"
+#endif
+
+namespace {
+
+using dtrain::error_code;
+using dtrain::result;
+using dtrain::config::experiment;
+using dtrain::config::load_experiment;
+using dtrain::config::parse_experiment;
+using dtrain::config::to_yaml;
+
+const std::string source = "experiment.yaml";
+
+// The smallest valid file, with `extra` appended (top-level YAML lines).
+std::string minimal(const std::string& extra = "") {
+  return "name: tiny\nglobal_batch_size: 8\n" + extra;
+}
+
+result<experiment> parse(const std::string& text) { return parse_experiment(text, source); }
+
+// The error message of a parse that must fail (empty when it succeeded).
+std::string error_of(const std::string& text) {
+  auto parsed = parse(text);
+  BOOST_TEST(!parsed.is_ok());
+  if (parsed.is_ok())
+    return "";
+  BOOST_TEST((parsed.error().code() == error_code::invalid_argument));
+  return parsed.error().message();
+}
+
+bool same(const experiment& a, const experiment& b) {
+  auto fields = [](const experiment& e) {
+    return std::tie(e.name, e.operator_name, e.hyperparameters, e.slots_per_trial, e.use_gpu,
+                    e.backend, e.global_batch_size, e.epochs, e.aggregation_frequency,
+                    e.average_training_metrics, e.gradient_compression, e.checkpoint_dir,
+                    e.checkpoint_keep, e.seed, e.max_failures);
+  };
+  return fields(a) == fields(b);
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  BOOST_TEST_REQUIRE(f != nullptr);
+  BOOST_TEST_REQUIRE(std::fwrite(text.data(), 1, text.size(), f) == text.size());
+  std::fclose(f);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(experiments)
+
+// --- The shipped files ------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(shipped_fashion_mnist_experiment_parses_with_its_values) {
+  auto loaded = load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist.yaml");
+  BOOST_TEST_REQUIRE(loaded.is_ok(), loaded.error().to_string());
+  const experiment& e = *loaded;
+  BOOST_TEST(e.name == "fashion-mnist-mlp");
+  BOOST_TEST(e.operator_name == "mlp_classifier");
+  BOOST_TEST(e.hyperparameters.size() == 6u);
+  BOOST_TEST(e.hyperparameters.at("hidden") == "256,128,100");
+  BOOST_TEST(e.hyperparameters.at("activation") == "relu");
+  BOOST_TEST(e.hyperparameters.at("optimizer") == "adam");
+  BOOST_TEST(e.hyperparameters.at("lr") == "0.001");
+  BOOST_TEST(e.hyperparameters.at("schedule") == "cosine");
+  BOOST_TEST(e.hyperparameters.at("epochs") == "15");
+  BOOST_TEST(e.slots_per_trial == 2);
+  BOOST_TEST(!e.use_gpu);
+  BOOST_TEST(e.backend == "auto");
+  BOOST_TEST(e.global_batch_size == 128);
+  BOOST_TEST(e.epochs == 15);
+  BOOST_TEST(e.aggregation_frequency == 1);
+  BOOST_TEST(e.average_training_metrics);
+  BOOST_TEST(e.gradient_compression == "none");
+  BOOST_TEST(e.checkpoint_dir == "/tmp/dtrain-checkpoints/fashion-mnist");
+  BOOST_TEST(e.checkpoint_keep == 1);
+  BOOST_TEST(e.seed == 0u);
+  BOOST_TEST(e.max_failures == 3);
+}
+
+BOOST_AUTO_TEST_CASE(shipped_linear_regression_experiment_parses_with_its_values) {
+  auto loaded =
+      load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/linear_regression.yaml");
+  BOOST_TEST_REQUIRE(loaded.is_ok(), loaded.error().to_string());
+  BOOST_TEST(loaded->operator_name == "linear_regression");
+  BOOST_TEST(loaded->global_batch_size == 32);
+  BOOST_TEST(loaded->epochs == 8);
+  BOOST_TEST(loaded->slots_per_trial == 2);
+  BOOST_TEST(loaded->hyperparameters.at("milestones") == "3,6");
+  BOOST_TEST(loaded->hyperparameters.at("gamma") == "0.1");
+  BOOST_TEST(loaded->hyperparameters.at("lr") == "0.001");
+  BOOST_TEST(loaded->hyperparameters.at("optimizer") == "adam");
+}
+
+BOOST_AUTO_TEST_CASE(a_minimal_file_takes_the_documented_defaults) {
+  auto parsed = parse(minimal());
+  BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
+  experiment expected;
+  expected.name = "tiny";
+  expected.global_batch_size = 8;
+  BOOST_TEST(same(*parsed, expected));
+}
+
+// --- Errors name the file and the key path ----------------------------------
+
+BOOST_AUTO_TEST_CASE(an_unknown_nested_key_is_named_with_the_known_ones) {
+  BOOST_TEST(error_of(minimal("optimizations:\n  aggregation_frequncy: 2\n")) ==
+             "experiment.yaml: optimizations.aggregation_frequncy: unknown key (known: "
+             "aggregation_frequency, average_training_metrics, gradient_compression)");
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_top_level_key_is_named) {
+  const std::string message = error_of(minimal("epoch: 3\n"));
+  BOOST_TEST(message.rfind("experiment.yaml: epoch: unknown key (known: ", 0) == 0, message);
+  BOOST_TEST(message.find("epochs") != std::string::npos, message);
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_key_two_levels_down_is_named) {
+  BOOST_TEST(error_of(minimal("searcher:\n  max_length:\n    batches: 100\n")) ==
+             "experiment.yaml: searcher.max_length.batches: unknown key (known: epochs)");
+}
+
+BOOST_AUTO_TEST_CASE(a_text_where_an_integer_belongs_is_a_type_error) {
+  BOOST_TEST(error_of(minimal("resources:\n  slots_per_trial: two\n")) ==
+             "experiment.yaml: resources.slots_per_trial: expected an integer, got 'two'");
+  BOOST_TEST(error_of(minimal("epochs: 1.5\n")) ==
+             "experiment.yaml: epochs: expected an integer, got '1.5'");
+}
+
+BOOST_AUTO_TEST_CASE(a_list_or_map_where_a_scalar_belongs_is_a_type_error) {
+  BOOST_TEST(error_of(minimal("resources:\n  use_gpu: [true]\n")) ==
+             "experiment.yaml: resources.use_gpu: expected true or false, got a list");
+  BOOST_TEST(error_of("name: {a: 1}\nglobal_batch_size: 8\n") ==
+             "experiment.yaml: name: expected a non-empty string, got a map");
+  BOOST_TEST(error_of(minimal("resources: 2\n")) ==
+             "experiment.yaml: resources: expected a map of settings, got '2'");
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_boolean_is_a_type_error) {
+  BOOST_TEST(error_of(minimal("optimizations:\n  average_training_metrics: maybe\n")) ==
+             "experiment.yaml: optimizations.average_training_metrics: expected true or "
+             "false, got 'maybe'");
+}
+
+BOOST_AUTO_TEST_CASE(out_of_range_values_name_the_bound) {
+  BOOST_TEST(error_of(minimal("resources:\n  slots_per_trial: 0\n")) ==
+             "experiment.yaml: resources.slots_per_trial: must be at least 1, got 0");
+  BOOST_TEST(error_of("name: x\nglobal_batch_size: -4\n") ==
+             "experiment.yaml: global_batch_size: must be at least 1, got -4");
+  BOOST_TEST(error_of(minimal("optimizations:\n  aggregation_frequency: 3000000000\n")) ==
+             "experiment.yaml: optimizations.aggregation_frequency: must be at most "
+             "2147483647, got 3000000000");
+  BOOST_TEST(error_of(minimal("checkpoint_storage:\n  save_trial_latest: -1\n")) ==
+             "experiment.yaml: checkpoint_storage.save_trial_latest: must be at least 0, got -1");
+  BOOST_TEST(error_of(minimal("max_restarts: -1\n")) ==
+             "experiment.yaml: max_restarts: must be at least 0, got -1");
+  BOOST_TEST(error_of(minimal("seed: -1\n")) == "experiment.yaml: seed: must be at least 0, got -1");
+  BOOST_TEST(error_of(minimal("epochs: 99999999999999999999\n")) ==
+             "experiment.yaml: epochs: 99999999999999999999 does not fit in 64 bits");
+}
+
+BOOST_AUTO_TEST_CASE(a_value_outside_its_choices_lists_them) {
+  BOOST_TEST(error_of(minimal("resources:\n  backend: mpi\n")) ==
+             "experiment.yaml: resources.backend: expected one of auto, shm, gloo, "
+             "hierarchical, nccl, got 'mpi'");
+  BOOST_TEST(error_of(minimal("optimizations:\n  gradient_compression: int8\n")) ==
+             "experiment.yaml: optimizations.gradient_compression: expected none, fp16, bf16 "
+             "or a boolean, got 'int8'");
+}
+
+BOOST_AUTO_TEST_CASE(missing_required_keys_are_named) {
+  BOOST_TEST(error_of("global_batch_size: 8\n") == "experiment.yaml: name: missing required key");
+  BOOST_TEST(error_of("name: x\n") ==
+             "experiment.yaml: global_batch_size: missing required key");
+  BOOST_TEST(error_of("") == "experiment.yaml: name: missing required key");
+  BOOST_TEST(error_of("name:\nglobal_batch_size: 8\n") ==
+             "experiment.yaml: name: expected a non-empty string, got nothing");
+}
+
+BOOST_AUTO_TEST_CASE(a_yaml_syntax_error_gives_line_and_column) {
+  const std::string message = error_of("name: x\nglobal_batch_size: 8\nresources: [1, 2\n");
+  BOOST_TEST(message.rfind("experiment.yaml:", 0) == 0, message);
+  BOOST_TEST(message.find("YAML syntax error") != std::string::npos, message);
+  // "experiment.yaml:LINE:COLUMN: ...", both 1-based and past the first line.
+  const std::string position = message.substr(source.size() + 1);
+  BOOST_TEST(std::stoi(position) >= 3, message);
+  BOOST_TEST(position.find(':') != std::string::npos, message);
+  BOOST_TEST(std::stoi(position.substr(position.find(':') + 1)) >= 1, message);
+}
+
+BOOST_AUTO_TEST_CASE(a_tab_indented_file_is_a_syntax_error_not_an_exception) {
+  const std::string message = error_of("name: x\nresources:\n\tslots_per_trial: 2\n");
+  BOOST_TEST(message.find("YAML syntax error") != std::string::npos, message);
+}
+
+BOOST_AUTO_TEST_CASE(a_top_level_that_is_not_a_map_is_an_error) {
+  BOOST_TEST(error_of("- name: x\n") ==
+             "experiment.yaml: the top level: expected a map of settings, got a list");
+}
+
+BOOST_AUTO_TEST_CASE(a_duplicate_key_is_an_error) {
+  BOOST_TEST(error_of(minimal("epochs: 2\nepochs: 3\n")) ==
+             "experiment.yaml: epochs: duplicate key");
+}
+
+BOOST_AUTO_TEST_CASE(several_yaml_documents_are_an_error) {
+  BOOST_TEST(error_of(minimal("---\nname: other\n")) ==
+             "experiment.yaml: expected one YAML document, got 2");
+}
+
+BOOST_AUTO_TEST_CASE(a_nested_map_hyperparameter_is_an_error_naming_its_path) {
+  BOOST_TEST(error_of(minimal("hyperparameters:\n  lr:\n    type: const\n    val: 0.1\n")) ==
+             "experiment.yaml: hyperparameters.lr: expected a scalar or a list of scalars, "
+             "got a map");
+  BOOST_TEST(error_of(minimal("hyperparameters:\n  hidden: [8, [4, 2]]\n")) ==
+             "experiment.yaml: hyperparameters.hidden[1]: expected a scalar, got a list");
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_file_is_not_found_and_named) {
+  dtrain::testing::temp_dir dir;
+  const std::string path = dir.file("absent.yaml");
+  auto loaded = load_experiment(path);
+  BOOST_TEST_REQUIRE(!loaded.is_ok());
+  BOOST_TEST((loaded.error().code() == error_code::not_found));
+  BOOST_TEST(loaded.error().message().find(path) != std::string::npos, loaded.error().message());
+}
+
+BOOST_AUTO_TEST_CASE(errors_from_a_loaded_file_name_its_path) {
+  dtrain::testing::temp_dir dir;
+  const std::string path = dir.file("typo.yaml");
+  write_file(path, minimal("resources:\n  slot_per_trial: 2\n"));
+  auto loaded = load_experiment(path);
+  BOOST_TEST_REQUIRE(!loaded.is_ok());
+  BOOST_TEST(loaded.error().message().rfind(path + ": resources.slot_per_trial: unknown key", 0) ==
+                 0,
+             loaded.error().message());
+}
+
+BOOST_AUTO_TEST_CASE(a_global_batch_smaller_than_the_slots_is_an_error) {
+  BOOST_TEST(error_of("name: x\nglobal_batch_size: 2\nresources:\n  slots_per_trial: 4\n") ==
+             "experiment.yaml: global_batch_size: 2 is less than resources.slots_per_trial (4): "
+             "every slot needs at least one sample per batch");
+}
+
+BOOST_AUTO_TEST_CASE(the_nccl_backend_needs_use_gpu) {
+  BOOST_TEST(error_of(minimal("resources:\n  backend: nccl\n")) ==
+             "experiment.yaml: resources.backend: nccl needs resources.use_gpu: true");
+  BOOST_TEST(parse(minimal("resources:\n  backend: nccl\n  use_gpu: true\n")).is_ok());
+}
+
+// --- Determined's spellings -------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(determined_searcher_max_length_sets_the_epochs) {
+  auto parsed = parse(minimal(
+      "searcher:\n  name: single\n  metric: validation_loss\n  smaller_is_better: true\n"
+      "  max_length:\n    epochs: 7\n"));
+  BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
+  BOOST_TEST(parsed->epochs == 7);
+  BOOST_TEST(error_of(minimal("searcher:\n  name: adaptive_asha\n")) ==
+             "experiment.yaml: searcher.name: expected one of single, got 'adaptive_asha'");
+}
+
+BOOST_AUTO_TEST_CASE(epochs_spelled_both_ways_must_agree) {
+  BOOST_TEST(parse(minimal("epochs: 4\nsearcher:\n  max_length:\n    epochs: 4\n")).is_ok());
+  BOOST_TEST(error_of(minimal("epochs: 4\nsearcher:\n  max_length:\n    epochs: 5\n")) ==
+             "experiment.yaml: epochs: 4 contradicts searcher.max_length.epochs: 5");
+}
+
+BOOST_AUTO_TEST_CASE(determined_experiment_seed_sets_the_seed) {
+  auto parsed = parse(minimal("reproducibility:\n  experiment_seed: 18446744073709551615\n"));
+  BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
+  BOOST_TEST(parsed->seed == 18446744073709551615ull);
+  BOOST_TEST(parse(minimal("seed: 42\n"))->seed == 42u);
+  BOOST_TEST(error_of(minimal("seed: 1\nreproducibility:\n  experiment_seed: 2\n")) ==
+             "experiment.yaml: seed: 1 contradicts reproducibility.experiment_seed: 2");
+}
+
+BOOST_AUTO_TEST_CASE(determined_max_restarts_and_ray_max_failures_set_the_failure_budget) {
+  BOOST_TEST(parse(minimal("max_restarts: 5\n"))->max_failures == 5);
+  BOOST_TEST(parse(minimal("max_failures: 0\n"))->max_failures == 0);
+  BOOST_TEST(error_of(minimal("max_restarts: 1\nmax_failures: 2\n")) ==
+             "experiment.yaml: max_restarts: 1 contradicts max_failures: 2");
+}
+
+BOOST_AUTO_TEST_CASE(determined_boolean_gradient_compression_means_fp16_or_none) {
+  BOOST_TEST(parse(minimal("optimizations:\n  gradient_compression: true\n"))
+                 ->gradient_compression == "fp16");
+  BOOST_TEST(parse(minimal("optimizations:\n  gradient_compression: false\n"))
+                 ->gradient_compression == "none");
+  BOOST_TEST(parse(minimal("optimizations:\n  gradient_compression: bf16\n"))
+                 ->gradient_compression == "bf16");
+}
+
+BOOST_AUTO_TEST_CASE(determined_shared_fs_checkpoint_storage_is_accepted) {
+  auto parsed = parse(minimal(
+      "checkpoint_storage:\n  type: shared_fs\n  host_path: /mnt/ckpt\n  save_trial_latest: 0\n"));
+  BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
+  BOOST_TEST(parsed->checkpoint_dir == "/mnt/ckpt");
+  BOOST_TEST(parsed->checkpoint_keep == 0);
+  BOOST_TEST(error_of(minimal("checkpoint_storage:\n  type: s3\n")) ==
+             "experiment.yaml: checkpoint_storage.type: expected one of shared_fs, got 's3'");
+}
+
+// --- Writing ------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(to_yaml_round_trips_the_shipped_experiment) {
+  auto loaded = load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist.yaml");
+  BOOST_TEST_REQUIRE(loaded.is_ok(), loaded.error().to_string());
+  const std::string text = to_yaml(*loaded);
+  auto again = parse(text);
+  BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string() + "\n" + text);
+  BOOST_TEST(same(*again, *loaded), text);
+  BOOST_TEST(text.find("hidden: [256, 128, 100]") != std::string::npos, text);
+}
+
+BOOST_AUTO_TEST_CASE(to_yaml_round_trips_every_field_and_awkward_text) {
+  experiment e;
+  e.name = "name: with # and 'quotes'";
+  e.operator_name = "linear_regression";
+  e.hyperparameters = {{"empty", ""},        {"null_text", "null"}, {"tilde", "~"},
+                       {"flag", "true"},     {"list", "a,,b"},      {"colon", "a: b"},
+                       {"spaced", " pad "}, {"trailing", "x,"}};
+  e.slots_per_trial = 4;
+  e.use_gpu = true;
+  e.backend = "nccl";
+  e.global_batch_size = 1024;
+  e.epochs = 30;
+  e.aggregation_frequency = 4;
+  e.average_training_metrics = false;
+  e.gradient_compression = "bf16";
+  e.checkpoint_dir = "/tmp/a dir/with: colon";
+  e.checkpoint_keep = 0;
+  e.seed = 18446744073709551615ull;
+  e.max_failures = 0;
+  const std::string text = to_yaml(e);
+  auto again = parse(text);
+  BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string() + "\n" + text);
+  BOOST_TEST(same(*again, e), text);
+  BOOST_TEST(to_yaml(*again) == text);
+}
+
+BOOST_AUTO_TEST_CASE(to_yaml_round_trips_the_defaults_and_no_hyperparameters) {
+  experiment e;
+  e.name = "defaults";
+  const std::string text = to_yaml(e);
+  auto again = parse(text);
+  BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string() + "\n" + text);
+  BOOST_TEST(same(*again, e), text);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,377 @@
+// Replica groups through replica_runner over the shm communicator: the
+// epoch loop keeps replicas bitwise identical, N replicas at batch B/N train
+// as one at batch B, the metrics add up, checkpoints round-trip and reject
+// damage, bad configurations are refused by name, and the replica
+// context's small collectives agree across ranks.
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <map>
+
+#include "comm/collective_check.hpp"
+#include "comm/spawn.hpp"
+#include "dtrain/comm/factory.hpp"
+#include "dtrain/core/check.hpp"
+#include "dtrain/core/threads.hpp"
+#include "dtrain/train/replica.hpp"
+#include "test_util.hpp"
+
+using namespace dtrain;
+using namespace dtrain::testing;
+using std::chrono::milliseconds;
+// The suite is a namespace of the same name: the type goes by another one.
+using runner_t = dtrain::train::replica_runner;
+
+namespace {
+
+using config_map = std::map<std::string, std::string>;
+using replica_body = std::function<status(int rank, runner_t& runner)>;
+
+train::replica_options options_for(const std::string& op, config_map config,
+                                   int64_t global_batch, uint64_t seed = 7) {
+  train::replica_options options;
+  options.operator_name = op;
+  options.config = train::hyperparameters(std::move(config));
+  options.global_batch_size = global_batch;
+  options.seed = seed;
+  return options;
+}
+
+// A small MLP on Fashion-MNIST: an epoch takes about a second.
+train::replica_options small_mlp(int64_t global_batch = 256) {
+  return options_for("mlp_classifier", {{"hidden", "32"}, {"data_dir", fashion_mnist_dir()}},
+                     global_batch);
+}
+
+// Replica `rank` of an n-replica shm group (one BLAS thread: ranks share
+// the machine's cores).
+result<std::unique_ptr<runner_t>> make_runner(int rank, int n,
+                                                    std::shared_ptr<comm::store> store,
+                                                    const train::replica_options& options) {
+  set_blas_threads(1);
+  comm::group_options go;
+  go.rank = rank;
+  go.size = n;
+  go.store = std::move(store);
+  go.backend = "shm";
+  go.timeout = milliseconds(20000);
+  DTRAIN_ASSIGN_OR_RETURN(auto c, comm::make_communicator(go));
+  train::comm_replica_context::placement where;
+  where.local_rank = rank;
+  where.seed = options.seed;
+  auto ctx = std::make_unique<train::comm_replica_context>(std::move(c), where, nullptr);
+  return runner_t::create(options, std::move(ctx));
+}
+
+// Runs `body` on every replica of a fresh n-replica group and checks that
+// every rank succeeded.
+void run_group(int n, rank_mode mode, const train::replica_options& options,
+               const replica_body& body) {
+  group_stores stores(mode);
+  auto outcomes = run_ranks(n, mode, std::chrono::seconds(120), [&](int rank) -> status {
+    DTRAIN_ASSIGN_OR_RETURN(auto runner, make_runner(rank, n, stores.for_rank(), options));
+    return body(rank, *runner);
+  });
+  std::string failed = failures(outcomes);
+  BOOST_TEST(failed.empty(), "operator '" << options.operator_name << "', " << n
+                                          << " replicas as " << to_string(mode) << ":\n"
+                                          << failed);
+}
+
+// Creating the replicas of an n-replica group fails on every rank with
+// `code` and a message holding every one of `needles`.
+void check_refused(int n, const train::replica_options& options, error_code code,
+                   const std::vector<std::string>& needles) {
+  group_stores stores(rank_mode::threads);
+  auto outcomes = run_ranks(n, rank_mode::threads, std::chrono::seconds(60), [&](int rank) -> status {
+    auto runner = make_runner(rank, n, stores.for_rank(), options);
+    const status s = runner.to_status();
+    DTRAIN_RETURN_IF_ERROR(expect(s.code() == code, "expected " + std::string(to_string(code)) +
+                                                        ", got " + s.to_string()));
+    for (auto& needle : needles)
+      DTRAIN_RETURN_IF_ERROR(expect(s.message().find(needle) != std::string::npos,
+                                    "'" + needle + "' missing from: " + s.message()));
+    return status::ok();
+  });
+  std::string failed = failures(outcomes);
+  BOOST_TEST(failed.empty(), failed);
+}
+
+train::bytes bytes_of(const tensor& t) {
+  auto v = t.to_vector();
+  const char* p = reinterpret_cast<const char*>(v.data());
+  return train::bytes(p, p + v.size() * sizeof(float));
+}
+
+train::bytes bytes_of(const std::string& s) { return train::bytes(s.begin(), s.end()); }
+
+status expect_same_parameters_everywhere(runner_t& r, const std::string& when) {
+  DTRAIN_ASSIGN_OR_RETURN(auto all, r.context().all_gather(bytes_of(r.parameters())));
+  for (size_t q = 1; q < all.size(); ++q)
+    DTRAIN_RETURN_IF_ERROR(expect(all[q] == all[0], "replica " + std::to_string(q) +
+                                                        "'s parameters differ from replica "
+                                                        "0's " + when));
+  return status::ok();
+}
+
+status train_two_epochs_in_lockstep(int, runner_t& r) {
+  const train::bytes initial = bytes_of(r.parameters());
+  for (int64_t e = 1; e <= 2; ++e) {
+    DTRAIN_ASSIGN_OR_RETURN(auto m, r.train_epoch());
+    DTRAIN_RETURN_IF_ERROR(expect(m.epoch == e && r.epochs_done() == e,
+                                  "epoch " + std::to_string(m.epoch) + " reported in epoch " +
+                                      std::to_string(e)));
+    DTRAIN_RETURN_IF_ERROR(
+        expect_same_parameters_everywhere(r, "after epoch " + std::to_string(e)));
+  }
+  return expect(bytes_of(r.parameters()) != initial, "two epochs left the parameters unchanged");
+}
+
+// Rank 0's parameters before and after one epoch of an n-replica group.
+std::pair<std::vector<float>, std::vector<float>> one_epoch(int n,
+                                                           const train::replica_options& o) {
+  std::pair<std::vector<float>, std::vector<float>> before_after;
+  run_group(n, rank_mode::threads, o, [&](int rank, runner_t& r) -> status {
+    auto before = r.parameters().to_vector();
+    DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
+    if (rank == 0)
+      before_after = {before, r.parameters().to_vector()};
+    return status::ok();
+  });
+  return before_after;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void write_file(const std::string& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
+}
+
+status expect_corrupt(runner_t& r, const std::string& path) {
+  const status s = r.restore(path);
+  DTRAIN_RETURN_IF_ERROR(expect(s.code() == error_code::corrupt_data,
+                                "restoring " + path + " gave " + s.to_string()));
+  return expect(s.message().find(path) != std::string::npos,
+                "the error does not name the file: " + s.message());
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(replica_runner)
+
+BOOST_AUTO_TEST_CASE(two_replicas_keep_bitwise_identical_parameters_after_every_epoch) {
+  for (auto mode : {rank_mode::threads, rank_mode::processes}) {
+    run_group(2, mode, options_for("linear_regression", {}, 64), train_two_epochs_in_lockstep);
+    run_group(2, mode, small_mlp(), train_two_epochs_in_lockstep);
+  }
+}
+
+// The shard sampler gives rank r the positions r, r + N, ... of the epoch's
+// order, so step k of N replicas at B/N covers positions [kB, (k+1)B): the
+// batch one replica at B takes. With plain SGD the averaged gradient is then
+// the same mean (up to rounding). 2000 samples keep the last, partial
+// batches equal too (2000 % 64 = 16 = 2 x (1000 % 32)).
+BOOST_AUTO_TEST_CASE(two_replicas_at_half_the_batch_train_like_one_at_the_whole_batch) {
+  auto options = options_for("linear_regression", {{"samples", "2000"}, {"planted", "true"},
+                                                   {"optimizer", "sgd"}, {"lr", "0.05"}},
+                             64, 11);
+  auto [initial, one] = one_epoch(1, options);
+  auto [initial2, two] = one_epoch(2, options);
+  BOOST_REQUIRE_EQUAL(one.size(), 11u);
+  BOOST_REQUIRE_EQUAL(two.size(), 11u);
+  BOOST_TEST(initial == initial2);
+  BOOST_TEST(max_relative_error(one, initial) > 1e-2);  // it did train
+  BOOST_TEST(max_relative_error(two, one) < 1e-4);
+}
+
+BOOST_AUTO_TEST_CASE(train_epoch_counts_every_sample_and_the_loss_falls_over_epochs) {
+  // 4000 samples on 2 replicas of 32: 2000 each, 63 steps (the last of 16).
+  auto options = options_for("linear_regression", {{"samples", "4000"}, {"planted", "true"},
+                                                   {"lr", "0.02"}},
+                             64);
+  run_group(2, rank_mode::threads, options, [](int, runner_t& r) -> status {
+    double previous = std::numeric_limits<double>::infinity();
+    for (int e = 1; e <= 3; ++e) {
+      DTRAIN_ASSIGN_OR_RETURN(auto m, r.train_epoch());
+      const std::string at = " in epoch " + std::to_string(e);
+      DTRAIN_RETURN_IF_ERROR(expect(m.samples == 4000, "samples " + std::to_string(m.samples) + at));
+      DTRAIN_RETURN_IF_ERROR(expect(m.steps == 63, "steps " + std::to_string(m.steps) + at));
+      DTRAIN_RETURN_IF_ERROR(expect(std::isfinite(m.loss) && m.loss < previous,
+                                    "loss " + std::to_string(m.loss) + " after " +
+                                        std::to_string(previous) + at));
+      DTRAIN_RETURN_IF_ERROR(expect(m.lr > 0 && m.seconds > 0, "no lr or time" + at));
+      previous = m.loss;
+    }
+    DTRAIN_ASSIGN_OR_RETURN(auto v, r.validate());
+    return expect(v.samples == 4000 && v.loss < 0.1,
+                  "validation: " + std::to_string(v.samples) + " samples, loss " +
+                      std::to_string(v.loss));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(an_uneven_dataset_is_padded_so_every_replica_runs_the_same_steps) {
+  // 1001 samples on 2 replicas: padded to 1002, 501 each, 16 steps of 32.
+  auto options = options_for("linear_regression", {{"samples", "1001"}}, 64);
+  run_group(2, rank_mode::threads, options, [](int, runner_t& r) -> status {
+    DTRAIN_ASSIGN_OR_RETURN(auto m, r.train_epoch());
+    return expect(m.samples == 1002 && m.steps == 16,
+                  std::to_string(m.samples) + " samples in " + std::to_string(m.steps) + " steps");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(an_mlp_classifier_validates_above_half_accuracy_after_one_epoch) {
+  run_group(2, rank_mode::threads, small_mlp(), [](int, runner_t& r) -> status {
+    DTRAIN_ASSIGN_OR_RETURN(auto m, r.train_epoch());
+    DTRAIN_RETURN_IF_ERROR(expect(m.samples == 60000 && m.accuracy > 0.5,
+                                  "training: " + std::to_string(m.samples) + " samples, accuracy " +
+                                      std::to_string(m.accuracy)));
+    DTRAIN_ASSIGN_OR_RETURN(auto v, r.validate());
+    return expect(v.samples == 10000 && v.accuracy > 0.5 && std::isfinite(v.loss),
+                  "validation: " + std::to_string(v.samples) + " samples, accuracy " +
+                      std::to_string(v.accuracy));
+  });
+}
+
+BOOST_AUTO_TEST_CASE(save_then_restore_into_a_fresh_group_reproduces_parameters_and_epoch) {
+  temp_dir dir;
+  const std::string path = dir.file("replica.ckpt");
+  auto options = options_for("linear_regression", {{"samples", "2000"}, {"planted", "true"},
+                                                   {"lr", "0.01"}},
+                             64);
+  train::bytes saved, continued;  // rank 0's, after epochs 1 and 2
+  run_group(2, rank_mode::threads, options, [&](int rank, runner_t& r) -> status {
+    DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
+    DTRAIN_RETURN_IF_ERROR(r.save(path));
+    if (rank == 0)
+      saved = bytes_of(r.parameters());
+    DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
+    if (rank == 0)
+      continued = bytes_of(r.parameters());
+    return status::ok();
+  });
+  BOOST_REQUIRE(!saved.empty());
+  run_group(2, rank_mode::threads, options, [&](int, runner_t& r) -> status {
+    DTRAIN_RETURN_IF_ERROR(r.restore(path));
+    DTRAIN_RETURN_IF_ERROR(expect(r.epochs_done() == 1, "restored epoch " +
+                                                            std::to_string(r.epochs_done())));
+    DTRAIN_RETURN_IF_ERROR(expect(bytes_of(r.parameters()) == saved, "restored parameters differ"));
+    // The optimizer state came back too: the next epoch is the original's.
+    DTRAIN_ASSIGN_OR_RETURN(auto m, r.train_epoch());
+    return expect(m.epoch == 2 && bytes_of(r.parameters()) == continued,
+                  "the resumed epoch differs from the original's");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_saved_before_the_first_step_restores) {
+  temp_dir dir;
+  const std::string path = dir.file("fresh.ckpt");
+  auto options = options_for("linear_regression", {{"samples", "100"}}, 10);  // Adam
+  run_group(1, rank_mode::threads, options, [&](int, runner_t& r) -> status {
+    return r.save(path);
+  });
+  run_group(1, rank_mode::threads, options, [&](int, runner_t& r) -> status {
+    DTRAIN_RETURN_IF_ERROR(r.restore(path));
+    DTRAIN_RETURN_IF_ERROR(expect(r.epochs_done() == 0, "restored a non-zero epoch"));
+    return r.train_epoch().to_status();
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_truncated_or_damaged_checkpoint_is_corrupt_data_naming_the_file) {
+  temp_dir dir;
+  const std::string good = dir.file("good.ckpt"), cut = dir.file("cut.ckpt"),
+                    flipped = dir.file("flipped.ckpt"), tiny = dir.file("tiny.ckpt");
+  auto options = options_for("linear_regression", {{"samples", "100"}}, 10);
+  run_group(1, rank_mode::threads, options, [&](int, runner_t& r) -> status {
+    DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
+    DTRAIN_RETURN_IF_ERROR(r.save(good));
+    std::string content = read_file(good);
+    write_file(cut, content.substr(0, content.size() - 5));
+    content[content.size() / 2] ^= 0x40;
+    write_file(flipped, content);
+    write_file(tiny, "DTRN");
+    for (auto& path : {cut, flipped, tiny})
+      DTRAIN_RETURN_IF_ERROR(expect_corrupt(r, path));
+    const status missing = r.restore(dir.file("missing.ckpt"));
+    DTRAIN_RETURN_IF_ERROR(expect(missing.code() == error_code::not_found &&
+                                      missing.message().find("missing.ckpt") != std::string::npos,
+                                  "a missing file gave " + missing.to_string()));
+    DTRAIN_RETURN_IF_ERROR(r.restore(good));
+    return expect(r.epochs_done() == 1, "the good checkpoint did not restore epoch 1");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_of_another_model_names_both_parameter_counts) {
+  temp_dir dir;
+  const std::string path = dir.file("ten.ckpt");
+  // 10 features: 11 parameters; 4 features: 5.
+  run_group(1, rank_mode::threads, options_for("linear_regression", {{"samples", "100"}}, 10),
+            [&](int, runner_t& r) -> status { return r.save(path); });
+  run_group(1, rank_mode::threads,
+            options_for("linear_regression", {{"samples", "100"}, {"features", "4"}}, 10),
+            [&](int, runner_t& r) -> status {
+              const status s = r.restore(path);
+              return expect(!s.is_ok() && s.message().find(path) != std::string::npos &&
+                                s.message().find("11 parameters") != std::string::npos &&
+                                s.message().find("has 5") != std::string::npos,
+                            "restoring another model's checkpoint gave " + s.to_string());
+            });
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_operator_is_refused_by_name) {
+  check_refused(1, options_for("no_such_operator", {}, 10), error_code::not_found,
+                {"no_such_operator", "linear_regression", "mlp_classifier", "noop"});
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_hyperparameter_is_refused_by_name) {
+  for (const char* op : {"linear_regression", "mlp_classifier", "noop"})
+    check_refused(1, options_for(op, {{"lernrate", "0.1"}}, 10), error_code::invalid_argument,
+                  {"lernrate", op});
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_hyperparameter_value_is_refused_naming_the_key) {
+  check_refused(1, options_for("linear_regression", {{"samples", "many"}}, 10),
+                error_code::invalid_argument, {"samples", "many"});
+  check_refused(1, options_for("mlp_classifier", {{"activation", "sigmoid"}}, 10),
+                error_code::invalid_argument, {"sigmoid"});
+}
+
+BOOST_AUTO_TEST_CASE(a_global_batch_smaller_than_the_replica_count_is_refused) {
+  check_refused(3, options_for("noop", {{"samples", "30"}}, 2), error_code::invalid_argument,
+                {"global_batch_size 2", "3 replicas"});
+}
+
+BOOST_AUTO_TEST_CASE(the_context_gathers_broadcasts_and_agrees_on_preemption_across_3_ranks) {
+  auto value_of = [](int rank) { return bytes_of(std::string(5 * rank, char('a' + rank))); };
+  train::bytes every_byte;
+  for (int i = 0; i < 1000; ++i)
+    every_byte.push_back(static_cast<char>(i % 256));  // NaN patterns must survive
+  run_group(3, rank_mode::threads, options_for("noop", {{"samples", "30"}}, 3),
+            [&](int rank, runner_t& r) -> status {
+    auto& ctx = r.context();
+    DTRAIN_RETURN_IF_ERROR(expect(ctx.rank() == rank && ctx.world_size() == 3, "rank or size"));
+    DTRAIN_ASSIGN_OR_RETURN(auto all, ctx.all_gather(value_of(rank)));
+    DTRAIN_RETURN_IF_ERROR(expect(all == std::vector<train::bytes>{value_of(0), value_of(1),
+                                                                   value_of(2)}, "all_gather"));
+    DTRAIN_ASSIGN_OR_RETURN(auto empties, ctx.all_gather({}));
+    DTRAIN_RETURN_IF_ERROR(expect(empties == std::vector<train::bytes>(3), "empty all_gather"));
+    DTRAIN_ASSIGN_OR_RETURN(auto at2, ctx.gather(value_of(rank), 2));
+    DTRAIN_RETURN_IF_ERROR(expect(at2.size() == (rank == 2 ? 3u : 0u), "gather to rank 2"));
+    DTRAIN_ASSIGN_OR_RETURN(auto b, ctx.broadcast(rank == 1 ? every_byte : value_of(rank), 1));
+    DTRAIN_RETURN_IF_ERROR(expect(b == every_byte, "broadcast from rank 1"));
+    DTRAIN_ASSIGN_OR_RETURN(bool before, ctx.should_preempt());
+    DTRAIN_RETURN_IF_ERROR(expect(!before, "preempted before anyone asked"));
+    if (rank == 0)
+      r.request_preemption();
+    DTRAIN_ASSIGN_OR_RETURN(bool after, ctx.should_preempt());
+    return expect(after, "rank " + std::to_string(rank) + " missed the chief's preemption");
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()
