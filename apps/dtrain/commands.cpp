@@ -1,0 +1,124 @@
+// `dtrain status` and `dtrain train`: driver-side commands.
+#include "commands.hpp"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/trainer.hpp"
+#include "dtrain/config/experiment.hpp"
+#include "dtrain/core/threads.hpp"
+
+namespace dtrain::cli {
+
+namespace {
+
+using namespace dtrain::actors;
+
+int fail(const status& s) {
+  std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
+  return 1;
+}
+
+trainer_config from_experiment(const config::experiment& e) {
+  trainer_config t;
+  t.name = e.name;
+  t.operator_name = e.operator_name;
+  t.config = e.hyperparameters;
+  t.num_replicas = e.slots_per_trial;
+  t.use_gpu = e.use_gpu;
+  t.backend = e.backend;
+  t.global_batch_size = e.global_batch_size;
+  t.aggregation_frequency = e.aggregation_frequency;
+  t.average_training_metrics = e.average_training_metrics;
+  t.compression = e.gradient_compression;
+  t.seed = e.seed;
+  return t;
+}
+
+void print_epoch(int64_t epochs, const metrics_msg& m, const metrics_msg& v) {
+  std::printf("[chief] epoch %lld/%lld  %lld steps  lr %.5f  train loss %.4f acc %.4f  "
+              "validation loss %.4f acc %.4f  %.2f s  %.0f samples/s\n",
+              static_cast<long long>(m.epoch), static_cast<long long>(epochs),
+              static_cast<long long>(m.steps), static_cast<double>(m.lr), m.loss, m.accuracy,
+              v.loss, v.accuracy, m.seconds, m.samples_per_second);
+  std::fflush(stdout);
+}
+
+} // namespace
+
+int run_status(const std::string& address) {
+  cluster::options o;
+  o.address = address;
+  if (o.address.empty() && std::getenv("DTRAIN_ADDRESS") == nullptr)
+    return fail(invalid_argument("dtrain status needs --address HOST:PORT (or $DTRAIN_ADDRESS)"));
+  auto c = cluster::connect(o);
+  if (!c)
+    return fail(c.error());
+  caf::scoped_actor self{(*c)->system()};
+  int rc = 0;
+  self->request((*c)->head(), std::chrono::seconds(10), status_atom::value)
+      .receive(
+          [&](cluster_status& st) {
+            std::printf("cluster at %s: %zu nodes\n", (*c)->where().c_str(), st.nodes.size());
+            for (size_t i = 0; i < st.nodes.size(); ++i)
+              std::printf("  node %zu  %-20s %-22s pid %-7d slots %d/%d in use  GPUs %d\n", i,
+                          st.nodes[i].host.c_str(), st.nodes[i].address.c_str(), st.nodes[i].pid,
+                          st.slots_used[i], st.nodes[i].cpu_slots, st.nodes[i].gpus);
+            std::printf("trainers: %zu\n", st.trainers.size());
+            for (auto& t : st.trainers)
+              std::printf("  %s\n", t.c_str());
+          },
+          [&](caf::error& e) { rc = fail(from_caf(e, "asking the head for its status")); });
+  return rc;
+}
+
+int run_train(const train_options& o) {
+  auto e = config::load_experiment(o.experiment);
+  if (!e)
+    return fail(e.error());
+  cluster::options co;
+  co.address = o.address;
+  co.local_slots = std::max(o.local_slots, e->slots_per_trial);
+  auto c = cluster::connect(co);
+  if (!c)
+    return fail(c.error());
+  trainer_config tc = from_experiment(*e);
+  // Split the cores among the replicas of this host (OpenBLAS per process).
+  if ((*c)->embedded())
+    set_blas_threads(1);
+  std::printf("experiment %s: %d replicas of %s on %s cluster, global batch %lld, %lld epochs\n",
+              e->name.c_str(), tc.num_replicas, tc.operator_name.c_str(), (*c)->where().c_str(),
+              static_cast<long long>(tc.global_batch_size), static_cast<long long>(e->epochs));
+  std::fflush(stdout);
+  auto t = trainer::create(**c, tc);
+  if (!t)
+    return fail(t.error());
+  std::printf("replicas ready in %.3f s\n", (*t)->startup_seconds());
+  metrics_msg last_validation;
+  for (int64_t epoch = 0; epoch < e->epochs; ++epoch) {
+    auto m = (*t)->train();
+    if (!m)
+      return fail(m.error());
+    auto v = (*t)->validate();
+    if (!v)
+      return fail(v.error());
+    print_epoch(e->epochs, *m, *v);
+    last_validation = *v;
+  }
+  if (!e->checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(e->checkpoint_dir, ec);
+    std::string path = e->checkpoint_dir + "/final.ckpt";
+    if (auto s = (*t)->save(path); !s)
+      return fail(s);
+    std::printf("checkpoint: %s\n", path.c_str());
+  }
+  std::printf("validation: loss %.4f, accuracy %.4f (%lld samples)\n", last_validation.loss,
+              last_validation.accuracy, static_cast<long long>(last_validation.samples));
+  if (auto s = (*t)->shutdown(); !s)
+    return fail(s);
+  return 0;
+}
+
+} // namespace dtrain::cli

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <string>
+
+namespace dtrain::cli {
+
+struct train_options {
+  std::string experiment;
+  std::string address;   // empty: $DTRAIN_ADDRESS, else an embedded cluster
+  int local_slots = 0;   // embedded cluster size (0: the experiment's slots)
+};
+
+int run_status(const std::string& address);
+int run_train(const train_options& o);
+
+} // namespace dtrain::cli

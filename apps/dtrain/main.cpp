@@ -1,0 +1,99 @@
+// dtrain: the command line.
+//
+//   dtrain start --head [--port P] [--detach]       run a head (127.0.0.1)
+//   dtrain start --address HOST:PORT [--slots N]    run a node joining it
+//   dtrain status --address HOST:PORT               nodes, slots, trainers
+//   dtrain stop                                     stop what this host started
+//   dtrain train EXPERIMENT.yaml [--address ...]    run an experiment
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "commands.hpp"
+#include "processes.hpp"
+#include "servers.hpp"
+
+using namespace dtrain::cli;
+
+namespace {
+
+int run_start(bool head, bool detach, server_options o) {
+  if (head == !o.address.empty()) {
+    std::fprintf(stderr, "error: dtrain start needs exactly one of --head or --address\n");
+    return 2;
+  }
+  if (detach) {
+    std::string role = head ? "head" : "node";
+    std::string log = cluster_dir() + "/" + role + "-" + std::to_string(getpid()) + ".log";
+    if (o.port_file.empty())
+      o.port_file = cluster_dir() + "/" + role + "-" + std::to_string(getpid()) + ".address";
+    std::filesystem::create_directories(cluster_dir());
+    auto child = daemonize(log, o.port_file);
+    if (!child) {
+      std::fprintf(stderr, "error: %s\n", child.error().message().c_str());
+      return 1;
+    }
+    if (!*child) {
+      std::ifstream in(o.port_file);
+      std::string address;
+      if (!(in >> address)) {
+        std::fprintf(stderr, "error: the %s did not start; see %s\n", role.c_str(), log.c_str());
+        return 1;
+      }
+      std::printf("dtrain %s started at %s (log %s)\n", role.c_str(), address.c_str(), log.c_str());
+      return 0;
+    }
+  }
+  install_signal_handlers();
+  return head ? run_head(o) : run_node(o);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"dtrain: data-parallel training on actors"};
+  app.require_subcommand(1);
+
+  server_options so;
+  bool head = false, detach = false;
+  auto* start = app.add_subcommand("start", "start a head or a node on this host");
+  start->add_flag("--head", head, "run the head (node registry, placement)");
+  start->add_option("--address", so.address, "join the head at HOST:PORT as a node");
+  start->add_option("--port", so.port, "port to listen on (0: any)")->capture_default_str();
+  start->add_option("--bind", so.bind, "address to listen on")->capture_default_str();
+  start->add_flag("--allow-insecure-bind", so.allow_insecure,
+                  "allow a non-loopback --bind without TLS (prints a warning)");
+  start->add_option("--slots", so.slots, "CPU slots this node offers")->capture_default_str();
+  start->add_option("--gpus", so.gpus, "GPUs this node offers")->capture_default_str();
+  start->add_option("--port-file", so.port_file, "write HOST:PORT here once listening");
+  start->add_flag("--detach", detach, "run in the background (log and pid in $DTRAIN_HOME)");
+
+  std::string status_address;
+  auto* status_cmd = app.add_subcommand("status", "show the cluster's nodes and trainers");
+  status_cmd->add_option("--address", status_address, "the head's HOST:PORT");
+
+  int grace_ms = 5000;
+  auto* stop = app.add_subcommand("stop", "stop the dtrain processes started on this host");
+  stop->add_option("--grace-ms", grace_ms, "wait this long before SIGKILL")->capture_default_str();
+
+  train_options to;
+  auto* train = app.add_subcommand("train", "run an experiment file");
+  train->add_option("experiment", to.experiment, "EXPERIMENT.yaml")->required();
+  train->add_option("--address", to.address, "a running cluster (default: embedded)");
+  train->add_option("--local-slots", to.local_slots, "embedded cluster slots");
+
+  CLI11_PARSE(app, argc, argv);
+  if (start->parsed())
+    return run_start(head, detach, so);
+  if (status_cmd->parsed())
+    return run_status(status_address);
+  if (stop->parsed()) {
+    int n = stop_recorded_processes(grace_ms);
+    std::printf("stopped %d dtrain processes\n", n);
+    return 0;
+  }
+  return run_train(to);  // Ctrl-C ends it; its replicas follow (they monitor it)
+}

@@ -1,0 +1,32 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dtrain/core/status.hpp"
+
+/// The cluster directory of `dtrain start/stop`: pid files and logs of the
+/// processes started on this host ($DTRAIN_HOME, default ~/.dtrain).
+namespace dtrain::cli {
+
+std::string cluster_dir();
+
+/// Records this process under `role` ("head-4711", "node-4711-2") so that
+/// `dtrain stop` finds it; the file is removed by remove_pid_file().
+status write_pid_file(const std::string& role);
+void remove_pid_file(const std::string& role);
+
+/// Sends SIGTERM to every recorded process, waits up to `grace_ms` for each
+/// to exit, then SIGKILLs the rest; returns how many were stopped.
+int stop_recorded_processes(int grace_ms);
+
+/// Detaches into the background: the parent returns false after the child
+/// has written `ready_file` (or 10 s), the child returns true with stdout
+/// and stderr going to `log_file`.
+result<bool> daemonize(const std::string& log_file, const std::string& ready_file);
+
+/// True once SIGINT or SIGTERM arrived (install_signal_handlers first).
+void install_signal_handlers();
+bool stop_requested();
+
+} // namespace dtrain::cli

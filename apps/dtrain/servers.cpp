@@ -1,0 +1,163 @@
+// `dtrain start --head` and `dtrain start --address`: the head and node
+// processes.
+#include "servers.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "dtrain/actors/cluster.hpp"
+#include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/head_actor.hpp"
+#include "dtrain/actors/node_actor.hpp"
+#include "dtrain/actors/replica_actor.hpp"
+#include "dtrain/core/check.hpp"
+#include "processes.hpp"
+
+namespace dtrain::cli {
+
+namespace {
+
+using namespace dtrain::actors;
+
+status check_bind(const server_options& o) {
+  if (o.bind == "127.0.0.1" || o.bind == "localhost" || o.bind == "::1")
+    return status::ok();
+  if (!o.allow_insecure)
+    return invalid_argument("--bind " + o.bind + ": binding anything but loopback exposes an "
+                            "unauthenticated cluster (anyone who reaches the port can spawn "
+                            "actors); pass --allow-insecure-bind to do it anyway");
+  std::fprintf(stderr, "dtrain: WARNING: binding %s without TLS: anyone who can reach this "
+               "port controls this process\n", o.bind.c_str());
+  return status::ok();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  if (path.empty())
+    return;
+  std::string tmp = path + ".tmp";
+  { std::ofstream(tmp) << text << "\n"; }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+std::string host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// Waits for Ctrl-C / SIGTERM, or for `watched` to go down when given.
+void wait_for_stop(caf::actor_system& sys, const caf::actor_addr& watched, const char* what) {
+  caf::scoped_actor self{sys};
+  if (watched)
+    self->monitor(watched);
+  bool down = false;
+  while (!stop_requested() && !down)
+    self->receive([&](caf::down_msg&) { down = true; },
+                  caf::after(std::chrono::milliseconds(100)) >> [] {});
+  if (down)
+    std::fprintf(stderr, "dtrain: %s is gone; shutting down\n", what);
+}
+
+} // namespace
+
+int run_head(const server_options& o) {
+  if (auto s = check_bind(o); !s) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 2;
+  }
+  system_config cfg;
+  caf::actor_system sys{cfg};
+  auto head = spawn_head(sys);
+  auto port = sys.middleman().publish(head, o.port, o.bind.c_str(), true);
+  if (!port) {
+    std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", o.bind.c_str(), o.port,
+                 caf::to_string(port.error()).c_str());
+    caf::anon_send_exit(head, caf::exit_reason::user_shutdown);
+    return 1;
+  }
+  std::string role = "head-" + std::to_string(*port);
+  (void)write_pid_file(role);
+  std::printf("dtrain head listening on %s:%u (pid %d)\n", o.bind.c_str(), *port, getpid());
+  std::fflush(stdout);
+  write_file(o.port_file, o.bind + ":" + std::to_string(*port));
+  wait_for_stop(sys, caf::actor_addr{}, "");
+  std::printf("dtrain head: stopping\n");
+  std::fflush(stdout);
+  caf::anon_send_exit(head, caf::exit_reason::user_shutdown);
+  remove_pid_file(role);
+  return 0;
+}
+
+int run_node(const server_options& o) {
+  if (auto s = check_bind(o); !s) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 2;
+  }
+  auto hp = parse_address(o.address);
+  if (!hp) {
+    std::fprintf(stderr, "error: --address: %s\n", hp.error().message().c_str());
+    return 2;
+  }
+  system_config cfg;
+  caf::actor_system sys{cfg};
+  auto port = sys.middleman().open(o.port, o.bind.c_str(), true);
+  if (!port) {
+    std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", o.bind.c_str(), o.port,
+                 caf::to_string(port.error()).c_str());
+    return 1;
+  }
+  head_actor head;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    auto h = sys.middleman().remote_actor<head_actor>(hp->first, hp->second);
+    if (h) {
+      head = *h;
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline || stop_requested()) {
+      std::fprintf(stderr, "error: cannot reach the dtrain head at %s: %s\n", o.address.c_str(),
+                   caf::to_string(h.error()).c_str());
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  auto node = spawn_node(sys);
+  node_info info{host_name(), o.bind + ":" + std::to_string(*port), o.slots, o.gpus,
+                 static_cast<int32_t>(getpid())};
+  int32_t index = -1;
+  {
+    caf::scoped_actor self{sys};
+    self->request(head, std::chrono::seconds(10), register_atom::value, info, node)
+        .receive([&](int32_t i) { index = i; },
+                 [&](caf::error& e) {
+                   std::fprintf(stderr, "error: registering with %s: %s\n", o.address.c_str(),
+                                caf::to_string(e).c_str());
+                 });
+  }
+  if (index < 0) {
+    caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+    return 1;
+  }
+  std::string role = "node-" + std::to_string(*port);
+  (void)write_pid_file(role);
+  std::printf("dtrain node %d joined %s: %d CPU slots, %d GPUs, replicas spawn on %s:%u (pid %d)\n",
+              index, o.address.c_str(), o.slots, o.gpus, o.bind.c_str(), *port, getpid());
+  std::fflush(stdout);
+  write_file(o.port_file, o.bind + ":" + std::to_string(*port));
+  wait_for_stop(sys, head.address(), "the head");
+  int running = stop_hosted_replicas();
+  std::printf("dtrain node: stopping (%d replicas stopped)\n", running);
+  std::fflush(stdout);
+  caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+  // Let the replicas' workers leave before the actor system goes.
+  for (int i = 0; i < 100 && hosted_replica_count() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  remove_pid_file(role);
+  return 0;
+}
+
+} // namespace dtrain::cli
