@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -153,10 +154,17 @@ int run_node(const server_options& o) {
   std::printf("dtrain node: stopping (%d replicas stopped)\n", running);
   std::fflush(stdout);
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
-  // Let the replicas' workers leave before the actor system goes.
-  for (int i = 0; i < 100 && hosted_replica_count() > 0; ++i)
+  // Let the replicas' workers leave before the actor system goes; one stuck
+  // in a call that cannot be interrupted must not keep the node alive.
+  for (int i = 0; i < 150 && live_replica_workers() > 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   remove_pid_file(role);
+  if (live_replica_workers() > 0) {
+    std::fprintf(stderr, "dtrain node: %d replica workers did not stop within 3 s; exiting anyway\n",
+                 live_replica_workers());
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
   return 0;
 }
 

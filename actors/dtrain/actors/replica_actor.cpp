@@ -1,5 +1,6 @@
 #include "dtrain/actors/replica_actor.hpp"
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -26,16 +27,20 @@ hosted_set& hosted() {
   return h;
 }
 
+std::atomic<int> g_live_workers{0};
+
 // Lets the front abort the worker's communicator from another thread.
 struct abort_handle {
   std::mutex mutex;
   comm::communicator* comm = nullptr;
   bool aborted = false;
   std::string why;
+  std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
 
   void abort(const std::string& reason) {
     std::lock_guard<std::mutex> lock(mutex);
     aborted = true;
+    cancelled->store(true);
     why = reason;
     if (comm != nullptr)
       comm->abort(reason);
@@ -60,7 +65,7 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
   go.size = spec.world_size;
   go.store = std::make_shared<comm::prefix_store>(
       spec.trainer + "/gen" + std::to_string(spec.generation),
-      std::make_shared<actor_store>(sys, store));
+      std::make_shared<actor_store>(sys, store, handle.cancelled));
   go.backend = spec.backend;
   go.where = spec.gpu >= 0 ? device::cuda(spec.gpu) : device::cpu();
   go.host = spec.host;
@@ -168,6 +173,8 @@ replica_actor::behavior_type replica_front(replica_actor::pointer self, replica_
                                            caf::actor owner, store_actor store) {
   auto handle = std::make_shared<abort_handle>();
   auto worker = self->system().spawn<caf::detached>(replica_worker, spec, store, handle);
+  ++g_live_workers;
+  worker->attach_functor([](const caf::error&) { --g_live_workers; });
   {
     std::lock_guard<std::mutex> lock(hosted().mutex);
     hosted().fronts.push_back(self->address());
@@ -207,6 +214,8 @@ int stop_hosted_replicas() {
   hosted().fronts.clear();
   return running;
 }
+
+int live_replica_workers() { return g_live_workers.load(); }
 
 int hosted_replica_count() {
   std::lock_guard<std::mutex> lock(hosted().mutex);

@@ -28,4 +28,7 @@ int stop_hosted_replicas();
 /// Replicas currently hosted by this process.
 int hosted_replica_count();
 
+/// Replica workers (the threads doing the work) still alive in this process.
+int live_replica_workers();
+
 } // namespace dtrain::actors

@@ -92,28 +92,48 @@ std::string keys_text(const std::vector<std::string>& keys) {
 
 store_actor spawn_store(caf::actor_system& sys) { return sys.spawn(store_fn); }
 
-status actor_store::set(const std::string& key, const comm::bytes& value, comm::milliseconds timeout) {
+template <class Reply>
+result<Reply> actor_store::ask(comm::milliseconds timeout, const std::string& what,
+                               const std::function<void(caf::scoped_actor&, comm::milliseconds,
+                                                        result<Reply>&)>& once) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
   caf::scoped_actor self{sys_};
-  status out;
-  self->request(handle_, timeout, set_atom::value, key, value)
-      .receive([](caf::ok_atom) {},
-               [&](caf::error& e) { out = from_caf(e, "store set of '" + key + "'"); });
-  return out;
+  for (;;) {
+    if (cancelled_ && cancelled_->load())
+      return status(error_code::aborted, what + ": the replica is being torn down");
+    auto left = std::chrono::duration_cast<comm::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      return status(error_code::timeout, what + ": no answer within " +
+                                             std::to_string(timeout.count()) + " ms");
+    result<Reply> out{status(error_code::timeout, "slice")};
+    once(self, std::min(left, comm::milliseconds(200)), out);
+    if (out.is_ok() || out.error().code() != error_code::timeout ||
+        out.error().message() != what + ": no answer within the timeout")
+      return out;
+  }
+}
+
+status actor_store::set(const std::string& key, const comm::bytes& value, comm::milliseconds timeout) {
+  const std::string what = "store set of '" + key + "'";
+  return ask<bool>(timeout, what, [&](caf::scoped_actor& self, comm::milliseconds slice, result<bool>& out) {
+           self->request(handle_, slice, set_atom::value, key, value)
+               .receive([&](caf::ok_atom) { out = true; },
+                        [&](caf::error& e) { out = from_caf(e, what); });
+         }).to_status();
 }
 
 result<comm::bytes> actor_store::get(const std::string& key, comm::milliseconds timeout) {
-  caf::scoped_actor self{sys_};
-  result<comm::bytes> out{status(error_code::internal, "no reply")};
-  self->request(handle_, timeout, caf::get_atom::value, key)
-      .receive([&](std::vector<char>& v) { out = std::move(v); },
-               [&](caf::error& e) {
-                 out = from_caf(e, "store get of '" + key + "' (waited " +
-                                       std::to_string(timeout.count()) + " ms)");
-               });
-  return out;
+  const std::string what = "store get of '" + key + "'";
+  return ask<comm::bytes>(timeout, what, [&](caf::scoped_actor& self, comm::milliseconds slice,
+                                             result<comm::bytes>& out) {
+    self->request(handle_, slice, caf::get_atom::value, key)
+        .receive([&](std::vector<char>& v) { out = std::move(v); },
+                 [&](caf::error& e) { out = from_caf(e, what); });
+  });
 }
 
 result<int64_t> actor_store::add(const std::string& key, int64_t delta, comm::milliseconds timeout) {
+  // Not re-sent: a lost answer must not add twice; one request, whole timeout.
   caf::scoped_actor self{sys_};
   result<int64_t> out{status(error_code::internal, "no reply")};
   self->request(handle_, timeout, add_atom::value, key, delta)
@@ -123,24 +143,22 @@ result<int64_t> actor_store::add(const std::string& key, int64_t delta, comm::mi
 }
 
 status actor_store::wait(const std::vector<std::string>& keys, comm::milliseconds timeout) {
-  caf::scoped_actor self{sys_};
-  status out;
-  self->request(handle_, timeout, wait_atom::value, keys)
-      .receive([](caf::ok_atom) {},
-               [&](caf::error& e) {
-                 out = from_caf(e, "store wait for " + keys_text(keys) + " (waited " +
-                                       std::to_string(timeout.count()) + " ms)");
-               });
-  return out;
+  const std::string what = "store wait for " + keys_text(keys);
+  return ask<bool>(timeout, what, [&](caf::scoped_actor& self, comm::milliseconds slice, result<bool>& out) {
+           self->request(handle_, slice, wait_atom::value, keys)
+               .receive([&](caf::ok_atom) { out = true; },
+                        [&](caf::error& e) { out = from_caf(e, what); });
+         }).to_status();
 }
 
 result<bool> actor_store::check(const std::string& key) {
-  caf::scoped_actor self{sys_};
-  result<bool> out{status(error_code::internal, "no reply")};
-  self->request(handle_, std::chrono::seconds(30), check_atom::value, key)
-      .receive([&](bool v) { out = v; },
-               [&](caf::error& e) { out = from_caf(e, "store check of '" + key + "'"); });
-  return out;
+  const std::string what = "store check of '" + key + "'";
+  return ask<bool>(comm::store::default_timeout, what,
+                   [&](caf::scoped_actor& self, comm::milliseconds slice, result<bool>& out) {
+                     self->request(handle_, slice, check_atom::value, key)
+                         .receive([&](bool v) { out = v; },
+                                  [&](caf::error& e) { out = from_caf(e, what); });
+                   });
 }
 
 } // namespace dtrain::actors

@@ -1,6 +1,9 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 
 #include "caf/all.hpp"
 #include "dtrain/actors/messages.hpp"
@@ -14,12 +17,16 @@ namespace dtrain::actors {
 store_actor spawn_store(caf::actor_system& sys);
 
 /// comm::store over a store actor: what replicas hand to communicators.
-/// Each call is one blocking request (from a scoped actor) with the call's
-/// timeout; a store that is gone answers with error_code::aborted at once
-/// when local, or at the timeout when remote. Thread-safe.
+/// Each call is a blocking request (from a scoped actor), re-sent in slices
+/// of at most 200 ms until the call's timeout, so that `cancelled` (set
+/// when the replica is torn down) ends a wait within a slice: a store on a
+/// dead driver's process never answers, and CAF does not say so. A local
+/// store that is gone answers error_code::aborted at once. Thread-safe.
 class actor_store final : public comm::store {
 public:
-  actor_store(caf::actor_system& sys, store_actor handle) : sys_(sys), handle_(std::move(handle)) {}
+  actor_store(caf::actor_system& sys, store_actor handle,
+              std::shared_ptr<const std::atomic<bool>> cancelled = nullptr)
+    : sys_(sys), handle_(std::move(handle)), cancelled_(std::move(cancelled)) {}
 
   using store::add;
   using store::set;
@@ -30,8 +37,17 @@ public:
   result<bool> check(const std::string& key) override;
 
 private:
+  /// Sends the request built by `ask` (given a slice timeout) until it is
+  /// answered, fails for another reason than a timeout, is cancelled, or
+  /// the overall timeout passes.
+  template <class Reply>
+  result<Reply> ask(comm::milliseconds timeout, const std::string& what,
+                    const std::function<void(caf::scoped_actor&, comm::milliseconds,
+                                             result<Reply>&)>& once);
+
   caf::actor_system& sys_;
   store_actor handle_;
+  std::shared_ptr<const std::atomic<bool>> cancelled_;
 };
 
 } // namespace dtrain::actors

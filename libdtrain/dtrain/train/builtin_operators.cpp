@@ -182,7 +182,7 @@ public:
                                           tensor::zeros({samples, 1}), tensor::zeros({samples}),
                                           "noop (" + std::to_string(samples) + ")"));
     auto net = std::make_unique<nn::sequential>();
-    net->add(std::make_unique<nn::linear>(1, 1));
+    net->add(std::make_unique<nn::linear>(1, 1, /*bias=*/false));  // one parameter
     DTRAIN_ASSIGN_OR_RETURN(parts.model,
                             nn::model::create(std::move(net), {1, ctx.where(), ctx.seed()}));
     DTRAIN_ASSIGN_OR_RETURN(parts.optimizer, optim::make_optimizer({"sgd"}));

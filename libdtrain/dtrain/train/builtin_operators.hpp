@@ -22,9 +22,10 @@
 ///    (0.1), warmup (0), data_dir (data::default_fashion_mnist_dir()). The
 ///    data is loaded once per process and directory and shared by every
 ///    replica of the process (read-only, so safe across threads).
-///  - "noop": the framework's per-step overhead. A linear 1 -> 1 model on
-///    `samples` (100000) rows of one zero feature, plain SGD with lr (0):
-///    the normal loop, sync and metrics, with almost no arithmetic.
+///  - "noop": the framework's per-step overhead. A linear 1 -> 1 model
+///    without bias (one parameter) on `samples` (100000) rows of one zero
+///    feature, plain SGD with lr (0): the normal loop, sync and metrics,
+///    with almost no arithmetic. Keys: samples, lr.
 ///
 /// Every operator rejects a hyperparameter key it does not know, naming it.
 namespace dtrain::train {

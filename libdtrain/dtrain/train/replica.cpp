@@ -1,5 +1,6 @@
 #include "dtrain/train/replica.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -29,15 +30,22 @@ comm_replica_context::comm_replica_context(std::unique_ptr<comm::communicator> c
 
 result<std::vector<bytes>> comm_replica_context::all_gather(const bytes& value) {
   const int n = world_size();
-  if (value.size() >= (1u << 24))
-    return invalid_argument("replica all_gather: values are limited to 16 MiB");
-  tensor len = for_comm(*comm_, tensor::full({1}, static_cast<float>(value.size())), where());
+  constexpr size_t limit = size_t{1} << 24;  // lengths travel exactly as floats below it
+  const float mine = static_cast<float>(std::min(value.size(), limit));
+  tensor len = for_comm(*comm_, tensor::full({1}, mine), where());
   tensor lens = for_comm(*comm_, tensor::zeros({n}), where());
   DTRAIN_RETURN_IF_ERROR(comm_->all_gather(len, lens)->wait());
   std::vector<float> sizes = lens.to_vector();
   size_t longest = 0;
   for (float s : sizes)
     longest = std::max(longest, static_cast<size_t>(s));
+  // Checked after the exchange, so that every rank fails together instead
+  // of the others waiting in the next collective for the one that gave up.
+  if (longest >= limit) {
+    auto big = std::max_element(sizes.begin(), sizes.end()) - sizes.begin();
+    return invalid_argument("replica all_gather: rank " + std::to_string(big) +
+                            "'s value is over the 16 MiB limit");
+  }
   const int64_t slots = static_cast<int64_t>((longest + 3) / 4);
   tensor packed = tensor::zeros({slots});
   if (!value.empty())

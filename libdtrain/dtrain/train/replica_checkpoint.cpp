@@ -79,39 +79,70 @@ status write_atomically(const std::string& path, const std::string& content) {
     }
     done += static_cast<size_t>(n);
   }
-  bool synced = ::fsync(fd) == 0;
+  // errno is read before close() and unlink() can overwrite it.
+  int err = ::fsync(fd) == 0 ? 0 : errno;
   ::close(fd);
-  if (!synced || ::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0)
+    err = errno;
+  if (err != 0) {
     ::unlink(tmp.c_str());
-    return io_error("checkpoint " + path + ": cannot commit: " + std::strerror(errno));
+    return io_error("checkpoint " + path + ": cannot commit: " + std::strerror(err));
   }
   return status::ok();
+}
+
+// The file's bytes up to and including the checksum. The optimizer state
+// is allocated first, so that a checkpoint taken before the first step
+// still holds the (zero) state buffers restore() expects.
+std::string encode(int64_t epoch, optim::optimizer& opt, const tensor& params,
+                   const bytes& extra) {
+  std::string out(magic, sizeof magic);
+  put(out, static_cast<uint64_t>(epoch));
+  put(out, static_cast<int64_t>(opt.steps()));
+  put(out, static_cast<uint64_t>(params.numel()));
+  put_floats(out, params);
+  opt.allocate_state(params);
+  auto state = opt.state_buffers();
+  put(out, static_cast<uint32_t>(state.size()));
+  for (auto& [name, buffer] : state) {
+    put(out, static_cast<uint32_t>(name.size()));
+    out += name;
+    put_floats(out, *buffer);
+  }
+  put(out, static_cast<uint64_t>(extra.size()));
+  out.append(extra.data(), extra.size());
+  put(out, fnv1a(out.data(), out.size()));
+  return out;
+}
+
+// A status as bytes for broadcasting: empty when ok, else the code's byte
+// and the message.
+bytes to_bytes(const status& s) {
+  if (s.is_ok())
+    return {};
+  bytes out(1, static_cast<char>(s.code()));
+  out.insert(out.end(), s.message().begin(), s.message().end());
+  return out;
+}
+
+status from_bytes(const bytes& b) {
+  if (b.empty())
+    return status::ok();
+  return status(static_cast<error_code>(b[0]), std::string(b.begin() + 1, b.end()));
 }
 
 } // namespace
 
 status replica_runner::save(const std::string& path) {
-  if (ctx_->rank() == 0) {
-    std::string out(magic, sizeof magic);
-    put(out, static_cast<uint64_t>(epoch_));
-    put(out, static_cast<int64_t>(parts_.optimizer->steps()));
-    put(out, static_cast<uint64_t>(parameters().numel()));
-    put_floats(out, parameters());
-    auto state = parts_.optimizer->state_buffers();
-    put(out, static_cast<uint32_t>(state.size()));
-    for (auto& [name, buffer] : state) {
-      put(out, static_cast<uint32_t>(name.size()));
-      out += name;
-      put_floats(out, *buffer);
-    }
-    bytes extra = op_->save_state();
-    put(out, static_cast<uint64_t>(extra.size()));
-    out.append(extra.data(), extra.size());
-    put(out, fnv1a(out.data(), out.size()));
-    DTRAIN_RETURN_IF_ERROR(write_atomically(path, out));
-  }
-  // Nobody returns before the file is complete.
-  return ctx_->communicator().barrier()->wait();
+  status written = status::ok();
+  if (ctx_->rank() == 0)
+    written = write_atomically(path, encode(epoch_, *parts_.optimizer, parameters(),
+                                            op_->save_state()));
+  // The chief's outcome, broadcast, is the barrier: nobody returns before
+  // the file is complete, and a failed write fails every replica at once
+  // instead of leaving the others waiting for a chief that gave up.
+  DTRAIN_ASSIGN_OR_RETURN(bytes outcome, ctx_->broadcast(to_bytes(written), 0));
+  return ctx_->rank() == 0 ? written : from_bytes(outcome);
 }
 
 status replica_runner::restore(const std::string& path) {

@@ -1,0 +1,259 @@
+// The actor runtime end to end: an embedded cluster in this process, and a
+// head with two node processes on loopback started through the `dtrain`
+// command line, with a driver (this process) attached to them.
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "actors/child_process.hpp"
+#include "dtrain/actors/trainer.hpp"
+#include "dtrain/config/experiment.hpp"
+#include "dtrain/core/threads.hpp"
+#include "test_util.hpp"
+
+using namespace dtrain;
+using namespace dtrain::actors;
+using dtrain::testing::child_process;
+using std::chrono::milliseconds;
+
+namespace {
+
+actors::trainer_config regression(int replicas) {
+  actors::trainer_config t;
+  t.name = "regression";
+  t.operator_name = "linear_regression";
+  t.config = {{"planted", "true"}, {"lr", "0.01"}};
+  t.num_replicas = replicas;
+  t.global_batch_size = 64;
+  t.seed = 3;
+  t.collective_timeout = milliseconds(10000);
+  t.placement_timeout = milliseconds(1000);
+  return t;
+}
+
+// Every replica must hold the same parameters, bit for bit.
+void require_identical_replicas(actors::trainer& t, int replicas) {
+  auto hashes = t.parameter_hashes();
+  BOOST_REQUIRE_MESSAGE(hashes.is_ok(), hashes.error().to_string());
+  BOOST_REQUIRE(static_cast<int>(hashes->size()) == replicas);
+  for (auto h : *hashes)
+    BOOST_TEST(h == hashes->front());
+}
+
+/// A head and `nodes` node processes with one slot each, on loopback, in a
+/// fresh DTRAIN_HOME; everything is stopped (and checked gone) at the end.
+struct loopback_cluster {
+  dtrain::testing::temp_dir home;
+  std::unique_ptr<child_process> head;
+  std::vector<std::unique_ptr<child_process>> nodes;
+  std::string address;
+
+  explicit loopback_cluster(int node_count) {
+    setenv("DTRAIN_HOME", home.path().c_str(), 1);
+    head = std::make_unique<child_process>(
+        std::vector<std::string>{DTRAIN_BINARY, "start", "--head", "--port", "0", "--port-file",
+                                 home.file("head.address")},
+        home.file("head.log"));
+    address = dtrain::testing::wait_for_file(home.file("head.address"), milliseconds(10000));
+    while (!address.empty() && (address.back() == '\n' || address.back() == ' '))
+      address.pop_back();
+    BOOST_REQUIRE_MESSAGE(!address.empty(), "the head did not start");
+    for (int i = 0; i < node_count; ++i) {
+      std::string port_file = home.file("node" + std::to_string(i) + ".address");
+      nodes.push_back(std::make_unique<child_process>(
+          std::vector<std::string>{DTRAIN_BINARY, "start", "--address", address, "--slots", "1",
+                                   "--port-file", port_file},
+          home.file("node" + std::to_string(i) + ".log")));
+      BOOST_REQUIRE_MESSAGE(!dtrain::testing::wait_for_file(port_file, milliseconds(10000)).empty(),
+                            "node " << i << " did not join");
+    }
+  }
+
+  /// SIGTERM to all; each must be gone within `limit`.
+  void stop_all(milliseconds limit) {
+    auto start = std::chrono::steady_clock::now();
+    for (auto& n : nodes)
+      BOOST_TEST(n->stop(SIGTERM, limit));
+    BOOST_TEST(head->stop(SIGTERM, limit));
+    auto took = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
+    BOOST_TEST_MESSAGE("cluster stopped in " << took.count() << " ms");
+    BOOST_TEST((took < limit));
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(local_cluster)
+
+BOOST_AUTO_TEST_CASE(two_local_replicas_train_and_stay_bitwise_identical) {
+  set_blas_threads(1);
+  auto c = cluster::connect({"", 2, 0, milliseconds(5000)});
+  BOOST_REQUIRE_MESSAGE(c.is_ok(), c.error().to_string());
+  auto t = actors::trainer::create(**c, regression(2));
+  BOOST_REQUIRE_MESSAGE(t.is_ok(), t.error().to_string());
+  double first = 0, last = 0;
+  for (int epoch = 1; epoch <= 3; ++epoch) {
+    auto m = (*t)->train();
+    BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
+    BOOST_TEST(m->epoch == epoch);
+    BOOST_TEST(m->samples == 10000);
+    (epoch == 1 ? first : last) = m->loss;
+    require_identical_replicas(**t, 2);
+  }
+  BOOST_TEST(last < first);
+  auto model = (*t)->get_model();
+  BOOST_REQUIRE(model.is_ok());
+  BOOST_TEST(model->size() == 11u);  // linear(10 -> 1): weight and bias
+  BOOST_TEST((*t)->shutdown().is_ok());
+  BOOST_TEST(!(*t)->train().is_ok());  // shut down: no more epochs
+}
+
+BOOST_AUTO_TEST_CASE(save_and_restore_round_trip_through_the_trainer) {
+  set_blas_threads(1);
+  dtrain::testing::temp_dir dir;
+  auto c = cluster::connect({"", 2, 0, milliseconds(5000)}).value();
+  auto t = actors::trainer::create(*c, regression(2)).value();
+  BOOST_REQUIRE(t->train().is_ok());
+  BOOST_REQUIRE(t->save(dir.file("ckpt")).is_ok());
+  auto saved = t->get_model().value();
+  BOOST_REQUIRE(t->train().is_ok());
+  BOOST_REQUIRE(t->restore(dir.file("ckpt")).is_ok());
+  BOOST_TEST(t->get_model().value() == saved);
+  auto bad = t->restore(dir.file("missing"));
+  BOOST_REQUIRE(!bad.is_ok());
+  BOOST_TEST(bad.message().find(dir.file("missing")) != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_group_larger_than_the_cluster_fails_at_once_saying_what_is_missing) {
+  auto c = cluster::connect({"", 2, 0, milliseconds(5000)}).value();
+  auto start = std::chrono::steady_clock::now();
+  auto t = actors::trainer::create(*c, regression(3));
+  BOOST_REQUIRE(!t.is_ok());
+  BOOST_TEST_MESSAGE(t.error().to_string());
+  BOOST_TEST(t.error().message().find("needs 3 CPU slots but the cluster has 2") != std::string::npos);
+  BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(1)));
+}
+
+BOOST_AUTO_TEST_CASE(a_group_that_fits_later_waits_and_says_why) {
+  auto c = cluster::connect({"", 2, 0, milliseconds(5000)}).value();
+  auto holder = actors::trainer::create(*c, regression(2)).value();
+  auto waiting = actors::trainer::create(*c, regression(1));  // placement_timeout 1 s
+  BOOST_REQUIRE(!waiting.is_ok());
+  BOOST_TEST_MESSAGE(waiting.error().to_string());
+  BOOST_TEST((waiting.error().code() == error_code::timeout));
+  BOOST_TEST(waiting.error().message().find("0 free") != std::string::npos);
+  BOOST_REQUIRE(holder->shutdown().is_ok());
+  auto now_fits = actors::trainer::create(*c, regression(1));
+  BOOST_TEST(now_fits.is_ok());
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_operator_is_reported_by_name) {
+  auto c = cluster::connect({"", 2, 0, milliseconds(5000)}).value();
+  auto cfg = regression(2);
+  cfg.operator_name = "no_such_operator";
+  auto t = actors::trainer::create(*c, cfg);
+  BOOST_REQUIRE(!t.is_ok());
+  BOOST_TEST(t.error().message().find("no_such_operator") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(the_shipped_fashion_mnist_experiment_reaches_088_with_two_replicas) {
+  set_blas_threads(1);
+  auto e = config::load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist.yaml");
+  BOOST_REQUIRE_MESSAGE(e.is_ok(), e.error().to_string());
+  BOOST_REQUIRE(e->slots_per_trial == 2);
+  auto c = cluster::connect({"", 2, 0, milliseconds(5000)}).value();
+  actors::trainer_config tc;
+  tc.name = e->name;
+  tc.operator_name = e->operator_name;
+  tc.config = e->hyperparameters;
+  tc.config["data_dir"] = dtrain::testing::fashion_mnist_dir();
+  tc.num_replicas = e->slots_per_trial;
+  tc.global_batch_size = e->global_batch_size;
+  tc.seed = e->seed;
+  auto t = actors::trainer::create(*c, tc).value();
+  metrics_msg v;
+  for (int64_t epoch = 0; epoch < e->epochs; ++epoch) {
+    BOOST_REQUIRE(t->train().is_ok());
+    v = t->validate().value();
+    BOOST_TEST_MESSAGE("epoch " << epoch + 1 << " validation accuracy " << v.accuracy);
+  }
+  require_identical_replicas(*t, 2);
+  BOOST_TEST(v.samples == 10000);
+  BOOST_TEST(v.accuracy >= 0.88);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(multi_process_cluster)
+
+BOOST_AUTO_TEST_CASE(head_and_two_nodes_train_two_replicas_and_stop_cleanly) {
+  loopback_cluster lc(2);
+  {
+    auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)});
+    BOOST_REQUIRE_MESSAGE(c.is_ok(), c.error().to_string());
+    auto t = actors::trainer::create(**c, regression(2));
+    BOOST_REQUIRE_MESSAGE(t.is_ok(), t.error().to_string());
+    BOOST_TEST((*t)->placement()[0].node != (*t)->placement()[1].node);  // one per node
+    BOOST_TEST_MESSAGE("replicas ready in " << (*t)->startup_seconds() << " s");
+    for (int epoch = 1; epoch <= 2; ++epoch) {
+      auto m = (*t)->train();
+      BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
+      require_identical_replicas(**t, 2);
+    }
+    BOOST_TEST((*t)->shutdown().is_ok());
+  }
+  lc.stop_all(milliseconds(5000));
+  for (auto& n : lc.nodes)
+    BOOST_TEST(!dtrain::testing::process_exists(n->pid()));
+  BOOST_TEST(!dtrain::testing::process_exists(lc.head->pid()));
+}
+
+BOOST_AUTO_TEST_CASE(replicas_of_a_killed_driver_are_torn_down_and_their_slots_freed) {
+  loopback_cluster lc(2);
+  auto driver_log = lc.home.file("driver.log");
+  {
+    // A driver in its own process, training for a long time.
+    child_process driver({DTRAIN_BINARY, "train",
+                          std::string(DTRAIN_SOURCE_DIR) + "/experiments/linear_regression.yaml",
+                          "--address", lc.address},
+                         driver_log);
+    auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
+    // Wait until the driver holds both slots.
+    bool placed = false;
+    for (int i = 0; i < 100 && !placed; ++i) {
+      caf::scoped_actor self{c->system()};
+      self->request(c->head(), std::chrono::seconds(5), status_atom::value)
+          .receive([&](cluster_status& st) { placed = !st.trainers.empty(); }, [](caf::error&) {});
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    BOOST_REQUIRE_MESSAGE(placed, "the driver never placed its replicas");
+    BOOST_REQUIRE(driver.stop(SIGKILL, milliseconds(2000)));
+    auto killed = std::chrono::steady_clock::now();
+    bool freed = false;
+    while (!freed && std::chrono::steady_clock::now() - killed < std::chrono::seconds(5)) {
+      caf::scoped_actor self{c->system()};
+      self->request(c->head(), std::chrono::seconds(5), status_atom::value)
+          .receive([&](cluster_status& st) { freed = st.trainers.empty(); }, [](caf::error&) {});
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    BOOST_TEST(freed);
+    // The slots are usable again at once.
+    auto t = actors::trainer::create(*c, regression(2));
+    BOOST_TEST(t.is_ok());
+  }
+  lc.stop_all(milliseconds(5000));
+}
+
+BOOST_AUTO_TEST_CASE(an_unreachable_head_is_an_error_naming_the_address) {
+  auto start = std::chrono::steady_clock::now();
+  auto c = cluster::connect({"127.0.0.1:1", 0, 0, milliseconds(500)});
+  BOOST_REQUIRE(!c.is_ok());
+  BOOST_TEST(c.error().message().find("127.0.0.1:1") != std::string::npos);
+  BOOST_TEST((std::chrono::steady_clock::now() - start < std::chrono::seconds(3)));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
