@@ -30,25 +30,41 @@ hosted_set& hosted() {
 std::atomic<int> g_live_workers{0};
 
 // Lets the front abort the worker's communicator from another thread.
+// Shares the runner between the worker (which uses it) and the front
+// (which may abort its communicator from another thread), so neither can
+// see it destroyed under it.
 struct abort_handle {
   std::mutex mutex;
-  comm::communicator* comm = nullptr;
+  std::shared_ptr<train::replica_runner> runner;
   bool aborted = false;
   std::string why;
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
 
   void abort(const std::string& reason) {
+    std::shared_ptr<train::replica_runner> r;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      aborted = true;
+      cancelled->store(true);
+      why = reason;
+      r = runner;
+    }
+    if (r)
+      r->context().communicator().abort(reason);
+  }
+
+  // Publishes a new runner unless an abort came first.
+  status adopt(std::shared_ptr<train::replica_runner> r) {
     std::lock_guard<std::mutex> lock(mutex);
-    aborted = true;
-    cancelled->store(true);
-    why = reason;
-    if (comm != nullptr)
-      comm->abort(reason);
+    if (aborted)
+      return status(error_code::aborted, "replica aborted during setup: " + why);
+    runner = std::move(r);
+    return status::ok();
   }
 };
 
 struct worker_state {
-  std::unique_ptr<train::replica_runner> runner;
+  std::shared_ptr<train::replica_runner> runner;
 };
 
 metrics_msg to_msg(const train::epoch_metrics& m, int rank) {
@@ -71,12 +87,6 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
   go.host = spec.host;
   go.timeout = std::chrono::milliseconds(spec.timeout_ms);
   DTRAIN_ASSIGN_OR_RETURN(auto comm, comm::make_communicator(go));
-  {
-    std::lock_guard<std::mutex> lock(handle.mutex);
-    if (handle.aborted)
-      return status(error_code::aborted, "replica aborted during setup: " + handle.why);
-    handle.comm = comm.get();
-  }
   train::comm_replica_context::placement where{spec.local_rank, spec.node_rank, go.where, spec.seed};
   auto ctx = std::make_unique<train::comm_replica_context>(std::move(comm), where, nullptr);
   train::replica_options ro;
@@ -108,7 +118,10 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
       auto runner = make_runner(self->system(), spec, store, *handle);
       if (!runner)
         return to_caf(runner.error());
-      self->state.runner = std::move(*runner);
+      std::shared_ptr<train::replica_runner> shared = std::move(*runner);
+      if (auto s = handle->adopt(shared); !s)
+        return to_caf(s);
+      self->state.runner = std::move(shared);
       return caf::ok_atom::value;
     },
     [=](train_atom) -> caf::result<metrics_msg> {
