@@ -150,6 +150,8 @@ void gradient_sync::on_ready(int64_t offset) {
 }
 
 void gradient_sync::launch(bucket& b) {
+  if (comm_.size() == 1)
+    return;  // the mean over one replica is its own gradient
   tensor grads = model_.gradients().view(b.begin, {b.end - b.begin});
   if (options_.compress == compression::none) {
     b.pending = comm_.all_reduce(grads, reduce_op::average);
@@ -170,6 +172,8 @@ void gradient_sync::launch(bucket& b) {
 }
 
 status gradient_sync::complete(bucket& b) {
+  if (!b.pending)
+    return status::ok();  // nothing was sent (a group of one)
   status outcome = b.pending->wait();
   b.pending = nullptr;
   if (!outcome || options_.compress == compression::none)

@@ -79,8 +79,12 @@ const batch* loader::next() {
   cv_.wait(lock, [this] { return !ready_.empty(); });
   current_ = std::move(ready_.front());
   ready_.pop_front();
+  // The worker sleeps until the queue is half empty (see worker_loop): waking
+  // it for every batch would cost two context switches per step.
+  bool wake = ready_.size() <= static_cast<size_t>(options_.prefetch) / 2;
   lock.unlock();
-  cv_.notify_all();
+  if (wake)
+    cv_.notify_all();
   ++next_batch_;
   return &current_.out;
 }
@@ -138,11 +142,15 @@ void loader::worker_loop() {
   if (options_.where.is_cuda())
     (void)cuda::set_device(options_.where.index);
   const size_t depth = static_cast<size_t>(options_.prefetch);
+  // Fill up to depth; once full, sleep until the consumer has taken half.
+  const size_t refill_at = depth / 2 + 1;  // wake when size < refill_at
+  size_t limit = depth;
   for (int64_t b = 0; b < batches_per_epoch_; ++b) {
     slot s;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [&] { return stopping_ || ready_.size() < depth; });
+      cv_.wait(lock, [&] { return stopping_ || ready_.size() < limit; });
+      limit = depth;
       if (stopping_)
         return;
       if (!spare_.empty()) {
@@ -154,6 +162,8 @@ void loader::worker_loop() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ready_.push_back(std::move(s));
+      if (ready_.size() >= depth)
+        limit = refill_at;
     }
     cv_.notify_all();
   }

@@ -125,7 +125,9 @@ status replica_runner::build() {
                             " is smaller than the " + std::to_string(world) + " replicas");
   data::loader_options lo;
   lo.batch_size = batch_size_;
-  lo.prefetch = options_.prefetch;
+  // Prefetch about 4096 samples ahead (2 to 64 batches): tiny batches need
+  // depth, or the loader thread is woken for every step.
+  lo.prefetch = static_cast<int>(std::clamp<int64_t>(4096 / batch_size_, options_.prefetch, 64));
   lo.where = ctx_->where();
   DTRAIN_ASSIGN_OR_RETURN(auto shard, data::shard_sampler::create(
                                           {parts_.train_data->size(), world, ctx_->rank(),
