@@ -3,6 +3,7 @@
 #   tools/bench.sh            both benchmarks
 #   tools/bench.sh step       MLP training step
 #   tools/bench.sh allreduce  all_reduce per backend
+#   tools/bench.sh trainer    data-parallel trainer, no-op step, startup
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${DTRAIN_BUILD_DIR:-$root/build}/bin
@@ -12,6 +13,7 @@ what=${1:-all}
 case "$what" in
   step) "$bin/dtrain-bench-step" "$@" ;;
   allreduce) "$bin/dtrain-bench-allreduce" "$@" ;;
-  all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-allreduce" ;;
-  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, all)" >&2; exit 2 ;;
+  trainer) "$bin/dtrain-bench-trainer" "$@" ;;
+  all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-allreduce"; "$bin/dtrain-bench-trainer" ;;
+  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, all)" >&2; exit 2 ;;
 esac

@@ -52,8 +52,13 @@ void remove_pid_file(const std::string& role) {
 
 int stop_recorded_processes(int grace_ms) {
   std::vector<std::pair<pid_t, std::string>> found;
+  std::vector<std::string> found_addresses;
   std::error_code ec;
   for (auto& entry : std::filesystem::directory_iterator(cluster_dir(), ec)) {
+    if (entry.path().extension() == ".address") {  // stale once its process stops
+      found_addresses.push_back(entry.path().string());
+      continue;
+    }
     if (entry.path().extension() != ".pid")
       continue;
     std::ifstream in(entry.path());
@@ -75,6 +80,8 @@ int stop_recorded_processes(int grace_ms) {
       kill(pid, SIGKILL);
     std::filesystem::remove(file, ec);
   }
+  for (auto& file : found_addresses)
+    std::filesystem::remove(file, ec);
   return stopped;
 }
 
