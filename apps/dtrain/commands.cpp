@@ -20,22 +20,6 @@ int fail(const status& s) {
   return 1;
 }
 
-trainer_config from_experiment(const config::experiment& e) {
-  trainer_config t;
-  t.name = e.name;
-  t.operator_name = e.operator_name;
-  t.config = e.hyperparameters;
-  t.num_replicas = e.slots_per_trial;
-  t.use_gpu = e.use_gpu;
-  t.backend = e.backend;
-  t.global_batch_size = e.global_batch_size;
-  t.aggregation_frequency = e.aggregation_frequency;
-  t.average_training_metrics = e.average_training_metrics;
-  t.compression = e.gradient_compression;
-  t.seed = e.seed;
-  return t;
-}
-
 void print_epoch(int64_t epochs, const metrics_msg& m, const metrics_msg& v) {
   std::printf("[chief] epoch %lld/%lld  %lld steps  lr %.5f  train loss %.4f acc %.4f  "
               "validation loss %.4f acc %.4f  %.2f s  %.0f samples/s\n",
@@ -83,7 +67,7 @@ int run_train(const train_options& o) {
   auto c = cluster::connect(co);
   if (!c)
     return fail(c.error());
-  trainer_config tc = from_experiment(*e);
+  trainer_config tc = trainer_config_from(*e);
   // Split the cores among the replicas of this host (OpenBLAS per process).
   if ((*c)->embedded())
     set_blas_threads(1);

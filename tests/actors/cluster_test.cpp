@@ -166,14 +166,8 @@ BOOST_AUTO_TEST_CASE(the_shipped_fashion_mnist_experiment_reaches_088_with_two_r
   BOOST_REQUIRE_MESSAGE(e.is_ok(), e.error().to_string());
   BOOST_REQUIRE(e->slots_per_trial == 2);
   auto c = cluster::connect({"", 2, 0, milliseconds(5000)}).value();
-  actors::trainer_config tc;
-  tc.name = e->name;
-  tc.operator_name = e->operator_name;
-  tc.config = e->hyperparameters;
+  actors::trainer_config tc = actors::trainer_config_from(*e);
   tc.config["data_dir"] = dtrain::testing::fashion_mnist_dir();
-  tc.num_replicas = e->slots_per_trial;
-  tc.global_batch_size = e->global_batch_size;
-  tc.seed = e->seed;
   auto t = actors::trainer::create(*c, tc).value();
   metrics_msg v;
   for (int64_t epoch = 0; epoch < e->epochs; ++epoch) {

@@ -30,6 +30,22 @@ caf::behavior owner_impl(caf::event_based_actor*) {
 
 } // namespace
 
+trainer_config trainer_config_from(const config::experiment& e) {
+  trainer_config t;
+  t.name = e.name;
+  t.operator_name = e.operator_name;
+  t.config = e.hyperparameters;
+  t.num_replicas = e.slots_per_trial;
+  t.use_gpu = e.use_gpu;
+  t.backend = e.backend;
+  t.global_batch_size = e.global_batch_size;
+  t.aggregation_frequency = e.aggregation_frequency;
+  t.average_training_metrics = e.average_training_metrics;
+  t.compression = e.gradient_compression;
+  t.seed = e.seed;
+  return t;
+}
+
 result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_config& config) {
   if (config.num_replicas < 1)
     return invalid_argument("trainer '" + config.name + "': num_replicas must be >= 1");

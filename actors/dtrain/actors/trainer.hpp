@@ -10,6 +10,7 @@
 
 #include "dtrain/actors/cluster.hpp"
 #include "dtrain/actors/messages.hpp"
+#include "dtrain/config/experiment.hpp"
 #include "dtrain/core/status.hpp"
 
 namespace dtrain::actors {
@@ -34,6 +35,9 @@ struct trainer_config {
   /// How long placement may wait for busy slots before giving up.
   std::chrono::milliseconds placement_timeout{60000};
 };
+
+/// The trainer configuration an experiment file describes.
+trainer_config trainer_config_from(const config::experiment& e);
 
 /// The driver's handle on a group of replicas training data-parallel
 /// (Ray's trainer): placed on the cluster all or nothing, set up through a
