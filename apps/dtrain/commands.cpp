@@ -80,7 +80,9 @@ int run_train(const train_options& o) {
     return fail(t.error());
   std::printf("replicas ready in %.3f s\n", (*t)->startup_seconds());
   metrics_msg last_validation;
-  for (int64_t epoch = 0; epoch < e->epochs; ++epoch) {
+  // By the epoch the replicas report: after a failure they may resume from
+  // an earlier checkpoint and repeat epochs.
+  for (int64_t done = 0; done < e->epochs;) {
     auto m = (*t)->train();
     if (!m)
       return fail(m.error());
@@ -89,15 +91,12 @@ int run_train(const train_options& o) {
       return fail(v.error());
     print_epoch(e->epochs, *m, *v);
     last_validation = *v;
+    done = m->epoch;
   }
-  if (!e->checkpoint_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(e->checkpoint_dir, ec);
-    std::string path = e->checkpoint_dir + "/final.ckpt";
-    if (auto s = (*t)->save(path); !s)
-      return fail(s);
-    std::printf("checkpoint: %s\n", path.c_str());
-  }
+  if (!e->checkpoint_dir.empty())
+    std::printf("checkpoints in %s\n", e->checkpoint_dir.c_str());
+  if (!(*t)->failures().empty())
+    std::printf("recovered from %zu failures\n", (*t)->failures().size());
   std::printf("validation: loss %.4f, accuracy %.4f (%lld samples)\n", last_validation.loss,
               last_validation.accuracy, static_cast<long long>(last_validation.samples));
   if (auto s = (*t)->shutdown(); !s)

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "actors/child_process.hpp"
+#include "actors/loopback_cluster.hpp"
 #include "dtrain/actors/trainer.hpp"
 #include "dtrain/config/experiment.hpp"
 #include "dtrain/core/threads.hpp"
@@ -18,6 +19,7 @@
 using namespace dtrain;
 using namespace dtrain::actors;
 using dtrain::testing::child_process;
+using dtrain::testing::loopback_cluster;
 using std::chrono::milliseconds;
 
 namespace {
@@ -43,47 +45,6 @@ void require_identical_replicas(actors::trainer& t, int replicas) {
   for (auto h : *hashes)
     BOOST_TEST(h == hashes->front());
 }
-
-/// A head and `nodes` node processes with one slot each, on loopback, in a
-/// fresh DTRAIN_HOME; everything is stopped (and checked gone) at the end.
-struct loopback_cluster {
-  dtrain::testing::temp_dir home;
-  std::unique_ptr<child_process> head;
-  std::vector<std::unique_ptr<child_process>> nodes;
-  std::string address;
-
-  explicit loopback_cluster(int node_count) {
-    setenv("DTRAIN_HOME", home.path().c_str(), 1);
-    head = std::make_unique<child_process>(
-        std::vector<std::string>{DTRAIN_BINARY, "start", "--head", "--port", "0", "--port-file",
-                                 home.file("head.address")},
-        home.file("head.log"));
-    address = dtrain::testing::wait_for_file(home.file("head.address"), milliseconds(10000));
-    while (!address.empty() && (address.back() == '\n' || address.back() == ' '))
-      address.pop_back();
-    BOOST_REQUIRE_MESSAGE(!address.empty(), "the head did not start");
-    for (int i = 0; i < node_count; ++i) {
-      std::string port_file = home.file("node" + std::to_string(i) + ".address");
-      nodes.push_back(std::make_unique<child_process>(
-          std::vector<std::string>{DTRAIN_BINARY, "start", "--address", address, "--slots", "1",
-                                   "--port-file", port_file},
-          home.file("node" + std::to_string(i) + ".log")));
-      BOOST_REQUIRE_MESSAGE(!dtrain::testing::wait_for_file(port_file, milliseconds(10000)).empty(),
-                            "node " << i << " did not join");
-    }
-  }
-
-  /// SIGTERM to all; each must be gone within `limit`.
-  void stop_all(milliseconds limit) {
-    auto start = std::chrono::steady_clock::now();
-    for (auto& n : nodes)
-      BOOST_TEST(n->stop(SIGTERM, limit));
-    BOOST_TEST(head->stop(SIGTERM, limit));
-    auto took = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
-    BOOST_TEST_MESSAGE("cluster stopped in " << took.count() << " ms");
-    BOOST_TEST((took < limit));
-  }
-};
 
 } // namespace
 
@@ -168,10 +129,13 @@ BOOST_AUTO_TEST_CASE(the_shipped_fashion_mnist_experiment_reaches_088_with_two_r
   auto c = cluster::connect({"", 2, 0, milliseconds(5000)}).value();
   actors::trainer_config tc = actors::trainer_config_from(*e);
   tc.config["data_dir"] = dtrain::testing::fashion_mnist_dir();
+  dtrain::testing::temp_dir checkpoints;
+  tc.checkpoint_dir = checkpoints.file("fashion-mnist");  // not the shared /tmp path
   auto t = actors::trainer::create(*c, tc).value();
   metrics_msg v;
   for (int64_t epoch = 0; epoch < e->epochs; ++epoch) {
-    BOOST_REQUIRE(t->train().is_ok());
+    auto m = t->train();
+    BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
     v = t->validate().value();
     BOOST_TEST_MESSAGE("epoch " << epoch + 1 << " validation accuracy " << v.accuracy);
   }

@@ -18,7 +18,20 @@ system_config::system_config() {
   register_types(*this);
   add_actor_type("replica", replica_front);
   set("scheduler.max-threads", 2);
+  // Heartbeats find hung peers (a stopped process keeps its sockets open).
+  // Both settings must be the same in every process of a cluster.
+  set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(500)});
+  set("middleman.connection-timeout", caf::timespan{hang_timeout()});
   load<caf::io::middleman>();
+}
+
+std::chrono::milliseconds hang_timeout() {
+  if (const char* env = std::getenv("DTRAIN_HANG_TIMEOUT_MS")) {
+    long ms = std::strtol(env, nullptr, 10);
+    if (ms >= 1000)
+      return std::chrono::milliseconds(ms);
+  }
+  return std::chrono::milliseconds(5000);
 }
 
 result<std::pair<std::string, uint16_t>> parse_address(const std::string& address) {

@@ -11,6 +11,11 @@
 
 namespace dtrain::actors {
 
+/// How long a silent peer process may stay silent before the connection
+/// is declared dead (heartbeats every 500 ms): $DTRAIN_HANG_TIMEOUT_MS,
+/// default 5000 ms. Every process of a cluster must agree on it.
+std::chrono::milliseconds hang_timeout();
+
 /// The actor-system configuration every dtrain process uses: the message
 /// types, the "replica" actor type (for remote spawn), the middleman, and
 /// few scheduler threads (blocking work runs on detached actors).

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -43,6 +44,9 @@ trainer_config trainer_config_from(const config::experiment& e) {
   t.average_training_metrics = e.average_training_metrics;
   t.compression = e.gradient_compression;
   t.seed = e.seed;
+  t.max_failures = e.max_failures;
+  t.checkpoint_dir = e.checkpoint_dir;
+  t.checkpoint_keep = e.checkpoint_keep;
   return t;
 }
 
@@ -91,13 +95,17 @@ status trainer::place() {
 
 status trainer::start() {
   auto& sys = cluster_.system();
-  owner_ = sys.spawn(owner_impl);
-  store_ = spawn_store(sys);
+  if (!owner_)
+    owner_ = sys.spawn(owner_impl);
+  if (!store_)
+    store_ = spawn_store(sys);
+  replicas_.clear();
   DTRAIN_RETURN_IF_ERROR(place());
   for (size_t rank = 0; rank < placement_.size(); ++rank) {
     const assignment& a = placement_[rank];
     replica_spec spec;
     spec.trainer = id_;
+    spec.generation = generation_;
     spec.rank = static_cast<int32_t>(rank);
     spec.world_size = static_cast<int32_t>(placement_.size());
     spec.local_rank = a.local_rank;
@@ -123,40 +131,136 @@ status trainer::start() {
   return ready.to_status();
 }
 
+namespace {
+
+template <class Reply>
+struct gathering {
+  std::vector<Reply> replies;
+  std::vector<bool> have;
+  size_t left = 0;
+  bool done = false;
+};
+
+} // namespace
+
+// Asks every replica at once from a collector actor that also monitors
+// them: a replica that dies fails the whole request at once (CAF would
+// leave it waiting for its timeout), naming the replica, its node and why.
 template <class Reply, class... Ts>
 result<std::vector<Reply>> trainer::ask_all(std::chrono::milliseconds timeout,
                                             const std::string& what, Ts... args) {
-  if (stopped_)
+  if (stopped_ || replicas_.empty())
     return status(error_code::aborted, what + ": the trainer has been shut down");
+  using outcome = result<std::vector<Reply>>;
+  auto promise = std::make_shared<std::promise<outcome>>();
+  auto future = promise->get_future();
+  auto replicas = replicas_;
+  auto placement = placement_;
+  auto who = [placement](size_t rank) {
+    return "replica " + std::to_string(rank) + " (node " + std::to_string(placement[rank].node) +
+           ", " + placement[rank].info.host + ")";
+  };
+  cluster_.system().spawn([=](caf::event_based_actor* self) -> caf::behavior {
+    auto st = std::make_shared<gathering<Reply>>();
+    st->replies.resize(replicas.size());
+    st->have.assign(replicas.size(), false);
+    st->left = replicas.size();
+    auto finish = [=](outcome o) {
+      if (st->done)
+        return;
+      st->done = true;
+      promise->set_value(std::move(o));
+      self->quit();
+    };
+    self->set_down_handler([=](caf::down_msg& dm) {
+      for (size_t rank = 0; rank < replicas.size(); ++rank)
+        if (replicas[rank].address() == dm.source && !st->have[rank])
+          finish(status(error_code::aborted, what + ": " + who(rank) + " is gone (" +
+                                                 caf::to_string(dm.reason) + ")"));
+    });
+    for (size_t rank = 0; rank < replicas.size(); ++rank) {
+      self->monitor(replicas[rank]);
+      self->request(replicas[rank], timeout, args...)
+          .then(
+              [=](Reply& reply) {
+                st->replies[rank] = std::move(reply);
+                st->have[rank] = true;
+                if (--st->left == 0)
+                  finish(std::move(st->replies));
+              },
+              [=](caf::error& e) { finish(from_caf(e, what + " on " + who(rank))); });
+    }
+    return {[](int32_t) {}};
+  });
+  if (future.wait_for(timeout + std::chrono::seconds(5)) != std::future_status::ready)
+    return status(error_code::timeout, what + ": no answer within " +
+                                           std::to_string(timeout.count()) + " ms");
+  return future.get();
+}
+
+void trainer::stop_replicas() {
   caf::scoped_actor self{cluster_.system()};
-  std::vector<decltype(self->request(replicas_[0], timeout, args...))> pending;
-  for (auto& r : replicas_)
-    pending.push_back(self->request(r, timeout, args...));
-  std::vector<Reply> replies;
-  status first;
-  for (size_t rank = 0; rank < pending.size(); ++rank) {
-    pending[rank].receive(
-        [&](Reply& reply) { replies.push_back(std::move(reply)); },
-        [&](caf::error& e) {
-          if (first.is_ok())
-            first = from_caf(e, what + " on replica " + std::to_string(rank) + " (node " +
-                                    std::to_string(placement_[rank].node) + ", " +
-                                    placement_[rank].info.host + ")");
-        });
+  for (auto& r : replicas_) {
+    self->monitor(r);
+    caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
   }
-  if (!first)
-    return first;
-  return replies;
+  // Wait (bounded) until they are gone, so their slots are really free.
+  for (size_t i = 0; i < replicas_.size(); ++i)
+    self->receive([](caf::down_msg&) {}, caf::after(std::chrono::seconds(5)) >> [] {});
+  replicas_.clear();
+}
+
+status trainer::recover(const status& cause) {
+  failures_.push_back({std::chrono::steady_clock::now(), cause.to_string()});
+  std::fprintf(stderr, "dtrain: trainer %s: failure %zu of at most %d: %s\n", config_.name.c_str(),
+               failures_.size(), config_.max_failures, cause.to_string().c_str());
+  if (static_cast<int>(failures_.size()) > config_.max_failures)
+    return cause.with_context("trainer '" + config_.name + "' gives up after " +
+                              std::to_string(failures_.size()) + " failures (max_failures " +
+                              std::to_string(config_.max_failures) + ")");
+  stop_replicas();
+  {
+    caf::scoped_actor self{cluster_.system()};
+    self->request(cluster_.head(), std::chrono::seconds(5), release_atom::value, id_)
+        .receive([](caf::ok_atom) {}, [](caf::error&) {});
+  }
+  ++generation_;
+  DTRAIN_RETURN_IF_ERROR(start().with_context("re-forming the group (generation " +
+                                              std::to_string(generation_) + ")"));
+  if (config_.checkpoint_dir.empty())
+    return status::ok();  // no checkpoints: the new group starts over
+  status restored = restore(config_.checkpoint_dir);
+  if (restored.code() == error_code::not_found)
+    return status::ok();  // nothing saved yet
+  return restored;
 }
 
 result<metrics_msg> trainer::train() {
-  DTRAIN_ASSIGN_OR_RETURN(auto all, ask_all<metrics_msg>(config_.epoch_timeout, "train", train_atom::value));
-  return all.front();
+  for (;;) {
+    auto all = ask_all<metrics_msg>(config_.epoch_timeout, "train", train_atom::value);
+    if (!all) {
+      if (stopped_)
+        return all.error();
+      DTRAIN_RETURN_IF_ERROR(recover(all.error()));
+      continue;
+    }
+    metrics_msg m = all->front();
+    if (!config_.checkpoint_dir.empty() && config_.checkpoint_every > 0 &&
+        m.epoch % config_.checkpoint_every == 0)
+      DTRAIN_RETURN_IF_ERROR(save(config_.checkpoint_dir));
+    return m;
+  }
 }
 
 result<metrics_msg> trainer::validate() {
-  DTRAIN_ASSIGN_OR_RETURN(auto all, ask_all<metrics_msg>(config_.epoch_timeout, "validate", valid_atom::value));
-  return all.front();
+  for (;;) {
+    auto all = ask_all<metrics_msg>(config_.epoch_timeout, "validate", valid_atom::value);
+    if (all)
+      return all->front();
+    if (stopped_)
+      return all.error();
+    DTRAIN_RETURN_IF_ERROR(recover(all.error()));
+  }
 }
 
 status trainer::save(const std::string& path) {
@@ -199,9 +303,7 @@ status trainer::shutdown() {
   if (stopped_)
     return status::ok();
   stopped_ = true;
-  for (auto& r : replicas_)
-    caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
-  replicas_.clear();
+  stop_replicas();
   if (owner_)
     caf::anon_send_exit(owner_, caf::exit_reason::user_shutdown);
   if (store_)

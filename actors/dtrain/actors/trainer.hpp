@@ -34,6 +34,15 @@ struct trainer_config {
   std::chrono::milliseconds epoch_timeout{600000};
   /// How long placement may wait for busy slots before giving up.
   std::chrono::milliseconds placement_timeout{60000};
+  /// Fault tolerance: a failed epoch (dead node or replica, hung peer,
+  /// collective timeout) tears the group down, forms it again under a new
+  /// rendezvous generation on the nodes still there, restores the newest
+  /// valid checkpoint under checkpoint_dir (or starts over without one) and
+  /// runs the epoch again, up to max_failures times.
+  int max_failures = 3;
+  std::string checkpoint_dir;       // empty: no checkpoints
+  int checkpoint_every = 1;         // epochs between checkpoints
+  int checkpoint_keep = 2;          // the newest K valid ones are kept
 };
 
 /// The trainer configuration an experiment file describes.
@@ -56,7 +65,9 @@ public:
   ~trainer();
 
   /// One epoch on every replica; the chief's metrics (averaged over the
-  /// group when average_training_metrics).
+  /// group when average_training_metrics). After a failure and recovery
+  /// the epoch number may go back to the restored checkpoint's: drive
+  /// loops by metrics_msg::epoch, not by counting calls.
   result<metrics_msg> train();
   /// Validation metrics (the chief's; all replicas hold the same model).
   result<metrics_msg> validate();
@@ -73,6 +84,14 @@ public:
   std::future<result<metrics_msg>> validate_async();
 
   const trainer_config& config() const { return config_; }
+  /// A failure the trainer noticed: when, and what it was.
+  struct failure {
+    std::chrono::steady_clock::time_point noticed;
+    std::string cause;
+  };
+  /// Failures recovered from (or given up on) so far.
+  const std::vector<failure>& failures() const { return failures_; }
+  int generation() const { return generation_; }
   const std::vector<assignment>& placement() const { return placement_; }
   /// Seconds from create() to the replicas being ready.
   double startup_seconds() const { return startup_seconds_; }
@@ -81,6 +100,8 @@ private:
   trainer(cluster& c, const trainer_config& config) : cluster_(c), config_(config) {}
   status start();
   status place();
+  status recover(const status& cause);
+  void stop_replicas();
   template <class Reply, class... Ts>
   result<std::vector<Reply>> ask_all(std::chrono::milliseconds timeout, const std::string& what,
                                      Ts... args);
@@ -94,6 +115,8 @@ private:
   caf::actor owner_;
   double startup_seconds_ = 0;
   bool stopped_ = false;
+  int generation_ = 0;
+  std::vector<failure> failures_;
 };
 
 } // namespace dtrain::actors

@@ -1,0 +1,99 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dtrain/core/status.hpp"
+
+/// The checkpoint model: what a checkpoint holds, independent of how it is
+/// encoded (serialization/ implements the codec with Cap'n Proto).
+///
+/// A checkpoint is a directory. Every rank writes one shard (its slice of
+/// each flat buffer: parameters, optimizer state), in parallel; the chief
+/// writes the manifest LAST, after collecting every shard's size and
+/// checksum. Writes are atomic (temporary file, fsync, rename). A directory
+/// without a complete, valid manifest is not a checkpoint; a shard whose
+/// size or checksum disagrees with the manifest makes the whole checkpoint
+/// invalid, and the error names the file.
+namespace dtrain::checkpoint {
+
+using bytes = std::vector<char>;
+
+constexpr int32_t schema_version = 1;
+
+/// A flat float buffer to save (every rank holds the whole buffer; rank r
+/// of w writes elements [count*r/w, count*(r+1)/w)).
+struct buffer_view {
+  std::string name;     // "parameters", "optimizer/exp_avg", ...
+  const float* data = nullptr;
+  int64_t count = 0;
+};
+
+/// A flat float buffer to restore into (the whole buffer, any world size).
+struct buffer_target {
+  std::string name;
+  float* data = nullptr;
+  int64_t count = 0;
+};
+
+struct shard_info {
+  int32_t rank = 0;
+  std::string file;       // relative to the checkpoint directory
+  uint64_t size = 0;      // bytes
+  uint64_t checksum = 0;  // of the whole file (see the codec)
+};
+
+struct manifest {
+  std::string trial;
+  int64_t epoch = 0;
+  int64_t step = 0;
+  std::map<std::string, double> metrics;
+  int32_t world_size = 1;
+  int32_t version = schema_version;
+  std::vector<std::pair<std::string, int64_t>> buffers;  // name, element count
+  bytes extra;             // the training operator's own state (chief's)
+  std::vector<shard_info> shards;
+};
+
+/// How checkpoints are encoded. Implementations are stateless and
+/// thread-safe; every call that touches files names them in its errors.
+class codec {
+public:
+  virtual ~codec() = default;
+
+  /// Writes this rank's shard of `buffers` into `dir` (created if missing).
+  virtual result<shard_info> write_shard(const std::string& dir, int rank, int world_size,
+                                         const std::vector<buffer_view>& buffers) = 0;
+  /// Writes the manifest (last, atomically). Its shards must all exist.
+  virtual status write_manifest(const std::string& dir, const manifest& m) = 0;
+  /// The manifest, checked for internal consistency (not the shards).
+  virtual result<manifest> read_manifest(const std::string& dir) = 0;
+  /// Size and checksum of one shard against the manifest.
+  virtual status verify_shard(const std::string& dir, const shard_info& shard) = 0;
+  /// Fills whole buffers from all shards (any world size), verifying each
+  /// shard's checksum first; every target must match a buffer of the same
+  /// name and count in the manifest.
+  virtual status read_buffers(const std::string& dir, const manifest& m,
+                              const std::vector<buffer_target>& targets) = 0;
+};
+
+/// Checkpoints under a root directory, one subdirectory each, named
+/// "ckpt-EPOCH" (zero-padded so that names sort by epoch).
+std::string checkpoint_name(int64_t epoch);
+
+/// The newest checkpoint under `root` whose manifest and shards are all
+/// valid; the invalid ones met on the way are listed in `skipped` (path and
+/// reason). not_found when there is none.
+result<std::string> newest_valid(codec& c, const std::string& root,
+                                 std::vector<std::string>* skipped = nullptr);
+
+/// Deletes checkpoints under `root` except the newest `keep_last` valid
+/// ones and the best valid one by `metric` (when not empty; smaller is
+/// better when `minimize`). Invalid directories are deleted too.
+status apply_retention(codec& c, const std::string& root, int keep_last,
+                       const std::string& metric, bool minimize);
+
+} // namespace dtrain::checkpoint

@@ -1,0 +1,178 @@
+// Fault tolerance with real processes on loopback: a node killed (-9) or
+// stopped (SIGSTOP) in the middle of an epoch, a corrupted newest
+// checkpoint, and a trainer out of retries. Each asserts the time to
+// detection, that training completes (or fails naming node, rank and
+// cause), and the final accuracy against a fault-free run.
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include "actors/loopback_cluster.hpp"
+#include "dtrain/actors/trainer.hpp"
+#include "dtrain/checkpoint/checkpoint.hpp"
+#include "dtrain/core/threads.hpp"
+
+using namespace dtrain;
+using namespace dtrain::actors;
+using dtrain::testing::loopback_cluster;
+using std::chrono::milliseconds;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int64_t epochs = 3;
+
+trainer_config mlp(const std::string& checkpoints) {
+  trainer_config t;
+  t.name = "faulty";
+  t.operator_name = "mlp_classifier";
+  t.config = {{"hidden", "128"}, {"epochs", std::to_string(epochs)},
+              {"data_dir", dtrain::testing::fashion_mnist_dir()}};
+  t.num_replicas = 2;
+  t.global_batch_size = 128;
+  t.seed = 11;
+  t.collective_timeout = milliseconds(30000);
+  t.placement_timeout = milliseconds(10000);
+  t.checkpoint_dir = checkpoints;
+  t.max_failures = 2;
+  return t;
+}
+
+// Trains to `epochs` (by the replicas' epoch count); the final validation accuracy.
+double train_to_end(trainer& t) {
+  for (int64_t done = 0; done < epochs;) {
+    auto m = t.train();
+    BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
+    done = m->epoch;
+  }
+  auto v = t.validate();
+  BOOST_REQUIRE_MESSAGE(v.is_ok(), v.error().to_string());
+  return v->accuracy;
+}
+
+double fault_free_accuracy() {
+  static double accuracy = -1;
+  if (accuracy < 0) {
+    loopback_cluster lc(3);
+    dtrain::testing::temp_dir ckpt;
+    auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
+    auto t = trainer::create(*c, mlp(ckpt.path())).value();
+    accuracy = train_to_end(*t);
+    BOOST_TEST_MESSAGE("fault-free accuracy " << accuracy);
+  }
+  return accuracy;
+}
+
+// Starts epoch 2 asynchronously, then hits the node of replica 1 with `sig`
+// once the epoch is under way; returns the trainer's failure and timing.
+void fail_a_node_mid_epoch(int sig, milliseconds detect_within) {
+  setenv("DTRAIN_HANG_TIMEOUT_MS", "2000", 1);  // every process of the cluster
+  double reference = fault_free_accuracy();
+  loopback_cluster lc(3);
+  dtrain::testing::temp_dir ckpt;
+  auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
+  auto t = trainer::create(*c, mlp(ckpt.path())).value();
+  BOOST_REQUIRE(t->train().is_ok());  // epoch 1, checkpointed
+  auto victim = lc.node_at(t->placement()[1].info.address);
+  BOOST_REQUIRE(victim != nullptr);
+  auto epoch2 = t->train_async();
+  std::this_thread::sleep_for(milliseconds(300));  // well inside the epoch
+  auto hit = clock_type::now();
+  kill(victim->pid(), sig);
+  auto m = epoch2.get();
+  BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
+  BOOST_REQUIRE(t->failures().size() == 1u);
+  auto detected = std::chrono::duration_cast<milliseconds>(t->failures()[0].noticed - hit);
+  BOOST_TEST_MESSAGE("failure noticed after " << detected.count() << " ms: " << t->failures()[0].cause);
+  BOOST_TEST((detected < detect_within));
+  BOOST_TEST(t->failures()[0].cause.find("replica 1") != std::string::npos);
+  BOOST_TEST(t->generation() == 1);
+  double accuracy = 0;
+  for (int64_t done = m->epoch; done < epochs;) {
+    auto next = t->train();
+    BOOST_REQUIRE_MESSAGE(next.is_ok(), next.error().to_string());
+    done = next->epoch;
+  }
+  accuracy = t->validate().value().accuracy;
+  BOOST_TEST_MESSAGE("accuracy after recovery " << accuracy << " vs " << reference);
+  BOOST_TEST(std::fabs(accuracy - reference) <= 0.005);
+  auto hashes = t->parameter_hashes().value();
+  BOOST_TEST(hashes[0] == hashes[1]);
+  BOOST_REQUIRE(t->shutdown().is_ok());
+  kill(victim->pid(), SIGKILL);
+  lc.stop_all(milliseconds(5000));
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(fault_tolerance)
+
+BOOST_AUTO_TEST_CASE(a_node_killed_mid_epoch_is_noticed_within_a_second_and_training_resumes) {
+  fail_a_node_mid_epoch(SIGKILL, milliseconds(1000));
+}
+
+BOOST_AUTO_TEST_CASE(a_stopped_node_is_noticed_through_heartbeats_and_training_resumes) {
+  fail_a_node_mid_epoch(SIGSTOP, milliseconds(2000 + 1500));
+}
+
+BOOST_AUTO_TEST_CASE(a_corrupted_newest_checkpoint_is_skipped_for_the_one_before) {
+  loopback_cluster lc(2);
+  dtrain::testing::temp_dir ckpt;
+  auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
+  {
+    auto t = trainer::create(*c, mlp(ckpt.path())).value();
+    BOOST_REQUIRE(t->train().is_ok());
+    BOOST_REQUIRE(t->train().is_ok());  // ckpt-1 and ckpt-2
+  }
+  // Flip one byte in the middle of a shard of the newest checkpoint.
+  std::string newest = ckpt.path() + "/" + dtrain::checkpoint::checkpoint_name(2);
+  std::string shard = newest + "/shard-1-of-2.capnp";
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    BOOST_REQUIRE_MESSAGE(f.good(), "no shard at " << shard);
+    f.seekg(0, std::ios::end);
+    auto size = static_cast<long>(f.tellg());
+    f.seekp(size / 2);
+    char byte = 0;
+    f.seekg(size / 2);
+    f.read(&byte, 1);
+    byte = static_cast<char>(byte ^ 0x5a);
+    f.seekp(size / 2);
+    f.write(&byte, 1);
+  }
+  auto t = trainer::create(*c, mlp("")).value();
+  BOOST_REQUIRE(t->restore(ckpt.path()).is_ok());
+  auto m = t->train();
+  BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
+  BOOST_TEST(m->epoch == 2);  // resumed after ckpt-1, the newest valid one
+  // Asked for the corrupt one by name, restore refuses it, naming the shard.
+  auto direct = t->restore(newest);
+  BOOST_REQUIRE(!direct.is_ok());
+  BOOST_TEST(direct.message().find("shard-1-of-2.capnp") != std::string::npos);
+  lc.stop_all(milliseconds(5000));
+}
+
+BOOST_AUTO_TEST_CASE(out_of_retries_train_fails_naming_the_replica_and_the_cause) {
+  loopback_cluster lc(2);
+  auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
+  auto cfg = mlp("");
+  cfg.max_failures = 0;
+  auto t = trainer::create(*c, cfg).value();
+  auto victim = lc.node_at(t->placement()[1].info.address);
+  auto epoch = t->train_async();
+  std::this_thread::sleep_for(milliseconds(300));
+  kill(victim->pid(), SIGKILL);
+  auto m = epoch.get();
+  BOOST_REQUIRE(!m.is_ok());
+  BOOST_TEST_MESSAGE(m.error().to_string());
+  BOOST_TEST(m.error().message().find("replica 1 (node") != std::string::npos);
+  BOOST_TEST(m.error().message().find("gives up after 1 failures") != std::string::npos);
+  lc.stop_all(milliseconds(5000));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
