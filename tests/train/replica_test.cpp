@@ -1,12 +1,16 @@
 // Replica groups through replica_runner over the shm communicator: the
 // epoch loop keeps replicas bitwise identical, N replicas at batch B/N train
-// as one at batch B, the metrics add up, checkpoints round-trip and reject
-// damage, bad configurations are refused by name, and the replica
-// context's small collectives agree across ranks.
+// as one at batch B, the metrics add up, sharded checkpoints round-trip
+// (also into another number of replicas), reject damage by file name and
+// fall back to the newest valid one, retention keeps the last K and the
+// best, bad configurations are refused by name, and the replica context's
+// small collectives agree across ranks.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -17,6 +21,7 @@
 #include "dtrain/comm/factory.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/threads.hpp"
+#include "dtrain/serialization/capnp_checkpoint.hpp"
 #include "dtrain/train/replica.hpp"
 #include "test_util.hpp"
 
@@ -38,6 +43,7 @@ train::replica_options options_for(const std::string& op, config_map config,
   options.config = train::hyperparameters(std::move(config));
   options.global_batch_size = global_batch;
   options.seed = seed;
+  options.codec = serialization::make_capnp_codec();
   return options;
 }
 
@@ -155,12 +161,25 @@ void write_file(const std::string& path, const std::string& content) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
 }
 
-status expect_corrupt(runner_t& r, const std::string& path) {
+// Restoring `path` fails with `code` and an error naming `file`.
+status expect_refused(runner_t& r, const std::string& path, error_code code,
+                      const std::string& file) {
   const status s = r.restore(path);
-  DTRAIN_RETURN_IF_ERROR(expect(s.code() == error_code::corrupt_data,
-                                "restoring " + path + " gave " + s.to_string()));
-  return expect(s.message().find(path) != std::string::npos,
-                "the error does not name the file: " + s.message());
+  DTRAIN_RETURN_IF_ERROR(expect(s.code() == code, "restoring " + path + " gave " + s.to_string()));
+  return expect(s.message().find(file) != std::string::npos,
+                "the error does not name " + file + ": " + s.message());
+}
+
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string checkpoint_in(const temp_dir& root, int64_t epoch) {
+  return root.file(checkpoint::checkpoint_name(epoch));
 }
 
 } // namespace
@@ -261,15 +280,16 @@ BOOST_AUTO_TEST_CASE(an_mlp_classifier_validates_above_half_accuracy_after_one_e
 }
 
 BOOST_AUTO_TEST_CASE(save_then_restore_into_a_fresh_group_reproduces_parameters_and_epoch) {
-  temp_dir dir;
-  const std::string path = dir.file("replica.ckpt");
+  temp_dir root;
   auto options = options_for("linear_regression", {{"samples", "2000"}, {"planted", "true"},
                                                    {"lr", "0.01"}},
                              64);
   train::bytes saved, continued;  // rank 0's, after epochs 1 and 2
   run_group(2, rank_mode::threads, options, [&](int rank, runner_t& r) -> status {
-    DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
-    DTRAIN_RETURN_IF_ERROR(r.save(path));
+    DTRAIN_ASSIGN_OR_RETURN(auto m, r.train_epoch());
+    DTRAIN_RETURN_IF_ERROR(r.save(root.path(), {{"loss", m.loss}}, 0, ""));
+    DTRAIN_RETURN_IF_ERROR(expect(r.last_checkpoint() == checkpoint_in(root, 1),
+                                  "saved into " + r.last_checkpoint()));
     if (rank == 0)
       saved = bytes_of(r.parameters());
     DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
@@ -278,82 +298,168 @@ BOOST_AUTO_TEST_CASE(save_then_restore_into_a_fresh_group_reproduces_parameters_
     return status::ok();
   });
   BOOST_REQUIRE(!saved.empty());
-  run_group(2, rank_mode::threads, options, [&](int, runner_t& r) -> status {
-    DTRAIN_RETURN_IF_ERROR(r.restore(path));
-    DTRAIN_RETURN_IF_ERROR(expect(r.epochs_done() == 1, "restored epoch " +
-                                                            std::to_string(r.epochs_done())));
-    DTRAIN_RETURN_IF_ERROR(expect(bytes_of(r.parameters()) == saved, "restored parameters differ"));
-    // The optimizer state came back too: the next epoch is the original's.
-    DTRAIN_ASSIGN_OR_RETURN(auto m, r.train_epoch());
-    return expect(m.epoch == 2 && bytes_of(r.parameters()) == continued,
-                  "the resumed epoch differs from the original's");
+  BOOST_TEST((entries(checkpoint_in(root, 1)) ==
+              std::vector<std::string>{"manifest.capnp", "shard-0-of-2.capnp",
+                                       "shard-1-of-2.capnp"}));
+  for (const std::string& path : {root.path(), checkpoint_in(root, 1)}) {
+    run_group(2, rank_mode::threads, options, [&](int, runner_t& r) -> status {
+      DTRAIN_RETURN_IF_ERROR(r.restore(path));
+      DTRAIN_RETURN_IF_ERROR(expect(r.epochs_done() == 1, "restored epoch " +
+                                                              std::to_string(r.epochs_done())));
+      DTRAIN_RETURN_IF_ERROR(expect(bytes_of(r.parameters()) == saved, "restored parameters differ"));
+      // The optimizer state came back too: the next epoch is the original's.
+      DTRAIN_ASSIGN_OR_RETURN(auto m, r.train_epoch());
+      return expect(m.epoch == 2 && bytes_of(r.parameters()) == continued,
+                    "the resumed epoch differs from the original's");
+    });
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_of_2_replicas_restores_into_1_or_3) {
+  temp_dir root;
+  auto options = options_for("linear_regression", {{"samples", "600"}, {"lr", "0.01"}}, 60);
+  train::bytes saved;
+  run_group(2, rank_mode::threads, options, [&](int rank, runner_t& r) -> status {
+    DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
+    DTRAIN_RETURN_IF_ERROR(r.save(root.path(), {}, 0, ""));
+    if (rank == 0)
+      saved = bytes_of(r.parameters());
+    return status::ok();
   });
+  BOOST_REQUIRE(!saved.empty());
+  for (int n : {1, 3}) {
+    run_group(n, rank_mode::threads, options, [&](int, runner_t& r) -> status {
+      DTRAIN_RETURN_IF_ERROR(r.restore(root.path()));
+      DTRAIN_RETURN_IF_ERROR(expect(r.epochs_done() == 1 && bytes_of(r.parameters()) == saved,
+                                    "the parameters or the epoch differ after restoring"));
+      DTRAIN_RETURN_IF_ERROR(expect_same_parameters_everywhere(r, "after restoring"));
+      return r.train_epoch().to_status();
+    });
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_checkpoint_saved_before_the_first_step_restores) {
-  temp_dir dir;
-  const std::string path = dir.file("fresh.ckpt");
+  temp_dir root;
   auto options = options_for("linear_regression", {{"samples", "100"}}, 10);  // Adam
   run_group(1, rank_mode::threads, options, [&](int, runner_t& r) -> status {
-    return r.save(path);
+    return r.save(root.path(), {}, 1, "");
   });
   run_group(1, rank_mode::threads, options, [&](int, runner_t& r) -> status {
-    DTRAIN_RETURN_IF_ERROR(r.restore(path));
+    DTRAIN_RETURN_IF_ERROR(r.restore(root.path()));
     DTRAIN_RETURN_IF_ERROR(expect(r.epochs_done() == 0, "restored a non-zero epoch"));
     return r.train_epoch().to_status();
   });
 }
 
 BOOST_AUTO_TEST_CASE(a_failed_save_fails_every_replica_at_once_and_the_group_goes_on) {
-  const std::string path = "/nonexistent-dtrain-dir/replica.ckpt";
+  temp_dir dir;
+  const std::string root = dir.file("a-file");  // not a directory: nothing can go under it
+  write_file(root, "x");
   auto options = options_for("linear_regression", {{"samples", "100"}}, 20);
   run_group(2, rank_mode::threads, options, [&](int rank, runner_t& r) -> status {
     auto start = std::chrono::steady_clock::now();
-    const status s = r.save(path);
+    const status s = r.save(root, {}, 3, "");
     const auto waited = std::chrono::steady_clock::now() - start;
     DTRAIN_RETURN_IF_ERROR(expect(s.code() == error_code::io_error &&
-                                      s.message().find(path) != std::string::npos,
+                                      s.message().find(root) != std::string::npos,
                                   "rank " + std::to_string(rank) + " got " + s.to_string()));
     DTRAIN_RETURN_IF_ERROR(expect(waited < std::chrono::seconds(5), "the save waited"));
     return r.train_epoch().to_status();  // the replicas are still in step
   });
 }
 
-BOOST_AUTO_TEST_CASE(a_truncated_or_damaged_checkpoint_is_corrupt_data_naming_the_file) {
-  temp_dir dir;
-  const std::string good = dir.file("good.ckpt"), cut = dir.file("cut.ckpt"),
-                    flipped = dir.file("flipped.ckpt"), tiny = dir.file("tiny.ckpt");
+BOOST_AUTO_TEST_CASE(without_a_codec_save_and_restore_are_unavailable) {
+  temp_dir root;
   auto options = options_for("linear_regression", {{"samples", "100"}}, 10);
+  options.codec = nullptr;
   run_group(1, rank_mode::threads, options, [&](int, runner_t& r) -> status {
-    DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
-    DTRAIN_RETURN_IF_ERROR(r.save(good));
-    std::string content = read_file(good);
-    write_file(cut, content.substr(0, content.size() - 5));
-    content[content.size() / 2] ^= 0x40;
-    write_file(flipped, content);
-    write_file(tiny, "DTRN");
-    for (auto& path : {cut, flipped, tiny})
-      DTRAIN_RETURN_IF_ERROR(expect_corrupt(r, path));
-    const status missing = r.restore(dir.file("missing.ckpt"));
-    DTRAIN_RETURN_IF_ERROR(expect(missing.code() == error_code::not_found &&
-                                      missing.message().find("missing.ckpt") != std::string::npos,
-                                  "a missing file gave " + missing.to_string()));
-    DTRAIN_RETURN_IF_ERROR(r.restore(good));
-    return expect(r.epochs_done() == 1, "the good checkpoint did not restore epoch 1");
+    DTRAIN_RETURN_IF_ERROR(expect(r.save(root.path(), {}, 1, "").code() == error_code::unavailable,
+                                  "save without a codec"));
+    return expect(r.restore(root.path()).code() == error_code::unavailable,
+                  "restore without a codec");
   });
 }
 
+// Two replicas save epochs 1 and 2; copies of epoch 2's checkpoint with a
+// truncated shard, a flipped byte, a missing shard or a missing manifest
+// are refused naming the file; restoring the root with epoch 2 damaged
+// falls back to epoch 1.
+BOOST_AUTO_TEST_CASE(a_damaged_checkpoint_names_the_file_and_the_root_falls_back_to_a_valid_one) {
+  namespace fs = std::filesystem;
+  temp_dir root, copies;
+  auto options = options_for("linear_regression", {{"samples", "100"}}, 10);
+  train::bytes first;
+  run_group(2, rank_mode::threads, options, [&](int rank, runner_t& r) -> status {
+    for (int e = 1; e <= 2; ++e) {
+      DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
+      DTRAIN_RETURN_IF_ERROR(r.save(root.path(), {}, 0, ""));
+      if (rank == 0 && e == 1)
+        first = bytes_of(r.parameters());
+    }
+    return status::ok();
+  });
+  const std::string newest = checkpoint_in(root, 2);
+  auto damaged = [&](const std::string& name, const std::string& file, auto damage) {
+    const std::string dir = copies.file(name);
+    fs::copy(newest, dir, fs::copy_options::recursive);
+    damage(dir + "/" + file);
+    return std::make_pair(dir, dir + "/" + file);
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+    damaged("cut", "shard-1-of-2.capnp", [](auto f) { fs::resize_file(f, fs::file_size(f) - 5); }),
+    damaged("flipped", "shard-0-of-2.capnp", [](auto f) {
+      std::string content = read_file(f);
+      content[content.size() / 2] ^= 0x40;
+      write_file(f, content);
+    }),
+    damaged("gone", "shard-1-of-2.capnp", [](auto f) { fs::remove(f); }),
+  };
+  const auto no_manifest = damaged("no-manifest", "manifest.capnp", [](auto f) { fs::remove(f); });
+  run_group(2, rank_mode::threads, options, [&](int, runner_t& r) -> status {
+    for (auto& [dir, file] : cases)
+      DTRAIN_RETURN_IF_ERROR(expect_refused(r, dir, error_code::corrupt_data, file));
+    DTRAIN_RETURN_IF_ERROR(
+        expect_refused(r, no_manifest.first, error_code::not_found, no_manifest.second));
+    return status::ok();
+  });
+  // Damage the newest in place: the root restores epoch 1.
+  std::string content = read_file(newest + "/shard-1-of-2.capnp");
+  content[content.size() - 20] ^= 0x01;
+  write_file(newest + "/shard-1-of-2.capnp", content);
+  run_group(2, rank_mode::threads, options, [&](int, runner_t& r) -> status {
+    DTRAIN_RETURN_IF_ERROR(r.restore(root.path()));
+    return expect(r.epochs_done() == 1 && bytes_of(r.parameters()) == first &&
+                      r.last_checkpoint() == checkpoint_in(root, 1),
+                  "restoring the root did not fall back to epoch 1");
+  });
+}
+
+BOOST_AUTO_TEST_CASE(saves_keep_the_last_k_checkpoints_and_the_best_by_the_metric) {
+  temp_dir root;
+  const std::vector<double> loss = {0.1, 0.5, 0.4, 0.3, 0.35};
+  run_group(1, rank_mode::threads, options_for("linear_regression", {{"samples", "100"}}, 10),
+            [&](int, runner_t& r) -> status {
+              for (double l : loss) {
+                DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
+                DTRAIN_RETURN_IF_ERROR(r.save(root.path(), {{"loss", l}}, 2, "loss"));
+              }
+              return status::ok();
+            });
+  BOOST_TEST((entries(root.path()) == std::vector<std::string>{checkpoint::checkpoint_name(1),
+                                                                checkpoint::checkpoint_name(4),
+                                                                checkpoint::checkpoint_name(5)}));
+}
+
 BOOST_AUTO_TEST_CASE(a_checkpoint_of_another_model_names_both_parameter_counts) {
-  temp_dir dir;
-  const std::string path = dir.file("ten.ckpt");
+  temp_dir root;
   // 10 features: 11 parameters; 4 features: 5.
   run_group(1, rank_mode::threads, options_for("linear_regression", {{"samples", "100"}}, 10),
-            [&](int, runner_t& r) -> status { return r.save(path); });
+            [&](int, runner_t& r) -> status { return r.save(root.path(), {}, 1, ""); });
   run_group(1, rank_mode::threads,
             options_for("linear_regression", {{"samples", "100"}, {"features", "4"}}, 10),
             [&](int, runner_t& r) -> status {
-              const status s = r.restore(path);
-              return expect(!s.is_ok() && s.message().find(path) != std::string::npos &&
+              const status s = r.restore(root.path());
+              return expect(!s.is_ok() && s.message().find(checkpoint_in(root, 0)) != std::string::npos &&
                                 s.message().find("11 parameters") != std::string::npos &&
                                 s.message().find("has 5") != std::string::npos,
                             "restoring another model's checkpoint gave " + s.to_string());

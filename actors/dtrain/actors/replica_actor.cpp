@@ -10,6 +10,7 @@
 #include "dtrain/actors/store_actor.hpp"
 #include "dtrain/comm/factory.hpp"
 #include "dtrain/core/threads.hpp"
+#include "dtrain/serialization/capnp_checkpoint.hpp"
 #include "dtrain/train/replica.hpp"
 
 namespace dtrain::actors {
@@ -97,6 +98,7 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
   ro.average_training_metrics = spec.average_training_metrics;
   DTRAIN_ASSIGN_OR_RETURN(ro.compress, comm::parse_compression(spec.compression));
   ro.seed = spec.seed;
+  ro.codec = serialization::make_capnp_codec();
   return train::replica_runner::create(ro, std::move(ctx));
 }
 
@@ -142,7 +144,7 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
     },
     [=](save_atom, const std::string& path) -> caf::result<caf::ok_atom> {
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<caf::ok_atom> {
-        if (auto s = r.save(path); !s)
+        if (auto s = r.save(path, {}, 3, ""); !s)
           return to_caf(s);
         return caf::ok_atom::value;
       });

@@ -39,6 +39,8 @@ struct buffer_target {
   int64_t count = 0;
 };
 
+/// What the manifest records of one rank's shard file: enough to tell a
+/// complete, undamaged shard from a truncated or altered one.
 struct shard_info {
   int32_t rank = 0;
   std::string file;       // relative to the checkpoint directory
@@ -46,6 +48,9 @@ struct shard_info {
   uint64_t checksum = 0;  // of the whole file (see the codec)
 };
 
+/// A checkpoint's table of contents, written last by the chief: where the
+/// run was (epoch, optimizer steps, metrics), which buffers the shards hold
+/// and every shard's size and checksum. A plain value.
 struct manifest {
   std::string trial;
   int64_t epoch = 0;
@@ -64,18 +69,25 @@ class codec {
 public:
   virtual ~codec() = default;
 
-  /// Writes this rank's shard of `buffers` into `dir` (created if missing).
+  /// Writes this rank's shard of `buffers` into `dir` (created if missing),
+  /// durably (fsync) before returning; the result is what the manifest
+  /// records for it. The buffers are read, never modified, and must stay
+  /// untouched during the call.
   virtual result<shard_info> write_shard(const std::string& dir, int rank, int world_size,
                                          const std::vector<buffer_view>& buffers) = 0;
   /// Writes the manifest (last, atomically). Its shards must all exist.
   virtual status write_manifest(const std::string& dir, const manifest& m) = 0;
-  /// The manifest, checked for internal consistency (not the shards).
+  /// The manifest, checked for internal consistency (not the shards):
+  /// not_found when `dir` has none, corrupt_data naming the file when it
+  /// cannot be decoded or disagrees with itself.
   virtual result<manifest> read_manifest(const std::string& dir) = 0;
   /// Size and checksum of one shard against the manifest.
   virtual status verify_shard(const std::string& dir, const shard_info& shard) = 0;
   /// Fills whole buffers from all shards (any world size), verifying each
   /// shard's checksum first; every target must match a buffer of the same
-  /// name and count in the manifest.
+  /// name and count in the manifest (buffers without a target are skipped),
+  /// and the shards' slices must cover every target exactly. On error the
+  /// targets' contents are unspecified.
   virtual status read_buffers(const std::string& dir, const manifest& m,
                               const std::vector<buffer_target>& targets) = 0;
 };
@@ -91,8 +103,15 @@ result<std::string> newest_valid(codec& c, const std::string& root,
                                  std::vector<std::string>* skipped = nullptr);
 
 /// Deletes checkpoints under `root` except the newest `keep_last` valid
-/// ones and the best valid one by `metric` (when not empty; smaller is
-/// better when `minimize`). Invalid directories are deleted too.
+/// ones (every valid one when keep_last <= 0) and the best valid one by
+/// `metric` (when not empty; smaller is better when `minimize`; checkpoints
+/// without the metric do not compete). Invalid directories are deleted too,
+/// so `root` must belong to one group whose saves have all finished.
+/// Validity here is the cheap kind: a consistent manifest and every shard
+/// present with its recorded size; checksums are left to newest_valid(), so
+/// that a save does not re-read every kept checkpoint. The first deletion
+/// that fails is returned (io_error naming the directory); the rest still
+/// go.
 status apply_retention(codec& c, const std::string& root, int keep_last,
                        const std::string& metric, bool minimize);
 

@@ -2,9 +2,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/comm/communicator.hpp"
 #include "dtrain/comm/gradient_sync.hpp"
 #include "dtrain/data/loader.hpp"
@@ -27,6 +31,11 @@ struct replica_options {
   int64_t bucket_bytes = 25 << 20;
   uint64_t seed = 0;
   int prefetch = 2;
+  /// How save() and restore() encode checkpoints (serialization/'s
+  /// make_capnp_codec()); without one they return unavailable.
+  std::shared_ptr<checkpoint::codec> codec;
+  /// Whether a smaller value of save()'s best_metric is better (a loss).
+  bool smaller_is_better = true;
 };
 
 /// One epoch's (or one validation pass's) numbers.
@@ -62,13 +71,30 @@ public:
   /// evaluates all of it: the parameters are the same everywhere).
   result<epoch_metrics> validate();
 
-  /// A simple checkpoint (replaced by sharded ones later): the chief writes
-  /// parameters, optimizer state, epoch and operator state to `path`
-  /// atomically; the others only take part in the barrier.
-  status save(const std::string& path);
-  /// Every replica reads `path`; a file for another model or a corrupt one
-  /// is an error naming the file.
+  /// A sharded checkpoint in root/checkpoint_name(epochs_done()): every
+  /// replica writes its shard of the parameters ("parameters") and the
+  /// optimizer state ("optimizer/NAME") in parallel; the chief then writes
+  /// the manifest (operator name as trial, epoch, optimizer steps,
+  /// `metrics`, the operator's save_state()) and applies retention (keeps
+  /// the newest `keep_last`, all when <= 0, plus the best by `best_metric`
+  /// when not empty, see options.smaller_is_better; a failed deletion is
+  /// only logged). Every replica returns the same outcome: the chief's,
+  /// which names the first replica that failed. Saving an epoch again
+  /// replaces its checkpoint.
+  status save(const std::string& root, const std::map<std::string, double>& metrics,
+              int keep_last, const std::string& best_metric);
+  /// Restores parameters, optimizer state and steps, epoch and operator
+  /// state from `path`: a checkpoint directory, or a root whose newest
+  /// valid checkpoint is taken (the invalid ones skipped are logged to
+  /// stderr). The chief chooses and every replica reads the shards it needs
+  /// (any world size may have written them). Every replica returns the same
+  /// outcome; errors name the file at fault, or both parameter counts for
+  /// another model's checkpoint. After a failure the model's contents are
+  /// unspecified: restore again or rebuild.
   status restore(const std::string& path);
+  /// The checkpoint directory of the last successful save() or restore(),
+  /// or "".
+  const std::string& last_checkpoint() const { return last_checkpoint_; }
 
   const tensor& parameters() const;
   int64_t epochs_done() const { return epoch_; }
@@ -83,6 +109,13 @@ private:
   status build();
   result<epoch_metrics> aggregate(double loss_sum, int64_t correct, int64_t samples,
                                   double seconds, int64_t steps);
+  // Checkpoints (replica_checkpoint.cpp).
+  std::vector<std::pair<std::string, tensor*>> checkpoint_buffers();
+  status commit_checkpoint(const std::string& root, const std::string& dir,
+                           const std::vector<bytes>& shards,
+                           const std::map<std::string, double>& metrics, int keep_last,
+                           const std::string& best_metric);
+  status load_checkpoint(const std::string& dir);
 
   replica_options options_;
   std::unique_ptr<replica_context> ctx_;
@@ -92,6 +125,7 @@ private:
   std::unique_ptr<comm::gradient_sync> sync_;
   int64_t batch_size_ = 0;
   int64_t epoch_ = 0;
+  std::string last_checkpoint_;
   std::atomic<bool> preempt_{false};
 };
 

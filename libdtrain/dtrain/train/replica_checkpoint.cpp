@@ -1,16 +1,9 @@
-// The replica's simple checkpoint file (the sharded Cap'n Proto checkpoints
-// of a later issue replace it):
-//   "DTRNCKP1", u64 epoch, i64 optimizer steps, u64 parameter count, floats,
-//   u32 state buffers, each (u32 name length, name, floats of parameter
-//   count), u64 operator-state length, bytes, u64 FNV-1a of all before.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
+// The replica group's sharded checkpoints through a checkpoint::codec:
+// every replica writes its shard, the chief the manifest; the chief's
+// outcome is shared so that every replica returns the same one.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/train/replica.hpp"
@@ -19,104 +12,10 @@ namespace dtrain::train {
 
 namespace {
 
-constexpr char magic[8] = {'D', 'T', 'R', 'N', 'C', 'K', 'P', '1'};
+using checkpoint::shard_info;
 
-uint64_t fnv1a(const char* data, size_t n) {
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < n; ++i)
-    h = (h ^ static_cast<unsigned char>(data[i])) * 1099511628211ULL;
-  return h;
-}
-
-template <class T>
-void put(std::string& out, const T& v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-void put_floats(std::string& out, const tensor& t) {
-  auto v = t.to_vector();
-  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
-}
-
-// Reads fields off a byte string, failing (not crashing) past its end.
-struct reader {
-  const std::string& data;
-  size_t at = 0;
-  template <class T>
-  bool get(T& v) {
-    if (at + sizeof v > data.size())
-      return false;
-    std::memcpy(&v, data.data() + at, sizeof v);
-    at += sizeof v;
-    return true;
-  }
-  bool get_floats(tensor& into, uint64_t count) {
-    if (at + count * sizeof(float) > data.size() || static_cast<int64_t>(count) != into.numel())
-      return false;
-    tensor host = tensor::empty({static_cast<int64_t>(count)});
-    std::memcpy(host.data(), data.data() + at, count * sizeof(float));
-    into.copy_from(host);
-    at += count * sizeof(float);
-    return true;
-  }
-};
-
-status write_atomically(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return io_error("checkpoint " + path + ": cannot create " + tmp + ": " + std::strerror(errno));
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return io_error("checkpoint " + path + ": write failed: " + std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  // errno is read before close() and unlink() can overwrite it.
-  int err = ::fsync(fd) == 0 ? 0 : errno;
-  ::close(fd);
-  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0)
-    err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    return io_error("checkpoint " + path + ": cannot commit: " + std::strerror(err));
-  }
-  return status::ok();
-}
-
-// The file's bytes up to and including the checksum. The optimizer state
-// is allocated first, so that a checkpoint taken before the first step
-// still holds the (zero) state buffers restore() expects.
-std::string encode(int64_t epoch, optim::optimizer& opt, const tensor& params,
-                   const bytes& extra) {
-  std::string out(magic, sizeof magic);
-  put(out, static_cast<uint64_t>(epoch));
-  put(out, static_cast<int64_t>(opt.steps()));
-  put(out, static_cast<uint64_t>(params.numel()));
-  put_floats(out, params);
-  opt.allocate_state(params);
-  auto state = opt.state_buffers();
-  put(out, static_cast<uint32_t>(state.size()));
-  for (auto& [name, buffer] : state) {
-    put(out, static_cast<uint32_t>(name.size()));
-    out += name;
-    put_floats(out, *buffer);
-  }
-  put(out, static_cast<uint64_t>(extra.size()));
-  out.append(extra.data(), extra.size());
-  put(out, fnv1a(out.data(), out.size()));
-  return out;
-}
-
-// A status as bytes for broadcasting: empty when ok, else the code's byte
-// and the message.
+// A status as bytes for the small collectives: empty when ok, else the
+// code's byte (never 0) and the message.
 bytes to_bytes(const status& s) {
   if (s.is_ok())
     return {};
@@ -131,61 +30,211 @@ status from_bytes(const bytes& b) {
   return status(static_cast<error_code>(b[0]), std::string(b.begin() + 1, b.end()));
 }
 
+// A value, or the error that stands for it: a 0 byte then the value's
+// bytes, or to_bytes(error).
+bytes value_to_bytes(const result<bytes>& r) {
+  if (!r.is_ok())
+    return to_bytes(r.error());
+  bytes out(1, '\0');
+  out.insert(out.end(), r->begin(), r->end());
+  return out;
+}
+
+result<bytes> value_from_bytes(const bytes& b) {
+  if (b.empty() || b[0] != '\0')
+    return b.empty() ? status(error_code::internal, "an empty reply") : from_bytes(b);
+  return bytes(b.begin() + 1, b.end());
+}
+
+template <class T>
+void put(bytes& out, T v) {
+  const char* p = reinterpret_cast<const char*>(&v);
+  out.insert(out.end(), p, p + sizeof v);
+}
+
+bytes encode(const shard_info& s) {
+  bytes out;
+  put(out, s.rank);
+  put(out, s.size);
+  put(out, s.checksum);
+  out.insert(out.end(), s.file.begin(), s.file.end());
+  return out;
+}
+
+result<shard_info> decode(const bytes& b) {
+  shard_info s;
+  constexpr size_t fixed = sizeof s.rank + sizeof s.size + sizeof s.checksum;
+  if (b.size() < fixed)
+    return status(error_code::internal, "a shard description of " + std::to_string(b.size()) +
+                                            " bytes");
+  std::memcpy(&s.rank, b.data(), sizeof s.rank);
+  std::memcpy(&s.size, b.data() + sizeof s.rank, sizeof s.size);
+  std::memcpy(&s.checksum, b.data() + sizeof s.rank + sizeof s.size, sizeof s.checksum);
+  s.file.assign(b.begin() + fixed, b.end());
+  return s;
+}
+
+// The first failure among every replica's outcome, or ok.
+status first_failure(const std::vector<bytes>& outcomes) {
+  for (size_t r = 0; r < outcomes.size(); ++r)
+    if (status s = from_bytes(outcomes[r]); !s.is_ok())
+      return s.with_context("replica " + std::to_string(r));
+  return status::ok();
+}
+
+// Chief only: `path` when it is a checkpoint (valid or not: loading says
+// why not), else the newest valid checkpoint under it.
+result<std::string> choose_checkpoint(checkpoint::codec& c, const std::string& path) {
+  auto m = c.read_manifest(path);
+  if (m.is_ok() || m.error().code() != error_code::not_found)
+    return path;
+  std::vector<std::string> skipped;
+  auto newest = checkpoint::newest_valid(c, path, &skipped);
+  for (const std::string& s : skipped)
+    std::fprintf(stderr, "dtrain: restore from %s skips the invalid checkpoint %s\n",
+                 path.c_str(), s.c_str());
+  if (!newest.is_ok() && newest.error().code() == error_code::not_found && skipped.empty())
+    return not_found(path + " is neither a checkpoint (" + m.error().message() +
+                     ") nor a directory of checkpoints (" + newest.error().message() + ")");
+  return newest;
+}
+
+// The checkpoint holds exactly the model's buffers: the parameters and
+// this optimizer's state, each of the model's size.
+status check_same_buffers(const checkpoint::manifest& m,
+                          const std::vector<std::pair<std::string, tensor*>>& buffers,
+                          const std::string& optimizer, const std::string& dir) {
+  for (const auto& [name, buffer] : buffers) {
+    auto it = std::find_if(m.buffers.begin(), m.buffers.end(),
+                           [&](const auto& b) { return b.first == name; });
+    if (it == m.buffers.end())
+      return invalid_argument("checkpoint " + dir + " holds no '" + name + "' (optimizer '" +
+                              optimizer + "')");
+    if (it->second != buffer->numel())
+      return invalid_argument("checkpoint " + dir + " holds " + std::to_string(it->second) +
+                              " " + name + ", the model has " + std::to_string(buffer->numel()));
+  }
+  for (const auto& b : m.buffers)
+    if (std::none_of(buffers.begin(), buffers.end(), [&](const auto& x) { return x.first == b.first; }))
+      return invalid_argument("checkpoint " + dir + " holds '" + b.first +
+                              "', which optimizer '" + optimizer + "' does not have");
+  return status::ok();
+}
+
+const float* host_data(const tensor& t, std::vector<tensor>& copies) {
+  if (t.where().is_cpu())
+    return t.data();
+  copies.push_back(t.to(device::cpu()));
+  return copies.back().data();
+}
+
 } // namespace
 
-status replica_runner::save(const std::string& path) {
-  status written = status::ok();
+std::vector<std::pair<std::string, tensor*>> replica_runner::checkpoint_buffers() {
+  // Allocated first, so that a checkpoint taken before the first step still
+  // holds the (zero) state a restore expects.
+  parts_.optimizer->allocate_state(parameters());
+  std::vector<std::pair<std::string, tensor*>> out{{"parameters", &parts_.model->parameters()}};
+  for (auto& [name, buffer] : parts_.optimizer->state_buffers())
+    out.emplace_back("optimizer/" + name, buffer);
+  return out;
+}
+
+status replica_runner::save(const std::string& root, const std::map<std::string, double>& metrics,
+                            int keep_last, const std::string& best_metric) {
+  if (!options_.codec)
+    return unavailable("replica " + std::to_string(ctx_->rank()) +
+                       ": no checkpoint codec (replica_options.codec)");
+  const std::string dir = root + "/" + checkpoint::checkpoint_name(epoch_);
+  std::vector<tensor> copies;  // host copies of device buffers
+  std::vector<checkpoint::buffer_view> views;
+  for (auto& [name, buffer] : checkpoint_buffers())
+    views.push_back({name, host_data(*buffer, copies), buffer->numel()});
+  auto mine = options_.codec->write_shard(dir, ctx_->rank(), ctx_->world_size(), views);
+  copies.clear();
+  result<bytes> described = mine.is_ok() ? result<bytes>(encode(*mine)) : mine.error();
+  DTRAIN_ASSIGN_OR_RETURN(auto shards, ctx_->all_gather(value_to_bytes(described)));
+  status outcome = status::ok();
   if (ctx_->rank() == 0)
-    written = write_atomically(path, encode(epoch_, *parts_.optimizer, parameters(),
-                                            op_->save_state()));
+    outcome = commit_checkpoint(root, dir, shards, metrics, keep_last, best_metric);
   // The chief's outcome, broadcast, is the barrier: nobody returns before
-  // the file is complete, and a failed write fails every replica at once
-  // instead of leaving the others waiting for a chief that gave up.
-  DTRAIN_ASSIGN_OR_RETURN(bytes outcome, ctx_->broadcast(to_bytes(written), 0));
-  return ctx_->rank() == 0 ? written : from_bytes(outcome);
+  // the manifest is durable, and a failure anywhere fails every replica.
+  DTRAIN_ASSIGN_OR_RETURN(bytes agreed, ctx_->broadcast(to_bytes(outcome), 0));
+  outcome = ctx_->rank() == 0 ? outcome : from_bytes(agreed);
+  if (outcome.is_ok())
+    last_checkpoint_ = dir;
+  return outcome;
+}
+
+status replica_runner::commit_checkpoint(const std::string& root, const std::string& dir,
+                                         const std::vector<bytes>& shards,
+                                         const std::map<std::string, double>& metrics,
+                                         int keep_last, const std::string& best_metric) {
+  checkpoint::manifest m;
+  for (size_t r = 0; r < shards.size(); ++r) {
+    auto described = value_from_bytes(shards[r]);
+    if (!described.is_ok())
+      return described.error().with_context("replica " + std::to_string(r));
+    DTRAIN_ASSIGN_OR_RETURN(shard_info info, decode(*described));
+    m.shards.push_back(std::move(info));
+  }
+  m.trial = options_.operator_name;
+  m.epoch = epoch_;
+  m.step = parts_.optimizer->steps();
+  m.metrics = metrics;
+  m.world_size = ctx_->world_size();
+  for (auto& [name, buffer] : checkpoint_buffers())
+    m.buffers.emplace_back(name, buffer->numel());
+  m.extra = op_->save_state();
+  DTRAIN_RETURN_IF_ERROR(options_.codec->write_manifest(dir, m));
+  // The checkpoint is complete: failing to delete old ones does not undo it.
+  if (status s = checkpoint::apply_retention(*options_.codec, root, keep_last, best_metric,
+                                             options_.smaller_is_better);
+      !s.is_ok())
+    std::fprintf(stderr, "dtrain: checkpoint retention under %s: %s\n", root.c_str(),
+                 s.to_string().c_str());
+  return status::ok();
 }
 
 status replica_runner::restore(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return not_found("checkpoint " + path + ": cannot open: " + std::strerror(errno));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto corrupt = [&](const std::string& what) { return corrupt_data("checkpoint " + path + ": " + what); };
-  if (data.size() < sizeof magic + 8 || std::memcmp(data.data(), magic, sizeof magic) != 0)
-    return corrupt("not a dtrain checkpoint (bad magic)");
-  uint64_t stored;
-  std::memcpy(&stored, data.data() + data.size() - 8, 8);
-  if (fnv1a(data.data(), data.size() - 8) != stored)
-    return corrupt("checksum mismatch (truncated or damaged)");
-  reader r{data, sizeof magic};
-  uint64_t epoch = 0, count = 0;
-  int64_t steps = 0;
-  if (!r.get(epoch) || !r.get(steps) || !r.get(count))
-    return corrupt("truncated header");
-  if (static_cast<int64_t>(count) != parameters().numel())
-    return invalid_argument("checkpoint " + path + " holds " + std::to_string(count) +
-                            " parameters, the model has " + std::to_string(parameters().numel()));
-  if (!r.get_floats(parts_.model->parameters(), count))
-    return corrupt("truncated parameters");
-  parts_.optimizer->allocate_state(parameters());
-  auto state = parts_.optimizer->state_buffers();
-  uint32_t buffers = 0;
-  if (!r.get(buffers) || buffers != state.size())
-    return corrupt("optimizer state for another optimizer");
-  for (auto& [name, buffer] : state) {
-    uint32_t len = 0;
-    if (!r.get(len) || r.at + len > data.size() || data.compare(r.at, len, name) != 0)
-      return corrupt("optimizer state '" + name + "' missing");
-    r.at += len;
-    if (!r.get_floats(*buffer, count))
-      return corrupt("truncated optimizer state '" + name + "'");
+  if (!options_.codec)
+    return unavailable("replica " + std::to_string(ctx_->rank()) +
+                       ": no checkpoint codec (replica_options.codec)");
+  // The chief chooses, so that every replica restores the same checkpoint.
+  result<bytes> chosen = bytes{};
+  if (ctx_->rank() == 0) {
+    auto dir = choose_checkpoint(*options_.codec, path);
+    chosen = dir.is_ok() ? result<bytes>(bytes(dir->begin(), dir->end())) : dir.error();
   }
-  uint64_t extra_len = 0;
-  if (!r.get(extra_len) || r.at + extra_len + 8 != data.size())
-    return corrupt("bad operator state length");
-  DTRAIN_RETURN_IF_ERROR(op_->load_state(bytes(data.begin() + r.at, data.begin() + r.at + extra_len)));
-  parts_.optimizer->set_steps(steps);
-  epoch_ = static_cast<int64_t>(epoch);
+  DTRAIN_ASSIGN_OR_RETURN(bytes agreed, ctx_->broadcast(value_to_bytes(chosen), 0));
+  DTRAIN_ASSIGN_OR_RETURN(bytes dir, value_from_bytes(agreed));
+  const status mine = load_checkpoint(std::string(dir.begin(), dir.end()));
+  DTRAIN_ASSIGN_OR_RETURN(auto outcomes, ctx_->all_gather(to_bytes(mine)));
+  return first_failure(outcomes);
+}
+
+status replica_runner::load_checkpoint(const std::string& dir) {
+  checkpoint::codec& c = *options_.codec;
+  DTRAIN_ASSIGN_OR_RETURN(checkpoint::manifest m, c.read_manifest(dir));
+  auto buffers = checkpoint_buffers();
+  DTRAIN_RETURN_IF_ERROR(check_same_buffers(m, buffers, parts_.optimizer->name(), dir));
+  std::vector<checkpoint::buffer_target> targets;
+  std::vector<tensor> staging;  // host buffers for device tensors
+  staging.reserve(buffers.size());
+  for (auto& [name, buffer] : buffers) {
+    float* data = buffer->where().is_cpu()
+                      ? buffer->data()
+                      : staging.emplace_back(tensor::empty({buffer->numel()})).data();
+    targets.push_back({name, data, buffer->numel()});
+  }
+  DTRAIN_RETURN_IF_ERROR(c.read_buffers(dir, m, targets));
+  for (size_t i = 0, s = 0; i < buffers.size(); ++i)
+    if (!buffers[i].second->where().is_cpu())
+      buffers[i].second->copy_from(staging[s++]);
+  DTRAIN_RETURN_IF_ERROR(op_->load_state(m.extra).with_context("checkpoint " + dir));
+  parts_.optimizer->set_steps(m.step);
+  epoch_ = m.epoch;
+  last_checkpoint_ = dir;
   return status::ok();
 }
 
