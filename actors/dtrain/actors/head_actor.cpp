@@ -120,6 +120,13 @@ head_actor::behavior_type head_impl(head_actor::pointer self) {
       release(*state, trainer);
       return caf::ok_atom::value;
     },
+    [=](unreach_atom, int32_t index) -> caf::result<caf::ok_atom> {
+      // A trainer could not reach this node: stop placing on it (its own
+      // connection to the head may not have noticed yet).
+      if (index >= 0 && index < static_cast<int32_t>(state->nodes.size()))
+        state->nodes[index].alive = false;
+      return caf::ok_atom::value;
+    },
     [=](status_atom) -> caf::result<cluster_status> {
       cluster_status st;
       for (auto& node : state->nodes)

@@ -15,7 +15,8 @@ namespace dtrain::actors {
 /// cluster but not its free slots now fails with error_code::unavailable
 /// saying who holds them (the trainer retries). The head monitors each
 /// trainer's owner and each node: an owner that goes away releases its
-/// slots; a node that goes away leaves the registry.
+/// slots; a node that goes away leaves the registry, as does one a trainer
+/// reports unreachable (unreach), which must register again to return.
 head_actor::behavior_type head_impl(head_actor::pointer self);
 head_actor spawn_head(caf::actor_system& sys);
 

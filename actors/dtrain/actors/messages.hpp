@@ -32,6 +32,7 @@ using set_atom = caf::atom_constant<caf::atom("set")>;
 using wait_atom = caf::atom_constant<caf::atom("wait")>;
 using check_atom = caf::atom_constant<caf::atom("check")>;
 using add_atom = caf::atom_constant<caf::atom("add")>;
+using unreach_atom = caf::atom_constant<caf::atom("unreach")>;
 
 /// A node as it registers with the head.
 struct node_info {
@@ -152,6 +153,7 @@ using head_actor = caf::typed_actor<
     caf::replies_to<register_atom, node_info, node_actor>::with<int32_t>,
     caf::replies_to<place_atom, std::string, int32_t, bool, caf::actor>::with<std::vector<assignment>>,
     caf::replies_to<release_atom, std::string>::with<caf::ok_atom>,
+    caf::replies_to<unreach_atom, int32_t>::with<caf::ok_atom>,
     caf::replies_to<status_atom>::with<cluster_status>,
     caf::replies_to<caf::get_atom, int32_t>::with<node_actor>>;
 

@@ -93,14 +93,7 @@ status trainer::place() {
   }
 }
 
-status trainer::start() {
-  auto& sys = cluster_.system();
-  if (!owner_)
-    owner_ = sys.spawn(owner_impl);
-  if (!store_)
-    store_ = spawn_store(sys);
-  replicas_.clear();
-  DTRAIN_RETURN_IF_ERROR(place());
+status trainer::spawn_all() {
   for (size_t rank = 0; rank < placement_.size(); ++rank) {
     const assignment& a = placement_[rank];
     replica_spec spec;
@@ -121,9 +114,43 @@ status trainer::start() {
     spec.average_training_metrics = config_.average_training_metrics;
     spec.compression = config_.compression;
     spec.seed = config_.seed;
-    DTRAIN_ASSIGN_OR_RETURN(auto replica, cluster_.spawn_replica(a, spec, owner_, store_,
-                                                                 std::chrono::seconds(30)));
-    replicas_.push_back(std::move(replica));
+    auto replica = cluster_.spawn_replica(a, spec, owner_, store_, std::chrono::seconds(10));
+    if (!replica) {
+      unreachable_node_ = a.node;
+      return replica.error();
+    }
+    replicas_.push_back(std::move(*replica));
+  }
+  return status::ok();
+}
+
+status trainer::start() {
+  auto& sys = cluster_.system();
+  if (!owner_)
+    owner_ = sys.spawn(owner_impl);
+  if (!store_)
+    store_ = spawn_store(sys);
+  auto deadline = clock_type::now() + config_.placement_timeout;
+  for (;;) {
+    replicas_.clear();
+    unreachable_node_ = -1;
+    DTRAIN_RETURN_IF_ERROR(place());
+    status spawned = spawn_all();
+    if (spawned)
+      break;
+    // A node the head still lists may be dead (it has not noticed yet):
+    // tell it, give the slots back, and place again without that node.
+    if (unreachable_node_ < 0 || clock_type::now() >= deadline)
+      return spawned;
+    std::fprintf(stderr, "dtrain: trainer %s: %s; placing again without node %d\n",
+                 config_.name.c_str(), spawned.message().c_str(), unreachable_node_);
+    stop_replicas();
+    caf::scoped_actor self{sys};
+    self->request(cluster_.head(), std::chrono::seconds(5), unreach_atom::value,
+                  static_cast<int32_t>(unreachable_node_))
+        .receive([](caf::ok_atom) {}, [](caf::error&) {});
+    self->request(cluster_.head(), std::chrono::seconds(5), release_atom::value, id_)
+        .receive([](caf::ok_atom) {}, [](caf::error&) {});
   }
   // Setup runs the rendezvous: every replica must be asked before any answers.
   auto ready = ask_all<caf::ok_atom>(config_.collective_timeout + std::chrono::seconds(30),

@@ -100,6 +100,7 @@ private:
   trainer(cluster& c, const trainer_config& config) : cluster_(c), config_(config) {}
   status start();
   status place();
+  status spawn_all();
   status recover(const status& cause);
   void stop_replicas();
   template <class Reply, class... Ts>
@@ -116,6 +117,7 @@ private:
   double startup_seconds_ = 0;
   bool stopped_ = false;
   int generation_ = 0;
+  int unreachable_node_ = -1;
   std::vector<failure> failures_;
 };
 
