@@ -1,7 +1,12 @@
 // `dtrain status` and `dtrain train`: driver-side commands.
 #include "commands.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <thread>
+
+#include "processes.hpp"
 #include <filesystem>
 
 #include "dtrain/actors/errors.hpp"
@@ -79,13 +84,60 @@ int run_train(const train_options& o) {
   if (!t)
     return fail(t.error());
   std::printf("replicas ready in %.3f s\n", (*t)->startup_seconds());
+  if (!tc.checkpoint_dir.empty()) {
+    status resumed = (*t)->restore(tc.checkpoint_dir);
+    if (resumed.is_ok())
+      std::printf("resumed from the newest valid checkpoint in %s\n", tc.checkpoint_dir.c_str());
+    else if (resumed.code() != error_code::not_found)
+      return fail(resumed);
+  }
+  // Ctrl-C / SIGTERM: the replicas stop at their next check, checkpoint,
+  // and this process exits cleanly; a second signal kills it.
+  install_signal_handlers();
+  std::atomic<bool> finished{false};
+  std::thread watcher([&] {
+    while (!finished.load() && !stop_requested())
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!finished.load()) {
+      std::printf("stopping: asking the replicas to checkpoint and stop\n");
+      std::fflush(stdout);
+      (void)(*t)->preempt();
+      restore_default_signals();
+    }
+  });
+  struct joiner {
+    std::atomic<bool>& done;
+    std::thread& thread;
+    ~joiner() {
+      done.store(true);
+      thread.join();
+    }
+  } join_watcher{finished, watcher};
   metrics_msg last_validation;
+  int64_t done = 0;
+  if (!tc.checkpoint_dir.empty()) {  // where a restored group stands
+    auto v = (*t)->validate();
+    if (!v)
+      return fail(v.error());
+    done = v->epoch;
+    last_validation = *v;
+    if (done >= e->epochs)
+      std::printf("all %lld epochs were done already (delete %s to start over)\n",
+                  static_cast<long long>(e->epochs), tc.checkpoint_dir.c_str());
+  }
   // By the epoch the replicas report: after a failure they may resume from
   // an earlier checkpoint and repeat epochs.
-  for (int64_t done = 0; done < e->epochs;) {
+  while (done < e->epochs) {
     auto m = (*t)->train();
     if (!m)
       return fail(m.error());
+    if (m->preempted) {
+      std::printf("preempted in epoch %lld after %lld batches%s\n", static_cast<long long>(m->epoch + 1),
+                  static_cast<long long>(m->resume_batch),
+                  tc.checkpoint_dir.empty() ? " (no checkpoint_dir: progress is lost)"
+                                            : "; checkpoint saved, run again to resume");
+      return (*t)->shutdown().is_ok() ? 0 : 1;
+    }
     auto v = (*t)->validate();
     if (!v)
       return fail(v.error());

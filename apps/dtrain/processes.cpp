@@ -124,4 +124,9 @@ void install_signal_handlers() {
 
 bool stop_requested() { return g_stop.load(); }
 
+void restore_default_signals() {
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+}
+
 } // namespace dtrain::cli

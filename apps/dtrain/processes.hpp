@@ -28,5 +28,7 @@ result<bool> daemonize(const std::string& log_file, const std::string& ready_fil
 /// True once SIGINT or SIGTERM arrived (install_signal_handlers first).
 void install_signal_handlers();
 bool stop_requested();
+/// Back to the default actions (a second Ctrl-C then ends the process).
+void restore_default_signals();
 
 } // namespace dtrain::cli

@@ -215,3 +215,45 @@ BOOST_AUTO_TEST_CASE(an_unreachable_head_is_an_error_naming_the_address) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(preemption)
+
+// Preempted mid-epoch, checkpointed, restored by a new trainer: the result
+// is bit for bit the uninterrupted run's.
+BOOST_AUTO_TEST_CASE(a_preempted_group_resumes_mid_epoch_to_the_same_parameters) {
+  set_blas_threads(1);
+  auto c = cluster::connect({"", 2, 0, milliseconds(5000)}).value();
+  auto config = regression(2);
+  config.config["samples"] = "200000";  // an epoch long enough to interrupt
+  std::vector<float> uninterrupted;
+  {
+    auto t = actors::trainer::create(*c, config).value();
+    BOOST_REQUIRE(t->train().is_ok());
+    BOOST_REQUIRE(t->train().is_ok());
+    uninterrupted = t->get_model().value();
+  }
+  dtrain::testing::temp_dir dir;
+  config.checkpoint_dir = dir.path();
+  {
+    auto t = actors::trainer::create(*c, config).value();
+    BOOST_REQUIRE(t->train().is_ok());
+    auto epoch2 = t->train_async();
+    std::this_thread::sleep_for(milliseconds(30));
+    BOOST_REQUIRE(t->preempt().is_ok());
+    auto m = epoch2.get();
+    BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
+    BOOST_REQUIRE_MESSAGE(m->preempted, "the epoch ended before the preemption was seen");
+    BOOST_TEST(m->epoch == 1);
+    BOOST_TEST(m->resume_batch > 0);
+    BOOST_TEST_MESSAGE("preempted after " << m->resume_batch << " batches");
+  }
+  auto t = actors::trainer::create(*c, config).value();
+  BOOST_REQUIRE(t->restore(dir.path()).is_ok());
+  auto m = t->train();
+  BOOST_REQUIRE(m.is_ok());
+  BOOST_TEST(m->epoch == 2);
+  BOOST_TEST(!m->preempted);
+  BOOST_TEST((t->get_model().value() == uninterrupted));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -102,12 +102,14 @@ struct metrics_msg {
   double samples_per_second = 0;
   float lr = 0;
   int32_t rank = 0;
+  bool preempted = false;      // the epoch stopped early (see trainer::preempt)
+  int64_t resume_batch = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metrics_msg& x) {
   return f(caf::meta::type_name("metrics_msg"), x.epoch, x.steps, x.samples, x.loss, x.accuracy,
-           x.seconds, x.samples_per_second, x.lr, x.rank);
+           x.seconds, x.samples_per_second, x.lr, x.rank, x.preempted, x.resume_batch);
 }
 
 /// What `dtrain status` prints.

@@ -54,6 +54,15 @@ struct abort_handle {
       r->context().communicator().abort(reason);
   }
 
+  // Asks the group to stop at its next check (meaningful on the chief).
+  caf::result<caf::ok_atom> preempt() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!runner)
+      return to_caf(invalid_argument("preempt: the replica is not set up"));
+    runner->request_preemption();
+    return caf::ok_atom::value;
+  }
+
   // Publishes a new runner unless an abort came first.
   status adopt(std::shared_ptr<train::replica_runner> r) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -70,7 +79,7 @@ struct worker_state {
 
 metrics_msg to_msg(const train::epoch_metrics& m, int rank) {
   return {m.epoch, m.steps, m.samples, m.loss, m.accuracy, m.seconds, m.samples_per_second,
-          m.lr, rank};
+          m.lr, rank, m.preempted, m.resume_batch};
 }
 
 result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sys,
@@ -214,7 +223,8 @@ replica_actor::behavior_type replica_front(replica_actor::pointer self, replica_
     [=](restore_atom a, std::string& path) { return self->delegate(worker, a, std::move(path)); },
     [=](params_atom a) { return self->delegate(worker, a); },
     [=](hash_atom a) { return self->delegate(worker, a); },
-    [=](preempt_atom a) { return self->delegate(worker, a); },
+    // Not delegated: the worker is busy in its epoch; the flag is atomic.
+    [=](preempt_atom) -> caf::result<caf::ok_atom> { return handle->preempt(); },
   };
 }
 

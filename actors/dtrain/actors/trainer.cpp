@@ -272,8 +272,8 @@ result<metrics_msg> trainer::train() {
       continue;
     }
     metrics_msg m = all->front();
-    if (!config_.checkpoint_dir.empty() && config_.checkpoint_every > 0 &&
-        m.epoch % config_.checkpoint_every == 0)
+    bool due = config_.checkpoint_every > 0 && m.epoch % config_.checkpoint_every == 0;
+    if (!config_.checkpoint_dir.empty() && (m.preempted || due))
       DTRAIN_RETURN_IF_ERROR(save(config_.checkpoint_dir));
     return m;
   }
@@ -316,6 +316,17 @@ result<std::vector<float>> trainer::get_model() {
 
 result<std::vector<uint64_t>> trainer::parameter_hashes() {
   return ask_all<uint64_t>(config_.epoch_timeout, "parameter hash", hash_atom::value);
+}
+
+status trainer::preempt() {
+  auto chief = replicas_.empty() ? replica_actor{} : replicas_.front();
+  if (stopped_ || !chief)
+    return status(error_code::aborted, "preempt: the trainer has been shut down");
+  caf::scoped_actor self{cluster_.system()};
+  status out;
+  self->request(chief, std::chrono::seconds(10), preempt_atom::value)
+      .receive([](caf::ok_atom) {}, [&](caf::error& e) { out = from_caf(e, "preempt (replica 0)"); });
+  return out;
 }
 
 std::future<result<metrics_msg>> trainer::train_async() {

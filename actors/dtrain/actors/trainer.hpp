@@ -79,6 +79,12 @@ public:
   /// bitwise identical replicas).
   result<std::vector<uint64_t>> parameter_hashes();
   status shutdown();
+  /// Asks the group to stop (Determined's preemption): the epoch in
+  /// progress ends at the replicas' next check (every 16 steps, the same
+  /// step on all), train() saves a checkpoint that records where the epoch
+  /// stopped (when checkpoint_dir is set) and returns metrics with
+  /// preempted = true. Safe to call from another thread while train() runs.
+  status preempt();
 
   std::future<result<metrics_msg>> train_async();
   std::future<result<metrics_msg>> validate_async();

@@ -14,6 +14,8 @@ namespace dtrain::train {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
+// Optimizer steps between should_preempt() checks (one tiny broadcast each).
+constexpr int64_t preempt_check_steps = 16;
 
 // A tensor on a device `comm` accepts, holding `host`'s values.
 tensor for_comm(comm::communicator& comm, const tensor& host, device where) {
@@ -153,11 +155,19 @@ result<epoch_metrics> replica_runner::train_epoch() {
   auto start = clock_type::now();
   const float lr = parts_.schedule->lr(epoch_);
   train_loader_->begin_epoch(epoch_);
+  // A preempted epoch resumes where it stopped: the same order, minus the
+  // batches already trained.
+  int64_t batch_index = 0;
+  for (; batch_index < resume_batch_ && train_loader_->next() != nullptr; ++batch_index) {
+  }
+  resume_batch_ = 0;
   nn::model& model = *parts_.model;
   nn::accuracy_counter counter;
   double loss_sum = 0;
   int64_t correct = 0, samples = 0, steps = 0;
+  bool preempted = false;
   while (const data::batch* batch = train_loader_->next()) {
+    ++batch_index;
     auto mb = sync_->begin_micro_batch();
     DTRAIN_ASSIGN_OR_RETURN(const tensor* out, model.forward(batch->features, true));
     DTRAIN_ASSIGN_OR_RETURN(float loss, parts_.loss->compute(*out, batch->targets, true));
@@ -176,12 +186,25 @@ result<epoch_metrics> replica_runner::train_epoch() {
     if (synced) {
       DTRAIN_RETURN_IF_ERROR(parts_.optimizer->step(model.parameters(), model.gradients(), lr));
       ++steps;
+      // Every replica asks at the same step, so all get the chief's answer.
+      if (steps % preempt_check_steps == 0) {
+        DTRAIN_ASSIGN_OR_RETURN(preempted, ctx_->should_preempt());
+        if (preempted)
+          break;
+      }
     }
   }
-  ++epoch_;
+  if (preempted) {
+    resume_batch_ = batch_index;
+    preempt_.store(false);  // answered; a new request starts over
+  } else {
+    ++epoch_;
+  }
   double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
   DTRAIN_ASSIGN_OR_RETURN(auto m, aggregate(loss_sum, correct, samples, seconds, steps));
   m.lr = lr;
+  m.preempted = preempted;
+  m.resume_batch = resume_batch_;
   return m;
 }
 

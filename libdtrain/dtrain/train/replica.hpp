@@ -48,6 +48,12 @@ struct epoch_metrics {
   double seconds = 0;
   double samples_per_second = 0;
   float lr = 0;
+  /// The group was asked to stop (should_preempt() said so on every
+  /// replica): the epoch ended early after `resume_batch` batches; `epoch`
+  /// still counts only completed epochs. Save, and the restored group
+  /// resumes at that batch.
+  bool preempted = false;
+  int64_t resume_batch = 0;
 };
 
 /// The CAF-free core of a replica: an operator's model, optimizer and data
@@ -125,6 +131,7 @@ private:
   std::unique_ptr<comm::gradient_sync> sync_;
   int64_t batch_size_ = 0;
   int64_t epoch_ = 0;
+  int64_t resume_batch_ = 0;   // batches of epoch_ + 1 already trained
   std::string last_checkpoint_;
   std::atomic<bool> preempt_{false};
 };

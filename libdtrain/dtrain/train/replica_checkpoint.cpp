@@ -11,6 +11,11 @@
 namespace dtrain::train {
 
 namespace {
+// Manifest metric recording how far into the next epoch a preempted group got.
+const char* const resume_batch_key = "dtrain.resume_batch";
+} // namespace
+
+namespace {
 
 using checkpoint::shard_info;
 
@@ -182,6 +187,8 @@ status replica_runner::commit_checkpoint(const std::string& root, const std::str
   m.epoch = epoch_;
   m.step = parts_.optimizer->steps();
   m.metrics = metrics;
+  if (resume_batch_ > 0)  // a preempted epoch: where to pick it up
+    m.metrics[resume_batch_key] = static_cast<double>(resume_batch_);
   m.world_size = ctx_->world_size();
   for (auto& [name, buffer] : checkpoint_buffers())
     m.buffers.emplace_back(name, buffer->numel());
@@ -234,6 +241,8 @@ status replica_runner::load_checkpoint(const std::string& dir) {
   DTRAIN_RETURN_IF_ERROR(op_->load_state(m.extra).with_context("checkpoint " + dir));
   parts_.optimizer->set_steps(m.step);
   epoch_ = m.epoch;
+  auto resume = m.metrics.find(resume_batch_key);
+  resume_batch_ = resume == m.metrics.end() ? 0 : static_cast<int64_t>(resume->second);
   last_checkpoint_ = dir;
   return status::ok();
 }
