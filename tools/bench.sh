@@ -4,6 +4,7 @@
 #   tools/bench.sh step       MLP training step
 #   tools/bench.sh allreduce  all_reduce per backend
 #   tools/bench.sh trainer    data-parallel trainer, no-op step, startup
+#   tools/bench.sh checkpoint 1 GiB save/restore against the raw disk
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${DTRAIN_BUILD_DIR:-$root/build}/bin
@@ -14,6 +15,7 @@ case "$what" in
   step) "$bin/dtrain-bench-step" "$@" ;;
   allreduce) "$bin/dtrain-bench-allreduce" "$@" ;;
   trainer) "$bin/dtrain-bench-trainer" "$@" ;;
+  checkpoint) "$bin/dtrain-bench-checkpoint" "$@" ;;
   all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-allreduce"; "$bin/dtrain-bench-trainer" ;;
-  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, all)" >&2; exit 2 ;;
+  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, checkpoint, all)" >&2; exit 2 ;;
 esac
