@@ -139,7 +139,7 @@ using replica_actor = caf::typed_actor<
     caf::replies_to<setup_atom>::with<caf::ok_atom>,
     caf::replies_to<train_atom>::with<metrics_msg>,
     caf::replies_to<valid_atom>::with<metrics_msg>,
-    caf::replies_to<save_atom, std::string>::with<caf::ok_atom>,
+    caf::replies_to<save_atom, std::string, int32_t>::with<caf::ok_atom>,  // root, keep
     caf::replies_to<restore_atom, std::string>::with<caf::ok_atom>,
     caf::replies_to<params_atom>::with<std::vector<char>>,
     caf::replies_to<hash_atom>::with<uint64_t>,

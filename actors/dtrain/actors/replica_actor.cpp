@@ -151,9 +151,9 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
         return to_msg(*m, rank);
       });
     },
-    [=](save_atom, const std::string& path) -> caf::result<caf::ok_atom> {
+    [=](save_atom, const std::string& path, int32_t keep) -> caf::result<caf::ok_atom> {
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<caf::ok_atom> {
-        if (auto s = r.save(path, {}, 3, ""); !s)
+        if (auto s = r.save(path, {}, keep, ""); !s)
           return to_caf(s);
         return caf::ok_atom::value;
       });
@@ -219,7 +219,9 @@ replica_actor::behavior_type replica_front(replica_actor::pointer self, replica_
     [=](setup_atom a) { return self->delegate(worker, a); },
     [=](train_atom a) { return self->delegate(worker, a); },
     [=](valid_atom a) { return self->delegate(worker, a); },
-    [=](save_atom a, std::string& path) { return self->delegate(worker, a, std::move(path)); },
+    [=](save_atom a, std::string& path, int32_t keep) {
+      return self->delegate(worker, a, std::move(path), keep);
+    },
     [=](restore_atom a, std::string& path) { return self->delegate(worker, a, std::move(path)); },
     [=](params_atom a) { return self->delegate(worker, a); },
     [=](hash_atom a) { return self->delegate(worker, a); },

@@ -155,6 +155,10 @@ status trainer::start() {
   // Setup runs the rendezvous: every replica must be asked before any answers.
   auto ready = ask_all<caf::ok_atom>(config_.collective_timeout + std::chrono::seconds(30),
                                      "setup", setup_atom::value);
+  if (ready) {
+    std::lock_guard<std::mutex> lock(chief_mutex_);
+    chief_ = replicas_.front();
+  }
   return ready.to_status();
 }
 
@@ -226,6 +230,10 @@ result<std::vector<Reply>> trainer::ask_all(std::chrono::milliseconds timeout,
 }
 
 void trainer::stop_replicas() {
+  {
+    std::lock_guard<std::mutex> lock(chief_mutex_);
+    chief_ = nullptr;
+  }
   caf::scoped_actor self{cluster_.system()};
   for (auto& r : replicas_) {
     self->monitor(r);
@@ -291,7 +299,9 @@ result<metrics_msg> trainer::validate() {
 }
 
 status trainer::save(const std::string& path) {
-  return ask_all<caf::ok_atom>(config_.epoch_timeout, "save to " + path, save_atom::value, path).to_status();
+  return ask_all<caf::ok_atom>(config_.epoch_timeout, "save to " + path, save_atom::value, path,
+                               static_cast<int32_t>(config_.checkpoint_keep))
+      .to_status();
 }
 
 status trainer::restore(const std::string& path) {
@@ -319,7 +329,11 @@ result<std::vector<uint64_t>> trainer::parameter_hashes() {
 }
 
 status trainer::preempt() {
-  auto chief = replicas_.empty() ? replica_actor{} : replicas_.front();
+  replica_actor chief;
+  {
+    std::lock_guard<std::mutex> lock(chief_mutex_);
+    chief = chief_;
+  }
   if (stopped_ || !chief)
     return status(error_code::aborted, "preempt: the trainer has been shut down");
   caf::scoped_actor self{cluster_.system()};

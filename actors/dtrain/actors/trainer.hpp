@@ -5,6 +5,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -83,7 +84,9 @@ public:
   /// progress ends at the replicas' next check (every 16 steps, the same
   /// step on all), train() saves a checkpoint that records where the epoch
   /// stopped (when checkpoint_dir is set) and returns metrics with
-  /// preempted = true. Safe to call from another thread while train() runs.
+  /// preempted = true. Safe to call from another thread while train() runs
+  /// (also during a recovery, when it reaches the chief of the new group or
+  /// fails with aborted).
   status preempt();
 
   std::future<result<metrics_msg>> train_async();
@@ -124,6 +127,9 @@ private:
   bool stopped_ = false;
   int generation_ = 0;
   int unreachable_node_ = -1;
+  // The chief, for preempt() from another thread while replicas_ changes.
+  std::mutex chief_mutex_;
+  replica_actor chief_;
   std::vector<failure> failures_;
 };
 
