@@ -41,15 +41,23 @@ float test_value(int rank, int64_t i) {
 
 namespace {
 
-float reduce_ref(int n, int64_t i, comm::reduce_op op) {
-  float acc = test_value(0, i);
+} // namespace
+
+float reference_reduce(int n, int64_t i, comm::reduce_op op, float (*value)(int, int64_t)) {
+  float acc = value(0, i);
   for (int q = 1; q < n; ++q) {
-    float v = test_value(q, i);
+    float v = value(q, i);
     acc = op == comm::reduce_op::min ? std::min(acc, v)
           : op == comm::reduce_op::max ? std::max(acc, v)
                                        : acc + v;
   }
   return op == comm::reduce_op::average ? acc * (1.0f / static_cast<float>(n)) : acc;
+}
+
+namespace {
+
+float reduce_ref(int n, int64_t i, comm::reduce_op op) {
+  return reference_reduce(n, i, op, test_value);
 }
 
 bool same(float got, float want, bool exact) {

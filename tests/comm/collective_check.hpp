@@ -35,6 +35,10 @@ private:
 /// The value rank `rank` holds at index i in every check: in [-1, 1).
 float test_value(int rank, int64_t i);
 
+/// The rank-order reduction of value(q, i) over ranks q < n, as the
+/// backends must compute it (average: the sum times 1/n).
+float reference_reduce(int n, int64_t i, comm::reduce_op op, float (*value)(int, int64_t));
+
 /// all_reduce (sum, average, min, max), broadcast, all_gather, gather,
 /// reduce_scatter and barrier on buffers of each size. exact: results must
 /// equal a rank-order reference bit for bit (else within 1e-5 relative).

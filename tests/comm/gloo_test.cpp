@@ -51,14 +51,7 @@ float whole_value(int rank, int64_t i) {
 }
 
 float whole_reduced(int n, int64_t i, comm::reduce_op op) {
-  float acc = whole_value(0, i);
-  for (int q = 1; q < n; ++q) {
-    float v = whole_value(q, i);
-    acc = op == comm::reduce_op::min ? std::min(acc, v)
-          : op == comm::reduce_op::max ? std::max(acc, v)
-                                       : acc + v;
-  }
-  return op == comm::reduce_op::average ? acc * (1.0f / static_cast<float>(n)) : acc;
+  return reference_reduce(n, i, op, whole_value);
 }
 
 tensor whole_filled(int rank, int64_t n) {

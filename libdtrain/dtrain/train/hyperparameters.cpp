@@ -25,30 +25,34 @@ result<std::string> hyperparameters::get_string(const std::string& key,
   return it == values_.end() ? fallback : it->second;
 }
 
-result<int64_t> hyperparameters::get_int(const std::string& key, int64_t fallback) const {
-  auto it = values_.find(key);
-  if (it == values_.end())
+namespace {
+
+// Parses the whole (trimmed) value with `parse` (strtoll/strtod-like).
+template <class T, class Parse>
+result<T> parse_number(const std::map<std::string, std::string>& values, const std::string& key,
+                       T fallback, const char* expected, Parse parse) {
+  auto it = values.find(key);
+  if (it == values.end())
     return fallback;
   std::string v = trim(it->second);
   char* end = nullptr;
   errno = 0;
-  long long x = std::strtoll(v.c_str(), &end, 10);
+  auto x = parse(v.c_str(), &end);
   if (v.empty() || *end != 0 || errno != 0)
-    return bad_value(key, it->second, "an integer");
-  return static_cast<int64_t>(x);
+    return bad_value(key, it->second, expected);
+  return static_cast<T>(x);
+}
+
+} // namespace
+
+result<int64_t> hyperparameters::get_int(const std::string& key, int64_t fallback) const {
+  return parse_number<int64_t>(values_, key, fallback, "an integer",
+                               [](const char* s, char** end) { return std::strtoll(s, end, 10); });
 }
 
 result<double> hyperparameters::get_double(const std::string& key, double fallback) const {
-  auto it = values_.find(key);
-  if (it == values_.end())
-    return fallback;
-  std::string v = trim(it->second);
-  char* end = nullptr;
-  errno = 0;
-  double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end != 0 || errno != 0)
-    return bad_value(key, it->second, "a number");
-  return x;
+  return parse_number<double>(values_, key, fallback, "a number",
+                              [](const char* s, char** end) { return std::strtod(s, end); });
 }
 
 result<bool> hyperparameters::get_bool(const std::string& key, bool fallback) const {
