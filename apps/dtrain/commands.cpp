@@ -73,6 +73,7 @@ int run_train(const train_options& o) {
   if (!c)
     return fail(c.error());
   trainer_config tc = trainer_config_from(*e);
+  tc.progress_seconds = 2.0;
   // Split the cores among the replicas of this host (OpenBLAS per process).
   if ((*c)->embedded())
     set_blas_threads(1);

@@ -114,6 +114,7 @@ status trainer::spawn_all() {
     spec.average_training_metrics = config_.average_training_metrics;
     spec.compression = config_.compression;
     spec.seed = config_.seed;
+    spec.progress_seconds = config_.progress_seconds;
     auto replica = cluster_.spawn_replica(a, spec, owner_, store_, std::chrono::seconds(10));
     if (!replica) {
       unreachable_node_ = a.node;

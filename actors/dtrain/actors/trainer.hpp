@@ -44,6 +44,8 @@ struct trainer_config {
   std::string checkpoint_dir;       // empty: no checkpoints
   int checkpoint_every = 1;         // epochs between checkpoints
   int checkpoint_keep = 2;          // the newest K valid ones are kept
+  /// Replicas print a "[rank R] epoch E step S/T" line this often (0: never).
+  double progress_seconds = 0;
 };
 
 /// The trainer configuration an experiment file describes.

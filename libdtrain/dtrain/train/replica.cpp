@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 
@@ -166,8 +167,22 @@ result<epoch_metrics> replica_runner::train_epoch() {
   double loss_sum = 0;
   int64_t correct = 0, samples = 0, steps = 0;
   bool preempted = false;
+  auto last_report = clock_type::now();
   while (const data::batch* batch = train_loader_->next()) {
     ++batch_index;
+    if (options_.progress_seconds > 0 &&
+        std::chrono::duration<double>(clock_type::now() - last_report).count() >=
+            options_.progress_seconds) {
+      last_report = clock_type::now();
+      double elapsed = std::chrono::duration<double>(last_report - start).count();
+      std::printf("[rank %d] epoch %lld step %lld/%lld  loss %.4f  %.0f samples/s\n",
+                  ctx_->rank(), static_cast<long long>(epoch_ + 1),
+                  static_cast<long long>(batch_index),
+                  static_cast<long long>(train_loader_->batches_per_epoch()),
+                  samples > 0 ? loss_sum / static_cast<double>(samples) : 0.0,
+                  elapsed > 0 ? static_cast<double>(samples) / elapsed : 0.0);
+      std::fflush(stdout);
+    }
     auto mb = sync_->begin_micro_batch();
     DTRAIN_ASSIGN_OR_RETURN(const tensor* out, model.forward(batch->features, true));
     DTRAIN_ASSIGN_OR_RETURN(float loss, parts_.loss->compute(*out, batch->targets, true));

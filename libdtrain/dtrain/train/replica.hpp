@@ -31,6 +31,9 @@ struct replica_options {
   int64_t bucket_bytes = 25 << 20;
   uint64_t seed = 0;
   int prefetch = 2;
+  /// Print "[rank R] epoch E step S/T ..." to stdout at most this often
+  /// during an epoch (0: never); each replica prints its own line.
+  double progress_seconds = 0;
   /// How save() and restore() encode checkpoints (serialization/'s
   /// make_capnp_codec()); without one they return unavailable.
   std::shared_ptr<checkpoint::codec> codec;
