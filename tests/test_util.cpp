@@ -6,7 +6,10 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include <boost/test/unit_test.hpp>
+
 #include "dtrain/core/random.hpp"
+#include "dtrain/cuda/runtime.hpp"
 
 namespace dtrain::testing {
 
@@ -42,6 +45,13 @@ temp_dir::temp_dir() {
 temp_dir::~temp_dir() {
   std::error_code ignored;
   std::filesystem::remove_all(path_, ignored);
+}
+
+bool cuda_device_or_skip() {
+  if (cuda::available())
+    return true;
+  BOOST_TEST_MESSAGE("SKIPPED (no CUDA device: " << cuda::unavailable_reason() << ")");
+  return false;
 }
 
 std::string fashion_mnist_dir() {

@@ -30,6 +30,10 @@ private:
   std::string path_;
 };
 
+/// True with a CUDA device; otherwise logs "SKIPPED (no CUDA device: why)",
+/// the text CTest's SKIP_REGULAR_EXPRESSION of the gpu suites looks for.
+bool cuda_device_or_skip();
+
 /// Where Debian's dataset-fashion-mnist puts the data, or $DTRAIN_FASHION_MNIST.
 std::string fashion_mnist_dir();
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "comm/spawn.hpp"
+#include "bench_util.hpp"
 #include "dtrain/comm/factory.hpp"
 #include "dtrain/core/check.hpp"
 
@@ -30,14 +31,11 @@ using namespace dtrain;
 using clock_type = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+using dtrain::bench::median;
+
 namespace {
 
 const std::vector<int64_t> sizes{4 << 10, 256 << 10, 4 << 20, 64 << 20};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // Median memcpy time of 64 MiB between two pre-faulted buffers, as GB/s.
 double memcpy_gbps() {
@@ -124,20 +122,15 @@ std::map<int, std::vector<double>> run_peer(const std::string& script, const std
   for (int n : ns)
     cmd += " " + std::to_string(n);
   std::map<int, std::vector<double>> out;
-  FILE* pipe = popen((cmd + " 2>&1").c_str(), "r");
-  if (pipe == nullptr)
-    return out;
   std::regex header(R"(\[torch-gloo\] N=(\d+))"), row(R"(torch-allreduce\s+(\d+)\s+\d+\s+([0-9.]+))");
   int current = 0;
-  char line[512];
-  while (std::fgets(line, sizeof line, pipe) != nullptr) {
+  dtrain::bench::for_each_output_line(cmd, [&](const char* line) {
     std::cmatch m;
     if (std::regex_search(line, m, header))
       current = std::stoi(m[1].str());
     else if (std::regex_search(line, m, row))
       out[current].push_back(std::stod(m[2].str()));
-  }
-  pclose(pipe);
+  });
   return out;
 }
 

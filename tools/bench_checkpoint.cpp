@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
@@ -39,6 +40,8 @@ using namespace dtrain;
 namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;
 
+using dtrain::bench::median;
+
 namespace {
 
 constexpr size_t io_piece = size_t{8} << 20;  // what the codec writes per call
@@ -46,11 +49,6 @@ constexpr double gib = 1024.0 * 1024.0 * 1024.0;
 
 double seconds_since(clock_type::time_point start) {
   return std::chrono::duration<double>(clock_type::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 void die(const status& s) {
@@ -187,7 +185,7 @@ struct row {
 enum : size_t { raw_write_1, raw_write_par, raw_read_1, save_2, restore_1, restore_2, row_count };
 
 // One invocation's model, buffers and files.
-struct bench {
+struct bench_state {
   std::vector<float> model;
   std::vector<std::vector<float>> into;  // two replicas' (pre-faulted) buffers
   std::string raw, ckpt;
@@ -290,7 +288,7 @@ int main(int argc, char** argv) {
   floats = fitting_floats(base, floats);
   std::string dir = base + "/dtrain-bench-ckpt-XXXXXX";
   DTRAIN_CHECK(::mkdtemp(dir.data()) != nullptr, "mkdtemp failed");
-  bench b;
+  bench_state b;
   b.model.resize(static_cast<size_t>(floats));
   for (size_t i = 0; i < b.model.size(); ++i)
     b.model[i] = static_cast<float>(i % 1000003) * 0.001f;

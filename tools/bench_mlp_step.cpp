@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/nn/loss.hpp"
 #include "dtrain/nn/model.hpp"
@@ -26,15 +27,12 @@
 using namespace dtrain;
 using clock_type = std::chrono::steady_clock;
 
+using dtrain::bench::median;
+
 namespace {
 
 constexpr int64_t batch = 256;
 const std::vector<int64_t> widths{784, 1024, 1024, 10};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 double ms_since(clock_type::time_point t) {
   return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
@@ -93,19 +91,14 @@ double sgemm_peak_gflops() {
 // torch's single-process step time per "torch/OpenBLAS" thread setting.
 std::map<std::string, double> run_peer(const std::string& script, int steps) {
   std::map<std::string, double> out;
-  std::string cmd = "/usr/bin/python3 " + script + " --nprocs 1 --steps " +
-                    std::to_string(steps) + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr)
-    return out;
   std::regex row(R"(torch threads=(\d+) OpenBLAS threads=(\d+): step ([0-9.]+) ms)");
-  char line[512];
-  while (std::fgets(line, sizeof line, pipe) != nullptr) {
-    std::cmatch m;
-    if (std::regex_search(line, m, row))
-      out[m[1].str() + "/" + m[2].str()] = std::stod(m[3].str());
-  }
-  pclose(pipe);
+  dtrain::bench::for_each_output_line(
+      "/usr/bin/python3 " + script + " --nprocs 1 --steps " + std::to_string(steps),
+      [&](const char* line) {
+        std::cmatch m;
+        if (std::regex_search(line, m, row))
+          out[m[1].str() + "/" + m[2].str()] = std::stod(m[3].str());
+      });
   return out;
 }
 

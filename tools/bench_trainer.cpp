@@ -19,18 +19,16 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.hpp"
 #include "dtrain/actors/trainer.hpp"
 #include "dtrain/core/threads.hpp"
 
 using namespace dtrain;
 using clock_type = std::chrono::steady_clock;
 
-namespace {
+using dtrain::bench::median;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
+namespace {
 
 actors::trainer_config mlp(int replicas) {
   actors::trainer_config t;
@@ -87,19 +85,14 @@ double startup_seconds() {
 }
 
 double torch_ddp_samples_per_second(const std::string& script) {
-  std::string cmd = "/usr/bin/python3 " + script + " --nprocs 2 --steps 30 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (pipe == nullptr)
-    return 0;
   std::regex row(R"(^\s*2\s+\S+\s+[0-9.]+\s+[0-9.]+\s+[-0-9.]+\s+[0-9.]+\s+([0-9.]+))");
   double out = 0;
-  char line[512];
-  while (std::fgets(line, sizeof line, pipe) != nullptr) {
-    std::cmatch m;
-    if (std::regex_search(line, m, row))
-      out = std::stod(m[1].str());
-  }
-  pclose(pipe);
+  dtrain::bench::for_each_output_line(
+      "/usr/bin/python3 " + script + " --nprocs 2 --steps 30", [&](const char* line) {
+        std::cmatch m;
+        if (std::regex_search(line, m, row))
+          out = std::stod(m[1].str());
+      });
   return out;
 }
 

@@ -44,13 +44,6 @@ constexpr int64_t sizes[] = {1, 100003, int64_t{16} << 20};
 constexpr reduce_op all_ops[] = {reduce_op::sum, reduce_op::average, reduce_op::min,
                                  reduce_op::max};
 
-/// True with a device; otherwise logs why the test is skipped.
-bool have_device() {
-  if (cuda::available())
-    return true;
-  BOOST_TEST_MESSAGE("SKIPPED (no CUDA device: " << cuda::unavailable_reason() << ")");
-  return false;
-}
 
 /// A group of one on cuda:0, rendezvousing through a fresh memory_store.
 std::unique_ptr<nccl_group> group_of_one() {
@@ -99,7 +92,7 @@ std::string label(const char* op, reduce_op r, int64_t n) {
 BOOST_AUTO_TEST_SUITE(nccl_communicator)
 
 BOOST_AUTO_TEST_CASE(group_of_one_reports_itself_and_takes_only_device_buffers) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   auto comm = group_of_one();
   BOOST_TEST(comm->rank() == 0);
@@ -113,7 +106,7 @@ BOOST_AUTO_TEST_CASE(group_of_one_reports_itself_and_takes_only_device_buffers) 
 }
 
 BOOST_AUTO_TEST_CASE(all_reduce_in_a_group_of_one_leaves_the_buffer_as_it_was) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   auto comm = group_of_one();
   uint64_t seed = 100;
@@ -126,7 +119,7 @@ BOOST_AUTO_TEST_CASE(all_reduce_in_a_group_of_one_leaves_the_buffer_as_it_was) {
 }
 
 BOOST_AUTO_TEST_CASE(broadcast_from_the_only_rank_keeps_the_buffer) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   auto comm = group_of_one();
   uint64_t seed = 200;
@@ -138,7 +131,7 @@ BOOST_AUTO_TEST_CASE(broadcast_from_the_only_rank_keeps_the_buffer) {
 }
 
 BOOST_AUTO_TEST_CASE(all_gather_in_a_group_of_one_copies_the_input) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   auto comm = group_of_one();
   uint64_t seed = 300;
@@ -152,7 +145,7 @@ BOOST_AUTO_TEST_CASE(all_gather_in_a_group_of_one_copies_the_input) {
 }
 
 BOOST_AUTO_TEST_CASE(gather_at_the_only_rank_copies_the_input) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   auto comm = group_of_one();
   uint64_t seed = 400;
@@ -165,7 +158,7 @@ BOOST_AUTO_TEST_CASE(gather_at_the_only_rank_copies_the_input) {
 }
 
 BOOST_AUTO_TEST_CASE(reduce_scatter_in_a_group_of_one_copies_the_input_for_every_op) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   auto comm = group_of_one();
   uint64_t seed = 500;
@@ -179,7 +172,7 @@ BOOST_AUTO_TEST_CASE(reduce_scatter_in_a_group_of_one_copies_the_input_for_every
 }
 
 BOOST_AUTO_TEST_CASE(operations_issued_back_to_back_all_complete) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   auto comm = group_of_one();
   std::vector<inputs> buffers;
@@ -197,7 +190,7 @@ BOOST_AUTO_TEST_CASE(operations_issued_back_to_back_all_complete) {
 }
 
 BOOST_AUTO_TEST_CASE(inputs_written_on_the_default_stream_are_seen_without_a_synchronize) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   auto comm = group_of_one();
   const int64_t n = sizes[2];
@@ -219,7 +212,7 @@ BOOST_AUTO_TEST_CASE(inputs_written_on_the_default_stream_are_seen_without_a_syn
 }
 
 BOOST_AUTO_TEST_CASE(abort_makes_every_later_operation_fail_with_aborted) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   auto comm = group_of_one();
   expect_ok(comm->barrier(), "barrier before abort");
@@ -235,7 +228,7 @@ BOOST_AUTO_TEST_CASE(abort_makes_every_later_operation_fail_with_aborted) {
 }
 
 BOOST_AUTO_TEST_CASE(create_refuses_a_rank_outside_the_group_and_a_missing_device) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   auto store = std::make_shared<memory_store>();
   auto bad_rank = nccl_group::create(1, 1, 0, store, op_timeout);
@@ -249,7 +242,7 @@ BOOST_AUTO_TEST_CASE(create_refuses_a_rank_outside_the_group_and_a_missing_devic
 }
 
 BOOST_AUTO_TEST_CASE(a_rank_without_the_unique_id_times_out) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   // Rank 1 of 2 waits for rank 0's id, which never comes.
   auto start = std::chrono::steady_clock::now();
@@ -264,7 +257,7 @@ BOOST_AUTO_TEST_CASE(a_rank_without_the_unique_id_times_out) {
 }
 
 BOOST_AUTO_TEST_CASE(initialization_gives_up_at_the_timeout_when_a_rank_never_joins) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   // Rank 0 of 2 publishes its id and starts NCCL; rank 1 never does. The
   // non-blocking init must be aborted at the deadline instead of hanging.

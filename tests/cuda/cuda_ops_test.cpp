@@ -27,13 +27,6 @@ namespace ops = dtrain::ops;
 constexpr double gemm_tolerance = 1e-4;
 constexpr double elementwise_tolerance = 1e-5;
 
-/// True with a device; otherwise logs why the test is skipped.
-bool have_device() {
-  if (cuda::available())
-    return true;
-  BOOST_TEST_MESSAGE("SKIPPED (no CUDA device: " << cuda::unavailable_reason() << ")");
-  return false;
-}
 
 tensor on_gpu(const tensor& t) { return t.to(device::cuda()); }
 
@@ -90,7 +83,7 @@ void check_gemm(int64_t m, int64_t n, int64_t k, bool ta, bool tb, float alpha, 
 BOOST_AUTO_TEST_SUITE(cuda_ops)
 
 BOOST_AUTO_TEST_CASE(device_is_named_and_selectable) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   std::string name = cuda::device_name(0);
   BOOST_TEST_MESSAGE("cuda:0 is " << name);
@@ -101,7 +94,7 @@ BOOST_AUTO_TEST_CASE(device_is_named_and_selectable) {
 }
 
 BOOST_AUTO_TEST_CASE(tensor_round_trip_through_the_device_is_exact) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   tensor host = random_tensor({123, 45}, 1);
   std::vector<float> values = host.to_vector();
@@ -117,7 +110,7 @@ BOOST_AUTO_TEST_CASE(tensor_round_trip_through_the_device_is_exact) {
 }
 
 BOOST_AUTO_TEST_CASE(gemm_matches_cpu_in_all_transpose_combinations) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   const int64_t sizes[][3] = {{37, 53, 29}, {1, 1, 1}, {64, 10, 1024}, {128, 129, 130}};
   uint64_t seed = 100;
@@ -130,7 +123,7 @@ BOOST_AUTO_TEST_CASE(gemm_matches_cpu_in_all_transpose_combinations) {
 }
 
 BOOST_AUTO_TEST_CASE(gemm_matches_cpu_at_mlp_sizes) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   check_gemm(256, 1024, 784, false, false, 1.0f, 0.0f, 200); // forward: x w
   check_gemm(784, 1024, 256, true, false, 1.0f, 1.0f, 210);  // dw += x^T dy
@@ -138,7 +131,7 @@ BOOST_AUTO_TEST_CASE(gemm_matches_cpu_at_mlp_sizes) {
 }
 
 BOOST_AUTO_TEST_CASE(gemm_with_beta_zero_ignores_what_c_held) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   tensor a = random_tensor({37, 29}, 300), b = random_tensor({29, 53}, 301);
   tensor c = tensor::zeros({37, 53});
@@ -149,7 +142,7 @@ BOOST_AUTO_TEST_CASE(gemm_with_beta_zero_ignores_what_c_held) {
 }
 
 BOOST_AUTO_TEST_CASE(gemm_with_empty_operands_scales_or_keeps_c) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   // k == 0: C = beta * C, checked against the definition.
   tensor c = random_tensor({5, 7}, 310);
@@ -169,7 +162,7 @@ BOOST_AUTO_TEST_CASE(gemm_with_empty_operands_scales_or_keeps_c) {
 }
 
 BOOST_AUTO_TEST_CASE(add_bias_and_sum_rows_match_cpu) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   const int64_t shapes[][2] = {{256, 1000}, {1000, 10}, {3, 1}, {7, 33}};
   uint64_t seed = 400;
@@ -198,7 +191,7 @@ BOOST_AUTO_TEST_CASE(add_bias_and_sum_rows_match_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(activations_match_cpu_forward_and_backward) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   uint64_t seed = 500;
   for (auto kind : {ops::activation::relu, ops::activation::gelu, ops::activation::tanh}) {
@@ -220,7 +213,7 @@ BOOST_AUTO_TEST_CASE(activations_match_cpu_forward_and_backward) {
 }
 
 BOOST_AUTO_TEST_CASE(dropout_masks_are_bitwise_identical_to_cpu) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   const int64_t n = 1000003; // odd, and more than one grid of threads
   uint64_t seed = 600;
@@ -247,7 +240,7 @@ BOOST_AUTO_TEST_CASE(dropout_masks_are_bitwise_identical_to_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(cross_entropy_matches_cpu_with_gradients) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   const int64_t shapes[][2] = {{256, 10}, {64, 1000}, {17, 1024}, {5, 3}, {3, 1500}, {2, 33}};
   uint64_t seed = 700;
@@ -271,7 +264,7 @@ BOOST_AUTO_TEST_CASE(cross_entropy_matches_cpu_with_gradients) {
 }
 
 BOOST_AUTO_TEST_CASE(cross_entropy_with_a_bad_label_gives_a_nan_row) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   const int64_t rows = 5, cols = 10;
   tensor logits = on_gpu(random_tensor({rows, cols}, 800));
@@ -290,7 +283,7 @@ BOOST_AUTO_TEST_CASE(cross_entropy_with_a_bad_label_gives_a_nan_row) {
 }
 
 BOOST_AUTO_TEST_CASE(mse_matches_cpu_with_gradients) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   const int64_t shapes[][2] = {{256, 10}, {7, 1025}, {1, 1}};
   uint64_t seed = 900;
@@ -309,7 +302,7 @@ BOOST_AUTO_TEST_CASE(mse_matches_cpu_with_gradients) {
 }
 
 BOOST_AUTO_TEST_CASE(count_correct_matches_cpu) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   const int64_t shapes[][2] = {{300, 10}, {50, 1000}, {4, 1}};
   uint64_t seed = 1000;
@@ -337,7 +330,7 @@ BOOST_AUTO_TEST_CASE(count_correct_matches_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(count_correct_takes_the_first_maximum) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   const int64_t cols = 300;
   std::vector<float> x(4 * cols, 0.0f);
@@ -354,7 +347,7 @@ BOOST_AUTO_TEST_CASE(count_correct_takes_the_first_maximum) {
 }
 
 BOOST_AUTO_TEST_CASE(fill_scale_axpy_and_multiply_match_cpu) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   const int64_t n = (1 << 20) + 7;
   tensor x = random_tensor({n}, 1100), y = random_tensor({n}, 1101);
@@ -376,7 +369,7 @@ BOOST_AUTO_TEST_CASE(fill_scale_axpy_and_multiply_match_cpu) {
 }
 
 BOOST_AUTO_TEST_CASE(empty_tensors_launch_nothing) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   tensor e = tensor::empty({0}, device::cuda()), e2 = tensor::empty({0}, device::cuda());
   ops::fill(e, 1.0f);
@@ -388,7 +381,7 @@ BOOST_AUTO_TEST_CASE(empty_tensors_launch_nothing) {
 }
 
 BOOST_AUTO_TEST_CASE(sgd_matches_cpu_over_three_steps) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   struct sgd_case {
     const char* name;
@@ -419,7 +412,7 @@ BOOST_AUTO_TEST_CASE(sgd_matches_cpu_over_three_steps) {
 }
 
 BOOST_AUTO_TEST_CASE(adam_and_adamw_match_cpu_over_three_steps) {
-  if (!have_device())
+  if (!dtrain::testing::cuda_device_or_skip())
     return;
   uint64_t seed = 1300;
   for (bool decoupled : {false, true}) {
