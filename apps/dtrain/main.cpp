@@ -2,6 +2,7 @@
 //
 //   dtrain start --head [--port P] [--detach]       run a head (127.0.0.1)
 //   dtrain start --address HOST:PORT [--slots N]    run a node joining it
+//         [--bind ADDR] [--advertise ADDR]         (where it listens; what peers use)
 //   dtrain status --address HOST:PORT               nodes, slots, trainers
 //   dtrain stop                                     stop what this host started
 //   dtrain train EXPERIMENT.yaml [--address ...]    run an experiment
@@ -63,7 +64,11 @@ int main(int argc, char** argv) {
   start->add_flag("--head", head, "run the head (node registry, placement)");
   start->add_option("--address", so.address, "join the head at HOST:PORT as a node");
   start->add_option("--port", so.port, "port to listen on (0: any)")->capture_default_str();
-  start->add_option("--bind", so.bind, "address to listen on")->capture_default_str();
+  start->add_option("--bind", so.bind,
+                    "address to listen on (default: loopback, or for a node the interface "
+                    "that routes to the head; 0.0.0.0: all)");
+  start->add_option("--advertise", so.advertise,
+                    "address peers reach this process at (default: the bind address)");
   start->add_flag("--allow-insecure-bind", so.allow_insecure,
                   "allow a non-loopback --bind without TLS (prints a warning)");
   start->add_option("--slots", so.slots, "CPU slots this node offers")->capture_default_str();

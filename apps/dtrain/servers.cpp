@@ -16,6 +16,7 @@
 #include "dtrain/actors/node_actor.hpp"
 #include "dtrain/actors/replica_actor.hpp"
 #include "dtrain/core/check.hpp"
+#include "dtrain/core/net.hpp"
 #include "processes.hpp"
 
 namespace dtrain::cli {
@@ -24,16 +25,39 @@ namespace {
 
 using namespace dtrain::actors;
 
-status check_bind(const server_options& o) {
-  if (o.bind == "127.0.0.1" || o.bind == "localhost" || o.bind == "::1")
-    return status::ok();
-  if (!o.allow_insecure)
-    return invalid_argument("--bind " + o.bind + ": binding anything but loopback exposes an "
-                            "unauthenticated cluster (anyone who reaches the port can spawn "
-                            "actors); pass --allow-insecure-bind to do it anyway");
-  std::fprintf(stderr, "dtrain: WARNING: binding %s without TLS: anyone who can reach this "
-               "port controls this process\n", o.bind.c_str());
-  return status::ok();
+// The address to listen on and the one to advertise, from --bind,
+// --advertise and (for a node) the head's address; non-loopback needs
+// --allow-insecure-bind until the cluster has TLS.
+result<std::pair<std::string, std::string>> choose_addresses(const server_options& o,
+                                                             const std::string& head_host) {
+  std::string bind = o.bind;
+  if (bind.empty() && (head_host.empty() || net::is_loopback(head_host)))
+    bind = "127.0.0.1";
+  if (bind.empty()) {
+    DTRAIN_ASSIGN_OR_RETURN(bind, net::local_address_towards(head_host, 1));
+  }
+  if (!net::is_wildcard(bind) && !net::is_local_address(bind))
+    return invalid_argument("--bind " + bind + ": not an address of this host");
+  std::string advertise = o.advertise;
+  if (advertise.empty() && !net::is_wildcard(bind))
+    advertise = bind;
+  if (advertise.empty() && head_host.empty())
+    advertise = net::host_name();
+  if (advertise.empty()) {
+    DTRAIN_ASSIGN_OR_RETURN(advertise, net::local_address_towards(head_host, 1));
+  }
+  if (net::is_loopback(bind) && !net::is_loopback(advertise))
+    return invalid_argument("--advertise " + advertise + " with --bind " + bind +
+                            ": peers on other hosts cannot reach a loopback listener");
+  if (!net::is_loopback(bind)) {
+    if (!o.allow_insecure)
+      return invalid_argument("--bind " + bind + ": listening on anything but loopback exposes an "
+                              "unauthenticated cluster (anyone who reaches the port can spawn "
+                              "actors); pass --allow-insecure-bind to do it anyway");
+    std::fprintf(stderr, "dtrain: WARNING: listening on %s without TLS: anyone who can reach "
+                 "this port controls this process\n", bind.c_str());
+  }
+  return std::make_pair(bind, advertise);
 }
 
 void write_file(const std::string& path, const std::string& text) {
@@ -42,12 +66,6 @@ void write_file(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
   { std::ofstream(tmp) << text << "\n"; }
   std::rename(tmp.c_str(), path.c_str());
-}
-
-std::string host_name() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  return name;
 }
 
 // Waits for Ctrl-C / SIGTERM, or for `watched` to go down when given.
@@ -66,25 +84,28 @@ void wait_for_stop(caf::actor_system& sys, const caf::actor_addr& watched, const
 } // namespace
 
 int run_head(const server_options& o) {
-  if (auto s = check_bind(o); !s) {
-    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+  auto addresses = choose_addresses(o, "");
+  if (!addresses) {
+    std::fprintf(stderr, "error: %s\n", addresses.error().message().c_str());
     return 2;
   }
+  const auto& [bind, advertise] = *addresses;
   system_config cfg;
   caf::actor_system sys{cfg};
   auto head = spawn_head(sys);
-  auto port = sys.middleman().publish(head, o.port, o.bind.c_str(), true);
+  auto port = sys.middleman().publish(head, o.port, net::is_wildcard(bind) ? nullptr : bind.c_str(), true);
   if (!port) {
-    std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", o.bind.c_str(), o.port,
+    std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", bind.c_str(), o.port,
                  caf::to_string(port.error()).c_str());
     caf::anon_send_exit(head, caf::exit_reason::user_shutdown);
     return 1;
   }
   std::string role = "head-" + std::to_string(*port);
   (void)write_pid_file(role);
-  std::printf("dtrain head listening on %s:%u (pid %d)\n", o.bind.c_str(), *port, getpid());
+  std::printf("dtrain head listening on %s:%u, reachable at %s:%u (pid %d)\n", bind.c_str(), *port,
+              advertise.c_str(), *port, getpid());
   std::fflush(stdout);
-  write_file(o.port_file, o.bind + ":" + std::to_string(*port));
+  write_file(o.port_file, advertise + ":" + std::to_string(*port));
   wait_for_stop(sys, caf::actor_addr{}, "");
   std::printf("dtrain head: stopping\n");
   std::fflush(stdout);
@@ -93,42 +114,55 @@ int run_head(const server_options& o) {
   return 0;
 }
 
-int run_node(const server_options& o) {
-  if (auto s = check_bind(o); !s) {
-    std::fprintf(stderr, "error: %s\n", s.message().c_str());
-    return 2;
+// Connects to the head, retrying for up to 10 s; every attempt is bounded
+// (a probe with a deadline first: CAF's own connect has none).
+result<head_actor> reach_head(caf::actor_system& sys, const std::string& host, uint16_t port,
+                              const std::string& address) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    status why = net::probe_tcp(host, port, std::chrono::seconds(3));
+    if (why) {
+      auto h = sys.middleman().remote_actor<head_actor>(host, port);
+      if (h)
+        return *h;
+      why = from_caf(h.error(), "connecting");
+    }
+    if (std::chrono::steady_clock::now() >= deadline || stop_requested())
+      return status(error_code::unavailable,
+                    "cannot reach the dtrain head at " + address + ": " + why.message());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+}
+
+int run_node(const server_options& o) {
   auto hp = parse_address(o.address);
   if (!hp) {
     std::fprintf(stderr, "error: --address: %s\n", hp.error().message().c_str());
     return 2;
   }
+  auto addresses = choose_addresses(o, hp->first);
+  if (!addresses) {
+    std::fprintf(stderr, "error: %s\n", addresses.error().message().c_str());
+    return 2;
+  }
+  const auto& [bind, advertise] = *addresses;
   system_config cfg;
   caf::actor_system sys{cfg};
-  auto port = sys.middleman().open(o.port, o.bind.c_str(), true);
+  auto port = sys.middleman().open(o.port, net::is_wildcard(bind) ? nullptr : bind.c_str(), true);
   if (!port) {
-    std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", o.bind.c_str(), o.port,
+    std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", bind.c_str(), o.port,
                  caf::to_string(port.error()).c_str());
     return 1;
   }
-  head_actor head;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (;;) {
-    auto h = sys.middleman().remote_actor<head_actor>(hp->first, hp->second);
-    if (h) {
-      head = *h;
-      break;
-    }
-    if (std::chrono::steady_clock::now() >= deadline || stop_requested()) {
-      std::fprintf(stderr, "error: cannot reach the dtrain head at %s: %s\n", o.address.c_str(),
-                   caf::to_string(h.error()).c_str());
-      return 1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto reached = reach_head(sys, hp->first, hp->second, o.address);
+  if (!reached) {
+    std::fprintf(stderr, "error: %s\n", reached.error().message().c_str());
+    return 1;
   }
+  head_actor head = *reached;
   auto node = spawn_node(sys);
-  node_info info{host_name(), o.bind + ":" + std::to_string(*port), o.slots, o.gpus,
-                 static_cast<int32_t>(getpid())};
+  node_info info{net::host_name(), advertise + ":" + std::to_string(*port), o.slots, o.gpus,
+                 static_cast<int32_t>(getpid()), net::host_identity()};
   int32_t index = -1;
   {
     caf::scoped_actor self{sys};
@@ -146,9 +180,9 @@ int run_node(const server_options& o) {
   std::string role = "node-" + std::to_string(*port);
   (void)write_pid_file(role);
   std::printf("dtrain node %d joined %s: %d CPU slots, %d GPUs, replicas spawn on %s:%u (pid %d)\n",
-              index, o.address.c_str(), o.slots, o.gpus, o.bind.c_str(), *port, getpid());
+              index, o.address.c_str(), o.slots, o.gpus, advertise.c_str(), *port, getpid());
   std::fflush(stdout);
-  write_file(o.port_file, o.bind + ":" + std::to_string(*port));
+  write_file(o.port_file, advertise + ":" + std::to_string(*port));
   wait_for_stop(sys, head.address(), "the head");
   int running = stop_hosted_replicas();
   std::printf("dtrain node: stopping (%d replicas stopped)\n", running);

@@ -7,7 +7,14 @@ namespace dtrain::cli {
 
 struct server_options {
   std::string address;        // node: the head's HOST:PORT
-  std::string bind = "127.0.0.1";
+  /// Where to listen. Empty: 127.0.0.1 for a head; for a node, loopback
+  /// when the head is on loopback, else the address of the interface that
+  /// routes to the head. "0.0.0.0": every interface.
+  std::string bind;
+  /// The address peers use to reach this process (nodes register it with
+  /// the head; their replicas' communicators bind and publish it). Empty:
+  /// the bind address, or for a wildcard bind the interface towards the head.
+  std::string advertise;
   bool allow_insecure = false;  // bind to a non-loopback address without TLS
   uint16_t port = 0;          // 0: any free port
   int slots = 2;              // node: CPU slots offered

@@ -34,15 +34,20 @@ struct loopback_cluster {
         home.file("head.log"));
     address = trimmed(wait_for_file(home.file("head.address"), milliseconds(10000)));
     BOOST_REQUIRE_MESSAGE(!address.empty(), "the head did not start");
-    for (int i = 0; i < node_count; ++i) {
-      std::string port_file = home.file("node" + std::to_string(i) + ".address");
-      nodes.push_back(std::make_unique<child_process>(
-          std::vector<std::string>{DTRAIN_BINARY, "start", "--address", address, "--slots",
-                                   std::to_string(slots), "--port-file", port_file},
-          home.file("node" + std::to_string(i) + ".log")));
-      node_addresses.push_back(trimmed(wait_for_file(port_file, milliseconds(10000))));
-      BOOST_REQUIRE_MESSAGE(!node_addresses.back().empty(), "node " << i << " did not join");
-    }
+    for (int i = 0; i < node_count; ++i)
+      add_node(slots);
+  }
+
+  /// Starts one more node (e.g. a replacement for a killed one).
+  void add_node(int slots = 1) {
+    const std::string i = std::to_string(nodes.size());
+    std::string port_file = home.file("node" + i + ".address");
+    nodes.push_back(std::make_unique<child_process>(
+        std::vector<std::string>{DTRAIN_BINARY, "start", "--address", address, "--slots",
+                                 std::to_string(slots), "--port-file", port_file},
+        home.file("node" + i + ".log")));
+    node_addresses.push_back(trimmed(wait_for_file(port_file, std::chrono::milliseconds(10000))));
+    BOOST_REQUIRE_MESSAGE(!node_addresses.back().empty(), "node " << i << " did not join");
   }
 
   /// The node process whose replicas listen on `node_address`.
@@ -57,6 +62,8 @@ struct loopback_cluster {
   void stop_all(std::chrono::milliseconds limit) {
     auto start = std::chrono::steady_clock::now();
     for (auto& n : nodes) {
+      if (!n->running())
+        continue;  // a test killed it
       kill(n->pid(), SIGCONT);  // a test may have stopped one
       BOOST_TEST(n->stop(SIGTERM, limit));
     }

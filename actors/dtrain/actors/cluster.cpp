@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/core/check.hpp"
+#include "dtrain/core/net.hpp"
 #include "dtrain/actors/head_actor.hpp"
 #include "dtrain/actors/node_actor.hpp"
 #include "dtrain/actors/replica_actor.hpp"
@@ -45,16 +47,6 @@ result<std::pair<std::string, uint16_t>> parse_address(const std::string& addres
   return std::make_pair(address.substr(0, colon), static_cast<uint16_t>(port));
 }
 
-namespace {
-
-std::string host_name() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  return name;
-}
-
-} // namespace
-
 result<std::unique_ptr<cluster>> cluster::connect(const options& o) {
   std::unique_ptr<cluster> c(new cluster());
   c->config_ = std::make_unique<system_config>();
@@ -76,8 +68,8 @@ status cluster::start_embedded(const options& o) {
   head_ = spawn_head(*system_);
   local_node_ = spawn_node(*system_);
   int cores = static_cast<int>(std::thread::hardware_concurrency());
-  node_info info{host_name(), "", o.local_slots > 0 ? o.local_slots : std::max(2, cores),
-                 o.local_gpus, static_cast<int32_t>(getpid())};
+  node_info info{net::host_name(), "", o.local_slots > 0 ? o.local_slots : std::max(2, cores),
+                 o.local_gpus, static_cast<int32_t>(getpid()), net::host_identity()};
   caf::scoped_actor self{*system_};
   status out;
   self->request(head_, std::chrono::seconds(10), register_atom::value, info, local_node_)
@@ -90,17 +82,31 @@ status cluster::attach(const std::string& address, std::chrono::milliseconds tim
   where_ = address;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    auto head = system_->middleman().remote_actor<head_actor>(hp.first, hp.second);
-    if (head) {
-      head_ = *head;
-      return status::ok();
+    // CAF's connect has no timeout of its own (minutes against a host that
+    // drops packets): probe the port first, within what is left.
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    status reachable = net::probe_tcp(hp.first, hp.second, std::max(left, std::chrono::milliseconds(100)));
+    if (reachable) {
+      auto head = system_->middleman().remote_actor<head_actor>(hp.first, hp.second);
+      if (head) {
+        head_ = *head;
+        return status::ok();
+      }
+      reachable = from_caf(head.error(), "connecting");
     }
     if (std::chrono::steady_clock::now() >= deadline)
-      return from_caf(head.error(), "cannot reach the dtrain head at " + address + " within " +
-                                        std::to_string(timeout.count()) + " ms");
+      return status(error_code::unavailable,
+                    "cannot reach the dtrain head at " + address + " within " +
+                        std::to_string(timeout.count()) + " ms: " + reachable.message());
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
 }
+
+namespace {
+// A node that does not accept a TCP connection within this is unreachable.
+constexpr std::chrono::milliseconds connect_probe_timeout{3000};
+} // namespace
 
 result<replica_actor> cluster::spawn_replica(const assignment& a, const replica_spec& spec,
                                              const caf::actor& owner, const store_actor& store,
@@ -117,6 +123,8 @@ result<replica_actor> cluster::spawn_replica(const assignment& a, const replica_
     return out;
   }
   DTRAIN_ASSIGN_OR_RETURN(auto hp, parse_address(a.info.address));
+  DTRAIN_RETURN_IF_ERROR(net::probe_tcp(hp.first, hp.second, std::min(timeout, connect_probe_timeout))
+                             .with_context(what));
   auto node = system_->middleman().connect(hp.first, hp.second);
   if (!node)
     return from_caf(node.error(), what + ": cannot connect to " + a.info.address);

@@ -36,16 +36,18 @@ using unreach_atom = caf::atom_constant<caf::atom("unreach")>;
 
 /// A node as it registers with the head.
 struct node_info {
-  std::string host;          // host name (ranks compare these)
-  std::string address;       // "HOST:PORT" of its BASP port; empty = in-process
+  std::string host;          // host name, for people
+  std::string address;       // "ADDRESS:PORT" its peers reach it at; empty = in-process
   int32_t cpu_slots = 1;
   int32_t gpus = 0;
   int32_t pid = 0;
+  std::string host_id;       // net::host_identity(): ranks compare these
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
-  return f(caf::meta::type_name("node_info"), x.host, x.address, x.cpu_slots, x.gpus, x.pid);
+  return f(caf::meta::type_name("node_info"), x.host, x.address, x.cpu_slots, x.gpus, x.pid,
+           x.host_id);
 }
 
 /// One replica's place: the node (index into the head's table and its
@@ -70,7 +72,8 @@ struct replica_spec {
   int32_t world_size = 1;
   int32_t local_rank = 0;
   int32_t node_rank = 0;
-  std::string host;           // for the communicator's host grouping
+  std::string host;           // host identity, for the communicator's host grouping
+  std::string bind_address = "127.0.0.1";  // where its communicator listens (the node's address)
   std::string backend = "auto";
   int32_t gpu = -1;           // CUDA device, or -1 for the CPU
   int64_t timeout_ms = 30000; // collectives and rendezvous
@@ -87,7 +90,7 @@ struct replica_spec {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, replica_spec& x) {
   return f(caf::meta::type_name("replica_spec"), x.trainer, x.generation, x.rank, x.world_size,
-           x.local_rank, x.node_rank, x.host, x.backend, x.gpu, x.timeout_ms, x.operator_name,
+           x.local_rank, x.node_rank, x.host, x.bind_address, x.backend, x.gpu, x.timeout_ms, x.operator_name,
            x.config, x.global_batch_size, x.aggregation_frequency, x.average_training_metrics,
            x.compression, x.seed, x.progress_seconds);
 }

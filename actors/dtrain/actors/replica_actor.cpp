@@ -95,6 +95,7 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
   go.backend = spec.backend;
   go.where = spec.gpu >= 0 ? device::cuda(spec.gpu) : device::cpu();
   go.host = spec.host;
+  go.bind_address = spec.bind_address;
   go.timeout = std::chrono::milliseconds(spec.timeout_ms);
   DTRAIN_ASSIGN_OR_RETURN(auto comm, comm::make_communicator(go));
   train::comm_replica_context::placement where{spec.local_rank, spec.node_rank, go.where, spec.seed};

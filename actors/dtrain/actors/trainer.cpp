@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -9,6 +10,7 @@
 
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/core/check.hpp"
+#include "dtrain/core/net.hpp"
 #include "dtrain/actors/store_actor.hpp"
 
 namespace dtrain::actors {
@@ -19,9 +21,8 @@ using clock_type = std::chrono::steady_clock;
 
 std::string unique_id(const std::string& name) {
   static std::atomic<int> counter{0};
-  char host[64] = {};
-  gethostname(host, sizeof host - 1);
-  return name + "-" + host + "-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  return name + "-" + net::host_name() + "-" + std::to_string(getpid()) + "-" +
+         std::to_string(counter++);
 }
 
 // The actor replicas monitor: when it goes, they go.
@@ -58,7 +59,7 @@ result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_confi
   std::unique_ptr<trainer> t(new trainer(c, config));
   t->id_ = unique_id(config.name);
   auto start = clock_type::now();
-  status started = t->start();
+  status started = t->start(false);
   if (!started) {
     (void)t->shutdown();
     return started.with_context("trainer '" + config.name + "'");
@@ -69,24 +70,49 @@ result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_confi
 
 trainer::~trainer() { (void)shutdown(); }
 
-status trainer::place() {
-  auto& sys = cluster_.system();
+int trainer::min_replicas() const {
+  int m = config_.min_replicas > 0 ? config_.min_replicas : config_.num_replicas;
+  return std::min(m, config_.num_replicas);
+}
+
+// One all-or-nothing request for n replicas (replacing what the trainer
+// holds): unavailable while busy, invalid_argument when the cluster cannot
+// hold n at all.
+status trainer::try_place(int n) {
+  caf::scoped_actor self{cluster_.system()};
+  status out;
+  self->request(cluster_.head(), std::chrono::seconds(10), place_atom::value, id_,
+                static_cast<int32_t>(n), config_.use_gpu, owner_)
+      .receive([&](std::vector<assignment>& a) { placement_ = std::move(a); },
+               [&](caf::error& e) { out = from_caf(e, "placing " + std::to_string(n) + " replicas"); });
+  return out;
+}
+
+// Places the group: num_replicas, or as few as min_replicas when fewer fit.
+// At creation a group the cluster can never hold fails at once; when
+// re-forming after a failure, the missing capacity may come back (a node
+// restarting), so it waits for it up to placement_timeout, saying why.
+status trainer::place(bool recovering) {
   auto deadline = clock_type::now() + config_.placement_timeout;
   std::string last_reason;
   for (;;) {
-    caf::scoped_actor self{sys};
     status out;
-    self->request(cluster_.head(), std::chrono::seconds(10), place_atom::value, id_,
-                  static_cast<int32_t>(config_.num_replicas), config_.use_gpu, owner_)
-        .receive([&](std::vector<assignment>& a) { placement_ = std::move(a); },
-                 [&](caf::error& e) { out = from_caf(e, "placing " + std::to_string(config_.num_replicas) + " replicas"); });
-    if (out.is_ok() || out.code() != error_code::unavailable)
+    for (int n = config_.num_replicas; n >= min_replicas(); --n) {
+      out = try_place(n);
+      if (out.is_ok() || (out.code() != error_code::unavailable &&
+                          out.code() != error_code::invalid_argument))
+        return out;
+    }
+    const bool can_wait = out.code() == error_code::unavailable || recovering;
+    if (!can_wait)
       return out;
-    if (clock_type::now() >= deadline)
-      return status(error_code::timeout, out.message() + " (gave up after " +
-                                             std::to_string(config_.placement_timeout.count()) + " ms)");
+    if (clock_type::now() >= deadline || stopped_)
+      return status(error_code::timeout, out.message() + " (waited " +
+                                             std::to_string(config_.placement_timeout.count()) +
+                                             " ms for capacity)");
     if (out.message() != last_reason) {
-      std::fprintf(stderr, "dtrain: trainer %s: %s\n", config_.name.c_str(), out.message().c_str());
+      std::fprintf(stderr, "dtrain: trainer %s: waiting for capacity: %s\n", config_.name.c_str(),
+                   out.message().c_str());
       last_reason = out.message();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -103,7 +129,11 @@ status trainer::spawn_all() {
     spec.world_size = static_cast<int32_t>(placement_.size());
     spec.local_rank = a.local_rank;
     spec.node_rank = a.node;
-    spec.host = a.info.host;
+    spec.host = a.info.host_id.empty() ? a.info.host : a.info.host_id;
+    if (!a.info.address.empty()) {
+      DTRAIN_ASSIGN_OR_RETURN(auto hp, parse_address(a.info.address));
+      spec.bind_address = hp.first;  // the node's address: reachable by its peers
+    }
     spec.backend = config_.backend;
     spec.gpu = a.gpu;
     spec.timeout_ms = config_.collective_timeout.count();
@@ -125,7 +155,7 @@ status trainer::spawn_all() {
   return status::ok();
 }
 
-status trainer::start() {
+status trainer::start(bool recovering) {
   auto& sys = cluster_.system();
   if (!owner_)
     owner_ = sys.spawn(owner_impl);
@@ -135,7 +165,11 @@ status trainer::start() {
   for (;;) {
     replicas_.clear();
     unreachable_node_ = -1;
-    DTRAIN_RETURN_IF_ERROR(place());
+    placement_failed_ = false;
+    if (status placed = place(recovering); !placed) {
+      placement_failed_ = true;
+      return placed;
+    }
     status spawned = spawn_all();
     if (spawned)
       break;
@@ -150,8 +184,7 @@ status trainer::start() {
     self->request(cluster_.head(), std::chrono::seconds(5), unreach_atom::value,
                   static_cast<int32_t>(unreachable_node_))
         .receive([](caf::ok_atom) {}, [](caf::error&) {});
-    self->request(cluster_.head(), std::chrono::seconds(5), release_atom::value, id_)
-        .receive([](caf::ok_atom) {}, [](caf::error&) {});
+    release_slots();
   }
   // Setup runs the rendezvous: every replica must be asked before any answers.
   auto ready = ask_all<caf::ok_atom>(config_.collective_timeout + std::chrono::seconds(30),
@@ -246,67 +279,154 @@ void trainer::stop_replicas() {
   replicas_.clear();
 }
 
-status trainer::recover(const status& cause) {
-  failures_.push_back({std::chrono::steady_clock::now(), cause.to_string()});
-  std::fprintf(stderr, "dtrain: trainer %s: failure %zu of at most %d: %s\n", config_.name.c_str(),
-               failures_.size(), config_.max_failures, cause.to_string().c_str());
-  if (static_cast<int>(failures_.size()) > config_.max_failures)
-    return cause.with_context("trainer '" + config_.name + "' gives up after " +
-                              std::to_string(failures_.size()) + " failures (max_failures " +
-                              std::to_string(config_.max_failures) + ")");
-  stop_replicas();
-  {
-    caf::scoped_actor self{cluster_.system()};
-    self->request(cluster_.head(), std::chrono::seconds(5), release_atom::value, id_)
-        .receive([](caf::ok_atom) {}, [](caf::error&) {});
+void trainer::release_slots() {
+  caf::scoped_actor self{cluster_.system()};
+  self->request(cluster_.head(), std::chrono::seconds(5), release_atom::value, id_)
+      .receive([](caf::ok_atom) {}, [](caf::error&) {});
+}
+
+namespace {
+
+// Failures of the group (a replica or node gone, a hung peer, a collective
+// or request timeout) are worth a new group; errors that would come back
+// the same (bad input, a non-finite loss, a model that does not fit) are not.
+bool worth_retrying(const status& s) {
+  switch (s.code()) {
+    case error_code::aborted:
+    case error_code::timeout:
+    case error_code::unavailable:
+    case error_code::io_error:
+    case error_code::cuda_error:
+    case error_code::internal:
+      return true;
+    default:
+      return false;
   }
+}
+
+} // namespace
+
+// Tears the group down and forms it again under a new generation (as many
+// replicas as fit, down to min_replicas, waiting for capacity up to
+// placement_timeout), restoring the newest valid checkpoint.
+status trainer::reform() {
+  stop_replicas();
+  release_slots();
   ++generation_;
-  DTRAIN_RETURN_IF_ERROR(start().with_context("re-forming the group (generation " +
-                                              std::to_string(generation_) + ")"));
+  DTRAIN_RETURN_IF_ERROR(start(true).with_context("re-forming the group (generation " +
+                                                  std::to_string(generation_) + ")"));
+  if (world_size() < config_.num_replicas)
+    std::fprintf(stderr, "dtrain: trainer %s: continuing with %d of %d replicas (min_replicas %d)\n",
+                 config_.name.c_str(), world_size(), config_.num_replicas, min_replicas());
   if (config_.checkpoint_dir.empty())
     return status::ok();  // no checkpoints: the new group starts over
-  status restored = restore(config_.checkpoint_dir);
+  status restored = ask_all<caf::ok_atom>(config_.epoch_timeout, "restore from " + config_.checkpoint_dir,
+                                          restore_atom::value, config_.checkpoint_dir)
+                        .to_status();
   if (restored.code() == error_code::not_found)
     return status::ok();  // nothing saved yet
   return restored;
 }
 
-result<metrics_msg> trainer::train() {
+status trainer::recover(status cause) {
   for (;;) {
-    auto all = ask_all<metrics_msg>(config_.epoch_timeout, "train", train_atom::value);
-    if (!all) {
-      if (stopped_)
-        return all.error();
-      DTRAIN_RETURN_IF_ERROR(recover(all.error()));
-      continue;
-    }
-    metrics_msg m = all->front();
-    bool due = config_.checkpoint_every > 0 && m.epoch % config_.checkpoint_every == 0;
-    if (!config_.checkpoint_dir.empty() && (m.preempted || due))
-      DTRAIN_RETURN_IF_ERROR(save(config_.checkpoint_dir));
-    return m;
+    failures_.push_back({std::chrono::steady_clock::now(), cause.to_string()});
+    if (!worth_retrying(cause))
+      return cause.with_context("trainer '" + config_.name + "' stops (not retried)");
+    std::fprintf(stderr, "dtrain: trainer %s: failure %zu of at most %d: %s\n", config_.name.c_str(),
+                 failures_.size(), config_.max_failures, cause.to_string().c_str());
+    if (static_cast<int>(failures_.size()) > config_.max_failures)
+      return cause.with_context("trainer '" + config_.name + "' gives up after " +
+                                std::to_string(failures_.size()) + " failures (max_failures " +
+                                std::to_string(config_.max_failures) + ")");
+    status reformed = reform();
+    if (reformed.is_ok() || placement_failed_ || stopped_)
+      return reformed;
+    cause = reformed;  // the new group failed too: that is another failure
   }
 }
 
-result<metrics_msg> trainer::validate() {
+// An elastic group below num_replicas grows back at an epoch boundary when
+// the cluster has free slots again (checked at most once a second): it
+// saves, re-forms with as many replicas as fit, and restores.
+status trainer::maybe_grow() {
+  if (world_size() >= config_.num_replicas || config_.checkpoint_dir.empty())
+    return status::ok();
+  if (clock_type::now() - last_growth_check_ < std::chrono::seconds(1))
+    return status::ok();
+  last_growth_check_ = clock_type::now();
+  int free = 0;
+  {
+    caf::scoped_actor self{cluster_.system()};
+    self->request(cluster_.head(), std::chrono::seconds(5), status_atom::value)
+        .receive(
+            [&](cluster_status& st) {
+              for (size_t i = 0; i < st.nodes.size(); ++i)
+                free += (config_.use_gpu ? st.nodes[i].gpus : st.nodes[i].cpu_slots) -
+                        st.slots_used[i];
+            },
+            [](caf::error&) {});
+  }
+  if (free <= 0)
+    return status::ok();
+  std::fprintf(stderr, "dtrain: trainer %s: %d free slots; growing from %d to up to %d replicas\n",
+               config_.name.c_str(), free, world_size(), config_.num_replicas);
+  DTRAIN_RETURN_IF_ERROR(save(config_.checkpoint_dir));
+  status grown = reform();
+  return grown.is_ok() ? grown : recover(grown);
+}
+
+// ask_all, and after a failure of the group, recovery and the same request
+// again (on the new group), until it succeeds or recovery gives up.
+template <class Reply, class... Ts>
+result<std::vector<Reply>> trainer::ask_with_recovery(std::chrono::milliseconds timeout,
+                                                      const std::string& what, Ts... args) {
   for (;;) {
-    auto all = ask_all<metrics_msg>(config_.epoch_timeout, "validate", valid_atom::value);
-    if (all)
-      return all->front();
-    if (stopped_)
-      return all.error();
+    auto all = ask_all<Reply>(timeout, what, args...);
+    if (all || stopped_)
+      return all;
     DTRAIN_RETURN_IF_ERROR(recover(all.error()));
   }
 }
 
+result<metrics_msg> trainer::train() {
+  DTRAIN_RETURN_IF_ERROR(maybe_grow());
+  for (;;) {
+    auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "train", train_atom::value);
+    if (!all)
+      return all.error();
+    metrics_msg m = all->front();
+    bool due = config_.checkpoint_every > 0 && m.epoch % config_.checkpoint_every == 0;
+    if (config_.checkpoint_dir.empty() || !(m.preempted || due))
+      return m;
+    auto saved = ask_all<caf::ok_atom>(config_.epoch_timeout, "save to " + config_.checkpoint_dir,
+                                       save_atom::value, config_.checkpoint_dir,
+                                       static_cast<int32_t>(config_.checkpoint_keep));
+    if (saved || stopped_)
+      return saved ? result<metrics_msg>(m) : result<metrics_msg>(saved.error());
+    // The new group restores the newest checkpoint, before this epoch:
+    // the epoch runs again.
+    DTRAIN_RETURN_IF_ERROR(recover(saved.error()));
+  }
+}
+
+result<metrics_msg> trainer::validate() {
+  auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "validate", valid_atom::value);
+  if (!all)
+    return all.error();
+  return all->front();
+}
+
 status trainer::save(const std::string& path) {
-  return ask_all<caf::ok_atom>(config_.epoch_timeout, "save to " + path, save_atom::value, path,
-                               static_cast<int32_t>(config_.checkpoint_keep))
+  return ask_with_recovery<caf::ok_atom>(config_.epoch_timeout, "save to " + path, save_atom::value,
+                                         path, static_cast<int32_t>(config_.checkpoint_keep))
       .to_status();
 }
 
 status trainer::restore(const std::string& path) {
-  return ask_all<caf::ok_atom>(config_.epoch_timeout, "restore from " + path, restore_atom::value, path).to_status();
+  return ask_with_recovery<caf::ok_atom>(config_.epoch_timeout, "restore from " + path,
+                                         restore_atom::value, path)
+      .to_status();
 }
 
 result<std::vector<float>> trainer::get_model() {
@@ -353,9 +473,8 @@ std::future<result<metrics_msg>> trainer::validate_async() {
 }
 
 status trainer::shutdown() {
-  if (stopped_)
+  if (stopped_.exchange(true))
     return status::ok();
-  stopped_ = true;
   stop_replicas();
   if (owner_)
     caf::anon_send_exit(owner_, caf::exit_reason::user_shutdown);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <future>
@@ -23,6 +24,14 @@ struct trainer_config {
   std::string operator_name;                   // a registered training operator
   std::map<std::string, std::string> config;   // its hyperparameters
   int num_replicas = 1;
+  /// Elastic training (Ray's num_workers=(min, max)): when the cluster can
+  /// no longer hold num_replicas (a node died), the group re-forms with as
+  /// few as min_replicas from the newest checkpoint, keeping the global
+  /// batch (each replica takes a larger share), and grows back to
+  /// num_replicas at an epoch boundary once slots are free again (this needs
+  /// checkpoint_dir, through which the state moves). 0: num_replicas, i.e.
+  /// not elastic: recovery waits up to placement_timeout for capacity.
+  int min_replicas = 0;
   bool use_gpu = false;
   std::string backend = "auto";                // communicator backend
   /// Split evenly across replicas; the remainder is dropped.
@@ -33,13 +42,17 @@ struct trainer_config {
   uint64_t seed = 0;
   std::chrono::milliseconds collective_timeout{60000};
   std::chrono::milliseconds epoch_timeout{600000};
-  /// How long placement may wait for busy slots before giving up.
+  /// How long placement may wait for busy slots (or, when re-forming after
+  /// a failure, for nodes to come back) before giving up.
   std::chrono::milliseconds placement_timeout{60000};
   /// Fault tolerance: a failed epoch (dead node or replica, hung peer,
   /// collective timeout) tears the group down, forms it again under a new
   /// rendezvous generation on the nodes still there, restores the newest
   /// valid checkpoint under checkpoint_dir (or starts over without one) and
-  /// runs the epoch again, up to max_failures times.
+  /// runs the epoch again, up to max_failures times. A failure during save
+  /// or restore is recovered the same way. Errors that would repeat (a
+  /// non-finite loss, bad input, a model too large for memory) are not
+  /// retried: train() fails at once with that cause.
   int max_failures = 3;
   std::string checkpoint_dir;       // empty: no checkpoints
   int checkpoint_every = 1;         // epochs between checkpoints
@@ -82,6 +95,9 @@ public:
   /// bitwise identical replicas).
   result<std::vector<uint64_t>> parameter_hashes();
   status shutdown();
+  /// The number of replicas now (below num_replicas while an elastic group
+  /// runs short of slots).
+  int world_size() const { return static_cast<int>(placement_.size()); }
   /// Asks the group to stop (Determined's preemption): the epoch in
   /// progress ends at the replicas' next check (every 16 steps, the same
   /// step on all), train() saves a checkpoint that records where the epoch
@@ -109,11 +125,19 @@ public:
 
 private:
   trainer(cluster& c, const trainer_config& config) : cluster_(c), config_(config) {}
-  status start();
-  status place();
+  status start(bool recovering);
+  status place(bool recovering);
+  status try_place(int n);
   status spawn_all();
-  status recover(const status& cause);
+  status recover(status cause);
+  status reform();
+  status maybe_grow();
+  int min_replicas() const;
   void stop_replicas();
+  void release_slots();
+  template <class Reply, class... Ts>
+  result<std::vector<Reply>> ask_with_recovery(std::chrono::milliseconds timeout,
+                                               const std::string& what, Ts... args);
   template <class Reply, class... Ts>
   result<std::vector<Reply>> ask_all(std::chrono::milliseconds timeout, const std::string& what,
                                      Ts... args);
@@ -126,7 +150,9 @@ private:
   store_actor store_;
   caf::actor owner_;
   double startup_seconds_ = 0;
-  bool stopped_ = false;
+  std::atomic<bool> stopped_{false};  // read by preempt() from other threads
+  bool placement_failed_ = false;     // the last start() failed to place
+  std::chrono::steady_clock::time_point last_growth_check_{};
   int generation_ = 0;
   int unreachable_node_ = -1;
   // The chief, for preempt() from another thread while replicas_ changes.

@@ -9,6 +9,7 @@
 #include "dtrain/comm/shm.hpp"
 #include "dtrain/config.hpp"
 #include "dtrain/core/check.hpp"
+#include "dtrain/core/net.hpp"
 #if DTRAIN_HAS_NCCL
 #include "dtrain/comm/nccl.hpp"
 #endif
@@ -16,12 +17,6 @@
 namespace dtrain::comm {
 
 namespace {
-
-std::string this_host() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  return name;
-}
 
 std::shared_ptr<store> sub(const group_options& o, const std::string& prefix) {
   return std::make_shared<prefix_store>(prefix, o.store);
@@ -36,7 +31,7 @@ result<std::unique_ptr<communicator>> upcast(result<std::unique_ptr<T>> made) {
 
 // Every rank's host index (hosts numbered by their lowest rank).
 result<std::vector<int>> exchange_hosts(const group_options& o) {
-  std::string mine = o.host.empty() ? this_host() : o.host;
+  std::string mine = o.host.empty() ? net::host_identity() : o.host;
   DTRAIN_RETURN_IF_ERROR(o.store->set("host/" + std::to_string(o.rank), to_bytes(mine)));
   std::vector<std::string> names;
   std::vector<int> host_of;

@@ -21,10 +21,12 @@ struct group_options {
   std::string backend = "auto";
   /// Where the buffers live: cuda selects NCCL under auto.
   device where = device::cpu();
-  /// The host this rank runs on, as ranks compare them; empty = hostname.
+  /// The host this rank runs on, as ranks compare them; empty =
+  /// net::host_identity().
   /// Tests set distinct names to form several "hosts" on one machine.
   std::string host;
-  /// Address Gloo binds to (loopback unless told otherwise).
+  /// Address Gloo binds to and publishes to its peers: the node's own
+  /// address on a multi-host cluster (loopback unless told otherwise).
   std::string bind_address = "127.0.0.1";
   milliseconds timeout = milliseconds(30000);
 };

@@ -18,6 +18,7 @@ const char* to_string(error_code code) {
     case error_code::unavailable: return "unavailable";
     case error_code::cuda_error: return "cuda_error";
     case error_code::internal: return "internal";
+    case error_code::numerical_error: return "numerical_error";
   }
   return "unknown";
 }

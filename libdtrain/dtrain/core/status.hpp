@@ -23,6 +23,7 @@ enum class error_code {
   unavailable,        // a device or backend that is not there (no GPU, ...)
   cuda_error,         // the CUDA runtime, cuBLAS or a kernel failed
   internal,           // a broken invariant inside dtrain
+  numerical_error,    // a non-finite loss or value: retrying would repeat it
 };
 
 /// Name of a code, for messages ("shape_mismatch").

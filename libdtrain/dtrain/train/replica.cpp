@@ -187,7 +187,7 @@ result<epoch_metrics> replica_runner::train_epoch() {
     DTRAIN_ASSIGN_OR_RETURN(const tensor* out, model.forward(batch->features, true));
     DTRAIN_ASSIGN_OR_RETURN(float loss, parts_.loss->compute(*out, batch->targets, true));
     if (!std::isfinite(loss))
-      return status(error_code::internal, "replica " + std::to_string(ctx_->rank()) +
+      return status(error_code::numerical_error, "replica " + std::to_string(ctx_->rank()) +
                                               ": the loss is not finite in epoch " +
                                               std::to_string(epoch_ + 1) + "; lower the lr");
     if (parts_.classification) {

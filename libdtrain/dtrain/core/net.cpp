@@ -1,0 +1,154 @@
+#include "dtrain/core/net.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dtrain/core/check.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace dtrain::net {
+
+namespace {
+
+// Closes a descriptor when it goes out of scope.
+struct fd_guard {
+  int fd;
+  ~fd_guard() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+std::string first_line(const char* path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+result<sockaddr_in> ipv4_endpoint(const std::string& host, uint16_t port) {
+  DTRAIN_ASSIGN_OR_RETURN(std::string ip, resolve_ipv4(host));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  inet_pton(AF_INET, ip.c_str(), &sa.sin_addr);
+  return sa;
+}
+
+} // namespace
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0 || name[0] == 0)
+    return "localhost";
+  return name;
+}
+
+std::string host_identity() {
+  static const std::string identity = [] {
+    std::string boot = first_line("/proc/sys/kernel/random/boot_id");
+    struct stat ns {};
+    std::string net = stat("/proc/self/ns/net", &ns) == 0 ? std::to_string(ns.st_ino) : "?";
+    return host_name() + "/" + boot.substr(0, 8) + "/" + net;
+  }();
+  return identity;
+}
+
+bool is_loopback(const std::string& address) {
+  return address == "localhost" || address == "::1" || address.rfind("127.", 0) == 0;
+}
+
+bool is_wildcard(const std::string& address) {
+  return address.empty() || address == "0.0.0.0" || address == "::" || address == "*";
+}
+
+result<std::string> resolve_ipv4(const std::string& host) {
+  in_addr numeric{};
+  if (inet_pton(AF_INET, host.c_str(), &numeric) == 1)
+    return host;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (rc != 0 || found == nullptr)
+    return invalid_argument("host '" + host + "' does not resolve to an IPv4 address (" +
+                            gai_strerror(rc) + ")");
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof text);
+  freeaddrinfo(found);
+  return std::string(text);
+}
+
+result<std::string> local_address_towards(const std::string& host, uint16_t port) {
+  DTRAIN_ASSIGN_OR_RETURN(sockaddr_in peer, ipv4_endpoint(host, port));
+  fd_guard s{::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)};
+  if (s.fd < 0 || ::connect(s.fd, reinterpret_cast<sockaddr*>(&peer), sizeof peer) != 0)
+    return status(error_code::unavailable, "no route from this host to " + host + ":" +
+                                               std::to_string(port) + " (" +
+                                               std::strerror(errno) + ")");
+  sockaddr_in mine{};
+  socklen_t len = sizeof mine;
+  getsockname(s.fd, reinterpret_cast<sockaddr*>(&mine), &len);
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &mine.sin_addr, text, sizeof text);
+  return std::string(text);
+}
+
+bool is_local_address(const std::string& address) {
+  if (is_loopback(address))
+    return true;
+  auto ip = resolve_ipv4(address);
+  if (!ip)
+    return false;
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0)
+    return false;
+  bool found = false;
+  for (ifaddrs* i = all; i != nullptr && !found; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET)
+      continue;
+    char text[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+    found = *ip == text;
+  }
+  freeifaddrs(all);
+  return found;
+}
+
+status probe_tcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
+  const std::string where = host + ":" + std::to_string(port);
+  DTRAIN_ASSIGN_OR_RETURN(sockaddr_in peer, ipv4_endpoint(host, port));
+  fd_guard s{::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+  if (s.fd < 0)
+    return status(error_code::unavailable, "socket for " + where + ": " + std::strerror(errno));
+  if (::connect(s.fd, reinterpret_cast<sockaddr*>(&peer), sizeof peer) == 0)
+    return status::ok();
+  if (errno != EINPROGRESS)
+    return status(error_code::unavailable, "cannot connect to " + where + ": " + std::strerror(errno));
+  pollfd p{s.fd, POLLOUT, 0};
+  int ready = ::poll(&p, 1, static_cast<int>(timeout.count()));
+  if (ready == 0)
+    return status(error_code::timeout, "no answer from " + where + " within " +
+                                           std::to_string(timeout.count()) +
+                                           " ms (host down, or packets dropped on the way)");
+  int err = 0;
+  socklen_t len = sizeof err;
+  getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  if (ready < 0 || err != 0)
+    return status(error_code::unavailable, "cannot connect to " + where + ": " +
+                                               std::strerror(ready < 0 ? errno : err));
+  return status::ok();
+}
+
+} // namespace dtrain::net
