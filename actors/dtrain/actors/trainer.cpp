@@ -38,6 +38,7 @@ trainer_config trainer_config_from(const config::experiment& e) {
   t.operator_name = e.operator_name;
   t.config = e.hyperparameters;
   t.num_replicas = e.slots_per_trial;
+  t.min_replicas = e.min_slots_per_trial;
   t.use_gpu = e.use_gpu;
   t.backend = e.backend;
   t.global_batch_size = e.global_batch_size;
@@ -214,8 +215,12 @@ struct gathering {
 template <class Reply, class... Ts>
 result<std::vector<Reply>> trainer::ask_all(std::chrono::milliseconds timeout,
                                             const std::string& what, Ts... args) {
-  if (stopped_ || replicas_.empty())
+  if (stopped_)
     return status(error_code::aborted, what + ": the trainer has been shut down");
+  if (replicas_.empty())
+    return status(error_code::aborted,
+                  what + ": the trainer has no replicas (re-forming its group failed" +
+                      (failures_.empty() ? std::string(")") : "; last failure: " + failures_.back().cause + ")"));
   using outcome = result<std::vector<Reply>>;
   auto promise = std::make_shared<std::promise<outcome>>();
   auto future = promise->get_future();

@@ -216,8 +216,10 @@ status read_hyperparameters(const YAML::Node& node, experiment& exp) {
 
 status read_resources(const YAML::Node& node, experiment& exp) {
   DTRAIN_ASSIGN_OR_RETURN(section s,
-                          open_section(node, "resources", {"slots_per_trial", "use_gpu", "backend"}));
+                          open_section(node, "resources",
+                                       {"slots_per_trial", "min_slots_per_trial", "use_gpu", "backend"}));
   DTRAIN_RETURN_IF_ERROR(read_int(s, "slots_per_trial", 1, exp.slots_per_trial));
+  DTRAIN_RETURN_IF_ERROR(read_int(s, "min_slots_per_trial", 0, exp.min_slots_per_trial));
   DTRAIN_RETURN_IF_ERROR(read_bool(s, "use_gpu", exp.use_gpu));
   return read_string(s, "backend", exp.backend, {"auto", "shm", "gloo", "hierarchical", "nccl"});
 }
@@ -338,6 +340,11 @@ status check_consistency(const experiment& exp) {
                             " is less than resources.slots_per_trial (" +
                             std::to_string(exp.slots_per_trial) +
                             "): every slot needs at least one sample per batch");
+  if (exp.min_slots_per_trial > exp.slots_per_trial)
+    return invalid_argument("resources.min_slots_per_trial: " +
+                            std::to_string(exp.min_slots_per_trial) +
+                            " is more than resources.slots_per_trial (" +
+                            std::to_string(exp.slots_per_trial) + ")");
   if (exp.backend == "nccl" && !exp.use_gpu)
     return invalid_argument("resources.backend: nccl needs resources.use_gpu: true");
   return status::ok();
@@ -466,6 +473,7 @@ std::string to_yaml(const experiment& exp) {
   emit_hyperparameters(out, exp);
   out << YAML::Key << "resources" << YAML::Value << YAML::BeginMap
       << YAML::Key << "slots_per_trial" << YAML::Value << exp.slots_per_trial
+      << YAML::Key << "min_slots_per_trial" << YAML::Value << exp.min_slots_per_trial
       << YAML::Key << "use_gpu" << YAML::Value << exp.use_gpu
       << YAML::Key << "backend" << YAML::Value << exp.backend << YAML::EndMap;
   out << YAML::Key << "global_batch_size" << YAML::Value << exp.global_batch_size;

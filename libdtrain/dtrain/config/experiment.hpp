@@ -37,6 +37,7 @@ struct experiment {
   /// Scalars as written ("0.001"); a list of scalars joined as "a,b,c".
   std::map<std::string, std::string> hyperparameters;
   int slots_per_trial = 1;                             // resources.slots_per_trial, >= 1
+  int min_slots_per_trial = 0;                         // resources.*: elastic down to this; 0 = not
   bool use_gpu = false;                                // resources.use_gpu
   std::string backend = "auto";                        // auto|shm|gloo|hierarchical|nccl
   int64_t global_batch_size = 128;                     // required, >= slots_per_trial
