@@ -364,6 +364,81 @@ BOOST_AUTO_TEST_CASE(retention_keeps_the_newest_k_and_the_best_and_drops_invalid
   BOOST_TEST(entries(root.path()) == names({5}));
 }
 
+// Flips one byte in the middle of `path`: the size stays, the CRC does not.
+void flip_a_byte(const std::string& path) {
+  std::string bytes = read_file(path);
+  bytes[bytes.size() / 2] ^= 0x20;
+  write_file(path, bytes);
+}
+
+BOOST_AUTO_TEST_CASE(retention_keeps_the_older_good_checkpoint_when_the_newest_is_corrupt) {
+  capnp_codec c;
+  const auto older = model_state::make(12), newer = model_state::make(13);
+  // The newest has a shard with a flipped byte, or a manifest that records
+  // a wrong checksum for a good shard (the same damage, seen from the other side).
+  for (const bool in_the_manifest : {false, true}) {
+    temp_dir root;
+    const std::string good = root.file(ckpt::checkpoint_name(1));
+    const std::string bad = root.file(ckpt::checkpoint_name(2));
+    BOOST_REQUIRE(write_checkpoint(c, good, 2, older, 1).is_ok());
+    BOOST_REQUIRE(write_checkpoint(c, bad, 2, newer, 2).is_ok());
+    if (in_the_manifest) {
+      auto m = *c.read_manifest(bad);
+      m.shards[1].checksum ^= 1;
+      BOOST_REQUIRE(c.write_manifest(bad, m).is_ok());
+    } else {
+      flip_a_byte(bad + "/shard-1-of-2.capnp");
+    }
+    BOOST_REQUIRE(ckpt::apply_retention(c, root.path(), 1, "", true).is_ok());
+    const auto kept = entries(root.path());
+    BOOST_TEST((std::find(kept.begin(), kept.end(), ckpt::checkpoint_name(1)) != kept.end()),
+                "the good checkpoint went (damage in the manifest: " << in_the_manifest << ")");
+    auto newest = ckpt::newest_valid(c, root.path());
+    BOOST_REQUIRE_MESSAGE(newest.is_ok(), newest.error().to_string());
+    BOOST_TEST(*newest == good);
+    const status s = expect_restores(c, good, older);
+    BOOST_TEST(s.is_ok(), s.to_string());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(leftovers_of_a_crashed_save_are_ignored_and_then_removed_by_retention) {
+  temp_dir root;
+  capnp_codec c;
+  const auto state = model_state::make(14);
+  const std::string good = root.file(ckpt::checkpoint_name(1));
+  BOOST_REQUIRE(write_checkpoint(c, good, 2, state, 1).is_ok());
+  // A save killed before it was published: complete up to the manifest,
+  // and one with a shard only.
+  BOOST_REQUIRE(write_checkpoint(c, root.file("ckpt-00000002.tmp-4f2a"), 2, state, 2).is_ok());
+  BOOST_REQUIRE(c.write_shard(root.file("ckpt-00000001-0001.tmp-77c1"), 0, 2, state.views()).is_ok());
+  std::vector<std::string> skipped;
+  auto newest = ckpt::newest_valid(c, root.path(), &skipped);
+  BOOST_REQUIRE_MESSAGE(newest.is_ok(), newest.error().to_string());
+  BOOST_TEST(*newest == good);
+  BOOST_TEST(skipped.empty());
+  fs::create_directory(root.file("unrelated"));
+  BOOST_REQUIRE(ckpt::apply_retention(c, root.path(), 1, "", true).is_ok());
+  BOOST_TEST((entries(root.path()) == std::vector<std::string>{ckpt::checkpoint_name(1), "unrelated"}));
+}
+
+BOOST_AUTO_TEST_CASE(later_saves_of_an_epoch_are_newer_and_sequence_numbers_compare_as_numbers) {
+  temp_dir root;
+  capnp_codec c;
+  // Old-style ckpt-EPOCH first, then re-saves of epoch 2 numbered 1, 9999
+  // and 10000 (wider than the padding), and an older epoch's re-save.
+  const std::vector<std::string> names = {"ckpt-00000002", "ckpt-00000002-0001",
+                                          "ckpt-00000002-9999", "ckpt-00000002-10000",
+                                          "ckpt-00000001-0005"};
+  for (size_t i = 0; i < names.size(); ++i)
+    BOOST_REQUIRE(write_checkpoint(c, root.file(names[i]), 1, model_state::make(20 + i, 16), 2).is_ok());
+  auto newest = ckpt::newest_valid(c, root.path());
+  BOOST_REQUIRE_MESSAGE(newest.is_ok(), newest.error().to_string());
+  BOOST_TEST(*newest == root.file("ckpt-00000002-10000"));
+  BOOST_REQUIRE(ckpt::apply_retention(c, root.path(), 2, "", true).is_ok());
+  BOOST_TEST((entries(root.path()) ==
+              std::vector<std::string>{"ckpt-00000002-10000", "ckpt-00000002-9999"}));
+}
+
 BOOST_AUTO_TEST_CASE(checkpoint_names_sort_by_epoch) {
   BOOST_TEST(ckpt::checkpoint_name(7) == "ckpt-00000007");
   BOOST_TEST(ckpt::checkpoint_name(9) < ckpt::checkpoint_name(10));
