@@ -1,7 +1,8 @@
-// The checkpoint model (newest_valid, retention) over the Cap'n Proto
-// codec: shards written by ranks in threads read back whole whatever the
-// writer's world size, big slices split into chunks, the manifest last,
-// and truncated, altered or missing files reported by name.
+// The checkpoint model (names, saves under temporary names, newest_valid,
+// retention) over the Cap'n Proto codec: shards written by ranks in threads
+// read back whole whatever the writer's world size, big slices split into
+// chunks, the manifest last, truncated, altered or missing files reported
+// by name, and no save or retention that loses the last good checkpoint.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -439,9 +440,54 @@ BOOST_AUTO_TEST_CASE(later_saves_of_an_epoch_are_newer_and_sequence_numbers_comp
               std::vector<std::string>{"ckpt-00000002-10000", "ckpt-00000002-9999"}));
 }
 
-BOOST_AUTO_TEST_CASE(checkpoint_names_sort_by_epoch) {
+BOOST_AUTO_TEST_CASE(each_save_of_an_epoch_gets_a_new_name_and_publishing_never_replaces_one) {
+  temp_dir root;
+  capnp_codec c;
+  const auto state = model_state::make(15, 16);
+  const std::string under = root.file("checkpoints");  // created by the first save
+  std::vector<std::string> published;
+  for (int save = 0; save < 3; ++save) {
+    auto pending = ckpt::begin_save(under, 4);
+    BOOST_REQUIRE_MESSAGE(pending.is_ok(), pending.error().to_string());
+    BOOST_TEST(!fs::exists(pending->dir));
+    BOOST_TEST(fs::is_directory(pending->temp));
+    BOOST_TEST(pending->temp.rfind(pending->dir + ".tmp-", 0) == 0u, pending->temp);
+    BOOST_REQUIRE(write_checkpoint(c, pending->temp, 2, state, 4).is_ok());
+    BOOST_REQUIRE(ckpt::publish(*pending).is_ok());
+    published.push_back(pending->dir);
+  }
+  BOOST_TEST((published == std::vector<std::string>{under + "/ckpt-00000004",
+                                                    under + "/ckpt-00000004-0001",
+                                                    under + "/ckpt-00000004-0002"}));
+  // Two saves that raced for one name: the second cannot replace the first.
+  auto first = ckpt::begin_save(under, 5), second = ckpt::begin_save(under, 5);
+  BOOST_REQUIRE(first.is_ok() && second.is_ok());
+  BOOST_TEST(first->dir == second->dir);
+  BOOST_TEST(first->temp != second->temp);
+  BOOST_REQUIRE(write_checkpoint(c, first->temp, 1, state, 5).is_ok());
+  BOOST_REQUIRE(ckpt::publish(*first).is_ok());
+  check_error(ckpt::publish(*second), error_code::io_error, second->dir);
+  ckpt::abandon(*second);
+  BOOST_TEST(!fs::exists(second->temp));
+  BOOST_TEST(ckpt::newest_valid(c, under).value() == first->dir);
+  // A root that is a file cannot hold checkpoints.
+  write_file(root.file("a-file"), "x");
+  check_error(ckpt::begin_save(root.file("a-file"), 1).to_status(), error_code::io_error,
+              root.file("a-file"));
+}
+
+BOOST_AUTO_TEST_CASE(checkpoint_names_order_by_epoch_then_sequence) {
   BOOST_TEST(ckpt::checkpoint_name(7) == "ckpt-00000007");
+  BOOST_TEST(ckpt::checkpoint_name(7, 2) == "ckpt-00000007-0002");
   BOOST_TEST(ckpt::checkpoint_name(9) < ckpt::checkpoint_name(10));
+  auto id = [](const std::string& name) { return ckpt::parse_checkpoint_name(name); };
+  BOOST_TEST((id("ckpt-00000007-0002")->epoch == 7 && id("ckpt-00000007-0002")->sequence == 2));
+  BOOST_TEST((id("ckpt-00000007")->epoch == 7 && id("ckpt-00000007")->sequence == 0));
+  BOOST_TEST((*id("ckpt-00000007-9999") < *id("ckpt-00000007-10000")));
+  BOOST_TEST((*id("ckpt-00000007-0001") < *id("ckpt-00000008")));
+  for (const char* other : {"ckpt-", "ckpt-7-", "ckpt-x", "ckpt-00000007.tmp-1a2b", "ckpt-7-1-2",
+                            "ckpt--1", "model-00000007"})
+    BOOST_TEST(!id(other).has_value(), other);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
