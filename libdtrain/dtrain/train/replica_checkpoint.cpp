@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/train/replica.hpp"
@@ -170,12 +169,9 @@ status replica_runner::save(const std::string& root, const std::map<std::string,
   // The chief names a new directory (never an existing checkpoint's), so
   // that until the new one is published every old one stays whole.
   result<bytes> named = bytes{};
-  std::optional<checkpoint::pending_save> pending;
   if (ctx_->rank() == 0) {
     auto begun = checkpoint::begin_save(root, epoch_);
     named = begun.is_ok() ? result<bytes>(encode(*begun)) : begun.error();
-    if (begun.is_ok())
-      pending = std::move(begun).value();
   }
   DTRAIN_ASSIGN_OR_RETURN(bytes agreed, ctx_->broadcast(value_to_bytes(named), 0));
   DTRAIN_ASSIGN_OR_RETURN(bytes target, value_from_bytes(agreed));
@@ -184,8 +180,8 @@ status replica_runner::save(const std::string& root, const std::map<std::string,
   status outcome = shards.is_ok() ? status::ok() : shards.error();
   if (outcome.is_ok() && ctx_->rank() == 0)
     outcome = commit_checkpoint(root, save, *shards, metrics, keep_last, best_metric);
-  if (ctx_->rank() == 0 && !outcome.is_ok() && pending)
-    checkpoint::abandon(*pending);  // every rank is past its write by now
+  if (ctx_->rank() == 0 && !outcome.is_ok())
+    checkpoint::abandon(save);  // every rank is past its write by now
   if (!shards.is_ok())
     return outcome;  // the group's collectives failed: no barrier to hold
   // The chief's outcome, broadcast, is the barrier: nobody returns before
