@@ -1,7 +1,8 @@
-// The checkpoint model (newest_valid, retention) over the Cap'n Proto
-// codec: shards written by ranks in threads read back whole whatever the
-// writer's world size, big slices split into chunks, the manifest last,
-// and truncated, altered or missing files reported by name.
+// The checkpoint model (names, saves under temporary names, newest_valid,
+// retention) over the Cap'n Proto codec: shards written by ranks in threads
+// read back whole whatever the writer's world size, big slices split into
+// chunks, the manifest last, truncated, altered or missing files reported
+// by name, and no save or retention that loses the last good checkpoint.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -364,9 +365,129 @@ BOOST_AUTO_TEST_CASE(retention_keeps_the_newest_k_and_the_best_and_drops_invalid
   BOOST_TEST(entries(root.path()) == names({5}));
 }
 
-BOOST_AUTO_TEST_CASE(checkpoint_names_sort_by_epoch) {
+// Flips one byte in the middle of `path`: the size stays, the CRC does not.
+void flip_a_byte(const std::string& path) {
+  std::string bytes = read_file(path);
+  bytes[bytes.size() / 2] ^= 0x20;
+  write_file(path, bytes);
+}
+
+BOOST_AUTO_TEST_CASE(retention_keeps_the_older_good_checkpoint_when_the_newest_is_corrupt) {
+  capnp_codec c;
+  const auto older = model_state::make(12), newer = model_state::make(13);
+  // The newest has a shard with a flipped byte, or a manifest that records
+  // a wrong checksum for a good shard (the same damage, seen from the other side).
+  for (const bool in_the_manifest : {false, true}) {
+    temp_dir root;
+    const std::string good = root.file(ckpt::checkpoint_name(1));
+    const std::string bad = root.file(ckpt::checkpoint_name(2));
+    BOOST_REQUIRE(write_checkpoint(c, good, 2, older, 1).is_ok());
+    BOOST_REQUIRE(write_checkpoint(c, bad, 2, newer, 2).is_ok());
+    if (in_the_manifest) {
+      auto m = *c.read_manifest(bad);
+      m.shards[1].checksum ^= 1;
+      BOOST_REQUIRE(c.write_manifest(bad, m).is_ok());
+    } else {
+      flip_a_byte(bad + "/shard-1-of-2.capnp");
+    }
+    BOOST_REQUIRE(ckpt::apply_retention(c, root.path(), 1, "", true).is_ok());
+    const auto kept = entries(root.path());
+    BOOST_TEST((std::find(kept.begin(), kept.end(), ckpt::checkpoint_name(1)) != kept.end()),
+                "the good checkpoint went (damage in the manifest: " << in_the_manifest << ")");
+    auto newest = ckpt::newest_valid(c, root.path());
+    BOOST_REQUIRE_MESSAGE(newest.is_ok(), newest.error().to_string());
+    BOOST_TEST(*newest == good);
+    const status s = expect_restores(c, good, older);
+    BOOST_TEST(s.is_ok(), s.to_string());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(leftovers_of_a_crashed_save_are_ignored_and_then_removed_by_retention) {
+  temp_dir root;
+  capnp_codec c;
+  const auto state = model_state::make(14);
+  const std::string good = root.file(ckpt::checkpoint_name(1));
+  BOOST_REQUIRE(write_checkpoint(c, good, 2, state, 1).is_ok());
+  // A save killed before it was published: complete up to the manifest,
+  // and one with a shard only.
+  BOOST_REQUIRE(write_checkpoint(c, root.file("ckpt-00000002.tmp-4f2a"), 2, state, 2).is_ok());
+  BOOST_REQUIRE(c.write_shard(root.file("ckpt-00000001-0001.tmp-77c1"), 0, 2, state.views()).is_ok());
+  std::vector<std::string> skipped;
+  auto newest = ckpt::newest_valid(c, root.path(), &skipped);
+  BOOST_REQUIRE_MESSAGE(newest.is_ok(), newest.error().to_string());
+  BOOST_TEST(*newest == good);
+  BOOST_TEST(skipped.empty());
+  fs::create_directory(root.file("unrelated"));
+  BOOST_REQUIRE(ckpt::apply_retention(c, root.path(), 1, "", true).is_ok());
+  BOOST_TEST((entries(root.path()) == std::vector<std::string>{ckpt::checkpoint_name(1), "unrelated"}));
+}
+
+BOOST_AUTO_TEST_CASE(later_saves_of_an_epoch_are_newer_and_sequence_numbers_compare_as_numbers) {
+  temp_dir root;
+  capnp_codec c;
+  // Old-style ckpt-EPOCH first, then re-saves of epoch 2 numbered 1, 9999
+  // and 10000 (wider than the padding), and an older epoch's re-save.
+  const std::vector<std::string> names = {"ckpt-00000002", "ckpt-00000002-0001",
+                                          "ckpt-00000002-9999", "ckpt-00000002-10000",
+                                          "ckpt-00000001-0005"};
+  for (size_t i = 0; i < names.size(); ++i)
+    BOOST_REQUIRE(write_checkpoint(c, root.file(names[i]), 1, model_state::make(20 + i, 16), 2).is_ok());
+  auto newest = ckpt::newest_valid(c, root.path());
+  BOOST_REQUIRE_MESSAGE(newest.is_ok(), newest.error().to_string());
+  BOOST_TEST(*newest == root.file("ckpt-00000002-10000"));
+  BOOST_REQUIRE(ckpt::apply_retention(c, root.path(), 2, "", true).is_ok());
+  BOOST_TEST((entries(root.path()) ==
+              std::vector<std::string>{"ckpt-00000002-10000", "ckpt-00000002-9999"}));
+}
+
+BOOST_AUTO_TEST_CASE(each_save_of_an_epoch_gets_a_new_name_and_publishing_never_replaces_one) {
+  temp_dir root;
+  capnp_codec c;
+  const auto state = model_state::make(15, 16);
+  const std::string under = root.file("checkpoints");  // created by the first save
+  std::vector<std::string> published;
+  for (int save = 0; save < 3; ++save) {
+    auto pending = ckpt::begin_save(under, 4);
+    BOOST_REQUIRE_MESSAGE(pending.is_ok(), pending.error().to_string());
+    BOOST_TEST(!fs::exists(pending->dir));
+    BOOST_TEST(fs::is_directory(pending->temp));
+    BOOST_TEST(pending->temp.rfind(pending->dir + ".tmp-", 0) == 0u, pending->temp);
+    BOOST_REQUIRE(write_checkpoint(c, pending->temp, 2, state, 4).is_ok());
+    BOOST_REQUIRE(ckpt::publish(*pending).is_ok());
+    published.push_back(pending->dir);
+  }
+  BOOST_TEST((published == std::vector<std::string>{under + "/ckpt-00000004",
+                                                    under + "/ckpt-00000004-0001",
+                                                    under + "/ckpt-00000004-0002"}));
+  // Two saves that raced for one name: the second cannot replace the first.
+  auto first = ckpt::begin_save(under, 5), second = ckpt::begin_save(under, 5);
+  BOOST_REQUIRE(first.is_ok() && second.is_ok());
+  BOOST_TEST(first->dir == second->dir);
+  BOOST_TEST(first->temp != second->temp);
+  BOOST_REQUIRE(write_checkpoint(c, first->temp, 1, state, 5).is_ok());
+  BOOST_REQUIRE(ckpt::publish(*first).is_ok());
+  check_error(ckpt::publish(*second), error_code::io_error, second->dir);
+  ckpt::abandon(*second);
+  BOOST_TEST(!fs::exists(second->temp));
+  BOOST_TEST(ckpt::newest_valid(c, under).value() == first->dir);
+  // A root that is a file cannot hold checkpoints.
+  write_file(root.file("a-file"), "x");
+  check_error(ckpt::begin_save(root.file("a-file"), 1).to_status(), error_code::io_error,
+              root.file("a-file"));
+}
+
+BOOST_AUTO_TEST_CASE(checkpoint_names_order_by_epoch_then_sequence) {
   BOOST_TEST(ckpt::checkpoint_name(7) == "ckpt-00000007");
+  BOOST_TEST(ckpt::checkpoint_name(7, 2) == "ckpt-00000007-0002");
   BOOST_TEST(ckpt::checkpoint_name(9) < ckpt::checkpoint_name(10));
+  auto id = [](const std::string& name) { return ckpt::parse_checkpoint_name(name); };
+  BOOST_TEST((id("ckpt-00000007-0002")->epoch == 7 && id("ckpt-00000007-0002")->sequence == 2));
+  BOOST_TEST((id("ckpt-00000007")->epoch == 7 && id("ckpt-00000007")->sequence == 0));
+  BOOST_TEST((*id("ckpt-00000007-9999") < *id("ckpt-00000007-10000")));
+  BOOST_TEST((*id("ckpt-00000007-0001") < *id("ckpt-00000008")));
+  for (const char* other : {"ckpt-", "ckpt-7-", "ckpt-x", "ckpt-00000007.tmp-1a2b", "ckpt-7-1-2",
+                            "ckpt--1", "model-00000007"})
+    BOOST_TEST(!id(other).has_value(), other);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -11,82 +11,20 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <map>
 
 #include "comm/collective_check.hpp"
 #include "comm/spawn.hpp"
-#include "dtrain/comm/factory.hpp"
 #include "dtrain/core/check.hpp"
-#include "dtrain/core/threads.hpp"
-#include "dtrain/serialization/capnp_checkpoint.hpp"
 #include "dtrain/train/replica.hpp"
 #include "test_util.hpp"
+#include "train/replica_group.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;
-using std::chrono::milliseconds;
-// The suite is a namespace of the same name: the type goes by another one.
-using runner_t = dtrain::train::replica_runner;
 
 namespace {
-
-using config_map = std::map<std::string, std::string>;
-using replica_body = std::function<status(int rank, runner_t& runner)>;
-
-train::replica_options options_for(const std::string& op, config_map config,
-                                   int64_t global_batch, uint64_t seed = 7) {
-  train::replica_options options;
-  options.operator_name = op;
-  options.config = train::hyperparameters(std::move(config));
-  options.global_batch_size = global_batch;
-  options.seed = seed;
-  options.codec = serialization::make_capnp_codec();
-  return options;
-}
-
-// A small MLP on Fashion-MNIST: an epoch takes about a second.
-train::replica_options small_mlp(int64_t global_batch = 256) {
-  return options_for("mlp_classifier", {{"hidden", "32"}, {"data_dir", fashion_mnist_dir()}},
-                     global_batch);
-}
-
-// Replica `rank` of an n-replica shm group (one BLAS thread: ranks share
-// the machine's cores).
-result<std::unique_ptr<runner_t>> make_runner(int rank, int n,
-                                                    std::shared_ptr<comm::store> store,
-                                                    const train::replica_options& options) {
-  set_blas_threads(1);
-  comm::group_options go;
-  go.rank = rank;
-  go.size = n;
-  go.store = std::move(store);
-  go.backend = "shm";
-  go.timeout = milliseconds(20000);
-  DTRAIN_ASSIGN_OR_RETURN(auto c, comm::make_communicator(go));
-  train::comm_replica_context::placement where;
-  where.local_rank = rank;
-  where.seed = options.seed;
-  auto ctx = std::make_unique<train::comm_replica_context>(std::move(c), where, nullptr);
-  return runner_t::create(options, std::move(ctx));
-}
-
-// Runs `body` on every replica of a fresh n-replica group and checks that
-// every rank succeeded.
-void run_group(int n, rank_mode mode, const train::replica_options& options,
-               const replica_body& body) {
-  group_stores stores(mode);
-  auto outcomes = run_ranks(n, mode, std::chrono::seconds(120), [&](int rank) -> status {
-    DTRAIN_ASSIGN_OR_RETURN(auto runner, make_runner(rank, n, stores.for_rank(), options));
-    return body(rank, *runner);
-  });
-  std::string failed = failures(outcomes);
-  BOOST_TEST(failed.empty(), "operator '" << options.operator_name << "', " << n
-                                          << " replicas as " << to_string(mode) << ":\n"
-                                          << failed);
-}
 
 // Creating the replicas of an n-replica group fails on every rank with
 // `code` and a message holding every one of `needles`.
@@ -107,14 +45,6 @@ void check_refused(int n, const train::replica_options& options, error_code code
   std::string failed = failures(outcomes);
   BOOST_TEST(failed.empty(), failed);
 }
-
-train::bytes bytes_of(const tensor& t) {
-  auto v = t.to_vector();
-  const char* p = reinterpret_cast<const char*>(v.data());
-  return train::bytes(p, p + v.size() * sizeof(float));
-}
-
-train::bytes bytes_of(const std::string& s) { return train::bytes(s.begin(), s.end()); }
 
 status expect_same_parameters_everywhere(runner_t& r, const std::string& when) {
   DTRAIN_ASSIGN_OR_RETURN(auto all, r.context().all_gather(bytes_of(r.parameters())));
@@ -152,15 +82,6 @@ std::pair<std::vector<float>, std::vector<float>> one_epoch(int n,
   return before_after;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void write_file(const std::string& path, const std::string& content) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
-}
-
 // Restoring `path` fails with `code` and an error naming `file`.
 status expect_refused(runner_t& r, const std::string& path, error_code code,
                       const std::string& file) {
@@ -168,14 +89,6 @@ status expect_refused(runner_t& r, const std::string& path, error_code code,
   DTRAIN_RETURN_IF_ERROR(expect(s.code() == code, "restoring " + path + " gave " + s.to_string()));
   return expect(s.message().find(file) != std::string::npos,
                 "the error does not name " + file + ": " + s.message());
-}
-
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> names;
-  for (auto& e : std::filesystem::directory_iterator(dir))
-    names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 std::string checkpoint_in(const temp_dir& root, int64_t epoch) {

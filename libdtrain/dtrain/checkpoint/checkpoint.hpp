@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,13 +12,15 @@
 /// The checkpoint model: what a checkpoint holds, independent of how it is
 /// encoded (serialization/ implements the codec with Cap'n Proto).
 ///
-/// A checkpoint is a directory. Every rank writes one shard (its slice of
-/// each flat buffer: parameters, optimizer state), in parallel; the chief
-/// writes the manifest LAST, after collecting every shard's size and
-/// checksum. Writes are atomic (temporary file, fsync, rename). A directory
-/// without a complete, valid manifest is not a checkpoint; a shard whose
-/// size or checksum disagrees with the manifest makes the whole checkpoint
-/// invalid, and the error names the file.
+/// A checkpoint is a directory. A save writes a new one, under a temporary
+/// name: every rank writes one shard (its slice of each flat buffer:
+/// parameters, optimizer state), in parallel; the chief writes the
+/// manifest LAST, after collecting every shard's size and checksum, then
+/// renames the directory to its final name (begin_save(), publish()).
+/// Files are written atomically (temporary file, fsync, rename). A
+/// directory without a complete, valid manifest is not a checkpoint; a
+/// shard whose size or checksum disagrees with the manifest makes the whole
+/// checkpoint invalid, and the error names the file.
 namespace dtrain::checkpoint {
 
 using bytes = std::vector<char>;
@@ -92,26 +95,77 @@ public:
                               const std::vector<buffer_target>& targets) = 0;
 };
 
-/// Checkpoints under a root directory, one subdirectory each, named
-/// "ckpt-EPOCH" (zero-padded so that names sort by epoch).
-std::string checkpoint_name(int64_t epoch);
+/// Checkpoints under a root directory, one subdirectory each. An epoch's
+/// first save is "ckpt-EPOCH", its later saves (a preempted epoch saves
+/// the last completed one again) "ckpt-EPOCH-SEQ" with SEQ = 1, 2, ...;
+/// EPOCH is zero-padded to 8 digits and SEQ to 4, but both compare as
+/// numbers: the newest checkpoint has the greatest (epoch, sequence).
+/// Directories from before sequences ("ckpt-EPOCH") are sequence 0.
+std::string checkpoint_name(int64_t epoch, int64_t sequence = 0);
 
-/// The newest checkpoint under `root` whose manifest and shards are all
-/// valid; the invalid ones met on the way are listed in `skipped` (path and
-/// reason). not_found when there is none.
+/// Where a checkpoint stands in the order of saves.
+struct checkpoint_id {
+  int64_t epoch = 0;
+  int64_t sequence = 0;
+  bool operator<(const checkpoint_id& o) const {
+    return epoch != o.epoch ? epoch < o.epoch : sequence < o.sequence;
+  }
+};
+
+/// The id in a checkpoint_name(), or nothing for any other name (a
+/// temporary directory of a save among them).
+std::optional<checkpoint_id> parse_checkpoint_name(const std::string& name);
+
+/// A save in progress: every rank writes into `temp`; publish() turns it
+/// into `dir`. Before that, `dir` does not exist and every checkpoint
+/// already under the root stays as it was, so that a save killed at any
+/// point loses nothing but itself.
+struct pending_save {
+  std::string dir;   // root/ckpt-EPOCH[-SEQ]
+  std::string temp;  // dir + ".tmp-" + 8 random hex digits
+};
+
+/// The chief's first step of a save of `epoch` under `root` (created when
+/// missing): the next name for that epoch (sequence one past every
+/// checkpoint of the epoch there, valid or not, so it is newer than all of
+/// them and never an existing directory) and a new, empty temporary
+/// directory for it. Errors (io_error, not_found) name the root.
+result<pending_save> begin_save(const std::string& root, int64_t epoch);
+
+/// The chief's last step, once every shard and the manifest in `temp` are
+/// durable: renames `temp` to `dir` (never over an existing directory) and
+/// fsyncs the root. Afterwards the checkpoint is there whole, or (on error
+/// or a crash) not at all.
+status publish(const pending_save& save);
+
+/// Removes what a failed save wrote (best effort: leftovers are cleared
+/// by the next apply_retention()).
+void abandon(const pending_save& save);
+
+/// The newest checkpoint under `root` whose manifest and shards (size and
+/// checksum) are all valid; the invalid ones met on the way are listed in
+/// `skipped` (path and reason). Temporary directories of saves are not
+/// checkpoints and are passed over silently. not_found when there is none.
 result<std::string> newest_valid(codec& c, const std::string& root,
                                  std::vector<std::string>* skipped = nullptr);
 
 /// Deletes checkpoints under `root` except the newest `keep_last` valid
 /// ones (every valid one when keep_last <= 0) and the best valid one by
 /// `metric` (when not empty; smaller is better when `minimize`; checkpoints
-/// without the metric do not compete). Invalid directories are deleted too,
-/// so `root` must belong to one group whose saves have all finished.
-/// Validity here is the cheap kind: a consistent manifest and every shard
-/// present with its recorded size; checksums are left to newest_valid(), so
-/// that a save does not re-read every kept checkpoint. The first deletion
-/// that fails is returned (io_error naming the directory); the rest still
-/// go.
+/// without the metric do not compete). Invalid checkpoints and the
+/// temporary directories of saves that never finished are deleted too, so
+/// `root` must belong to one group, and retention run only when none of
+/// its saves is in progress; other names are left alone.
+///
+/// Validity is checked cheaply (a consistent manifest, every shard present
+/// with its recorded size), except that when anything valid would be
+/// deleted, the checkpoints are verified in full (checksums), newest
+/// first, until one passes: that one is always kept, and the ones newer
+/// than it that failed with corrupt_data do not count towards keep_last
+/// (they are deleted). So a corrupt newest checkpoint, or one whose
+/// manifest records a wrong checksum, never costs the older good one. A
+/// save thus re-reads its own checkpoint once. The first deletion that
+/// fails is returned (io_error naming the directory); the rest still go.
 status apply_retention(codec& c, const std::string& root, int keep_last,
                        const std::string& metric, bool minimize);
 

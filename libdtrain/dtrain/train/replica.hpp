@@ -80,8 +80,9 @@ public:
   /// evaluates all of it: the parameters are the same everywhere).
   result<epoch_metrics> validate();
 
-  /// A sharded checkpoint in root/checkpoint_name(epochs_done()): every
-  /// replica writes its shard of the parameters ("parameters") and the
+  /// A sharded checkpoint in a new directory root/checkpoint_name(
+  /// epochs_done(), SEQ) (see checkpoint::begin_save()): every replica
+  /// writes its shard of the parameters ("parameters") and the
   /// optimizer state ("optimizer/NAME") in parallel; the chief then writes
   /// the manifest (operator name as trial, epoch, optimizer steps,
   /// `metrics`, the operator's save_state()) and applies retention (keeps
@@ -89,7 +90,10 @@ public:
   /// when not empty, see options.smaller_is_better; a failed deletion is
   /// only logged). Every replica returns the same outcome: the chief's,
   /// which names the first replica that failed. Saving an epoch again
-  /// replaces its checkpoint.
+  /// writes another checkpoint, newer than the first: until it is
+  /// published (renamed from its temporary name, after its manifest is
+  /// durable), the previous checkpoints stay as they were, and a failed
+  /// save removes what it wrote.
   status save(const std::string& root, const std::map<std::string, double>& metrics,
               int keep_last, const std::string& best_metric);
   /// Restores parameters, optimizer state and steps, epoch and operator
@@ -120,7 +124,8 @@ private:
                                   double seconds, int64_t steps);
   // Checkpoints (replica_checkpoint.cpp).
   std::vector<std::pair<std::string, tensor*>> checkpoint_buffers();
-  status commit_checkpoint(const std::string& root, const std::string& dir,
+  result<std::vector<bytes>> write_shard(const std::string& dir);
+  status commit_checkpoint(const std::string& root, const checkpoint::pending_save& save,
                            const std::vector<bytes>& shards,
                            const std::map<std::string, double>& metrics, int keep_last,
                            const std::string& best_metric);

@@ -79,6 +79,22 @@ result<shard_info> decode(const bytes& b) {
   return s;
 }
 
+// A save's two directories, NUL-separated (no path holds a NUL).
+bytes encode(const checkpoint::pending_save& save) {
+  bytes out(save.dir.begin(), save.dir.end());
+  out.push_back('\0');
+  out.insert(out.end(), save.temp.begin(), save.temp.end());
+  return out;
+}
+
+checkpoint::pending_save decode_pending(const bytes& b) {
+  const auto nul = std::find(b.begin(), b.end(), '\0');
+  checkpoint::pending_save save;
+  save.dir.assign(b.begin(), nul);
+  save.temp.assign(nul == b.end() ? nul : nul + 1, b.end());
+  return save;
+}
+
 // The first failure among every replica's outcome, or ok.
 status first_failure(const std::vector<bytes>& outcomes) {
   for (size_t r = 0; r < outcomes.size(); ++r)
@@ -150,7 +166,34 @@ status replica_runner::save(const std::string& root, const std::map<std::string,
   if (!options_.codec)
     return unavailable("replica " + std::to_string(ctx_->rank()) +
                        ": no checkpoint codec (replica_options.codec)");
-  const std::string dir = root + "/" + checkpoint::checkpoint_name(epoch_);
+  // The chief names a new directory (never an existing checkpoint's), so
+  // that until the new one is published every old one stays whole.
+  result<bytes> named = bytes{};
+  if (ctx_->rank() == 0) {
+    auto begun = checkpoint::begin_save(root, epoch_);
+    named = begun.is_ok() ? result<bytes>(encode(*begun)) : begun.error();
+  }
+  DTRAIN_ASSIGN_OR_RETURN(bytes agreed, ctx_->broadcast(value_to_bytes(named), 0));
+  DTRAIN_ASSIGN_OR_RETURN(bytes target, value_from_bytes(agreed));
+  const checkpoint::pending_save save = decode_pending(target);
+  auto shards = write_shard(save.temp);
+  status outcome = shards.is_ok() ? status::ok() : shards.error();
+  if (outcome.is_ok() && ctx_->rank() == 0)
+    outcome = commit_checkpoint(root, save, *shards, metrics, keep_last, best_metric);
+  if (ctx_->rank() == 0 && !outcome.is_ok())
+    checkpoint::abandon(save);  // every rank is past its write by now
+  if (!shards.is_ok())
+    return outcome;  // the group's collectives failed: no barrier to hold
+  // The chief's outcome, broadcast, is the barrier: nobody returns before
+  // the checkpoint is published, and a failure anywhere fails every replica.
+  DTRAIN_ASSIGN_OR_RETURN(bytes shared, ctx_->broadcast(to_bytes(outcome), 0));
+  outcome = ctx_->rank() == 0 ? outcome : from_bytes(shared);
+  if (outcome.is_ok())
+    last_checkpoint_ = save.dir;
+  return outcome;
+}
+
+result<std::vector<bytes>> replica_runner::write_shard(const std::string& dir) {
   std::vector<tensor> copies;  // host copies of device buffers
   std::vector<checkpoint::buffer_view> views;
   for (auto& [name, buffer] : checkpoint_buffers())
@@ -158,20 +201,11 @@ status replica_runner::save(const std::string& root, const std::map<std::string,
   auto mine = options_.codec->write_shard(dir, ctx_->rank(), ctx_->world_size(), views);
   copies.clear();
   result<bytes> described = mine.is_ok() ? result<bytes>(encode(*mine)) : mine.error();
-  DTRAIN_ASSIGN_OR_RETURN(auto shards, ctx_->all_gather(value_to_bytes(described)));
-  status outcome = status::ok();
-  if (ctx_->rank() == 0)
-    outcome = commit_checkpoint(root, dir, shards, metrics, keep_last, best_metric);
-  // The chief's outcome, broadcast, is the barrier: nobody returns before
-  // the manifest is durable, and a failure anywhere fails every replica.
-  DTRAIN_ASSIGN_OR_RETURN(bytes agreed, ctx_->broadcast(to_bytes(outcome), 0));
-  outcome = ctx_->rank() == 0 ? outcome : from_bytes(agreed);
-  if (outcome.is_ok())
-    last_checkpoint_ = dir;
-  return outcome;
+  return ctx_->all_gather(value_to_bytes(described));
 }
 
-status replica_runner::commit_checkpoint(const std::string& root, const std::string& dir,
+status replica_runner::commit_checkpoint(const std::string& root,
+                                         const checkpoint::pending_save& save,
                                          const std::vector<bytes>& shards,
                                          const std::map<std::string, double>& metrics,
                                          int keep_last, const std::string& best_metric) {
@@ -193,7 +227,8 @@ status replica_runner::commit_checkpoint(const std::string& root, const std::str
   for (auto& [name, buffer] : checkpoint_buffers())
     m.buffers.emplace_back(name, buffer->numel());
   m.extra = op_->save_state();
-  DTRAIN_RETURN_IF_ERROR(options_.codec->write_manifest(dir, m));
+  DTRAIN_RETURN_IF_ERROR(options_.codec->write_manifest(save.temp, m));
+  DTRAIN_RETURN_IF_ERROR(checkpoint::publish(save));
   // The checkpoint is complete: failing to delete old ones does not undo it.
   if (status s = checkpoint::apply_retention(*options_.codec, root, keep_last, best_metric,
                                              options_.smaller_is_better);

@@ -119,7 +119,8 @@ result<written> write_message(const std::string& path, capnp::MessageBuilder& me
   crc_fd_output out(file.fd(), path);
   capnp::writeMessage(out, message);
   DTRAIN_RETURN_IF_ERROR(out.error());
-  DTRAIN_RETURN_IF_ERROR(file.commit(sync_dir));
+  DTRAIN_RETURN_IF_ERROR(
+      file.commit(sync_dir ? durability::file_and_directory : durability::file));
   return written{out.bytes_written(), out.crc()};
 }
 

@@ -6,11 +6,13 @@
 
 #include <kj/io.h>
 
+#include "dtrain/core/files.hpp"
 #include "dtrain/core/status.hpp"
 
 /// File plumbing of the Cap'n Proto codecs (internal to serialization/):
-/// read-only mappings, CRC-32, atomic replacement of a file, and an output
-/// stream that hashes what it writes. Nothing here throws.
+/// read-only mappings, CRC-32, and an output stream that hashes what it
+/// writes. Atomic replacement and OS errors are core/files.hpp's. Nothing
+/// here throws.
 namespace dtrain::serialization {
 
 /// CRC-32 as zlib computes it (polynomial 0xEDB88320, the one of gzip and
@@ -46,35 +48,6 @@ private:
   const char* data_ = nullptr;
   size_t size_ = 0;
 };
-
-/// Replaces `path` atomically: bytes go to a temporary file next to it,
-/// and commit() makes them durable (fsync), renames the file over `path`
-/// and, when asked, fsyncs the directory so that the rename itself
-/// survives a crash. Destroying an uncommitted file removes the temporary.
-/// Errors are io_error naming `path`. Move-only; one thread at a time.
-class atomic_file {
-public:
-  static result<atomic_file> create(const std::string& path);
-
-  atomic_file(atomic_file&& other) noexcept;
-  atomic_file& operator=(atomic_file&&) = delete;
-  atomic_file(const atomic_file&) = delete;
-  atomic_file& operator=(const atomic_file&) = delete;
-  ~atomic_file();
-
-  int fd() const { return fd_; }
-  const std::string& path() const { return path_; }
-  status commit(bool sync_directory);
-
-private:
-  atomic_file(std::string path, std::string temp, int fd);
-
-  std::string path_, temp_;
-  int fd_ = -1;
-};
-
-/// fsyncs a directory (its entries: files created or renamed in it).
-status sync_directory(const std::string& dir);
 
 /// A kj::OutputStream over a file descriptor for capnp::writeMessage():
 /// it writes in pieces of at most 8 MiB and folds each piece into a CRC-32
