@@ -44,6 +44,18 @@ float reference_reduce(int n, int64_t i, comm::reduce_op op, float (*value)(int,
 /// equal a rank-order reference bit for bit (else within 1e-5 relative).
 void check_all_operations(const comm_factory& make, int n, rank_mode mode,
                           const std::vector<int64_t>& sizes, bool exact = true);
+/// The 32-bit pattern rank `rank` sends at index i in check_exact_bytes:
+/// every float class (+-0, denormals, +-inf, quiet NaNs with payloads,
+/// signalling NaNs such as 0x7f800001 and 0xff800123, max and min normals),
+/// every sign and exponent with several mantissas, then random patterns.
+uint32_t exact_pattern(int rank, int64_t i);
+/// How many patterns each rank sends (covers the whole table of classes).
+int64_t exact_pattern_count();
+/// all_gather, gather (to every root) and broadcast (from every root) of
+/// exact_pattern() buffers: every element arrives bit for bit (memcmp).
+/// The rank body of check_exact_bytes, for tests that form groups their way.
+status exchange_exact_bytes(comm::communicator& c);
+void check_exact_bytes(const comm_factory& make, int n, rank_mode mode);
 /// A 64 MiB all_reduce sum: correct, and bitwise identical on every rank.
 void check_large_all_reduce(const comm_factory& make, int n, rank_mode mode,
                             bool exact = true);

@@ -293,4 +293,10 @@ BOOST_AUTO_TEST_CASE(bad_arguments_are_named_and_cuda_buffers_are_not_supported)
   BOOST_TEST(!solo.value()->supports(device::cuda(0)));
 }
 
+BOOST_AUTO_TEST_CASE(every_float_class_travels_bit_exact_through_all_gather_gather_and_broadcast) {
+  // Signalling NaNs, -0, denormals, ...: bits, compared with memcmp.
+  check_exact_bytes(gloo_factory(), 3, rank_mode::threads);
+  check_exact_bytes(gloo_factory(), 3, rank_mode::processes);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dtrain/comm/communicator.hpp"
+#include "dtrain/comm/shm.hpp"
 #include "dtrain/comm/store.hpp"
 
 namespace dtrain::comm {
@@ -27,6 +28,9 @@ struct group_options {
   /// Address Gloo binds to (loopback unless told otherwise).
   std::string bind_address = "127.0.0.1";
   milliseconds timeout = milliseconds(30000);
+  /// The shared-memory segment of shm groups (and of each host's group
+  /// under hierarchical): slot sizes, name prefix.
+  shm_options shm;
 };
 
 /// Forms the group: ranks exchange their host names through the store,
