@@ -170,10 +170,10 @@ BOOST_AUTO_TEST_CASE(a_dev_shm_too_small_for_the_smallest_slot_is_an_error_namin
   auto outcomes = run_ranks(2, rank_mode::threads, std::chrono::seconds(30), [&](int rank) {
     auto start = std::chrono::steady_clock::now();
     auto c = comm::shm_communicator::create(rank, 2, stores.for_rank(), milliseconds(10000),
-                                            free_space_of(1 << 20));
-    DTRAIN_RETURN_IF_ERROR(expect(!c.is_ok(), "a group formed in 1 MiB"));
+                                            free_space_of(256 << 10));
+    DTRAIN_RETURN_IF_ERROR(expect(!c.is_ok(), "a group formed in 256 KiB"));
     const std::string& m = c.error().message();
-    for (const char* needle : {"/dev/shm", "needs at least 1576960 bytes", "1048576 bytes free",
+    for (const char* needle : {"/dev/shm", "needs at least 413696 bytes", "262144 bytes free",
                                "--shm-size", "backend gloo"})
       DTRAIN_RETURN_IF_ERROR(expect(m.find(needle) != std::string::npos,
                                     "'" + std::string(needle) + "' missing from: " + m));
