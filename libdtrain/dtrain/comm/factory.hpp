@@ -25,7 +25,10 @@ struct group_options {
   /// The host this rank runs on, as ranks compare them; empty = hostname.
   /// Tests set distinct names to form several "hosts" on one machine.
   std::string host;
-  /// Address Gloo binds to (loopback unless told otherwise).
+  /// The address Gloo binds to and publishes to its peers (gloo, and the
+  /// leaders of hierarchical): loopback unless told otherwise; "" or "auto"
+  /// picks this host's first non-loopback IPv4 address
+  /// (resolve_bind_address()). One not of this machine is an error naming it.
   std::string bind_address = "127.0.0.1";
   milliseconds timeout = milliseconds(30000);
   /// The shared-memory segment of shm groups (and of each host's group
