@@ -74,11 +74,20 @@ void queued_communicator::shutdown() {
     queue_.clear();
   }
   cv_.notify_all();
-  if (interrupter_.joinable())
-    interrupter_.join();
+  await_interrupt();
   interrupt();
   if (worker_.joinable())
     worker_.join();
+}
+
+void queued_communicator::await_interrupt() {
+  std::thread interrupter;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    interrupter = std::move(interrupter_);
+  }
+  if (interrupter.joinable())
+    interrupter.join();
 }
 
 const char* queued_communicator::to_string(op_kind kind) {

@@ -174,6 +174,10 @@ protected:
   /// Stops the worker; backends call it first in their destructors, so that
   /// run() never executes on a half-destroyed object.
   void shutdown();
+  /// Waits until the interrupt() started by an abort() has returned (no-op
+  /// without one); for destructors that must let it finish before they
+  /// change what interrupt() reads.
+  void await_interrupt();
 
   /// "all_reduce #12 on rank 1 of 4 (shm)": the start of every error.
   std::string describe(const request& r) const;

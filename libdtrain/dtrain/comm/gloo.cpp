@@ -390,6 +390,9 @@ gloo_communicator::gloo_communicator(int rank, int size, milliseconds timeout,
 }
 
 gloo_communicator::~gloo_communicator() {
+  // An abort() just before: its interrupt publishes the reason and fails
+  // the mesh, which an interrupt for destruction alone would skip.
+  await_interrupt();
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->destroying = true;
