@@ -16,6 +16,7 @@
 
 #include "comm/collective_check.hpp"
 #include "comm/spawn.hpp"
+#include "dtrain/comm/address.hpp"
 #include "dtrain/comm/gloo.hpp"
 #include "dtrain/comm/store.hpp"
 #include "dtrain/core/check.hpp"

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <system_error>
 
+#include "dtrain/comm/sigpipe.hpp"
+
 namespace dtrain::comm {
 
 const char* to_string(reduce_op op) {
@@ -271,6 +273,7 @@ status queued_communicator::broken_reason() const {
 }
 
 void queued_communicator::worker_loop() {
+  sigpipe_blocker no_sigpipe;  // a peer gone mid-write is an error, not a death
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

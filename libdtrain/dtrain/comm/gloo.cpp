@@ -1,12 +1,11 @@
 #include "dtrain/comm/gloo.hpp"
 
-#include <arpa/inet.h>
+#include "dtrain/comm/address.hpp"
+#include "dtrain/comm/sigpipe.hpp"
+
 #include <dlfcn.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netdb.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -22,7 +21,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -185,67 +183,28 @@ status rendezvous_failure(int rank, int size, store& s, milliseconds timeout,
   return status(timed_out ? error_code::timeout : error_code::io_error, text);
 }
 
-/// The IPv4 address `name` resolves to, as a sockaddr.
-result<sockaddr_in> resolve_ipv4(const std::string& name) {
-  addrinfo hints{}, *found = nullptr;
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  int rc = getaddrinfo(name.c_str(), nullptr, &hints, &found);
-  if (rc != 0 || found == nullptr)
-    return io_error(rc != 0 ? gai_strerror(rc) : "no IPv4 address");
-  sockaddr_in address{};
-  std::memcpy(&address, found->ai_addr, sizeof address);
-  freeaddrinfo(found);
-  return address;
-}
-
-std::string numeric(const sockaddr_in& address) {
-  char text[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &address.sin_addr, text, sizeof text);
-  return text;
-}
-
-/// ok when a socket can bind to `address` here (it belongs to this machine).
-status bindable(const sockaddr_in& address) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return io_error(std::string("socket: ") + std::strerror(errno));
-  sockaddr_in probe = address;
-  probe.sin_port = 0;
-  int rc = bind(fd, reinterpret_cast<const sockaddr*>(&probe), sizeof probe);
-  int error = errno;
-  close(fd);
-  if (rc == 0)
-    return status::ok();
-  return io_error(error == EADDRNOTAVAIL
-                      ? "the address does not belong to this machine (" +
-                            std::string(std::strerror(error)) + ")"
-                      : std::string(std::strerror(error)));
-}
-
 /// Binds a TCP device to `bind_address` and connects the full mesh.
 result<std::shared_ptr<mesh_context>> connect_mesh(
     int rank, int size, const std::shared_ptr<store>& s, milliseconds timeout,
     const std::string& bind_address, std::shared_ptr<gloo::transport::Device>& device) {
   const auto deadline = steady::now() + timeout;
   // Gloo dereferences a null result when the name does not resolve, and
-  // aborts on an address it cannot bind (seen with Debian's libgloo):
-  // resolve and bind here first, and refuse the address by name.
-  const std::string chosen = resolve_bind_address(bind_address);
-  const std::string who = "gloo: rank " + std::to_string(rank) + " cannot bind to '" +
-                          bind_address + "'" + (chosen != bind_address ? " (" + chosen + ")" : "");
-  auto address = resolve_ipv4(chosen);
+  // may abort on an address it cannot bind (Debian's libgloo): resolve and
+  // bind here first, and refuse the address by name.
+  auto address = bindable_ipv4(resolve_bind_address(bind_address), bind_address);
+  // Gloo's device loop thread, started here, inherits the blocked SIGPIPE;
+  // so does every write of the rendezvous below.
+  sigpipe_blocker no_sigpipe;
   if (!address)
-    return io_error(who + ": " + address.error().message());
-  if (auto usable = bindable(*address); !usable)
-    return io_error(who + " (" + numeric(*address) + "): " + usable.message());
+    return address.error().with_context("gloo: rank " + std::to_string(rank));
   try {
     gloo::transport::tcp::attr attr;
-    attr.hostname = numeric(*address);  // what was checked, not a second lookup
+    attr.hostname = *address;  // what was checked, not a second lookup
     attr.ai_family = AF_INET;
     device = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
-    return io_error(who + ": " + e.what());
+    return io_error("gloo: cannot bind rank " + std::to_string(rank) + " to '" + bind_address +
+                    "' (" + *address + "): " + e.what());
   }
   auto mesh = std::make_shared<mesh_context>(rank, size);
   mesh->setTimeout(timeout);
@@ -314,27 +273,6 @@ void reduce_scatter_via_all_reduce(const op_settings& s, const float* input, flo
 size_t count_of(const tensor& t) { return static_cast<size_t>(t.numel()); }
 
 } // namespace
-
-std::string resolve_bind_address(const std::string& requested) {
-  if (!requested.empty() && requested != "auto")
-    return requested;
-  ifaddrs* all = nullptr;
-  if (getifaddrs(&all) != 0)
-    return "127.0.0.1";
-  std::string chosen = "127.0.0.1";
-  for (ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET)
-      continue;
-    if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0)
-      continue;
-    sockaddr_in address{};
-    std::memcpy(&address, i->ifa_addr, sizeof address);
-    chosen = numeric(address);
-    break;
-  }
-  freeifaddrs(all);
-  return chosen;
-}
 
 /// What a gloo_communicator owns besides the base. The mutex guards every
 /// field below it; the worker, the watchdog and interrupt() share them.

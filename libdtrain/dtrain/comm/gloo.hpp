@@ -9,12 +9,6 @@
 
 namespace dtrain::comm {
 
-/// The address a Gloo rank binds to for `requested`: itself, unless it is
-/// "" or "auto", which pick the first IPv4 address of a network interface
-/// that is up and not loopback (127.0.0.1 when there is none). Callers that
-/// know the address peers reach this host by should pass it instead.
-std::string resolve_bind_address(const std::string& requested);
-
 /// A communicator over Gloo's TCP transport: one full mesh of sockets
 /// between `size` ranks on one host or many, for float32 buffers in host
 /// memory (supports(cpu) only; CUDA buffers are refused at issue time).
@@ -59,7 +53,7 @@ class gloo_communicator final : public queued_communicator {
 public:
   /// Joins the group as `rank` of `size`, binding its sockets to
   /// `bind_address` (an IPv4 address or a name; "" or "auto": see
-  /// resolve_bind_address()). Gloo listens there and publishes that address
+  /// resolve_bind_address() in address.hpp). Gloo listens there and publishes that address
   /// through the store, so peers connect to it: it must be one they can
   /// reach. Fails with invalid_argument naming the field, timeout naming the
   /// missing ranks, or io_error (an address that does not resolve or does
