@@ -51,4 +51,11 @@ BOOST_AUTO_TEST_CASE(a_rank_that_never_arrives_gives_a_timeout_naming_it) {
   check_missing_rank(hierarchical_factory(2), rank_mode::threads);
 }
 
+BOOST_AUTO_TEST_CASE(every_float_class_travels_bit_exact_through_all_gather_gather_and_broadcast) {
+  // Signalling NaNs, -0, denormals, ...: bits, compared with memcmp.
+  check_exact_bytes(hierarchical_factory(2), 3, rank_mode::threads);
+  check_exact_bytes(hierarchical_factory(2), 3, rank_mode::processes);
+  check_exact_bytes(hierarchical_factory(2), 4, rank_mode::processes);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -121,7 +121,7 @@ BOOST_AUTO_TEST_CASE(get_of_a_missing_key_times_out_naming_the_key_and_the_timeo
                  value.error().message());
       BOOST_TEST(value.error().message().find("100 ms") != std::string::npos);
       BOOST_TEST(took >= 100);
-      BOOST_TEST(took <= 300);
+      BOOST_TEST(took <= 1100);  // room for a loaded machine, far below a hang
     }
   }
 }
@@ -158,7 +158,7 @@ BOOST_AUTO_TEST_CASE(wait_times_out_naming_only_the_keys_still_missing) {
       BOOST_TEST(message.find("'gone1', 'gone2'") != std::string::npos, message);
       BOOST_TEST(message.find("present") == std::string::npos, message);
       BOOST_TEST(took >= 80);
-      BOOST_TEST(took <= 280);
+      BOOST_TEST(took <= 1080);
     }
   }
 }

@@ -421,10 +421,11 @@ BOOST_AUTO_TEST_CASE(the_context_gathers_broadcasts_and_agrees_on_preemption_acr
     DTRAIN_ASSIGN_OR_RETURN(auto b, ctx.broadcast(rank == 1 ? every_byte : value_of(rank), 1));
     DTRAIN_RETURN_IF_ERROR(expect(b == every_byte, "broadcast from rank 1"));
     // Too large on one rank: every rank fails (none is left waiting).
-    auto huge = ctx.all_gather(train::bytes(rank == 1 ? size_t{1} << 24 : 1, 'x'));
+    auto huge = ctx.all_gather(train::bytes(
+        rank == 1 ? train::comm_replica_context::max_value_bytes + 1 : 1, 'x'));
     DTRAIN_RETURN_IF_ERROR(expect(!huge.is_ok() && huge.error().message().find("rank 1") !=
                                                        std::string::npos,
-                                  "a 16 MiB value gave " + huge.error().to_string()));
+                                  "an oversized value gave " + huge.error().to_string()));
     DTRAIN_ASSIGN_OR_RETURN(bool before, ctx.should_preempt());
     DTRAIN_RETURN_IF_ERROR(expect(!before, "preempted before anyone asked"));
     if (rank == 0)

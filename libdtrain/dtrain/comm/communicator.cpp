@@ -1,5 +1,10 @@
 #include "dtrain/comm/communicator.hpp"
 
+#include <algorithm>
+#include <system_error>
+
+#include "dtrain/comm/sigpipe.hpp"
+
 namespace dtrain::comm {
 
 const char* to_string(reduce_op op) {
@@ -12,10 +17,27 @@ const char* to_string(reduce_op op) {
   return "unknown";
 }
 
+work::work(std::string what, std::chrono::steady_clock::time_point deadline)
+  : what_(std::move(what)), deadline_(deadline) {}
+
 status work::wait() {
+  auto until = deadline_ + wait_grace;
+  auto waited = std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now());
+  return wait_until(until, std::max(waited, milliseconds(0)));
+}
+
+status work::wait(milliseconds timeout) {
+  auto until = std::min(std::chrono::steady_clock::now() + timeout, deadline_ + wait_grace);
+  return wait_until(until, timeout);
+}
+
+status work::wait_until(std::chrono::steady_clock::time_point until, milliseconds waited) {
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [this] { return done_; });
-  return outcome_;
+  if (cv_.wait_until(lock, until, [this] { return done_; }))
+    return outcome_;
+  return status(error_code::timeout,
+                what_ + ": not finished after waiting " + std::to_string(waited.count()) +
+                    " ms; the operation may still be running and using its buffers");
 }
 
 bool work::completed() const {
@@ -46,7 +68,7 @@ void queued_communicator::shutdown() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_ && !worker_.joinable())
       return;
-    stopping_ = true;
+    stopping_ = true;  // from here on, abort() starts no interrupter
     if (broken_.is_ok())
       broken_ = status(error_code::aborted, "the communicator was destroyed");
     for (auto& [req, w] : queue_)
@@ -54,9 +76,20 @@ void queued_communicator::shutdown() {
     queue_.clear();
   }
   cv_.notify_all();
+  await_interrupt();
   interrupt();
   if (worker_.joinable())
     worker_.join();
+}
+
+void queued_communicator::await_interrupt() {
+  std::thread interrupter;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    interrupter = std::move(interrupter_);
+  }
+  if (interrupter.joinable())
+    interrupter.join();
 }
 
 const char* queued_communicator::to_string(op_kind kind) {
@@ -77,17 +110,18 @@ std::string queued_communicator::describe(const request& r) const {
 }
 
 work_ptr queued_communicator::fail_now(const status& why) {
-  auto w = std::make_shared<work>();
+  auto w = std::make_shared<work>("an operation refused at issue", std::chrono::steady_clock::now());
   w->finish(why);
   return w;
 }
 
 work_ptr queued_communicator::submit(request r) {
-  auto w = std::make_shared<work>();
+  work_ptr w;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     r.sequence = issued_++;
     r.deadline = std::chrono::steady_clock::now() + timeout_;
+    w = std::make_shared<work>(describe(r), r.deadline);
     if (!broken_.is_ok()) {
       w->finish(status(error_code::aborted,
                        describe(r) + ": the communicator is broken: " + broken_.to_string()));
@@ -204,6 +238,7 @@ work_ptr queued_communicator::barrier() {
 }
 
 void queued_communicator::abort(const std::string& why) {
+  bool interrupt_here = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (broken_.is_ok())
@@ -211,9 +246,20 @@ void queued_communicator::abort(const std::string& why) {
     for (auto& [req, w] : queue_)
       w->finish(status(error_code::aborted, describe(req) + ": " + broken_.message()));
     queue_.clear();
+    // Interrupt once; shutdown() interrupts by itself once it has begun.
+    if (!interrupting_ && !stopping_) {
+      interrupting_ = true;
+      // interrupt() may block (sockets, the store, ncclCommAbort): never on
+      // the caller's thread, which may be one of an actor system's few.
+      try {
+        interrupter_ = std::thread([this] { interrupt(); });
+      } catch (const std::system_error&) {
+        interrupt_here = true;  // no thread to be had: better late than never
+      }
+    }
   }
-  cv_.notify_all();
-  interrupt();
+  if (interrupt_here)
+    interrupt();
 }
 
 bool queued_communicator::broken() const {
@@ -227,6 +273,7 @@ status queued_communicator::broken_reason() const {
 }
 
 void queued_communicator::worker_loop() {
+  sigpipe_blocker no_sigpipe;  // a peer gone mid-write is an error, not a death
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

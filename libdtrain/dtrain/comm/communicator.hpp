@@ -19,23 +19,43 @@ namespace dtrain::comm {
 enum class reduce_op { sum, average, min, max };
 const char* to_string(reduce_op op);
 
-/// The handle of an asynchronous collective (c10d's Work). wait() blocks
-/// until the operation has finished on this rank, and returns its status;
-/// it never blocks longer than the operation's timeout plus a small margin,
-/// because the operation itself gives up at its deadline. Thread-safe.
+/// The handle of an asynchronous collective (c10d's Work). Thread-safe.
+///
+/// Every work carries a finite deadline: the operation's own (the
+/// communicator's timeout after it was issued) plus wait_grace, the time a
+/// backend may need past its deadline to give up and report (closing
+/// sockets, aborting NCCL). wait() blocks until the operation has finished
+/// on this rank and returns its status, or returns error_code::timeout at
+/// that deadline; wait(timeout) gives up after `timeout` instead (zero
+/// polls). A wait that times out leaves the operation running: it still
+/// owns its buffers (the tensors it holds keep them alive) until completed()
+/// says otherwise, and it still ends by its own deadline, breaking the
+/// communicator if it failed. No wait can block for ever.
 class work {
 public:
-  work() = default;
+  /// How long past the operation's deadline wait() keeps waiting.
+  static constexpr milliseconds wait_grace{2000};
+
+  /// `what` names the operation in errors ("all_reduce #3 on rank 0 of 2
+  /// (shm)"); `deadline` is the time the operation ends by at the latest.
+  work(std::string what, std::chrono::steady_clock::time_point deadline);
   work(const work&) = delete;
   work& operator=(const work&) = delete;
 
+  /// Until the operation ends, or its deadline plus wait_grace.
   status wait();
+  /// Until the operation ends, or `timeout` (at most until wait() would).
+  status wait(milliseconds timeout);
   bool completed() const;
 
   /// For implementations: records the outcome and wakes waiters (once).
   void finish(status outcome);
 
 private:
+  status wait_until(std::chrono::steady_clock::time_point until, milliseconds waited);
+
+  const std::string what_;
+  const std::chrono::steady_clock::time_point deadline_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
@@ -52,6 +72,13 @@ using work_ptr = std::shared_ptr<work>;
 /// host or (for backends that support it) a CUDA device; the caller keeps
 /// them alive and untouched until the work completes. Results are written in
 /// place (all_reduce, broadcast) or into the output tensor.
+///
+/// Exactness: broadcast, all_gather and gather copy bits. Every backend
+/// delivers each element bit for bit as its sender held it, for any 32-bit
+/// pattern: -0, denormals, infinities, quiet and signalling NaNs with their
+/// payloads; no float arithmetic ever touches them. So they may carry
+/// arbitrary bytes packed into float tensors (metadata, checksums).
+/// all_reduce and reduce_scatter are float arithmetic and carry numbers.
 ///
 /// Failure: each operation has a deadline (the communicator's timeout).
 /// When it expires, or on abort(), or when a peer fails, the operation ends
@@ -84,6 +111,12 @@ public:
 
   /// Fails every queued and running operation (aborted) and breaks the
   /// communicator. Safe from any thread, also while an operation waits.
+  /// Never blocks the caller: it records the cause, fails the queued
+  /// operations and wakes their waiters at once; whatever may block (closing
+  /// sockets, publishing the cause in the store, ncclCommAbort) runs on a
+  /// thread of the communicator, so an actor's scheduler thread may call it.
+  /// The running operation ends shortly after (its work then completes with
+  /// error_code::aborted). Only the first call acts; later ones are no-ops.
   virtual void abort(const std::string& why) = 0;
   virtual bool broken() const = 0;
   /// The error that broke the communicator, or ok.
@@ -94,7 +127,8 @@ public:
 /// operations run one at a time on a worker thread, deadlines, and the
 /// broken state. A backend implements run() synchronously, returning at the
 /// request's deadline at the latest, and interrupt() to make a running
-/// run() return early after abort().
+/// run() return early after abort(). abort() runs interrupt() on a thread
+/// of its own (joined by shutdown()), so interrupt() may block.
 class queued_communicator : public communicator {
 public:
   queued_communicator(int rank, int size, milliseconds timeout);
@@ -132,13 +166,18 @@ protected:
   /// Runs one operation to completion or to its deadline. Called on the
   /// worker thread only, one request at a time.
   virtual status run(const request& r) = 0;
-  /// Makes a run() in progress return soon (abort); may be called from any
-  /// thread. The default does nothing (run() then ends at its deadline).
+  /// Makes a run() in progress return soon (abort); called on the
+  /// interrupting thread after abort(), and by shutdown(). May block. The
+  /// default does nothing (run() then ends at its deadline).
   virtual void interrupt() {}
 
   /// Stops the worker; backends call it first in their destructors, so that
   /// run() never executes on a half-destroyed object.
   void shutdown();
+  /// Waits until the interrupt() started by an abort() has returned (no-op
+  /// without one); for destructors that must let it finish before they
+  /// change what interrupt() reads.
+  void await_interrupt();
 
   /// "all_reduce #12 on rank 1 of 4 (shm)": the start of every error.
   std::string describe(const request& r) const;
@@ -158,7 +197,9 @@ private:
   std::deque<std::pair<request, work_ptr>> queue_;
   bool stopping_ = false;
   status broken_;
+  bool interrupting_ = false;  // abort() has started interrupter_
   std::thread worker_;
+  std::thread interrupter_;    // runs interrupt() after abort()
 };
 
 } // namespace dtrain::comm

@@ -60,7 +60,8 @@ result<std::unique_ptr<communicator>> make_hierarchical(const group_options& o,
   }
   DTRAIN_ASSIGN_OR_RETURN(auto local, upcast(shm_communicator::create(
                                           local_rank, local_size,
-                                          sub(o, "local" + std::to_string(host)), o.timeout)));
+                                          sub(o, "local" + std::to_string(host)), o.timeout,
+                                          o.shm)));
   std::unique_ptr<communicator> leaders;
   if (local_rank == 0) {
     DTRAIN_ASSIGN_OR_RETURN(leaders, upcast(gloo_communicator::create(
@@ -94,14 +95,14 @@ result<std::unique_ptr<communicator>> make_communicator(const group_options& o) 
     return upcast(gloo_communicator::create(o.rank, o.size, sub(o, "gloo"), o.timeout,
                                             o.bind_address));
   if (backend == "shm")
-    return upcast(shm_communicator::create(o.rank, o.size, sub(o, "shm"), o.timeout));
+    return upcast(shm_communicator::create(o.rank, o.size, sub(o, "shm"), o.timeout, o.shm));
   if (backend != "auto" && backend != "hierarchical")
     return invalid_argument("make_communicator: unknown backend '" + o.backend +
                             "' (choose auto, shm, gloo, hierarchical or nccl)");
   DTRAIN_ASSIGN_OR_RETURN(auto host_of, exchange_hosts(o));
   bool one_host = std::all_of(host_of.begin(), host_of.end(), [](int h) { return h == 0; });
   if (backend == "auto" && one_host)
-    return upcast(shm_communicator::create(o.rank, o.size, sub(o, "shm"), o.timeout));
+    return upcast(shm_communicator::create(o.rank, o.size, sub(o, "shm"), o.timeout, o.shm));
   return make_hierarchical(o, host_of);
 }
 

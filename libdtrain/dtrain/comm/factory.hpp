@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dtrain/comm/communicator.hpp"
+#include "dtrain/comm/shm.hpp"
 #include "dtrain/comm/store.hpp"
 
 namespace dtrain::comm {
@@ -25,10 +26,16 @@ struct group_options {
   /// net::host_identity().
   /// Tests set distinct names to form several "hosts" on one machine.
   std::string host;
-  /// Address Gloo binds to and publishes to its peers: the node's own
-  /// address on a multi-host cluster (loopback unless told otherwise).
+  /// The address Gloo binds to and publishes to its peers (gloo, and the
+  /// leaders of hierarchical): the node's own address on a multi-host
+  /// cluster, loopback unless told otherwise; "" or "auto" picks this host's
+  /// first non-loopback IPv4 address (resolve_bind_address()). One not of
+  /// this machine is an error naming it.
   std::string bind_address = "127.0.0.1";
   milliseconds timeout = milliseconds(30000);
+  /// The shared-memory segment of shm groups (and of each host's group
+  /// under hierarchical): slot sizes, name prefix.
+  shm_options shm;
 };
 
 /// Forms the group: ranks exchange their host names through the store,

@@ -1,5 +1,8 @@
 #include "dtrain/comm/gloo.hpp"
 
+#include "dtrain/comm/address.hpp"
+#include "dtrain/comm/sigpipe.hpp"
+
 #include <dlfcn.h>
 #include <netdb.h>
 #include <sys/socket.h>
@@ -185,24 +188,23 @@ result<std::shared_ptr<mesh_context>> connect_mesh(
     int rank, int size, const std::shared_ptr<store>& s, milliseconds timeout,
     const std::string& bind_address, std::shared_ptr<gloo::transport::Device>& device) {
   const auto deadline = steady::now() + timeout;
-  // Gloo dereferences a null result when the name does not resolve (seen
-  // with Debian's libgloo): resolve it here first and refuse it by name.
-  addrinfo hints{}, *found = nullptr;
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  int rc = getaddrinfo(bind_address.c_str(), nullptr, &hints, &found);
-  if (rc != 0 || found == nullptr)
-    return io_error("gloo: rank " + std::to_string(rank) + " cannot bind to '" + bind_address +
-                    "': " + (rc != 0 ? gai_strerror(rc) : "no IPv4 address"));
-  freeaddrinfo(found);
+  // Gloo dereferences a null result when the name does not resolve, and
+  // may abort on an address it cannot bind (Debian's libgloo): resolve and
+  // bind here first, and refuse the address by name.
+  auto address = bindable_ipv4(resolve_bind_address(bind_address), bind_address);
+  // Gloo's device loop thread, started here, inherits the blocked SIGPIPE;
+  // so does every write of the rendezvous below.
+  sigpipe_blocker no_sigpipe;
+  if (!address)
+    return address.error().with_context("gloo: rank " + std::to_string(rank));
   try {
     gloo::transport::tcp::attr attr;
-    attr.hostname = bind_address;
+    attr.hostname = *address;  // what was checked, not a second lookup
     attr.ai_family = AF_INET;
     device = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
-    return io_error("gloo: cannot bind rank " + std::to_string(rank) + " to '" +
-                    bind_address + "': " + e.what());
+    return io_error("gloo: cannot bind rank " + std::to_string(rank) + " to '" + bind_address +
+                    "' (" + *address + "): " + e.what());
   }
   auto mesh = std::make_shared<mesh_context>(rank, size);
   mesh->setTimeout(timeout);
@@ -326,6 +328,9 @@ gloo_communicator::gloo_communicator(int rank, int size, milliseconds timeout,
 }
 
 gloo_communicator::~gloo_communicator() {
+  // An abort() just before: its interrupt publishes the reason and fails
+  // the mesh, which an interrupt for destruction alone would skip.
+  await_interrupt();
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->destroying = true;

@@ -52,9 +52,13 @@ namespace dtrain::comm {
 class gloo_communicator final : public queued_communicator {
 public:
   /// Joins the group as `rank` of `size`, binding its sockets to
-  /// `bind_address` (IPv4). Fails with invalid_argument naming the field,
-  /// timeout naming the missing ranks, or io_error (bad address, refused
-  /// connection, store failure).
+  /// `bind_address` (an IPv4 address or a name; "" or "auto": see
+  /// resolve_bind_address() in address.hpp). Gloo listens there and publishes that address
+  /// through the store, so peers connect to it: it must be one they can
+  /// reach. Fails with invalid_argument naming the field, timeout naming the
+  /// missing ranks, or io_error (an address that does not resolve or does
+  /// not belong to this machine, named with the reason; a refused
+  /// connection; a store failure).
   static result<std::unique_ptr<gloo_communicator>> create(
       int rank, int size, std::shared_ptr<store> store, milliseconds timeout,
       const std::string& bind_address = "127.0.0.1");

@@ -1,5 +1,6 @@
 #include "dtrain/comm/hierarchical.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "dtrain/core/check.hpp"
@@ -58,23 +59,65 @@ status hierarchical_communicator::sync_barrier() {
   return local_->barrier()->wait();
 }
 
+int hierarchical_communicator::widest_host() const {
+  std::vector<int> count(host_of_.size(), 0);
+  for (int h : host_of_)
+    ++count[static_cast<size_t>(h)];
+  return *std::max_element(count.begin(), count.end());
+}
+
+int hierarchical_communicator::host_count() const {
+  return *std::max_element(host_of_.begin(), host_of_.end()) + 1;
+}
+
+// Moves bytes only, never through float arithmetic: each host's blocks go to
+// its leader (shm gather), the leaders swap host blocks padded to the widest
+// host (Gloo allgather or gather, byte copies), the result reaches the ranks
+// that need it (shm broadcast), and blocks are put in rank order.
+status hierarchical_communicator::gather_blocks(const request& r, bool everyone) {
+  const int64_t n = r.input.numel();
+  if (n == 0)
+    return status::ok();  // every rank holds the same sizes: nothing moves
+  const int my_host = host_of_[rank()], widest = widest_host();
+  const int root_host = everyone ? -1 : host_of_[r.root];
+  tensor host_blocks = tensor::zeros({widest * n});
+  tensor everything = tensor::zeros({host_count() * widest * n});
+  tensor mine = host_blocks.view(0, {local_->size() * n});
+  DTRAIN_RETURN_IF_ERROR(local_->gather(r.input, mine, 0)->wait());
+  if (leaders_) {
+    auto between = everyone ? leaders_->all_gather(host_blocks, everything)
+                            : leaders_->gather(host_blocks, everything, root_host);
+    DTRAIN_RETURN_IF_ERROR(between->wait());
+  }
+  // The leader holds what its host needs; a root that is not a leader, or
+  // every rank of an all_gather, gets it from the leader.
+  const bool root_is_leader = !everyone && local_index_of(r.root) == 0;
+  if (everyone || (my_host == root_host && !root_is_leader))
+    DTRAIN_RETURN_IF_ERROR(local_->broadcast(everything, 0)->wait());
+  if (everyone || rank() == r.root)
+    place_in_rank_order(everything, r.output, n, widest);
+  return status::ok();
+}
+
+void hierarchical_communicator::place_in_rank_order(const tensor& everything, tensor output,
+                                                    int64_t n, int widest) const {
+  // Host h's blocks sit at h * widest, in the order of their ranks.
+  std::vector<int64_t> next(static_cast<size_t>(host_count()), 0);
+  const size_t block_bytes = static_cast<size_t>(n) * sizeof(float);
+  for (int q = 0; q < size(); ++q) {
+    const int h = host_of_[q];
+    const int64_t slot = h * int64_t{widest} + next[static_cast<size_t>(h)]++;
+    std::memcpy(output.data() + q * n, everything.data() + slot * n, block_bytes);
+  }
+}
+
 status hierarchical_communicator::run(const request& r) {
   switch (r.kind) {
     case op_kind::all_reduce: return reduce(r.input, r.op);
     case op_kind::broadcast: return broadcast_from(r.input, r.root);
     case op_kind::barrier: return sync_barrier();
-    case op_kind::all_gather:
-    case op_kind::gather: {
-      // Each rank's block lands in a zeroed buffer; a sum then assembles all.
-      const int64_t n = r.input.numel();
-      tensor all = tensor::zeros({n * size()});
-      if (n > 0)
-        std::memcpy(all.data() + rank() * n, r.input.data(), r.input.bytes());
-      DTRAIN_RETURN_IF_ERROR(reduce(all, reduce_op::sum));
-      if (r.kind == op_kind::all_gather || rank() == r.root)
-        const_cast<tensor&>(r.output).copy_from(all);
-      return status::ok();
-    }
+    case op_kind::all_gather: return gather_blocks(r, true);
+    case op_kind::gather: return gather_blocks(r, false);
     case op_kind::reduce_scatter: {
       tensor all = r.input.clone();
       DTRAIN_RETURN_IF_ERROR(reduce(all, r.op));

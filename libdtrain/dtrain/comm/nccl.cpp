@@ -362,6 +362,7 @@ nccl_communicator::nccl_communicator(int rank, int size, int cuda_device, millis
   : queued_communicator(rank, size, timeout), device_(cuda_device), res_(std::move(res)) {}
 
 nccl_communicator::~nccl_communicator() {
+  await_interrupt();  // an abort()'s ncclCommAbort finishes before closing_ hides it
   const bool was_broken = broken();  // shutdown() marks every communicator broken
   closing_ = true;
   shutdown();

@@ -29,9 +29,16 @@ namespace dtrain::comm {
 /// asynchronous error (a peer failed, a network error) or a CUDA error aborts
 /// the NCCL communicator (ncclCommAbort), ends the operation with an error
 /// naming the operation, this rank and NCCL (error_code::timeout for a
-/// deadline), and breaks the communicator. abort() calls ncclCommAbort from
-/// any thread, also while an operation waits; that operation ends with
-/// error_code::aborted; abort() itself blocks while NCCL tears down.
+/// deadline), and breaks the communicator. abort() may be called from any
+/// thread, also while an operation waits, and returns at once: ncclCommAbort
+/// (which blocks while NCCL tears down) runs on the communicator's
+/// interrupting thread; the waiting operation then ends with
+/// error_code::aborted.
+///
+/// Exactness: broadcast, all_gather and gather are ncclBroadcast,
+/// ncclAllGather and ncclSend/ncclRecv (plus a device-to-device copy of the
+/// root's own block): copies, no reduction kernel, so every bit pattern
+/// arrives as sent (the communicator contract).
 /// Destroying a healthy communicator finalizes and destroys the NCCL
 /// communicator, waiting at most the timeout before aborting it instead.
 /// Thread-safe, as every communicator.

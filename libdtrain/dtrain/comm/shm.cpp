@@ -4,10 +4,13 @@
 #include <linux/futex.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cerrno>
 #include <climits>
 #include <functional>
@@ -46,10 +49,30 @@ inline void cpu_relax() {
 #endif
 }
 
-std::string unique_segment_name() {
+constexpr const char* shm_dir = "/dev/shm";  // where glibc's shm_open puts segments
+constexpr int64_t max_slot_floats = int64_t{1} << 28;  // 1 GiB slots
+
+std::string unique_segment_name(const std::string& prefix) {
   std::random_device rd;
-  return "/dtrain-" + std::to_string(getpid()) + "-" + std::to_string(rd()) +
+  return "/" + prefix + "-" + std::to_string(getpid()) + "-" + std::to_string(rd()) +
          std::to_string(rd());
+}
+
+result<uint64_t> free_bytes_in(const char* dir) {
+  struct statvfs fs {};
+  if (statvfs(dir, &fs) != 0)
+    return io_error(std::string("statvfs(") + dir + "): " + std::strerror(errno));
+  return static_cast<uint64_t>(fs.f_bavail) * static_cast<uint64_t>(fs.f_frsize);
+}
+
+// Allocates the pages of [0, bytes) now. False when they do not fit;
+// true also where the file system cannot reserve (nothing better to do).
+bool reserve(int fd, size_t bytes) {
+  int rc;
+  do {
+    rc = fallocate(fd, 0, 0, static_cast<off_t>(bytes));
+  } while (rc != 0 && errno == EINTR);
+  return rc == 0 || errno == EOPNOTSUPP || errno == ENOSYS;
 }
 
 std::string os_error(const std::string& what) {
@@ -74,8 +97,10 @@ constexpr size_t data_offset = (sizeof(shm_communicator::header) + 4095) / 4096 
 } // namespace
 
 shm_communicator::shm_communicator(int rank, int size, milliseconds timeout,
-                                   int64_t slot_floats)
-  : queued_communicator(rank, size, timeout), slot_floats_(slot_floats) {}
+                                   shm_options options)
+  : queued_communicator(rank, size, timeout),
+    options_(std::move(options)),
+    slot_floats_(options_.slot_floats) {}
 
 shm_communicator::~shm_communicator() {
   shutdown();
@@ -85,33 +110,87 @@ shm_communicator::~shm_communicator() {
 
 result<std::unique_ptr<shm_communicator>> shm_communicator::create(
     int rank, int size, std::shared_ptr<store> store, milliseconds timeout,
-    int64_t slot_floats) {
+    shm_options options) {
   if (size < 1 || size > max_ranks || rank < 0 || rank >= size)
     return invalid_argument("shm communicator: rank " + std::to_string(rank) + " of " +
                             std::to_string(size) + " (at most " +
                             std::to_string(max_ranks) + " ranks per host)");
-  if (slot_floats < size)
-    return invalid_argument("shm communicator: slot_floats must be >= the group size");
-  std::unique_ptr<shm_communicator> c(new shm_communicator(rank, size, timeout, slot_floats));
+  options.min_slot_floats = std::max<int64_t>(options.min_slot_floats, size);
+  if (options.slot_floats < options.min_slot_floats || options.slot_floats > max_slot_floats)
+    return invalid_argument("shm communicator: slot_floats " +
+                            std::to_string(options.slot_floats) + " must lie in [" +
+                            std::to_string(options.min_slot_floats) +
+                            " (min_slot_floats, at least the group size), " +
+                            std::to_string(max_slot_floats) + "]");
+  if (!options.free_space)
+    options.free_space = [] { return free_bytes_in(shm_dir); };
+  std::unique_ptr<shm_communicator> c(new shm_communicator(rank, size, timeout, std::move(options)));
   DTRAIN_RETURN_IF_ERROR(c->attach(*store, timeout));
   return c;
 }
 
+size_t shm_communicator::segment_bytes(int64_t slot_floats) const {
+  return data_offset + 2 * static_cast<size_t>(size() + 1) * static_cast<size_t>(slot_floats) *
+                           sizeof(float);
+}
+
+result<int> shm_communicator::create_segment(const std::string& name) {
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0)
+    return io_error(os_error("shm_open(" + name + ")"));
+  // Unknown free space (statvfs failed): try every size, fallocate decides.
+  auto free_space = options_.free_space();
+  const uint64_t available = free_space ? *free_space : UINT64_MAX;
+  for (int64_t slot = options_.slot_floats;; slot = std::max(slot / 2, options_.min_slot_floats)) {
+    const size_t need = segment_bytes(slot);
+    // Reserve the pages now: tmpfs refuses with ENOSPC here rather than
+    // raising SIGBUS at the first touch of a page that does not fit.
+    if (need <= available && ftruncate(fd, static_cast<off_t>(need)) == 0 &&
+        reserve(fd, need)) {
+      slot_floats_ = slot;
+      bytes_ = need;
+      return fd;
+    }
+    if (slot == options_.min_slot_floats)
+      break;
+  }
+  close(fd);
+  shm_unlink(name.c_str());
+  const size_t least = segment_bytes(options_.min_slot_floats);
+  return io_error("shm communicator: " + std::string(shm_dir) + " is too small for a group of " +
+                  std::to_string(size()) + " ranks: it needs at least " + std::to_string(least) +
+                  " bytes (slots of " + std::to_string(options_.min_slot_floats * 4 / 1024) +
+                  " KiB), " + std::string(shm_dir) + " has " +
+                  (free_space ? std::to_string(available) + " bytes free"
+                              : "an unknown amount free (" + free_space.error().message() + ")") +
+                  "; enlarge it (docker run --shm-size=1g) or use backend gloo");
+}
+
+result<int> shm_communicator::open_segment(const std::string& name) {
+  const std::string who = "shm rendezvous on rank " + std::to_string(rank());
+  int fd = shm_open(name.c_str(), O_RDWR, 0600);
+  if (fd < 0)
+    return io_error(os_error(who + ": shm_open(" + name + ")"));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_size < static_cast<off_t>(data_offset)) {
+    close(fd);
+    return invalid_argument(who + ": segment " + name + " is not a dtrain segment");
+  }
+  bytes_ = static_cast<size_t>(st.st_size);
+  return fd;
+}
+
 status shm_communicator::attach(store& s, milliseconds timeout) {
   auto deadline = clock_type::now() + timeout;
-  bytes_ = data_offset + 2 * static_cast<size_t>(size() + 1) *
-                             static_cast<size_t>(slot_floats_) * sizeof(float);
   std::string name;
-  int fd = -1;
+  result<int> fd = -1;
   if (rank() == 0) {
-    name = unique_segment_name();
-    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0)
-      return io_error(os_error("shm_open(" + name + ")"));
-    if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
-      close(fd);
-      shm_unlink(name.c_str());
-      return io_error(os_error("ftruncate(" + name + ", " + std::to_string(bytes_) + ")"));
+    name = unique_segment_name(options_.name_prefix);
+    fd = create_segment(name);
+    // Names start with '/'; "!why" tells the others at once that it failed.
+    if (!fd) {
+      (void)s.set("shm/name", to_bytes("!" + fd.error().message()));
+      return fd.error();
     }
   } else {
     auto published = s.get("shm/name", timeout);
@@ -119,14 +198,16 @@ status shm_communicator::attach(store& s, milliseconds timeout) {
       return published.error().with_context("shm rendezvous on rank " + std::to_string(rank()) +
                                             ": waiting for rank 0 to publish the segment");
     name = comm::to_string(*published);
-    fd = shm_open(name.c_str(), O_RDWR, 0600);
-    if (fd < 0)
-      return io_error(os_error("shm rendezvous on rank " + std::to_string(rank()) +
-                               ": shm_open(" + name + ")"));
+    if (!name.empty() && name[0] == '!')
+      return io_error("shm rendezvous on rank " + std::to_string(rank()) +
+                      ": rank 0 could not create the segment: " + name.substr(1));
+    fd = open_segment(name);
+    if (!fd)
+      return fd.error();
   }
   // MAP_POPULATE: fault every page in now, not during the first collective.
-  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  close(fd);
+  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, *fd, 0);
+  close(*fd);
   if (base_ == MAP_FAILED) {
     base_ = nullptr;
     if (rank() == 0)
@@ -139,11 +220,13 @@ status shm_communicator::attach(store& s, milliseconds timeout) {
     header_->slot_floats = slot_floats_;
     header_->magic = segment_magic;  // the segment is zero-filled by ftruncate
     DTRAIN_RETURN_IF_ERROR(s.set("shm/name", to_bytes(name)));
-  } else if (header_->magic != segment_magic || header_->size != size() ||
-             header_->slot_floats != slot_floats_) {
-    return invalid_argument("shm rendezvous on rank " + std::to_string(rank()) + ": segment " +
-                            name + " belongs to a different group (size " +
-                            std::to_string(header_->size) + ")");
+  } else {
+    slot_floats_ = header_->slot_floats;  // rank 0's choice
+    if (header_->magic != segment_magic || header_->size != size() || slot_floats_ < size() ||
+        bytes_ != segment_bytes(slot_floats_))
+      return invalid_argument("shm rendezvous on rank " + std::to_string(rank()) + ": segment " +
+                              name + " belongs to a different group (size " +
+                              std::to_string(header_->size) + ")");
   }
   header_->ranks[rank()].pid.store(static_cast<int32_t>(getpid()));
   // Every rank maps, then meets the others; only then may the name go.

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -11,12 +12,34 @@
 
 namespace dtrain::comm {
 
+/// How a shm group lays out its segment.
+struct shm_options {
+  /// The preferred size of a staging slot, in floats (8 MiB). The segment
+  /// holds 2 (N + 1) slots for N ranks, so 4 ranks want 80 MiB.
+  int64_t slot_floats = int64_t{2} << 20;
+  /// The smallest slot the creator falls back to (64 KiB; at least N) when
+  /// the preferred one does not fit in /dev/shm. Pieces larger than a slot
+  /// are split, so a smaller slot is slower, never wrong.
+  int64_t min_slot_floats = int64_t{16} << 10;
+  /// Segments are named "/PREFIX-PID-RANDOM" (tests pick their own prefix to
+  /// find their own segments).
+  std::string name_prefix = "dtrain";
+  /// Free bytes in /dev/shm; empty: statvfs("/dev/shm"). Tests inject one.
+  std::function<result<uint64_t>()> free_space;
+};
+
 /// Collectives between ranks on one host through POSIX shared memory: the
 /// fast path on one machine (ranks may be threads or processes).
 ///
 /// One segment per group, created by rank 0, named through the store
 /// ("shm/name"), mapped by every rank and unlinked as soon as all have it
-/// mapped (so nothing is left in /dev/shm, even after a crash). It holds a
+/// mapped (so nothing is left in /dev/shm, even after a crash). Rank 0
+/// sizes it to fit: it reads the free space of /dev/shm (statvfs) and
+/// halves the slot from options.slot_floats down to min_slot_floats until
+/// the segment fits, then reserves its pages (fallocate), so a full
+/// /dev/shm is an error at creation, never a SIGBUS later; the other ranks
+/// take the slot size from the segment. When not even the smallest fits,
+/// create() fails naming /dev/shm, the bytes needed and free. It holds a
 /// control block (a per-rank arrival counter, each rank's pid) and two
 /// halves of data, each with a staging slot per rank and a result area, used
 /// alternately so that consecutive phases never overwrite data a slower
@@ -35,13 +58,16 @@ namespace dtrain::comm {
 /// abort(), which is local: peers see this rank as missing.
 class shm_communicator final : public queued_communicator {
 public:
-  /// slot_floats: the size of a staging slot (pieces larger are split).
-  /// Returns once all `size` ranks have mapped the segment, or an error
-  /// naming the ranks that did not appear within `timeout`.
+  /// Returns once all `size` ranks have mapped the segment, or an error:
+  /// the ranks that did not appear within `timeout` (timeout), a /dev/shm
+  /// too small for the smallest slot (io_error naming both sizes), bad
+  /// options (invalid_argument naming the field).
   static result<std::unique_ptr<shm_communicator>> create(int rank, int size,
                                                           std::shared_ptr<store> store,
                                                           milliseconds timeout,
-                                                          int64_t slot_floats = 2 << 20);
+                                                          shm_options options = {});
+  /// The staging slot size rank 0 chose, in floats.
+  int64_t slot_floats() const { return slot_floats_; }
   ~shm_communicator() override;
 
   std::string backend() const override { return "shm"; }
@@ -54,8 +80,14 @@ protected:
   void interrupt() override;
 
 private:
-  shm_communicator(int rank, int size, milliseconds timeout, int64_t slot_floats);
+  shm_communicator(int rank, int size, milliseconds timeout, shm_options options);
   status attach(store& s, milliseconds timeout);
+  /// Rank 0: creates the segment `name`, choosing the slot size; returns
+  /// its descriptor.
+  result<int> create_segment(const std::string& name);
+  /// Other ranks: opens `name` and takes its size and slot size.
+  result<int> open_segment(const std::string& name);
+  size_t segment_bytes(int64_t slot_floats) const;
   status barrier_wait(const request* r, std::chrono::steady_clock::time_point deadline);
   float* slot(int half, int rank) const;
   float* result_area(int half) const;
@@ -66,6 +98,7 @@ private:
   status run_gather(const request& r, bool everyone);
   status run_reduce_scatter(const request& r);
 
+  shm_options options_;
   int64_t slot_floats_;
   size_t bytes_ = 0;
   void* base_ = nullptr;

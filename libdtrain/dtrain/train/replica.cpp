@@ -31,52 +31,117 @@ comm_replica_context::comm_replica_context(std::unique_ptr<comm::communicator> c
                                            placement where, const std::atomic<bool>* preempt)
   : comm_(std::move(comm)), placement_(where), preempt_(preempt) {}
 
-result<std::vector<bytes>> comm_replica_context::all_gather(const bytes& value) {
-  const int n = world_size();
-  constexpr size_t limit = size_t{1} << 24;  // lengths travel exactly as floats below it
-  const float mine = static_cast<float>(std::min(value.size(), limit));
-  tensor len = for_comm(*comm_, tensor::full({1}, mine), where());
-  tensor lens = for_comm(*comm_, tensor::zeros({n}), where());
-  DTRAIN_RETURN_IF_ERROR(comm_->all_gather(len, lens)->wait());
-  std::vector<float> sizes = lens.to_vector();
-  size_t longest = 0;
-  for (float s : sizes)
-    longest = std::max(longest, static_cast<size_t>(s));
-  // Checked after the exchange, so that every rank fails together instead
-  // of the others waiting in the next collective for the one that gave up.
-  if (longest >= limit) {
-    auto big = std::max_element(sizes.begin(), sizes.end()) - sizes.begin();
-    return invalid_argument("replica all_gather: rank " + std::to_string(big) +
-                            "'s value is over the 16 MiB limit");
-  }
-  const int64_t slots = static_cast<int64_t>((longest + 3) / 4);
-  tensor packed = tensor::zeros({slots});
-  if (!value.empty())
-    std::memcpy(packed.data(), value.data(), value.size());
-  tensor all = for_comm(*comm_, tensor::zeros({slots * n}), where());
-  DTRAIN_RETURN_IF_ERROR(comm_->all_gather(for_comm(*comm_, packed, where()), all)->wait());
-  std::vector<float> flat = all.to_vector();
-  std::vector<bytes> out(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    const char* start = reinterpret_cast<const char*>(flat.data() + r * slots);
-    out[r].assign(start, start + static_cast<size_t>(sizes[r]));
+namespace {
+
+// Byte lengths and payloads travel as float32 bit patterns through the
+// communicator's broadcast, all_gather and gather, which copy bits exactly
+// (communicator.hpp); no value is ever read as a float.
+
+// One float holding `n` (capped just past the limit) as a uint32 pattern.
+tensor length_tensor(size_t n) {
+  auto bits = static_cast<uint32_t>(std::min(n, comm_replica_context::max_value_bytes + 1));
+  tensor t = tensor::empty({1});
+  std::memcpy(t.data(), &bits, sizeof bits);
+  return t;
+}
+
+// The lengths held by a tensor of length_tensor() patterns.
+std::vector<size_t> lengths_in(const tensor& t) {
+  tensor host = t.is_cuda() ? t.to(device::cpu()) : t;
+  std::vector<size_t> out;
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, host.data() + i, sizeof bits);
+    out.push_back(bits);
   }
   return out;
 }
 
+// `value` in `slots` floats, zero-padded.
+tensor packed(const bytes& value, int64_t slots) {
+  tensor t = tensor::zeros({slots});
+  if (!value.empty())
+    std::memcpy(t.data(), value.data(), value.size());
+  return t;
+}
+
+// The first `length` bytes of slot block `block` (of `slots` floats).
+bytes unpacked(const tensor& host, int64_t block, int64_t slots, size_t length) {
+  const char* start = reinterpret_cast<const char*>(host.data() + block * slots);
+  return bytes(start, start + length);
+}
+
+// Checked on every rank after the lengths were exchanged, so that all fail
+// together instead of the others waiting in the next collective.
+status check_lengths(const char* op, const std::vector<size_t>& lengths) {
+  for (size_t q = 0; q < lengths.size(); ++q)
+    if (lengths[q] > comm_replica_context::max_value_bytes)
+      return invalid_argument(std::string("replica ") + op + ": rank " + std::to_string(q) +
+                              "'s value is over the " +
+                              std::to_string(comm_replica_context::max_value_bytes >> 20) +
+                              " MiB limit");
+  return status::ok();
+}
+
+int64_t slots_for(size_t length) { return static_cast<int64_t>((length + 3) / 4); }
+
+} // namespace
+
+result<std::vector<size_t>> comm_replica_context::exchange_lengths(const char* op, size_t mine) {
+  tensor lens = for_comm(*comm_, tensor::zeros({world_size()}), where());
+  DTRAIN_RETURN_IF_ERROR(
+      comm_->all_gather(for_comm(*comm_, length_tensor(mine), where()), lens)->wait());
+  std::vector<size_t> lengths = lengths_in(lens);
+  DTRAIN_RETURN_IF_ERROR(check_lengths(op, lengths));
+  return lengths;
+}
+
+result<std::vector<bytes>> comm_replica_context::all_gather(const bytes& value) {
+  DTRAIN_ASSIGN_OR_RETURN(auto lengths, exchange_lengths("all_gather", value.size()));
+  const int64_t slots = slots_for(*std::max_element(lengths.begin(), lengths.end()));
+  tensor all = for_comm(*comm_, tensor::zeros({slots * world_size()}), where());
+  DTRAIN_RETURN_IF_ERROR(
+      comm_->all_gather(for_comm(*comm_, packed(value, slots), where()), all)->wait());
+  tensor host = all.is_cuda() ? all.to(device::cpu()) : all;
+  std::vector<bytes> out;
+  for (int q = 0; q < world_size(); ++q)
+    out.push_back(unpacked(host, q, slots, lengths[static_cast<size_t>(q)]));
+  return out;
+}
+
 result<std::vector<bytes>> comm_replica_context::gather(const bytes& value, int root) {
-  DTRAIN_ASSIGN_OR_RETURN(auto all, all_gather(value));
+  if (root < 0 || root >= world_size())
+    return invalid_argument("replica gather: root " + std::to_string(root) + " out of range");
+  DTRAIN_ASSIGN_OR_RETURN(auto lengths, exchange_lengths("gather", value.size()));
+  const int64_t slots = slots_for(*std::max_element(lengths.begin(), lengths.end()));
+  tensor all = for_comm(*comm_, tensor::zeros({rank() == root ? slots * world_size() : 0}),
+                        where());
+  DTRAIN_RETURN_IF_ERROR(
+      comm_->gather(for_comm(*comm_, packed(value, slots), where()), all, root)->wait());
+  std::vector<bytes> out;
   if (rank() != root)
-    all.clear();
-  return all;
+    return out;
+  tensor host = all.is_cuda() ? all.to(device::cpu()) : all;
+  for (int q = 0; q < world_size(); ++q)
+    out.push_back(unpacked(host, q, slots, lengths[static_cast<size_t>(q)]));
+  return out;
 }
 
 result<bytes> comm_replica_context::broadcast(const bytes& value, int root) {
   if (root < 0 || root >= world_size())
     return invalid_argument("replica broadcast: root " + std::to_string(root) + " out of range");
-  bytes mine = rank() == root ? value : bytes{};
-  DTRAIN_ASSIGN_OR_RETURN(auto all, all_gather(mine));
-  return all[static_cast<size_t>(root)];
+  tensor len = for_comm(*comm_, length_tensor(rank() == root ? value.size() : 0), where());
+  DTRAIN_RETURN_IF_ERROR(comm_->broadcast(len, root)->wait());
+  const size_t length = lengths_in(len).front();
+  if (length > max_value_bytes)  // every rank sees the root's length: all fail
+    return invalid_argument("replica broadcast: rank " + std::to_string(root) +
+                            "'s value is over the " + std::to_string(max_value_bytes >> 20) +
+                            " MiB limit");
+  const int64_t slots = slots_for(length);
+  tensor payload = for_comm(*comm_, packed(rank() == root ? value : bytes{}, slots), where());
+  DTRAIN_RETURN_IF_ERROR(comm_->broadcast(payload, root)->wait());
+  tensor host = payload.is_cuda() ? payload.to(device::cpu()) : payload;
+  return unpacked(host, 0, slots, length);
 }
 
 result<bool> comm_replica_context::should_preempt() {

@@ -144,8 +144,13 @@ private:
   std::atomic<bool> preempt_{false};
 };
 
-/// A replica_context over a communicator: the small collectives are
-/// all_gathers of length-prefixed bytes packed into float tensors.
+/// A replica_context over a communicator. The byte collectives pack bytes
+/// into float32 tensors and move them with the communicator's broadcast,
+/// all_gather and gather, which copy bits exactly on every backend (no
+/// float arithmetic: signalling NaN and -0 patterns survive): lengths first
+/// (uint32 patterns, all_gathered or broadcast, so that every rank sizes the
+/// payload and an oversized value fails every rank together), then the
+/// zero-padded payloads. A value may hold at most max_value_bytes.
 /// should_preempt() broadcasts the chief's `preempt` flag.
 class comm_replica_context final : public replica_context {
 public:
@@ -157,6 +162,10 @@ public:
   };
   comm_replica_context(std::unique_ptr<comm::communicator> comm, placement where,
                        const std::atomic<bool>* preempt);
+
+  /// The largest value all_gather, gather and broadcast carry (metadata,
+  /// not tensors).
+  static constexpr size_t max_value_bytes = size_t{16} << 20;
 
   int rank() const override { return comm_->rank(); }
   int world_size() const override { return comm_->size(); }
@@ -174,6 +183,10 @@ public:
   void set_preempt_flag(const std::atomic<bool>* flag) { preempt_ = flag; }
 
 private:
+  /// Every rank's value length (all_gathered); fails on every rank alike
+  /// when one is over max_value_bytes.
+  result<std::vector<size_t>> exchange_lengths(const char* op, size_t mine);
+
   std::unique_ptr<comm::communicator> comm_;
   placement placement_;
   const std::atomic<bool>* preempt_;
