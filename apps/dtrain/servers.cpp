@@ -36,8 +36,12 @@ result<std::pair<std::string, std::string>> choose_addresses(const server_option
   if (bind.empty()) {
     DTRAIN_ASSIGN_OR_RETURN(bind, net::local_address_towards(head_host, 1));
   }
-  if (!net::is_wildcard(bind) && !net::is_local_address(bind))
-    return invalid_argument("--bind " + bind + ": not an address of this host");
+  if (!net::is_wildcard(bind)) {
+    auto usable = net::bindable_ipv4(bind, bind);
+    if (!usable)
+      return usable.error().with_context("--bind");
+    bind = *usable;
+  }
   std::string advertise = o.advertise;
   if (advertise.empty() && !net::is_wildcard(bind))
     advertise = bind;

@@ -121,6 +121,22 @@ BOOST_AUTO_TEST_CASE(an_unknown_operator_is_reported_by_name) {
   BOOST_TEST(t.error().message().find("no_such_operator") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(a_non_finite_loss_stops_the_trainer_at_once_instead_of_retrying) {
+  auto c = cluster::connect({"", 2, 0, milliseconds(5000)}).value();
+  auto cfg = regression(2);
+  cfg.config["lr"] = "1e30";  // diverges within the first epoch
+  cfg.max_failures = 3;
+  auto t = actors::trainer::create(*c, cfg).value();
+  auto m = t->train();
+  BOOST_REQUIRE(!m.is_ok());
+  BOOST_TEST_MESSAGE(m.error().to_string());
+  BOOST_TEST((m.error().code() == error_code::numerical_error));
+  BOOST_TEST(m.error().message().find("not finite") != std::string::npos);
+  BOOST_TEST(m.error().message().find("not retried") != std::string::npos);
+  BOOST_TEST(t->failures().size() == 1u);
+  BOOST_TEST(t->generation() == 0);  // no new group was formed
+}
+
 BOOST_AUTO_TEST_CASE(the_shipped_fashion_mnist_experiment_reaches_088_with_two_replicas) {
   set_blas_threads(1);
   auto e = config::load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist.yaml");

@@ -250,4 +250,22 @@ BOOST_AUTO_TEST_CASE(a_host_whose_link_is_cut_is_found_by_heartbeats_and_survive
   BOOST_REQUIRE(t->shutdown().is_ok());
 }
 
+BOOST_AUTO_TEST_CASE(a_head_address_that_never_answers_is_an_error_within_the_connect_timeout) {
+  if (!lab_or_skip())
+    return;
+  netns_lab lab(1);
+  BOOST_REQUIRE_MESSAGE(lab.ok(), lab.error());
+  netns_lab::enter inside(lab, 0);
+  BOOST_REQUIRE(inside.ok());
+  // Nobody has this address on the lab's network: the connection attempt
+  // gets no answer at all (CAF alone would wait about two minutes).
+  auto start = clock_type::now();
+  auto c = cluster::connect({"10.213.0.99:6379", 0, 0, milliseconds(1500)});
+  auto took = std::chrono::duration_cast<milliseconds>(clock_type::now() - start);
+  BOOST_REQUIRE(!c.is_ok());
+  BOOST_TEST_MESSAGE("after " << took.count() << " ms: " << c.error().to_string());
+  BOOST_TEST(c.error().message().find("10.213.0.99:6379") != std::string::npos);
+  BOOST_TEST((took < milliseconds(3000)));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

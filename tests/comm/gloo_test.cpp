@@ -16,7 +16,7 @@
 
 #include "comm/collective_check.hpp"
 #include "comm/spawn.hpp"
-#include "dtrain/comm/address.hpp"
+#include "dtrain/core/net.hpp"
 #include "dtrain/comm/gloo.hpp"
 #include "dtrain/comm/store.hpp"
 #include "dtrain/core/check.hpp"
@@ -338,9 +338,9 @@ BOOST_AUTO_TEST_CASE(every_float_class_travels_bit_exact_through_all_gather_gath
 }
 
 BOOST_AUTO_TEST_CASE(a_non_loopback_bind_address_is_bound_and_published_and_auto_picks_one) {
-  const std::string mine = comm::resolve_bind_address("auto");
-  BOOST_TEST(comm::resolve_bind_address("") == mine);
-  BOOST_TEST(comm::resolve_bind_address("10.1.2.3") == "10.1.2.3");
+  const std::string mine = net::resolve_bind_address("auto");
+  BOOST_TEST(net::resolve_bind_address("") == mine);
+  BOOST_TEST(net::resolve_bind_address("10.1.2.3") == "10.1.2.3");
   if (mine == "127.0.0.1") {
     BOOST_TEST_MESSAGE("skipped: this machine has no non-loopback IPv4 interface");
     return;

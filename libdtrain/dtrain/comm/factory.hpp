@@ -29,7 +29,7 @@ struct group_options {
   /// The address Gloo binds to and publishes to its peers (gloo, and the
   /// leaders of hierarchical): the node's own address on a multi-host
   /// cluster, loopback unless told otherwise; "" or "auto" picks this host's
-  /// first non-loopback IPv4 address (resolve_bind_address()). One not of
+  /// first non-loopback IPv4 address (net::resolve_bind_address()). One not of
   /// this machine is an error naming it.
   std::string bind_address = "127.0.0.1";
   milliseconds timeout = milliseconds(30000);

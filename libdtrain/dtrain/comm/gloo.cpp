@@ -1,6 +1,6 @@
 #include "dtrain/comm/gloo.hpp"
 
-#include "dtrain/comm/address.hpp"
+#include "dtrain/core/net.hpp"
 #include "dtrain/comm/sigpipe.hpp"
 
 #include <dlfcn.h>
@@ -191,7 +191,7 @@ result<std::shared_ptr<mesh_context>> connect_mesh(
   // Gloo dereferences a null result when the name does not resolve, and
   // may abort on an address it cannot bind (Debian's libgloo): resolve and
   // bind here first, and refuse the address by name.
-  auto address = bindable_ipv4(resolve_bind_address(bind_address), bind_address);
+  auto address = net::bindable_ipv4(net::resolve_bind_address(bind_address), bind_address);
   // Gloo's device loop thread, started here, inherits the blocked SIGPIPE;
   // so does every write of the rendezvous below.
   sigpipe_blocker no_sigpipe;

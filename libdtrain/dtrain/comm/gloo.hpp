@@ -53,7 +53,7 @@ class gloo_communicator final : public queued_communicator {
 public:
   /// Joins the group as `rank` of `size`, binding its sockets to
   /// `bind_address` (an IPv4 address or a name; "" or "auto": see
-  /// resolve_bind_address() in address.hpp). Gloo listens there and publishes that address
+  /// net::resolve_bind_address()). Gloo listens there and publishes that address
   /// through the store, so peers connect to it: it must be one they can
   /// reach. Fails with invalid_argument naming the field, timeout naming the
   /// missing ranks, or io_error (an address that does not resolve or does

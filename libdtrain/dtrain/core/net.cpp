@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -43,6 +44,30 @@ result<sockaddr_in> ipv4_endpoint(const std::string& host, uint16_t port) {
   sa.sin_port = htons(port);
   inet_pton(AF_INET, ip.c_str(), &sa.sin_addr);
   return sa;
+}
+
+std::string numeric(const sockaddr_in& address) {
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &address.sin_addr, text, sizeof text);
+  return text;
+}
+
+// ok when a socket can bind to `address` (any port) on this machine.
+status try_bind(const sockaddr_in& address) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return io_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in probe = address;
+  probe.sin_port = 0;
+  int rc = bind(fd, reinterpret_cast<const sockaddr*>(&probe), sizeof probe);
+  int error = errno;
+  close(fd);
+  if (rc == 0)
+    return status::ok();
+  if (error == EADDRNOTAVAIL)
+    return io_error("the address does not belong to this machine (" +
+                    std::string(std::strerror(error)) + ")");
+  return io_error(std::strerror(error));
 }
 
 } // namespace
@@ -105,25 +130,40 @@ result<std::string> local_address_towards(const std::string& host, uint16_t port
   return std::string(text);
 }
 
-bool is_local_address(const std::string& address) {
-  if (is_loopback(address))
-    return true;
-  auto ip = resolve_ipv4(address);
-  if (!ip)
-    return false;
+std::string resolve_bind_address(const std::string& requested) {
+  if (!requested.empty() && requested != "auto")
+    return requested;
   ifaddrs* all = nullptr;
   if (getifaddrs(&all) != 0)
-    return false;
-  bool found = false;
-  for (ifaddrs* i = all; i != nullptr && !found; i = i->ifa_next) {
+    return "127.0.0.1";
+  std::string chosen = "127.0.0.1";
+  for (ifaddrs* i = all; i != nullptr; i = i->ifa_next) {
     if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET)
       continue;
-    char text[INET_ADDRSTRLEN] = {};
-    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
-    found = *ip == text;
+    if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0)
+      continue;
+    sockaddr_in address{};
+    std::memcpy(&address, i->ifa_addr, sizeof address);
+    chosen = numeric(address);
+    break;
   }
   freeifaddrs(all);
-  return found;
+  return chosen;
+}
+
+result<std::string> bindable_ipv4(const std::string& name, const std::string& as_given) {
+  std::string who = "cannot bind to '" + as_given + "'";
+  if (name != as_given)
+    who += " (" + name + ")";
+  auto address = ipv4_endpoint(name, 0);
+  if (!address)
+    return io_error(who + ": " + address.error().message());
+  const std::string ip = numeric(*address);
+  if (ip != name)
+    who += " (" + ip + ")";
+  if (auto usable = try_bind(*address); !usable)
+    return io_error(who + ": " + usable.message());
+  return ip;
 }
 
 status probe_tcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {

@@ -36,9 +36,17 @@ result<std::string> resolve_ipv4(const std::string& host);
 /// socket "connected" there; no packet is sent). Errors name the peer.
 result<std::string> local_address_towards(const std::string& host, uint16_t port);
 
-/// True when `address` is assigned to an interface of this host (binding
-/// to it would succeed). Loopback addresses always are.
-bool is_local_address(const std::string& address);
+/// The address to bind for `requested`: itself, unless it is "" or "auto",
+/// which pick the first IPv4 address of a network interface that is up and
+/// not loopback (127.0.0.1 when there is none). Callers that know the
+/// address peers reach this host by should pass it instead.
+std::string resolve_bind_address(const std::string& requested);
+
+/// The numeric IPv4 address `name` resolves to, when a socket can bind
+/// there (it belongs to this machine). Else io_error naming `as_given` (what
+/// the user wrote), the address it resolved to, and why: it does not
+/// resolve, or "the address does not belong to this machine".
+result<std::string> bindable_ipv4(const std::string& name, const std::string& as_given);
 
 /// Opens and closes a TCP connection to host:port within `timeout`:
 /// ok, or timeout/unavailable naming the address and what happened
