@@ -98,6 +98,11 @@ int run_node(const server_options& o) {
     std::fprintf(stderr, "error: %s\n", s.message().c_str());
     return 2;
   }
+  auto gpus = offered_gpus(o.gpus);
+  if (!gpus) {
+    std::fprintf(stderr, "error: --gpus: %s\n", gpus.error().message().c_str());
+    return 2;
+  }
   auto hp = parse_address(o.address);
   if (!hp) {
     std::fprintf(stderr, "error: --address: %s\n", hp.error().message().c_str());
@@ -127,8 +132,8 @@ int run_node(const server_options& o) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   auto node = spawn_node(sys);
-  node_info info{host_name(), o.bind + ":" + std::to_string(*port), o.slots, o.gpus,
-                 static_cast<int32_t>(getpid())};
+  node_info info{host_name(), o.bind + ":" + std::to_string(*port), o.slots,
+                 static_cast<int32_t>(gpus->size()), static_cast<int32_t>(getpid()), *gpus};
   int32_t index = -1;
   {
     caf::scoped_actor self{sys};
@@ -146,7 +151,7 @@ int run_node(const server_options& o) {
   std::string role = "node-" + std::to_string(*port);
   (void)write_pid_file(role);
   std::printf("dtrain node %d joined %s: %d CPU slots, %d GPUs, replicas spawn on %s:%u (pid %d)\n",
-              index, o.address.c_str(), o.slots, o.gpus, o.bind.c_str(), *port, getpid());
+              index, o.address.c_str(), o.slots, info.gpus, o.bind.c_str(), *port, getpid());
   std::fflush(stdout);
   write_file(o.port_file, o.bind + ":" + std::to_string(*port));
   wait_for_stop(sys, head.address(), "the head");
