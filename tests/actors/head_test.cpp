@@ -51,9 +51,19 @@ struct head_fixture {
   head_actor head = spawn_head(sys);
   std::shared_ptr<std::atomic<bool>> answering = std::make_shared<std::atomic<bool>>(true);
 
-  ~head_fixture() { caf::anon_send_exit(head, caf::exit_reason::user_shutdown); }
+  std::vector<node_actor> nodes;
 
-  node_actor spawn_fake_node() { return sys.spawn(fake_node, answering); }
+  ~head_fixture() {
+    // A fake node with parked promises holds itself: it must be told to go.
+    for (auto& n : nodes)
+      caf::anon_send_exit(n, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(head, caf::exit_reason::user_shutdown);
+  }
+
+  node_actor spawn_fake_node() {
+    nodes.push_back(sys.spawn(fake_node, answering));
+    return nodes.back();
+  }
 
   result<int32_t> add_node(const std::string& host, int32_t slots, std::vector<int32_t> gpus,
                            node_actor handle = {}) {

@@ -94,7 +94,12 @@ status model::allocate() {
   if (!grads)
     return grads.error().with_context("the gradients of " + what);
   grads_ = std::move(*grads);
-  slot = 0;
+  bind_layers();
+  return status::ok();
+}
+
+void model::bind_layers() {
+  size_t slot = 0;
   for (size_t i = 0; i < layers_->layer_count(); ++i) {
     std::vector<tensor> p, g;
     for (auto& spec : layers_->layer(i).parameter_specs()) {
@@ -104,7 +109,6 @@ status model::allocate() {
     }
     layers_->layer(i).bind(std::move(p), std::move(g));
   }
-  return status::ok();
 }
 
 std::string model::summary() const {

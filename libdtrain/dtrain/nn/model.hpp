@@ -91,6 +91,8 @@ private:
   /// overflows or cannot fit in this machine's memory.
   status plan_slots();
   status allocate();
+  /// Hands each layer its views of params_ and grads_.
+  void bind_layers();
 
   std::unique_ptr<sequential> layers_;
   model_options options_;
