@@ -70,7 +70,8 @@ std::string not_ours(pid_t pid, const std::string& recorded_start) {
     return "process " + std::to_string(pid) + " started at another time: the pid was reused";
   std::string exe = executable(std::to_string(pid)), self = executable("self");
   if (exe.empty() || exe != self)
-    return "process " + std::to_string(pid) + " runs " + (exe.empty() ? "an unreadable program" : exe) +
+    return "process " + std::to_string(pid) + " runs " +
+           (exe.empty() ? "an unreadable program" : exe) +
            ", not " + self;
   return "";
 }

@@ -21,7 +21,8 @@ node_actor spawn_node(caf::actor_system& sys) { return sys.spawn(node_impl); }
 result<std::vector<int32_t>> offered_gpus(int32_t requested) {
   const int32_t present = cuda::device_count();
   if (requested > present)
-    return invalid_argument("asked for " + std::to_string(requested) + " GPUs but this machine has " +
+    return invalid_argument("asked for " + std::to_string(requested) +
+                            " GPUs but this machine has " +
                             std::to_string(present) + " usable CUDA devices (" +
                             (present == 0 ? cuda::unavailable_reason() : "fewer than asked") +
                             ")");
