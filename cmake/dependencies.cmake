@@ -39,9 +39,9 @@ message(STATUS "dtrain: CAF version ${CAF_VERSION_NUM}")
 find_package(CapnProto CONFIG REQUIRED)
 find_package(Gloo CONFIG REQUIRED)
 find_package(yaml-cpp REQUIRED)
-find_package(spdlog REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
-find_package(SQLite3 REQUIRED)
+# Not found here until an issue uses them: spdlog (nothing logs through it
+# yet) and SQLite (the tuner's records, issue 10).
 
 set(DTRAIN_HAS_NCCL 0)
 if(DTRAIN_HAS_CUDA)

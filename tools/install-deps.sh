@@ -8,7 +8,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config  # pkg-config: CapnProto's CMake config calls it
   libcaf-dev                      # actors and remoting (CAF 0.17.6)
   capnproto libcapnp-dev          # checkpoint and message schemas
   libboost-test-dev               # unit and integration tests
@@ -16,9 +16,7 @@ packages=(
   libgloo-dev                     # CPU collectives between hosts
   zlib1g-dev                      # gzip'd IDX files
   libyaml-cpp-dev                 # experiment files
-  libspdlog-dev                   # logging
   libcli11-dev                    # command-line parsing
-  libsqlite3-dev                  # tuner / experiment records
   dataset-fashion-mnist           # the real data set
 )
 for arg in "$@"; do

@@ -10,10 +10,12 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 namespace dtrain::cli {
@@ -25,6 +27,54 @@ std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop.store(true); }
 
 bool alive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
+
+// Field 22 of /proc/PID/stat: when the process started, in clock ticks
+// since boot. With the pid it names one process for the life of the host
+// (a pid is reused, a (pid, start time) pair is not). Empty if unreadable.
+std::string start_time(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat))
+    return "";
+  auto paren = stat.rfind(')');  // the command name may hold spaces and ')'
+  if (paren == std::string::npos)
+    return "";
+  std::istringstream fields(stat.substr(paren + 1));
+  std::string field;
+  for (int i = 3; i <= 22; ++i)
+    if (!(fields >> field))
+      return "";
+  return field;
+}
+
+// The program file a process runs ("" if it cannot be read, e.g. another
+// user's process), without the " (deleted)" of a rebuilt binary.
+std::string executable(const std::string& pid) {
+  std::error_code ec;
+  std::string path = std::filesystem::read_symlink("/proc/" + pid + "/exe", ec).string();
+  const std::string deleted = " (deleted)";
+  if (path.size() > deleted.size() &&
+      path.compare(path.size() - deleted.size(), deleted.size(), deleted) == 0)
+    path.resize(path.size() - deleted.size());
+  return ec ? "" : path;
+}
+
+// Why the process a pid file names is not the dtrain process that wrote
+// it, or "" when it is: same pid, same start time, running this program.
+std::string not_ours(pid_t pid, const std::string& recorded_start) {
+  if (!alive(pid))
+    return "process " + std::to_string(pid) + " is gone";
+  if (recorded_start.empty())
+    return "the file records no start time (written by an older dtrain?)";
+  if (start_time(pid) != recorded_start)
+    return "process " + std::to_string(pid) + " started at another time: the pid was reused";
+  std::string exe = executable(std::to_string(pid)), self = executable("self");
+  if (exe.empty() || exe != self)
+    return "process " + std::to_string(pid) + " runs " +
+           (exe.empty() ? "an unreadable program" : exe) +
+           ", not " + self;
+  return "";
+}
 
 } // namespace
 
@@ -40,7 +90,7 @@ status write_pid_file(const std::string& role) {
   std::filesystem::create_directories(cluster_dir(), ec);
   std::string path = cluster_dir() + "/" + role + ".pid";
   std::ofstream out(path);
-  if (!(out << getpid() << "\n"))
+  if (!(out << getpid() << " " << start_time(getpid()) << "\n"))
     return io_error("cannot write pid file " + path);
   return status::ok();
 }
@@ -51,7 +101,11 @@ void remove_pid_file(const std::string& role) {
 }
 
 int stop_recorded_processes(int grace_ms) {
-  std::vector<std::pair<pid_t, std::string>> found;
+  struct recorded {
+    pid_t pid;
+    std::string file, started;
+  };
+  std::vector<recorded> found;
   std::vector<std::string> found_addresses;
   std::error_code ec;
   for (auto& entry : std::filesystem::directory_iterator(cluster_dir(), ec)) {
@@ -63,20 +117,30 @@ int stop_recorded_processes(int grace_ms) {
       continue;
     std::ifstream in(entry.path());
     long pid = 0;
-    if (in >> pid && pid > 1 && pid != getpid())
-      found.emplace_back(static_cast<pid_t>(pid), entry.path().string());
+    std::string started;
+    if (!(in >> pid) || pid <= 1 || pid == getpid())
+      continue;
+    in >> started;
+    std::string why = not_ours(static_cast<pid_t>(pid), started);
+    if (!why.empty()) {
+      std::fprintf(stderr, "dtrain stop: %s is stale (%s); removing it, signalling nothing\n",
+                   entry.path().c_str(), why.c_str());
+      std::filesystem::remove(entry.path(), ec);
+      continue;
+    }
+    found.push_back({static_cast<pid_t>(pid), entry.path().string(), started});
   }
   int stopped = 0;
-  for (auto& [pid, file] : found)
+  for (auto& [pid, file, started] : found)
     if (kill(pid, SIGTERM) == 0)
       ++stopped;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
-  for (auto& [pid, file] : found) {
+  for (auto& [pid, file, started] : found) {
     while (alive(pid) && std::chrono::steady_clock::now() < deadline) {
       waitpid(pid, nullptr, WNOHANG);  // reaps it if it is our child
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (alive(pid))
+    if (alive(pid) && not_ours(pid, started).empty())  // still that process, not a new one
       kill(pid, SIGKILL);
     std::filesystem::remove(file, ec);
   }

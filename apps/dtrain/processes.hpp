@@ -12,12 +12,17 @@ namespace dtrain::cli {
 std::string cluster_dir();
 
 /// Records this process under `role` ("head-4711", "node-4711-2") so that
-/// `dtrain stop` finds it; the file is removed by remove_pid_file().
+/// `dtrain stop` finds it: its pid and its start time (/proc/PID/stat field
+/// 22). The file is removed by remove_pid_file().
 status write_pid_file(const std::string& role);
 void remove_pid_file(const std::string& role);
 
 /// Sends SIGTERM to every recorded process, waits up to `grace_ms` for each
-/// to exit, then SIGKILLs the rest; returns how many were stopped.
+/// to exit, then SIGKILLs the rest; returns how many were stopped. Only a
+/// process that is still the one that wrote its file is signalled: the same
+/// start time, running the same program as this one. A file naming anything
+/// else (a stale file whose pid was reused) is removed with a message on
+/// stderr, and nothing is signalled.
 int stop_recorded_processes(int grace_ms);
 
 /// Detaches into the background: the parent returns false after the child

@@ -139,6 +139,11 @@ result<head_actor> reach_head(caf::actor_system& sys, const std::string& host, u
 }
 
 int run_node(const server_options& o) {
+  auto gpus = offered_gpus(o.gpus);
+  if (!gpus) {
+    std::fprintf(stderr, "error: --gpus: %s\n", gpus.error().message().c_str());
+    return 2;
+  }
   auto hp = parse_address(o.address);
   if (!hp) {
     std::fprintf(stderr, "error: --address: %s\n", hp.error().message().c_str());
@@ -165,8 +170,9 @@ int run_node(const server_options& o) {
   }
   head_actor head = *reached;
   auto node = spawn_node(sys);
-  node_info info{net::host_name(), advertise + ":" + std::to_string(*port), o.slots, o.gpus,
-                 static_cast<int32_t>(getpid()), net::host_identity()};
+  node_info info{net::host_name(), advertise + ":" + std::to_string(*port), o.slots,
+                 static_cast<int32_t>(gpus->size()), static_cast<int32_t>(getpid()),
+                 net::host_identity(), *gpus};
   int32_t index = -1;
   {
     caf::scoped_actor self{sys};
@@ -184,7 +190,7 @@ int run_node(const server_options& o) {
   std::string role = "node-" + std::to_string(*port);
   (void)write_pid_file(role);
   std::printf("dtrain node %d joined %s: %d CPU slots, %d GPUs, replicas spawn on %s:%u (pid %d)\n",
-              index, o.address.c_str(), o.slots, o.gpus, advertise.c_str(), *port, getpid());
+              index, o.address.c_str(), o.slots, info.gpus, advertise.c_str(), *port, getpid());
   std::fflush(stdout);
   write_file(o.port_file, advertise + ":" + std::to_string(*port));
   wait_for_stop(sys, head.address(), "the head");

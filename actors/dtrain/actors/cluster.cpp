@@ -65,11 +65,13 @@ result<std::unique_ptr<cluster>> cluster::connect(const options& o) {
 status cluster::start_embedded(const options& o) {
   embedded_ = true;
   where_ = "embedded";
+  DTRAIN_ASSIGN_OR_RETURN(auto gpus, offered_gpus(o.local_gpus));
   head_ = spawn_head(*system_);
   local_node_ = spawn_node(*system_);
   int cores = static_cast<int>(std::thread::hardware_concurrency());
   node_info info{net::host_name(), "", o.local_slots > 0 ? o.local_slots : std::max(2, cores),
-                 o.local_gpus, static_cast<int32_t>(getpid()), net::host_identity()};
+                 static_cast<int32_t>(gpus.size()), static_cast<int32_t>(getpid()),
+                 net::host_identity(), gpus};
   caf::scoped_actor self{*system_};
   status out;
   self->request(head_, std::chrono::seconds(10), register_atom::value, info, local_node_)

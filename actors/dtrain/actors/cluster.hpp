@@ -39,7 +39,7 @@ public:
   struct options {
     std::string address;          // empty: $DTRAIN_ADDRESS, else embedded
     int local_slots = 0;          // embedded: 0 = the number of cores (at least 2)
-    int local_gpus = 0;           // embedded: CUDA devices offered
+    int local_gpus = -1;          // embedded: CUDA devices offered (-1: all present)
     std::chrono::milliseconds connect_timeout{10000};
   };
 

@@ -1,6 +1,7 @@
 #include "dtrain/actors/head_actor.hpp"
 
 #include <map>
+#include <set>
 
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/core/check.hpp"
@@ -9,17 +10,23 @@ namespace dtrain::actors {
 
 namespace {
 
+enum class node_state { alive, suspect, dead };
+
 struct node_entry {
   node_info info;
   node_actor handle;
   caf::actor_addr addr;
-  int32_t used = 0;
-  bool alive = true;
+  node_state state = node_state::alive;
+  bool probing = false;            // a probe chain is under way
+  int32_t cpu_used = 0;
+  std::set<int32_t> gpus_held;     // device indices held by some replica
 };
 
+/// What one trainer holds: CPU slots counted per node, GPUs by index.
 struct holding {
   caf::actor_addr owner;
-  std::map<int32_t, int32_t> slots;  // node -> count
+  std::map<int32_t, int32_t> cpu;                 // node -> slots
+  std::vector<std::pair<int32_t, int32_t>> gpus;  // (node, device index)
 };
 
 struct head_state {
@@ -27,25 +34,78 @@ struct head_state {
   std::map<std::string, holding> trainers;
 };
 
-int32_t capacity(const node_entry& n, bool gpu) { return gpu ? n.info.gpus : n.info.cpu_slots; }
+bool usable(const node_entry& n) { return n.state == node_state::alive; }
+
+int32_t capacity(const node_entry& n, bool gpu) {
+  return gpu ? static_cast<int32_t>(n.info.gpu_devices.size()) : n.info.cpu_slots;
+}
+
+int32_t in_use(const node_entry& n, bool gpu) {
+  return gpu ? static_cast<int32_t>(n.gpus_held.size()) : n.cpu_used;
+}
 
 void release(head_state& s, const std::string& trainer) {
   auto it = s.trainers.find(trainer);
   if (it == s.trainers.end())
     return;
-  for (auto& [node, count] : it->second.slots)
-    s.nodes[node].used -= count;
+  for (auto& [node, count] : it->second.cpu)
+    s.nodes[node].cpu_used -= count;
+  for (auto& [node, index] : it->second.gpus)
+    s.nodes[node].gpus_held.erase(index);
   s.trainers.erase(it);
 }
 
 std::string describe_nodes(const head_state& s, bool gpu) {
   std::string out;
-  for (size_t i = 0; i < s.nodes.size(); ++i)
-    if (s.nodes[i].alive)
-      out += (out.empty() ? "" : ", ") + std::string("node ") + std::to_string(i) + " (" +
-             s.nodes[i].info.host + ") " + std::to_string(capacity(s.nodes[i], gpu)) +
-             (gpu ? " GPUs" : " slots") + ", " + std::to_string(s.nodes[i].used) + " in use";
-  return out.empty() ? "no nodes" : out;
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    auto& n = s.nodes[i];
+    if (!usable(n))
+      continue;
+    out += (out.empty() ? "" : ", ") + std::string("node ") + std::to_string(i) + " (" +
+           n.info.host + ") ";
+    out += gpu && n.info.gpu_devices.empty()
+               ? std::string("no GPUs")
+               : std::to_string(capacity(n, gpu)) + (gpu ? " GPUs" : " slots") + ", " +
+                     std::to_string(in_use(n, gpu)) + " in use";
+  }
+  return out.empty() ? "no live nodes" : out;
+}
+
+// What is missing when a request exceeds what the cluster has in all.
+std::string too_large(const head_state& s, const std::string& trainer, int32_t n, bool gpu,
+                      int32_t total) {
+  std::string text = "trainer " + trainer + " needs " + std::to_string(n) + " " +
+                     (gpu ? "GPUs" : "CPU slots") + " but the cluster has " +
+                     std::to_string(total) + " in all (" + describe_nodes(s, gpu) + ")";
+  if (gpu && total == 0)
+    text += ": no node offers a GPU (a node built without CUDA, or started without --gpus, "
+            "offers none)";
+  return text;
+}
+
+// Takes up to `want` units on node `i` for `h`, appending the assignments.
+void take_on_node(head_state& s, size_t i, bool gpu, int32_t want, holding& h,
+                  std::vector<assignment>& out) {
+  auto& node = s.nodes[i];
+  const auto index = static_cast<int32_t>(i);
+  int32_t local = 0;
+  if (!gpu) {
+    int32_t n = std::min(want, node.info.cpu_slots - node.cpu_used);
+    for (; local < n; ++local)
+      out.push_back({index, node.info, local, -1});
+    node.cpu_used += n;
+    if (n > 0)
+      h.cpu[index] += n;
+    return;
+  }
+  for (int32_t device : node.info.gpu_devices) {
+    if (local == want)
+      break;
+    if (!node.gpus_held.insert(device).second)
+      continue;  // another replica holds it
+    out.push_back({index, node.info, local++, device});
+    h.gpus.emplace_back(index, device);
+  }
 }
 
 caf::result<std::vector<assignment>> place(head_state& s, const std::string& trainer,
@@ -53,14 +113,12 @@ caf::result<std::vector<assignment>> place(head_state& s, const std::string& tra
   const char* unit = gpu ? "GPUs" : "CPU slots";
   int32_t total = 0, free = 0;
   for (auto& node : s.nodes)
-    if (node.alive) {
+    if (usable(node)) {
       total += capacity(node, gpu);
-      free += capacity(node, gpu) - node.used;
+      free += capacity(node, gpu) - in_use(node, gpu);
     }
   if (n > total)
-    return to_caf(invalid_argument("trainer " + trainer + " needs " + std::to_string(n) + " " +
-                                   unit + " but the cluster has " + std::to_string(total) +
-                                   " in all (" + describe_nodes(s, gpu) + ")"));
+    return to_caf(invalid_argument(too_large(s, trainer, n, gpu, total)));
   if (n > free) {
     std::string holders;
     for (auto& [id, h] : s.trainers)
@@ -72,17 +130,87 @@ caf::result<std::vector<assignment>> place(head_state& s, const std::string& tra
   std::vector<assignment> out;
   holding& h = s.trainers[trainer];
   h.owner = owner.address();
-  for (size_t i = 0; i < s.nodes.size() && static_cast<int32_t>(out.size()) < n; ++i) {
-    auto& node = s.nodes[i];
-    int32_t local = 0;
-    while (node.alive && node.used < capacity(node, gpu) && static_cast<int32_t>(out.size()) < n) {
-      out.push_back({static_cast<int32_t>(i), node.info, local, gpu ? node.used : -1});
-      ++node.used;
-      ++local;
-      ++h.slots[static_cast<int32_t>(i)];
-    }
-  }
+  for (size_t i = 0; i < s.nodes.size() && static_cast<int32_t>(out.size()) < n; ++i)
+    if (usable(s.nodes[i]))
+      take_on_node(s, i, gpu, n - static_cast<int32_t>(out.size()), h, out);
   return out;
+}
+
+// A node must offer as many GPUs as it lists, each index once.
+status check_registration(const node_info& info) {
+  std::set<int32_t> distinct(info.gpu_devices.begin(), info.gpu_devices.end());
+  if (info.gpus != static_cast<int32_t>(info.gpu_devices.size()))
+    return invalid_argument("node " + info.host + " offers " + std::to_string(info.gpus) +
+                            " GPUs but lists " + std::to_string(info.gpu_devices.size()) +
+                            " device indices");
+  if (distinct.size() != info.gpu_devices.size() || (!distinct.empty() && *distinct.begin() < 0))
+    return invalid_argument("node " + info.host + " lists a GPU index twice or a negative one");
+  if (info.cpu_slots < 0)
+    return invalid_argument("node " + info.host + " offers a negative number of CPU slots");
+  return status::ok();
+}
+
+cluster_status make_status(const head_state& s) {
+  cluster_status st;
+  for (auto& node : s.nodes)
+    if (usable(node)) {
+      st.nodes.push_back(node.info);
+      st.slots_used.push_back(node.cpu_used);
+      st.gpus_used.push_back(static_cast<int32_t>(node.gpus_held.size()));
+    }
+  for (auto& [id, h] : s.trainers) {
+    int32_t count = static_cast<int32_t>(h.gpus.size());
+    for (auto& [node, c] : h.cpu)
+      count += c;
+    st.trainers.push_back(id + ": " + std::to_string(count) + " replicas");
+  }
+  return st;
+}
+
+// One probe of suspect node `index`: a status request with a short timeout.
+// An answer makes it usable again; a node whose actor is gone is dead; no
+// answer schedules the next probe. Never blocks the head.
+void probe(head_actor::pointer self, const std::shared_ptr<head_state>& state, int32_t index) {
+  if (index < 0 || index >= static_cast<int32_t>(state->nodes.size()))
+    return;
+  auto& node = state->nodes[index];
+  if (node.state != node_state::suspect) {
+    node.probing = false;
+    return;
+  }
+  self->request(node.handle, head_probe_timeout, status_atom::value)
+      .then(
+          [=](int32_t) {
+            auto& n = state->nodes[index];
+            n.probing = false;
+            if (n.state == node_state::suspect)
+              n.state = node_state::alive;
+          },
+          [=](caf::error& e) {
+            auto& n = state->nodes[index];
+            if (e == caf::sec::request_receiver_down) {
+              n.state = node_state::dead;
+              n.probing = false;
+              return;
+            }
+            self->delayed_send(self, head_probe_interval, probe_atom::value, index);
+          });
+}
+
+// A trainer could not reach node `index`: stop placing on it (its own
+// connection to the head may not have noticed yet) and probe it until it
+// answers again or goes down.
+void suspect(head_actor::pointer self, head_state& s, int32_t index) {
+  if (index < 0 || index >= static_cast<int32_t>(s.nodes.size()))
+    return;
+  auto& node = s.nodes[index];
+  if (node.state != node_state::alive)
+    return;
+  node.state = node_state::suspect;
+  if (!node.probing) {
+    node.probing = true;
+    self->delayed_send(self, head_probe_interval, probe_atom::value, index);
+  }
 }
 
 } // namespace
@@ -92,7 +220,7 @@ head_actor::behavior_type head_impl(head_actor::pointer self) {
   self->set_down_handler([=](caf::down_msg& dm) {
     for (auto& node : state->nodes)
       if (node.addr == dm.source)
-        node.alive = false;
+        node.state = node_state::dead;
     std::vector<std::string> gone;
     for (auto& [id, h] : state->trainers)
       if (h.owner == dm.source)
@@ -102,8 +230,14 @@ head_actor::behavior_type head_impl(head_actor::pointer self) {
   });
   return {
     [=](register_atom, node_info& info, node_actor& handle) -> caf::result<int32_t> {
+      if (auto s = check_registration(info); !s)
+        return to_caf(s);
       self->monitor(handle);
-      state->nodes.push_back({std::move(info), handle, handle.address(), 0, true});
+      node_entry entry;
+      entry.info = std::move(info);
+      entry.handle = handle;
+      entry.addr = handle.address();
+      state->nodes.push_back(std::move(entry));
       return static_cast<int32_t>(state->nodes.size() - 1);
     },
     [=](place_atom, const std::string& trainer, int32_t n, bool gpu,
@@ -121,30 +255,14 @@ head_actor::behavior_type head_impl(head_actor::pointer self) {
       return caf::ok_atom::value;
     },
     [=](unreach_atom, int32_t index) -> caf::result<caf::ok_atom> {
-      // A trainer could not reach this node: stop placing on it (its own
-      // connection to the head may not have noticed yet).
-      if (index >= 0 && index < static_cast<int32_t>(state->nodes.size()))
-        state->nodes[index].alive = false;
+      suspect(self, *state, index);
       return caf::ok_atom::value;
     },
-    [=](status_atom) -> caf::result<cluster_status> {
-      cluster_status st;
-      for (auto& node : state->nodes)
-        if (node.alive) {
-          st.nodes.push_back(node.info);
-          st.slots_used.push_back(node.used);
-        }
-      for (auto& [id, h] : state->trainers) {
-        int32_t count = 0;
-        for (auto& [node, c] : h.slots)
-          count += c;
-        st.trainers.push_back(id + ": " + std::to_string(count) + " replicas");
-      }
-      return st;
-    },
+    [=](probe_atom, int32_t index) { probe(self, state, index); },
+    [=](status_atom) -> caf::result<cluster_status> { return make_status(*state); },
     [=](caf::get_atom, int32_t index) -> caf::result<node_actor> {
       if (index < 0 || index >= static_cast<int32_t>(state->nodes.size()) ||
-          !state->nodes[index].alive)
+          !usable(state->nodes[index]))
         return to_caf(not_found("no live node " + std::to_string(index)));
       return state->nodes[index].handle;
     },

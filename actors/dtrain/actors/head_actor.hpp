@@ -1,22 +1,40 @@
 #pragma once
 
+#include <chrono>
+
 #include "caf/all.hpp"
 #include "dtrain/actors/messages.hpp"
 
 namespace dtrain::actors {
 
-/// The head: the registry of nodes and their slots, and gang placement of
-/// replica groups.
+/// How often the head probes a node reported unreachable, and how long
+/// each probe (a status request to its node actor) may take.
+constexpr std::chrono::milliseconds head_probe_interval{1000};
+constexpr std::chrono::milliseconds head_probe_timeout{1000};
+
+/// The head: the registry of nodes and their resources, and gang placement
+/// of replica groups. An actor: its state is touched only by its handlers.
 ///
-/// place(trainer, n, gpu, owner) is all or nothing: it assigns n slots
+/// Resources: each node offers cpu_slots CPU slots and the CUDA devices in
+/// node_info::gpu_devices, counted separately. A CPU replica takes one CPU
+/// slot; a GPU replica takes one GPU (a device index no other replica holds
+/// on that node) and no CPU slot. Release gives back exactly the slots and
+/// device indices the trainer took. A registration whose gpus differs from
+/// the length of gpu_devices, or lists an index twice, is refused.
+///
+/// place(trainer, n, gpu, owner) is all or nothing: it assigns n units
 /// (CPU slots, or GPUs when gpu) on live nodes, filling one node before the
 /// next, or fails. A request larger than the whole cluster fails with
-/// error_code::invalid_argument saying what is missing; one that fits the
-/// cluster but not its free slots now fails with error_code::unavailable
-/// saying who holds them (the trainer retries). The head monitors each
-/// trainer's owner and each node: an owner that goes away releases its
-/// slots; a node that goes away leaves the registry, as does one a trainer
-/// reports unreachable (unreach), which must register again to return.
+/// error_code::invalid_argument saying what is missing (a GPU request on a
+/// cluster whose nodes offer no GPU says so); one that fits the cluster but
+/// not its free units now fails with error_code::unavailable saying who
+/// holds them (the trainer retries). The head monitors each trainer's owner
+/// and each node: an owner that goes away releases its slots; a node whose
+/// actor goes down (down_msg) is dead for good and must register again.
+/// A node a trainer reports unreachable (unreach) is suspect: nothing is
+/// placed on it, and the head probes it every head_probe_interval (timers,
+/// never blocking) until it answers, which makes it usable again, or goes
+/// down. status lists the usable nodes with their CPU slots and GPUs in use.
 head_actor::behavior_type head_impl(head_actor::pointer self);
 head_actor spawn_head(caf::actor_system& sys);
 

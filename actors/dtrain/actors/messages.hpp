@@ -33,21 +33,24 @@ using wait_atom = caf::atom_constant<caf::atom("wait")>;
 using check_atom = caf::atom_constant<caf::atom("check")>;
 using add_atom = caf::atom_constant<caf::atom("add")>;
 using unreach_atom = caf::atom_constant<caf::atom("unreach")>;
+using probe_atom = caf::atom_constant<caf::atom("probe")>;
+using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
 
 /// A node as it registers with the head.
 struct node_info {
   std::string host;          // host name, for people
   std::string address;       // "ADDRESS:PORT" its peers reach it at; empty = in-process
   int32_t cpu_slots = 1;
-  int32_t gpus = 0;
+  int32_t gpus = 0;          // = gpu_devices.size()
   int32_t pid = 0;
   std::string host_id;       // net::host_identity(): ranks compare these
+  std::vector<int32_t> gpu_devices;  // CUDA device indices offered (node_actor.hpp: offered_gpus)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
   return f(caf::meta::type_name("node_info"), x.host, x.address, x.cpu_slots, x.gpus, x.pid,
-           x.host_id);
+           x.host_id, x.gpu_devices);
 }
 
 /// One replica's place: the node (index into the head's table and its
@@ -119,24 +122,29 @@ typename Inspector::result_type inspect(Inspector& f, metrics_msg& x) {
 /// What `dtrain status` prints.
 struct cluster_status {
   std::vector<node_info> nodes;
-  std::vector<int32_t> slots_used;              // per node
+  std::vector<int32_t> slots_used;              // per node: CPU slots in use
   std::vector<std::string> trainers;            // "id: N replicas"
+  std::vector<int32_t> gpus_used;               // per node: GPUs in use
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_status& x) {
-  return f(caf::meta::type_name("cluster_status"), x.nodes, x.slots_used, x.trainers);
+  return f(caf::meta::type_name("cluster_status"), x.nodes, x.slots_used, x.trainers,
+           x.gpus_used);
 }
 
 /// The rendezvous store of one trainer (comm::store semantics, see
-/// store_actor.hpp). get and wait answer when the key(s) exist; the caller's
-/// request timeout bounds them.
+/// store_actor.hpp). get and wait answer when the key(s) exist, or with
+/// error_code::timeout after the store's park limit; status answers how
+/// many requests are parked; sweep is the store's own timer.
 using store_actor = caf::typed_actor<
     caf::replies_to<set_atom, std::string, std::vector<char>>::with<caf::ok_atom>,
     caf::replies_to<caf::get_atom, std::string>::with<std::vector<char>>,
     caf::replies_to<add_atom, std::string, int64_t>::with<int64_t>,
     caf::replies_to<wait_atom, std::vector<std::string>>::with<caf::ok_atom>,
-    caf::replies_to<check_atom, std::string>::with<bool>>;
+    caf::replies_to<check_atom, std::string>::with<bool>,
+    caf::replies_to<status_atom>::with<int32_t>,
+    caf::reacts_to<sweep_atom>>;
 
 /// A replica: one model replica and its communicator (replica_actor.hpp).
 using replica_actor = caf::typed_actor<
@@ -160,6 +168,7 @@ using head_actor = caf::typed_actor<
     caf::replies_to<place_atom, std::string, int32_t, bool, caf::actor>::with<std::vector<assignment>>,
     caf::replies_to<release_atom, std::string>::with<caf::ok_atom>,
     caf::replies_to<unreach_atom, int32_t>::with<caf::ok_atom>,
+    caf::reacts_to<probe_atom, int32_t>,  // the head's own timer (head_actor.hpp)
     caf::replies_to<status_atom>::with<cluster_status>,
     caf::replies_to<caf::get_atom, int32_t>::with<node_actor>>;
 

@@ -2,6 +2,7 @@
 
 #include "caf/all.hpp"
 #include "dtrain/actors/messages.hpp"
+#include "dtrain/core/status.hpp"
 
 namespace dtrain::actors {
 
@@ -12,5 +13,11 @@ namespace dtrain::actors {
 /// status answers with the number of replicas hosted by this process.
 node_actor::behavior_type node_impl(node_actor::pointer self);
 node_actor spawn_node(caf::actor_system& sys);
+
+/// The CUDA device indices a node offers when asked for `requested` GPUs:
+/// 0 .. requested-1, or every device this process sees when requested is
+/// negative. Asking for more than there are is an error naming both counts
+/// and why there are no more (a CPU-only build: "built without CUDA").
+result<std::vector<int32_t>> offered_gpus(int32_t requested);
 
 } // namespace dtrain::actors

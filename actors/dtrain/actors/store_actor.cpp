@@ -10,15 +10,26 @@ namespace dtrain::actors {
 
 namespace {
 
+using clock_type = std::chrono::steady_clock;
+
+struct parked_get {
+  std::string key;
+  caf::typed_response_promise<std::vector<char>> promise;
+  clock_type::time_point deadline;
+};
+
 struct parked_wait {
   std::vector<std::string> keys;
   caf::typed_response_promise<caf::ok_atom> promise;
+  clock_type::time_point deadline;
 };
 
 struct store_state {
   std::map<std::string, std::vector<char>> values;
-  std::multimap<std::string, caf::typed_response_promise<std::vector<char>>> gets;
+  std::vector<parked_get> gets;
   std::vector<parked_wait> waits;
+  comm::milliseconds park_limit{store_park_limit};
+  bool sweep_pending = false;
 };
 
 bool has_all(const store_state& s, const std::vector<std::string>& keys) {
@@ -26,10 +37,14 @@ bool has_all(const store_state& s, const std::vector<std::string>& keys) {
 }
 
 void wake(store_state& s, const std::string& key) {
-  auto range = s.gets.equal_range(key);
-  for (auto it = range.first; it != range.second; ++it)
-    it->second.deliver(s.values[key]);
-  s.gets.erase(range.first, range.second);
+  for (auto it = s.gets.begin(); it != s.gets.end();) {
+    if (it->key == key) {
+      it->promise.deliver(s.values[key]);
+      it = s.gets.erase(it);
+    } else {
+      ++it;
+    }
+  }
   for (auto it = s.waits.begin(); it != s.waits.end();) {
     if (has_all(s, it->keys)) {
       it->promise.deliver(caf::ok_atom::value);
@@ -40,7 +55,67 @@ void wake(store_state& s, const std::string& key) {
   }
 }
 
-store_actor::behavior_type store_fn(store_actor::stateful_pointer<store_state> self) {
+caf::error make_not_yet(const std::string& what) {
+  return to_caf(status(error_code::timeout, what + ": not set yet (asked again)"));
+}
+
+// Answers every entry past its deadline with "not yet" and drops it.
+template <class Entry, class Describe>
+void expire(std::vector<Entry>& entries, clock_type::time_point now, Describe describe) {
+  for (auto it = entries.begin(); it != entries.end();) {
+    if (it->deadline <= now) {
+      it->promise.deliver(make_not_yet(describe(*it)));
+      it = entries.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::string keys_text(const std::vector<std::string>& keys) {
+  std::string out;
+  for (auto& k : keys)
+    out += (out.empty() ? "'" : ", '") + k + "'";
+  return out;
+}
+
+using store_pointer = store_actor::stateful_pointer<store_state>;
+
+// One timer at a time, due when the oldest entry may be past its deadline.
+void arm_sweep(store_pointer self) {
+  if (self->state.sweep_pending || (self->state.gets.empty() && self->state.waits.empty()))
+    return;
+  self->state.sweep_pending = true;
+  self->delayed_send(self, self->state.park_limit, sweep_atom::value);
+}
+
+void sweep(store_pointer self) {
+  auto& s = self->state;
+  s.sweep_pending = false;
+  auto now = clock_type::now();
+  expire(s.gets, now, [](const parked_get& g) { return "store get of '" + g.key + "'"; });
+  expire(s.waits, now, [](const parked_wait& w) { return "store wait for " + keys_text(w.keys); });
+  arm_sweep(self);
+}
+
+caf::result<int64_t> add_to(store_state& s, const std::string& key, int64_t delta) {
+  auto& slot = s.values[key];
+  int64_t current = 0;
+  if (!slot.empty()) {
+    std::string text(slot.begin(), slot.end());
+    char* end = nullptr;
+    current = std::strtoll(text.c_str(), &end, 10);
+    if (end == text.c_str() || *end != 0)
+      return to_caf(invalid_argument("store key '" + key + "' is not a counter"));
+  }
+  std::string next = std::to_string(current + delta);
+  slot.assign(next.begin(), next.end());
+  wake(s, key);
+  return current + delta;
+}
+
+store_actor::behavior_type store_fn(store_pointer self, comm::milliseconds park_limit) {
+  self->state.park_limit = park_limit;
   return {
     [=](set_atom, const std::string& key, std::vector<char>& value) {
       self->state.values[key] = std::move(value);
@@ -52,50 +127,56 @@ store_actor::behavior_type store_fn(store_actor::stateful_pointer<store_state> s
       if (it != self->state.values.end())
         return it->second;
       auto promise = self->make_response_promise<std::vector<char>>();
-      self->state.gets.emplace(key, promise);
+      self->state.gets.push_back({key, promise, clock_type::now() + self->state.park_limit});
+      arm_sweep(self);
       return promise;
     },
     [=](add_atom, const std::string& key, int64_t delta) -> caf::result<int64_t> {
-      auto& slot = self->state.values[key];
-      int64_t current = 0;
-      if (!slot.empty()) {
-        std::string text(slot.begin(), slot.end());
-        char* end = nullptr;
-        current = std::strtoll(text.c_str(), &end, 10);
-        if (end == text.c_str() || *end != 0)
-          return to_caf(invalid_argument("store key '" + key + "' is not a counter"));
-      }
-      std::string next = std::to_string(current + delta);
-      slot.assign(next.begin(), next.end());
-      wake(self->state, key);
-      return current + delta;
+      return add_to(self->state, key, delta);
     },
     [=](wait_atom, std::vector<std::string>& keys) -> caf::result<caf::ok_atom> {
       if (has_all(self->state, keys))
         return caf::ok_atom::value;
       auto promise = self->make_response_promise<caf::ok_atom>();
-      self->state.waits.push_back({std::move(keys), promise});
+      self->state.waits.push_back({std::move(keys), promise,
+                                   clock_type::now() + self->state.park_limit});
+      arm_sweep(self);
       return promise;
     },
     [=](check_atom, const std::string& key) { return self->state.values.count(key) > 0; },
+    [=](status_atom) {
+      return static_cast<int32_t>(self->state.gets.size() + self->state.waits.size());
+    },
+    [=](sweep_atom) { sweep(self); },
   };
 }
 
-std::string keys_text(const std::vector<std::string>& keys) {
-  std::string out;
-  for (auto& k : keys)
-    out += (out.empty() ? "'" : ", '") + k + "'";
-  return out;
+// A slice that ended without an answer: CAF's request timeout, or the
+// store's own "not yet" (error_code::timeout). Decided by codes only.
+// (from_caf turns sec::request_timeout into error_code::timeout.)
+bool is_not_yet(const caf::error& e) { return from_caf(e, "").code() == error_code::timeout; }
+
+// The error handler of one slice: "not yet" leaves `out` for another try.
+template <class Reply>
+auto answer_error(const std::string& what, result<Reply>& out, bool& answered) {
+  return [&what, &out, &answered](caf::error& e) {
+    if (is_not_yet(e))
+      return;
+    out = from_caf(e, what);
+    answered = true;
+  };
 }
 
 } // namespace
 
-store_actor spawn_store(caf::actor_system& sys) { return sys.spawn(store_fn); }
+store_actor spawn_store(caf::actor_system& sys, comm::milliseconds park_limit) {
+  return sys.spawn(store_fn, park_limit);
+}
 
 template <class Reply>
 result<Reply> actor_store::ask(comm::milliseconds timeout, const std::string& what,
                                const std::function<void(caf::scoped_actor&, comm::milliseconds,
-                                                        result<Reply>&)>& once) {
+                                                        result<Reply>&, bool&)>& once) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   caf::scoped_actor self{sys_};
   for (;;) {
@@ -105,30 +186,31 @@ result<Reply> actor_store::ask(comm::milliseconds timeout, const std::string& wh
     if (left.count() <= 0)
       return status(error_code::timeout, what + ": no answer within " +
                                              std::to_string(timeout.count()) + " ms");
-    result<Reply> out{status(error_code::timeout, "slice")};
-    once(self, std::min(left, comm::milliseconds(200)), out);
-    if (out.is_ok() || out.error().code() != error_code::timeout ||
-        out.error().message() != what + ": no answer within the timeout")
+    result<Reply> out{status(error_code::internal, "no reply")};
+    bool answered = false;
+    once(self, std::min(left, store_park_limit + comm::milliseconds(300)), out, answered);
+    if (answered)
       return out;
   }
 }
 
 status actor_store::set(const std::string& key, const comm::bytes& value, comm::milliseconds timeout) {
   const std::string what = "store set of '" + key + "'";
-  return ask<bool>(timeout, what, [&](caf::scoped_actor& self, comm::milliseconds slice, result<bool>& out) {
+  return ask<bool>(timeout, what, [&](caf::scoped_actor& self, comm::milliseconds slice,
+                                      result<bool>& out, bool& answered) {
            self->request(handle_, slice, set_atom::value, key, value)
-               .receive([&](caf::ok_atom) { out = true; },
-                        [&](caf::error& e) { out = from_caf(e, what); });
+               .receive([&](caf::ok_atom) { out = true; answered = true; },
+                        answer_error(what, out, answered));
          }).to_status();
 }
 
 result<comm::bytes> actor_store::get(const std::string& key, comm::milliseconds timeout) {
   const std::string what = "store get of '" + key + "'";
   return ask<comm::bytes>(timeout, what, [&](caf::scoped_actor& self, comm::milliseconds slice,
-                                             result<comm::bytes>& out) {
+                                             result<comm::bytes>& out, bool& answered) {
     self->request(handle_, slice, caf::get_atom::value, key)
-        .receive([&](std::vector<char>& v) { out = std::move(v); },
-                 [&](caf::error& e) { out = from_caf(e, what); });
+        .receive([&](std::vector<char>& v) { out = std::move(v); answered = true; },
+                 answer_error(what, out, answered));
   });
 }
 
@@ -144,20 +226,22 @@ result<int64_t> actor_store::add(const std::string& key, int64_t delta, comm::mi
 
 status actor_store::wait(const std::vector<std::string>& keys, comm::milliseconds timeout) {
   const std::string what = "store wait for " + keys_text(keys);
-  return ask<bool>(timeout, what, [&](caf::scoped_actor& self, comm::milliseconds slice, result<bool>& out) {
+  return ask<bool>(timeout, what, [&](caf::scoped_actor& self, comm::milliseconds slice,
+                                      result<bool>& out, bool& answered) {
            self->request(handle_, slice, wait_atom::value, keys)
-               .receive([&](caf::ok_atom) { out = true; },
-                        [&](caf::error& e) { out = from_caf(e, what); });
+               .receive([&](caf::ok_atom) { out = true; answered = true; },
+                        answer_error(what, out, answered));
          }).to_status();
 }
 
 result<bool> actor_store::check(const std::string& key) {
   const std::string what = "store check of '" + key + "'";
   return ask<bool>(comm::store::default_timeout, what,
-                   [&](caf::scoped_actor& self, comm::milliseconds slice, result<bool>& out) {
+                   [&](caf::scoped_actor& self, comm::milliseconds slice, result<bool>& out,
+                       bool& answered) {
                      self->request(handle_, slice, check_atom::value, key)
-                         .receive([&](bool v) { out = v; },
-                                  [&](caf::error& e) { out = from_caf(e, what); });
+                         .receive([&](bool v) { out = v; answered = true; },
+                                  answer_error(what, out, answered));
                    });
 }
 

@@ -11,17 +11,29 @@
 
 namespace dtrain::actors {
 
+/// How long the store actor keeps a get or wait parked before answering it
+/// with error_code::timeout ("not yet"); the asker sends it again if its
+/// own timeout allows.
+constexpr comm::milliseconds store_park_limit{200};
+
 /// Spawns a trainer's rendezvous store: an in-memory key-value map in an
 /// actor, reachable from every replica, local or remote. get and wait park
-/// until the keys are set; the requester's timeout bounds them.
-store_actor spawn_store(caf::actor_system& sys);
+/// until the keys are set, for at most `park_limit`: then the store answers
+/// error_code::timeout and drops the entry (a timer, not the next message,
+/// does it). So the parked entries are bounded by the askers alive now, not
+/// by how often they asked before. status answers the parked count.
+store_actor spawn_store(caf::actor_system& sys, comm::milliseconds park_limit = store_park_limit);
 
 /// comm::store over a store actor: what replicas hand to communicators.
-/// Each call is a blocking request (from a scoped actor), re-sent in slices
-/// of at most 200 ms until the call's timeout, so that `cancelled` (set
-/// when the replica is torn down) ends a wait within a slice: a store on a
-/// dead driver's process never answers, and CAF does not say so. A local
-/// store that is gone answers error_code::aborted at once. Thread-safe.
+/// Each get/wait/set/check is a blocking request (from a scoped actor),
+/// asked again after each "not yet" (the store's park limit) or slice
+/// without an answer (park limit + 300 ms, for a store that cannot answer:
+/// one on a dead driver's process never does, and CAF does not say so),
+/// until the call's timeout; `cancelled` (set when the replica is torn
+/// down) ends a call within a slice. Whether to ask again is decided by
+/// error codes: a CAF request timeout or a dtrain error_code::timeout from
+/// the store; any other error is returned at once. A local store that is
+/// gone answers error_code::aborted at once. Thread-safe.
 class actor_store final : public comm::store {
 public:
   actor_store(caf::actor_system& sys, store_actor handle,
@@ -37,13 +49,14 @@ public:
   result<bool> check(const std::string& key) override;
 
 private:
-  /// Sends the request built by `ask` (given a slice timeout) until it is
-  /// answered, fails for another reason than a timeout, is cancelled, or
-  /// the overall timeout passes.
+  /// Sends the request built by `once` (given a slice timeout) until it is
+  /// answered, fails for another reason than "not yet", is cancelled, or
+  /// the overall timeout passes. `once` leaves `out` untouched when the
+  /// slice ended without an answer (see not_yet).
   template <class Reply>
   result<Reply> ask(comm::milliseconds timeout, const std::string& what,
                     const std::function<void(caf::scoped_actor&, comm::milliseconds,
-                                             result<Reply>&)>& once);
+                                             result<Reply>&, bool& answered)>& once);
 
   caf::actor_system& sys_;
   store_actor handle_;

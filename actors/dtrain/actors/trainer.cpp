@@ -367,8 +367,8 @@ status trainer::maybe_grow() {
         .receive(
             [&](cluster_status& st) {
               for (size_t i = 0; i < st.nodes.size(); ++i)
-                free += (config_.use_gpu ? st.nodes[i].gpus : st.nodes[i].cpu_slots) -
-                        st.slots_used[i];
+                free += config_.use_gpu ? st.nodes[i].gpus - st.gpus_used[i]
+                                        : st.nodes[i].cpu_slots - st.slots_used[i];
             },
             [](caf::error&) {});
   }

@@ -19,6 +19,7 @@ const char* to_string(error_code code) {
     case error_code::cuda_error: return "cuda_error";
     case error_code::internal: return "internal";
     case error_code::numerical_error: return "numerical_error";
+    case error_code::resource_exhausted: return "resource_exhausted";
   }
   return "unknown";
 }
@@ -52,6 +53,10 @@ status not_found(std::string message) {
 }
 status unavailable(std::string message) {
   return {error_code::unavailable, std::move(message)};
+}
+
+status resource_exhausted(std::string message) {
+  return {error_code::resource_exhausted, std::move(message)};
 }
 
 namespace detail {

@@ -24,6 +24,7 @@ enum class error_code {
   cuda_error,         // the CUDA runtime, cuBLAS or a kernel failed
   internal,           // a broken invariant inside dtrain
   numerical_error,    // a non-finite loss or value: retrying would repeat it
+  resource_exhausted, // memory (host or device) too small for what was asked
 };
 
 /// Name of a code, for messages ("shape_mismatch").
@@ -67,6 +68,7 @@ status io_error(std::string message);
 status corrupt_data(std::string message);
 status not_found(std::string message);
 status unavailable(std::string message);
+status resource_exhausted(std::string message);
 
 /// A value or the status that says why there is none. Access to value() on
 /// an error is a broken invariant and aborts with the error's message.

@@ -86,19 +86,25 @@ status set_device(int index) {
   return status::ok();
 }
 
-void* device_malloc(size_t bytes, int index) {
+result<void*> device_malloc(size_t bytes, int index) {
+  if (index < 0 || index >= device_count())
+    return set_device(index);  // fails, saying why there is no such device
   // Allocate on `index` without moving the calling thread off its device.
   int current = -1;
-  DTRAIN_CUDA_CHECK(cudaGetDevice(&current), "device_malloc: cudaGetDevice");
+  DTRAIN_CUDA_RETURN_IF_ERROR(cudaGetDevice(&current), "device_malloc: cudaGetDevice");
   if (current != index)
-    DTRAIN_CUDA_CHECK(cudaSetDevice(index),
-                      "device_malloc: cannot use cuda:" + std::to_string(index));
+    DTRAIN_CUDA_RETURN_IF_ERROR(cudaSetDevice(index),
+                                "device_malloc: cannot use cuda:" + std::to_string(index));
   void* ptr = nullptr;
   cudaError_t err = cudaMalloc(&ptr, bytes);
+  if (err != cudaSuccess)
+    cudaGetLastError();  // clear it: the next launch check must not see it
   if (current != index)
-    DTRAIN_CUDA_CHECK(cudaSetDevice(current), "device_malloc: restoring the device");
-  DTRAIN_CUDA_CHECK(err, "device_malloc: allocating " + std::to_string(bytes) +
-                             " bytes on cuda:" + std::to_string(index));
+    DTRAIN_CUDA_RETURN_IF_ERROR(cudaSetDevice(current), "device_malloc: restoring the device");
+  const std::string what = std::to_string(bytes) + " bytes on cuda:" + std::to_string(index);
+  if (err == cudaErrorMemoryAllocation)
+    return resource_exhausted("out of device memory allocating " + what);
+  DTRAIN_CUDA_RETURN_IF_ERROR(err, "device_malloc: allocating " + what);
   return ptr;
 }
 

@@ -7,7 +7,10 @@
 
 /// The part of the CUDA runtime the rest of libdtrain uses, behind a header
 /// free of CUDA includes. In a CPU-only build (DTRAIN_HAS_CUDA off) these
-/// exist too: available() is false, memory calls abort with a clear message.
+/// exist too: available() is false, device_malloc and set_device return
+/// unavailable ("built without CUDA"); copy and memset_zero need a device
+/// pointer, which such a build never hands out, so reaching them is a
+/// broken invariant (abort with a message).
 namespace dtrain::cuda {
 
 /// Number of usable CUDA devices; 0 without a driver, a device or a CUDA
@@ -25,9 +28,10 @@ std::string device_name(int index);
 /// Makes `index` the calling thread's current device.
 status set_device(int index);
 
-/// cudaMalloc / cudaFree on device `index`; allocation failure aborts with
-/// the size and device.
-void* device_malloc(size_t bytes, int index);
+/// cudaMalloc / cudaFree on device `index`. Out of device memory is
+/// resource_exhausted naming the size and device; no such device (or no
+/// CUDA) is unavailable saying why.
+result<void*> device_malloc(size_t bytes, int index);
 void device_free(void* ptr);
 
 enum class copy_kind { host_to_device, device_to_host, device_to_device };

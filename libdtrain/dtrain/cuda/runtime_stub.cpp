@@ -1,5 +1,6 @@
-// The CPU-only build's CUDA runtime: no devices, and a clear message for
-// anyone who asks for device memory anyway.
+// The CPU-only build's CUDA runtime: no devices; asking for one is an error
+// saying so, and only the calls that need a device pointer (which this build
+// never hands out) abort, as broken invariants.
 #include "dtrain/cuda/runtime.hpp"
 
 #include <cstdio>
@@ -18,8 +19,14 @@ int device_count() { return 0; }
 std::string unavailable_reason() { return "dtrain was built without CUDA"; }
 std::string device_name(int) { return "none"; }
 status set_device(int) { return unavailable("dtrain was built without CUDA"); }
-void* device_malloc(size_t, int) { no_cuda("device_malloc"); }
-void device_free(void*) { no_cuda("device_free"); }
+result<void*> device_malloc(size_t bytes, int index) {
+  return unavailable("cannot allocate " + std::to_string(bytes) + " bytes on cuda:" +
+                     std::to_string(index) + ": dtrain was built without CUDA");
+}
+void device_free(void* ptr) {
+  if (ptr != nullptr)
+    no_cuda("device_free");
+}
 void copy(void*, const void*, size_t, copy_kind) { no_cuda("copy"); }
 void memset_zero(void*, size_t) { no_cuda("memset_zero"); }
 status synchronize(const char*) { return unavailable("dtrain was built without CUDA"); }

@@ -1,6 +1,7 @@
 #include "dtrain/nn/model.hpp"
 
 #include <cstdio>
+#include <limits>
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/tensor/ops.hpp"
@@ -24,19 +25,57 @@ result<std::unique_ptr<model>> model::create(std::unique_ptr<sequential> layers,
   return m;
 }
 
-status model::allocate() {
+namespace {
+
+std::string layer_name(const sequential& layers, size_t i) {
+  return "layer " + std::to_string(i + 1) + " " + layers.layer(i).describe();
+}
+
+} // namespace
+
+status model::plan_slots() {
   int64_t total = 0;
+  const size_t limit = host_allocation_limit();
   for (size_t i = 0; i < layers_->layer_count(); ++i) {
     int64_t first = total;
     for (auto& spec : layers_->layer(i).parameter_specs()) {
-      int64_t count = shape_numel(spec.shape);
+      auto bytes = checked_bytes(spec.shape);
+      if (!bytes)
+        return bytes.error().with_context(layer_name(*layers_, i) + ": parameter " + spec.name);
+      if (*bytes > limit)
+        return resource_exhausted(layer_name(*layers_, i) + ": parameter " + spec.name + " " +
+                                  shape_string(spec.shape) + " needs " + std::to_string(*bytes) +
+                                  " bytes, more than this machine's " + std::to_string(limit) +
+                                  " bytes of memory");
+      auto count = static_cast<int64_t>(*bytes / sizeof(float));
+      if (count > std::numeric_limits<int64_t>::max() - total)
+        return invalid_argument(layer_name(*layers_, i) +
+                                ": the model's parameter count does not fit in 64 bits");
       slots_.push_back({std::to_string(i) + "." + spec.name, spec.shape, total, count});
       total += count;
     }
     layer_ranges_.emplace_back(first, total);
   }
+  return status::ok();
+}
+
+status model::allocate() {
+  DTRAIN_RETURN_IF_ERROR(plan_slots());
+  const int64_t total = layer_ranges_.empty() ? 0 : layer_ranges_.back().second;
+  const std::string what = "the model's " + std::to_string(total) + " parameters";
+  // On the host, parameters and gradients together: each alone may fit
+  // where both do not, and the kernel would grant both, then kill us.
+  if (options_.where.is_cpu() &&
+      static_cast<uint64_t>(total) > host_allocation_limit() / (2 * sizeof(float)))
+    return resource_exhausted(what + " and their gradients need " +
+                              std::to_string(2 * sizeof(float) * static_cast<uint64_t>(total)) +
+                              " bytes, more than this machine's " +
+                              std::to_string(host_allocation_limit()) + " bytes of memory");
+  auto zeroed = tensor::try_zeros({total});
+  if (!zeroed)
+    return zeroed.error().with_context(what);
+  tensor host = std::move(*zeroed);
   // Initialize on the host so every device starts from the same values.
-  tensor host = tensor::zeros({total});
   rng gen(options_.seed);
   size_t slot = 0;
   for (size_t i = 0; i < layers_->layer_count(); ++i) {
@@ -45,9 +84,22 @@ status model::allocate() {
       views.push_back(host.view(slots_[slot++].offset, spec.shape));
     layers_->layer(i).initialize(views, gen);
   }
-  params_ = options_.where.is_cpu() ? host : host.to(options_.where);
-  grads_ = tensor::zeros({total}, options_.where);
-  slot = 0;
+  if (options_.where.is_cpu()) {
+    params_ = host;
+  } else {
+    DTRAIN_ASSIGN_OR_RETURN(params_, tensor::try_empty({total}, options_.where));
+    params_.copy_from(host);
+  }
+  auto grads = tensor::try_zeros({total}, options_.where);
+  if (!grads)
+    return grads.error().with_context("the gradients of " + what);
+  grads_ = std::move(*grads);
+  bind_layers();
+  return status::ok();
+}
+
+void model::bind_layers() {
+  size_t slot = 0;
   for (size_t i = 0; i < layers_->layer_count(); ++i) {
     std::vector<tensor> p, g;
     for (auto& spec : layers_->layer(i).parameter_specs()) {
@@ -57,7 +109,6 @@ status model::allocate() {
     }
     layers_->layer(i).bind(std::move(p), std::move(g));
   }
-  return status::ok();
 }
 
 std::string model::summary() const {

@@ -50,7 +50,9 @@ class model {
 public:
   /// Checks that the layers chain from input_features (the error names the
   /// first layer that does not fit), then allocates, initializes from the
-  /// seed (on the host: the same values on every device) and binds.
+  /// seed (on the host: the same values on every device) and binds. Sizes
+  /// that overflow, or memory that cannot be had, are errors naming the
+  /// layer (invalid_argument, resource_exhausted), never an abort.
   static result<std::unique_ptr<model>> create(std::unique_ptr<sequential> layers,
                                                const model_options& options);
 
@@ -85,7 +87,12 @@ public:
 
 private:
   model(std::unique_ptr<sequential> layers, const model_options& options);
+  /// Lays out slots_ and layer_ranges_; errors name the layer whose size
+  /// overflows or cannot fit in this machine's memory.
+  status plan_slots();
   status allocate();
+  /// Hands each layer its views of params_ and grads_.
+  void bind_layers();
 
   std::unique_ptr<sequential> layers_;
   model_options options_;

@@ -3,6 +3,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <new>
+
+#include <unistd.h>
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/cuda/runtime.hpp"
@@ -19,26 +23,71 @@ std::string shape_string(const shape_t& shape) {
   return out + "]";
 }
 
-int64_t shape_numel(const shape_t& shape) {
+result<int64_t> checked_numel(const shape_t& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    DTRAIN_CHECK(d >= 0, "negative dimension in a shape");
+    if (d < 0)
+      return invalid_argument("shape " + shape_string(shape) + " has a negative dimension");
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      return invalid_argument("shape " + shape_string(shape) +
+                              ": the element count does not fit in 64 bits");
     n *= d;
   }
   return n;
 }
 
-storage::storage(size_t bytes, device where) : bytes_(bytes), where_(where) {
+result<size_t> checked_bytes(const shape_t& shape) {
+  DTRAIN_ASSIGN_OR_RETURN(int64_t n, checked_numel(shape));
+  if (static_cast<uint64_t>(n) > std::numeric_limits<size_t>::max() / sizeof(float))
+    return invalid_argument("shape " + shape_string(shape) + ": " + std::to_string(n) +
+                            " floats do not fit in the address space");
+  return static_cast<size_t>(n) * sizeof(float);
+}
+
+int64_t shape_numel(const shape_t& shape) {
+  auto n = checked_numel(shape);
+  DTRAIN_CHECK(n.is_ok(), n.error().message().c_str());
+  return *n;
+}
+
+size_t host_allocation_limit() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0)
+    return std::numeric_limits<size_t>::max();  // unknown: leave it to the allocator
+  return static_cast<size_t>(pages) * static_cast<size_t>(page);
+}
+
+namespace {
+
+std::string gib(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1u << 30));
+  return text;
+}
+
+} // namespace
+
+result<std::shared_ptr<storage>> storage::allocate(size_t bytes, device where) {
   if (where.is_cuda()) {
-    data_ = cuda::device_malloc(bytes == 0 ? 1 : bytes, where.index);
-    return;
+    DTRAIN_ASSIGN_OR_RETURN(void* data, cuda::device_malloc(bytes == 0 ? 1 : bytes, where.index));
+    return std::shared_ptr<storage>(new storage(data, bytes, where));
   }
+  const size_t limit = host_allocation_limit();
+  if (bytes > limit)
+    return resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes (" +
+                              gib(bytes) + ") of host memory: more than this machine has (" +
+                              gib(limit) + ")");
   // Round up: aligned_alloc wants a multiple of the alignment.
   size_t rounded = ((bytes == 0 ? 1 : bytes) + 63) / 64 * 64;
-  data_ = std::aligned_alloc(64, rounded);
-  if (data_ == nullptr) {
-    std::fprintf(stderr, "dtrain: out of host memory allocating %zu bytes\n", bytes);
-    std::abort();
+  void* data = std::aligned_alloc(64, rounded);
+  if (data == nullptr)
+    return resource_exhausted("out of host memory allocating " + std::to_string(bytes) +
+                              " bytes (" + gib(bytes) + ")");
+  try {
+    return std::shared_ptr<storage>(new storage(data, bytes, where));
+  } catch (const std::bad_alloc&) {  // the control block
+    std::free(data);
+    return resource_exhausted("out of host memory allocating a tensor's bookkeeping");
   }
 }
 
@@ -49,21 +98,38 @@ storage::~storage() {
     std::free(data_);
 }
 
-tensor tensor::empty(const shape_t& shape, device where) {
+result<tensor> tensor::try_empty(const shape_t& shape, device where) {
+  DTRAIN_ASSIGN_OR_RETURN(size_t bytes, checked_bytes(shape));
+  auto block = storage::allocate(bytes, where);
+  if (!block)
+    return block.error().with_context("tensor " + shape_string(shape) + " on " +
+                                      where.to_string());
   tensor t;
   t.shape_ = shape;
-  t.numel_ = shape_numel(shape);
-  t.storage_ = std::make_shared<storage>(t.bytes(), where);
+  t.numel_ = static_cast<int64_t>(bytes / sizeof(float));
+  t.storage_ = std::move(*block);
   return t;
 }
 
-tensor tensor::zeros(const shape_t& shape, device where) {
-  tensor t = empty(shape, where);
+result<tensor> tensor::try_zeros(const shape_t& shape, device where) {
+  DTRAIN_ASSIGN_OR_RETURN(tensor t, try_empty(shape, where));
   if (where.is_cuda())
     cuda::memset_zero(t.data(), t.bytes());
   else
     std::memset(t.data(), 0, t.bytes());
   return t;
+}
+
+tensor tensor::empty(const shape_t& shape, device where) {
+  auto t = try_empty(shape, where);
+  DTRAIN_CHECK(t.is_ok(), t.error().to_string().c_str());
+  return std::move(*t);
+}
+
+tensor tensor::zeros(const shape_t& shape, device where) {
+  auto t = try_zeros(shape, where);
+  DTRAIN_CHECK(t.is_ok(), t.error().to_string().c_str());
+  return std::move(*t);
 }
 
 tensor tensor::full(const shape_t& shape, float value, device where) {

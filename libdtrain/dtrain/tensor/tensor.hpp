@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "dtrain/core/status.hpp"
 #include "dtrain/tensor/device.hpp"
 
 namespace dtrain {
@@ -14,15 +15,34 @@ using shape_t = std::vector<int64_t>;
 
 /// "[256, 784]".
 std::string shape_string(const shape_t& shape);
+/// The element count of `shape`; a negative dimension or an int64 overflow
+/// is a broken invariant here (aborts): use checked_numel on sizes that come
+/// from outside.
 int64_t shape_numel(const shape_t& shape);
+/// The element count of `shape`, or invalid_argument naming the shape when
+/// a dimension is negative or the product does not fit in int64.
+result<int64_t> checked_numel(const shape_t& shape);
+/// The bytes of a float32 tensor of `shape`, checked as checked_numel and
+/// for numel * sizeof(float) overflowing size_t.
+result<size_t> checked_bytes(const shape_t& shape);
+
+/// The largest single host allocation storage::allocate attempts: the
+/// machine's physical memory (sysconf). Asking for more fails at once with
+/// resource_exhausted, rather than being granted lazily by the kernel and
+/// ended later by the OOM killer, taking the whole process with it.
+size_t host_allocation_limit();
 
 /// A block of memory on one device: 64-byte aligned host memory, or a CUDA
 /// allocation. Owned through shared_ptr by every tensor that views it; freed
-/// with the last one. Allocation failure aborts with the size and device
-/// (there is no sensible recovery inside a training step).
+/// with the last one. allocate() returns an error instead of the block when
+/// it cannot be had (see there); nothing here aborts or throws.
 class storage {
 public:
-  storage(size_t bytes, device where);
+  /// `bytes` on `where`, uninitialized. resource_exhausted, naming the size
+  /// and device, when host memory is refused (over host_allocation_limit(),
+  /// or the allocator fails) or the device allocation fails; unavailable on
+  /// a build or machine without that CUDA device.
+  static result<std::shared_ptr<storage>> allocate(size_t bytes, device where);
   ~storage();
   storage(const storage&) = delete;
   storage& operator=(const storage&) = delete;
@@ -32,6 +52,8 @@ public:
   device where() const { return where_; }
 
 private:
+  storage(void* data, size_t bytes, device where) : data_(data), bytes_(bytes), where_(where) {}
+
   void* data_ = nullptr;
   size_t bytes_ = 0;
   device where_;
@@ -47,7 +69,15 @@ class tensor {
 public:
   tensor() = default;
 
-  /// Uninitialized memory of the given shape (host memory is not touched).
+  /// Uninitialized memory of the given shape (host memory is not touched),
+  /// or the error that says why not: invalid_argument for a negative or
+  /// overflowing shape, resource_exhausted (shape, bytes, device) when the
+  /// memory cannot be had. Use these where sizes come from users.
+  static result<tensor> try_empty(const shape_t& shape, device where = device::cpu());
+  static result<tensor> try_zeros(const shape_t& shape, device where = device::cpu());
+  /// As try_empty/try_zeros, for sizes that are known to fit (the model's
+  /// own buffers, batches of checked sizes): a failure aborts with the
+  /// error's message.
   static tensor empty(const shape_t& shape, device where = device::cpu());
   static tensor zeros(const shape_t& shape, device where = device::cpu());
   static tensor full(const shape_t& shape, float value, device where = device::cpu());

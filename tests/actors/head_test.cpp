@@ -1,0 +1,292 @@
+// The head actor on its own, in this process: registration with fake GPU
+// device lists, mixed CPU and GPU placement, release, and nodes reported
+// unreachable that come back (or do not).
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "dtrain/actors/cluster.hpp"
+#include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/head_actor.hpp"
+#include "dtrain/actors/node_actor.hpp"
+#include "dtrain/cuda/runtime.hpp"
+
+using namespace dtrain;
+using namespace dtrain::actors;
+using std::chrono::milliseconds;
+
+namespace {
+
+/// A node actor that answers status only while `answering` is true; the
+/// requests it gets meanwhile are parked and never answered, as a hung or
+/// cut-off node's would be.
+struct fake_node_state {
+  std::vector<caf::typed_response_promise<int32_t>> parked;
+};
+
+node_actor::behavior_type fake_node(node_actor::stateful_pointer<fake_node_state> self,
+                                    std::shared_ptr<std::atomic<bool>> answering) {
+  return {
+    [=](spawn_atom, replica_spec&, caf::actor&, store_actor&) -> caf::result<replica_actor> {
+      return to_caf(status(error_code::internal, "the fake node spawns nothing"));
+    },
+    [=](status_atom) -> caf::result<int32_t> {
+      if (answering->load())
+        return 0;
+      auto promise = self->make_response_promise<int32_t>();
+      self->state.parked.push_back(promise);
+      return promise;
+    },
+  };
+}
+
+/// An actor system, a head, and blocking helpers to talk to it.
+struct head_fixture {
+  system_config config;
+  caf::actor_system sys{config};
+  head_actor head = spawn_head(sys);
+  std::shared_ptr<std::atomic<bool>> answering = std::make_shared<std::atomic<bool>>(true);
+
+  std::vector<node_actor> nodes;
+
+  ~head_fixture() {
+    // A fake node with parked promises holds itself: it must be told to go.
+    for (auto& n : nodes)
+      caf::anon_send_exit(n, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(head, caf::exit_reason::user_shutdown);
+  }
+
+  node_actor spawn_fake_node() {
+    nodes.push_back(sys.spawn(fake_node, answering));
+    return nodes.back();
+  }
+
+  result<int32_t> add_node(const std::string& host, int32_t slots, std::vector<int32_t> gpus,
+                           node_actor handle = {}) {
+    node_info info{host, "", slots, static_cast<int32_t>(gpus.size()), 1, host, std::move(gpus)};
+    return register_node(info, handle ? handle : spawn_fake_node());
+  }
+
+  result<int32_t> register_node(const node_info& info, const node_actor& handle) {
+    caf::scoped_actor self{sys};
+    result<int32_t> out{status(error_code::internal, "no reply")};
+    self->request(head, std::chrono::seconds(5), register_atom::value, info, handle)
+        .receive([&](int32_t i) { out = i; },
+                 [&](caf::error& e) { out = from_caf(e, "register"); });
+    return out;
+  }
+
+  result<std::vector<assignment>> place(const std::string& trainer, int32_t n, bool gpu) {
+    caf::scoped_actor self{sys};
+    result<std::vector<assignment>> out{status(error_code::internal, "no reply")};
+    self->request(head, std::chrono::seconds(5), place_atom::value, trainer, n, gpu, caf::actor{})
+        .receive([&](std::vector<assignment>& a) { out = std::move(a); },
+                 [&](caf::error& e) { out = from_caf(e, "place " + trainer); });
+    return out;
+  }
+
+  void release(const std::string& trainer) {
+    caf::scoped_actor self{sys};
+    self->request(head, std::chrono::seconds(5), release_atom::value, trainer)
+        .receive([](caf::ok_atom) {}, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+  }
+
+  void unreachable(int32_t index) {
+    caf::scoped_actor self{sys};
+    self->request(head, std::chrono::seconds(5), unreach_atom::value, index)
+        .receive([](caf::ok_atom) {}, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+  }
+
+  cluster_status status_now() {
+    caf::scoped_actor self{sys};
+    cluster_status out;
+    self->request(head, std::chrono::seconds(5), status_atom::value)
+        .receive([&](cluster_status& st) { out = std::move(st); },
+                 [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+    return out;
+  }
+
+  /// Polls status until `pred` holds or `limit` passes.
+  template <class Pred>
+  bool eventually(Pred pred, milliseconds limit) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (pred(status_now()))
+        return true;
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return pred(status_now());
+  }
+};
+
+std::set<std::pair<int32_t, int32_t>> gpus_of(const std::vector<assignment>& placed) {
+  std::set<std::pair<int32_t, int32_t>> out;
+  for (auto& a : placed)
+    out.emplace(a.node, a.gpu);
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(head_placement)
+
+BOOST_FIXTURE_TEST_CASE(cpu_and_gpu_replicas_are_counted_apart_and_no_gpu_is_handed_out_twice,
+                        head_fixture) {
+  BOOST_REQUIRE(add_node("h0", 2, {0, 1}).is_ok());
+  auto a = place("a", 1, true);
+  BOOST_REQUIRE_MESSAGE(a.is_ok(), a.error().to_string());
+  BOOST_TEST(a->at(0).gpu == 0);
+  auto b = place("b", 2, false);  // both CPU slots: must not use up the GPUs
+  BOOST_REQUIRE_MESSAGE(b.is_ok(), b.error().to_string());
+  for (auto& x : *b)
+    BOOST_TEST(x.gpu == -1);
+  auto c = place("c", 1, true);
+  BOOST_REQUIRE_MESSAGE(c.is_ok(), c.error().to_string());
+  BOOST_TEST(c->at(0).gpu == 1);  // not 0 again, though one slot counter would say so
+  auto st = status_now();
+  BOOST_REQUIRE(st.nodes.size() == 1u);
+  BOOST_TEST(st.slots_used.at(0) == 2);
+  BOOST_TEST(st.gpus_used.at(0) == 2);
+  BOOST_TEST(st.nodes.at(0).gpus == 2);
+  auto d = place("d", 1, true);
+  BOOST_REQUIRE(!d.is_ok());
+  BOOST_TEST((d.error().code() == error_code::unavailable));
+  BOOST_TEST(d.error().message().find("0 free") != std::string::npos, d.error().message());
+  release("a");
+  auto again = place("d", 1, true);
+  BOOST_REQUIRE_MESSAGE(again.is_ok(), again.error().to_string());
+  BOOST_TEST(again->at(0).gpu == 0);  // the index "a" gave back, and only that one
+  st = status_now();
+  BOOST_TEST(st.slots_used.at(0) == 2);
+  BOOST_TEST(st.gpus_used.at(0) == 2);
+  release("b");
+  st = status_now();
+  BOOST_TEST(st.slots_used.at(0) == 0);
+  BOOST_TEST(st.gpus_used.at(0) == 2);
+}
+
+BOOST_FIXTURE_TEST_CASE(gpu_indices_come_from_each_nodes_device_list_and_release_returns_them,
+                        head_fixture) {
+  BOOST_REQUIRE(add_node("h0", 1, {0, 1}).is_ok());
+  BOOST_REQUIRE(add_node("h1", 1, {1, 3}).is_ok());  // e.g. CUDA_VISIBLE_DEVICES gaps
+  auto a = place("a", 3, true);
+  BOOST_REQUIRE_MESSAGE(a.is_ok(), a.error().to_string());
+  auto held = gpus_of(*a);
+  BOOST_TEST(held.size() == 3u);
+  BOOST_TEST(held.count({0, 0}) == 1u);
+  BOOST_TEST(held.count({0, 1}) == 1u);
+  BOOST_TEST(held.count({1, 1}) == 1u);
+  auto b = place("b", 1, true);
+  BOOST_REQUIRE_MESSAGE(b.is_ok(), b.error().to_string());
+  BOOST_TEST((gpus_of(*b) == std::set<std::pair<int32_t, int32_t>>{{1, 3}}));
+  release("a");
+  auto c = place("c", 3, true);
+  BOOST_REQUIRE_MESSAGE(c.is_ok(), c.error().to_string());
+  BOOST_TEST((gpus_of(*c) == held));  // exactly what "a" gave back
+  BOOST_TEST(!place("d", 1, true).is_ok());
+  auto cpu = place("e", 2, false);  // the CPU slots are untouched by all of it
+  BOOST_REQUIRE_MESSAGE(cpu.is_ok(), cpu.error().to_string());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_gpu_request_on_nodes_without_gpus_is_a_placement_error_naming_it,
+                        head_fixture) {
+  BOOST_REQUIRE(add_node("cpu-only", 4, {}).is_ok());
+  auto p = place("t", 1, true);
+  BOOST_REQUIRE(!p.is_ok());
+  BOOST_TEST_MESSAGE(p.error().to_string());
+  BOOST_TEST((p.error().code() == error_code::invalid_argument));
+  BOOST_TEST(p.error().message().find("needs 1 GPUs but the cluster has 0") != std::string::npos);
+  BOOST_TEST(p.error().message().find("cpu-only) no GPUs") != std::string::npos);
+  BOOST_TEST(p.error().message().find("no node offers a GPU") != std::string::npos);
+  BOOST_TEST(place("t", 4, false).is_ok());  // the head is fine and places CPU replicas
+}
+
+BOOST_FIXTURE_TEST_CASE(a_registration_whose_gpu_count_differs_from_its_device_list_is_refused,
+                        head_fixture) {
+  node_info info{"h", "", 1, 2, 1, "h", {0}};
+  auto r = register_node(info, spawn_fake_node());
+  BOOST_REQUIRE(!r.is_ok());
+  BOOST_TEST(r.error().message().find("offers 2 GPUs but lists 1") != std::string::npos,
+             r.error().message());
+  info.gpus = 2;
+  info.gpu_devices = {1, 1};
+  BOOST_TEST(!register_node(info, spawn_fake_node()).is_ok());
+  BOOST_TEST(status_now().nodes.empty());
+}
+
+BOOST_AUTO_TEST_CASE(asking_for_more_gpus_than_the_machine_has_is_an_error_not_an_abort) {
+  const int present = cuda::device_count();
+  auto none = offered_gpus(0);
+  BOOST_REQUIRE(none.is_ok());
+  BOOST_TEST(none->empty());
+  auto all = offered_gpus(-1);
+  BOOST_REQUIRE(all.is_ok());
+  BOOST_TEST(static_cast<int>(all->size()) == present);
+  auto too_many = offered_gpus(present + 1);
+  BOOST_REQUIRE(!too_many.is_ok());
+  BOOST_TEST_MESSAGE(too_many.error().to_string());
+  BOOST_TEST(too_many.error().message().find("has " + std::to_string(present) + " usable CUDA") !=
+             std::string::npos);
+  if (present == 0)
+    BOOST_TEST(too_many.error().message().find(cuda::unavailable_reason()) != std::string::npos);
+  cluster::options o;
+  o.local_slots = 1;
+  o.local_gpus = present + 1;
+  auto c = cluster::connect(o);
+  BOOST_REQUIRE(!c.is_ok());
+  BOOST_TEST(c.error().message().find("GPUs") != std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_node_reported_unreachable_is_probed_and_usable_again_once_it_answers,
+                        head_fixture) {
+  answering->store(false);
+  auto index = add_node("flaky", 2, {0});
+  BOOST_REQUIRE(index.is_ok());
+  unreachable(*index);
+  BOOST_TEST(status_now().nodes.empty());
+  auto refused = place("t", 1, false);
+  BOOST_REQUIRE(!refused.is_ok());
+  BOOST_TEST((refused.error().code() == error_code::invalid_argument));
+  // Silent for several probe rounds: still suspect, and the head keeps
+  // answering at once meanwhile (the probes never block it).
+  for (int i = 0; i < 5; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    BOOST_TEST(status_now().nodes.empty());
+    BOOST_TEST((std::chrono::steady_clock::now() - start < milliseconds(500)));
+    std::this_thread::sleep_for(head_probe_interval / 2);
+  }
+  answering->store(true);
+  BOOST_TEST(eventually([](const cluster_status& st) { return st.nodes.size() == 1u; },
+                        3 * (head_probe_interval + head_probe_timeout)));
+  auto placed = place("t", 2, false);
+  BOOST_TEST(placed.is_ok());
+  auto gpu = place("g", 1, true);
+  BOOST_REQUIRE(gpu.is_ok());
+  BOOST_TEST(gpu->at(0).gpu == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_node_whose_actor_is_down_stays_dead, head_fixture) {
+  answering->store(false);
+  auto node = spawn_fake_node();
+  auto index = add_node("gone", 1, {}, node);
+  BOOST_REQUIRE(index.is_ok());
+  unreachable(*index);
+  caf::anon_send_exit(node, caf::exit_reason::kill);
+  answering->store(true);  // nothing can answer: the actor is gone
+  std::this_thread::sleep_for(2 * head_probe_interval + head_probe_timeout);
+  BOOST_TEST(status_now().nodes.empty());
+  BOOST_TEST(!place("t", 1, false).is_ok());
+  // And a node that goes down without any report leaves at once.
+  auto other = spawn_fake_node();
+  BOOST_REQUIRE(add_node("other", 1, {}, other).is_ok());
+  BOOST_TEST(status_now().nodes.size() == 1u);
+  caf::anon_send_exit(other, caf::exit_reason::kill);
+  BOOST_TEST(eventually([](const cluster_status& st) { return st.nodes.empty(); },
+                        milliseconds(2000)));
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,83 @@
+// `dtrain stop` against pid files: it stops the dtrain processes that wrote
+// them, and leaves alone whatever else a stale file's pid now names.
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "actors/child_process.hpp"
+#include "test_util.hpp"
+
+using dtrain::testing::child_process;
+using dtrain::testing::temp_dir;
+using std::chrono::milliseconds;
+
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Field 22 of /proc/PID/stat, as dtrain records it.
+std::string start_time_of(pid_t pid) {
+  std::string stat = read_all("/proc/" + std::to_string(pid) + "/stat");
+  std::istringstream fields(stat.substr(stat.rfind(')') + 1));
+  std::string field;
+  for (int i = 3; i <= 22; ++i)
+    fields >> field;
+  return field;
+}
+
+// Runs `dtrain stop` with DTRAIN_HOME = home; its output.
+std::string run_stop(const temp_dir& home) {
+  setenv("DTRAIN_HOME", home.path().c_str(), 1);
+  child_process stop({DTRAIN_BINARY, "stop", "--grace-ms", "2000"}, home.file("stop.log"));
+  BOOST_TEST(stop.wait(milliseconds(20000)) == 0);
+  return read_all(home.file("stop.log"));
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(dtrain_stop)
+
+BOOST_AUTO_TEST_CASE(a_pid_file_naming_an_unrelated_process_is_removed_without_a_signal) {
+  temp_dir home;
+  child_process sleeper({"/bin/sleep", "60"}, home.file("sleep.log"));
+  const std::string pid = std::to_string(sleeper.pid());
+  // Three stale files: a bare pid (an older format), the pid with a wrong
+  // start time (a reused pid), and the pid with its true start time (as if
+  // the sleep had reused a dtrain pid in the same tick): only the program
+  // check stops the last one.
+  std::ofstream(home.file("head-1.pid")) << pid << "\n";
+  std::ofstream(home.file("node-2.pid")) << pid << " 1\n";
+  std::ofstream(home.file("node-3.pid")) << pid << " " << start_time_of(sleeper.pid()) << "\n";
+  std::string out = run_stop(home);
+  BOOST_TEST_MESSAGE(out);
+  BOOST_TEST(sleeper.running());
+  BOOST_TEST(out.find("stopped 0 dtrain processes") != std::string::npos);
+  BOOST_TEST(out.find("no start time") != std::string::npos);
+  BOOST_TEST(out.find("another time") != std::string::npos);
+  BOOST_TEST(out.find("/sleep") != std::string::npos);
+  for (const char* f : {"head-1.pid", "node-2.pid", "node-3.pid"})
+    BOOST_TEST(!std::ifstream(home.file(f)).good(), f << " was not removed");
+}
+
+BOOST_AUTO_TEST_CASE(a_running_head_is_stopped_through_its_pid_file) {
+  temp_dir home;
+  setenv("DTRAIN_HOME", home.path().c_str(), 1);
+  child_process head({DTRAIN_BINARY, "start", "--head", "--port", "0", "--port-file",
+                      home.file("head.address")},
+                     home.file("head.log"));
+  BOOST_REQUIRE(!dtrain::testing::wait_for_file(home.file("head.address"), milliseconds(10000))
+                     .empty());
+  std::string out = run_stop(home);
+  BOOST_TEST_MESSAGE(out);
+  BOOST_TEST(out.find("stopped 1 dtrain processes") != std::string::npos);
+  BOOST_TEST(head.wait(milliseconds(5000)) == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
