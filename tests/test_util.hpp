@@ -34,6 +34,13 @@ private:
 /// the text CTest's SKIP_REGULAR_EXPRESSION of the gpu suites looks for.
 bool cuda_device_or_skip();
 
+/// A whole file's bytes ("" when it cannot be read).
+std::string read_file(const std::string& path);
+/// Replaces a file's contents (no atomicity: tests only).
+void write_file(const std::string& path, const std::string& content);
+/// The names in a directory, sorted.
+std::vector<std::string> entries(const std::string& dir);
+
 /// Where Debian's dataset-fashion-mnist puts the data, or $DTRAIN_FASHION_MNIST.
 std::string fashion_mnist_dir();
 

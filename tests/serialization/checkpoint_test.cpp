@@ -90,23 +90,6 @@ status expect_restores(ckpt::codec& c, const std::string& dir, const model_state
   return expect(got == state.buffers, "the buffers read back differ from those written");
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void write_file(const std::string& path, const std::string& content) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << content;
-}
-
-std::vector<std::string> entries(const std::string& dir) {
-  std::vector<std::string> names;
-  for (auto& e : fs::directory_iterator(dir))
-    names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // `s` failed with `code` and names `needle` (a file).
 void check_error(const status& s, error_code code, const std::string& needle) {
   BOOST_TEST_MESSAGE(s.to_string());

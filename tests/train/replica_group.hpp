@@ -40,9 +40,6 @@ void run_group(int n, rank_mode mode, const train::replica_options& options,
 train::bytes bytes_of(const tensor& t);
 train::bytes bytes_of(const std::string& s);
 
-std::string read_file(const std::string& path);
-void write_file(const std::string& path, const std::string& content);
 /// The names in `dir`, sorted.
-std::vector<std::string> entries(const std::string& dir);
 
 } // namespace dtrain::testing
