@@ -87,6 +87,8 @@ BOOST_AUTO_TEST_CASE(save_and_restore_round_trip_through_the_trainer) {
   auto bad = t->restore(dir.file("missing"));
   BOOST_REQUIRE(!bad.is_ok());
   BOOST_TEST(bad.message().find(dir.file("missing")) != std::string::npos);
+  BOOST_TEST(t->failures().empty());  // the caller's mistake, not a failure of the group
+  BOOST_TEST(t->generation() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(a_group_larger_than_the_cluster_fails_at_once_saying_what_is_missing) {

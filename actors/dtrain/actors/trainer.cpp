@@ -309,6 +309,20 @@ bool worth_retrying(const status& s) {
   }
 }
 
+// What the caller asked for cannot be done (nothing to do with the group).
+bool is_bad_request(const status& s) {
+  switch (s.code()) {
+    case error_code::invalid_argument:
+    case error_code::not_found:
+    case error_code::corrupt_data:
+    case error_code::shape_mismatch:
+    case error_code::out_of_range:
+      return true;
+    default:
+      return false;
+  }
+}
+
 } // namespace
 
 // Tears the group down and forms it again under a new generation (as many
@@ -382,13 +396,15 @@ status trainer::maybe_grow() {
 }
 
 // ask_all, and after a failure of the group, recovery and the same request
-// again (on the new group), until it succeeds or recovery gives up.
+// again (on the new group), until it succeeds or recovery gives up. A bad
+// request (a path without a checkpoint, a corrupt one) is the caller's
+// error, not a failure of the group: it is returned as it is.
 template <class Reply, class... Ts>
 result<std::vector<Reply>> trainer::ask_with_recovery(std::chrono::milliseconds timeout,
                                                       const std::string& what, Ts... args) {
   for (;;) {
     auto all = ask_all<Reply>(timeout, what, args...);
-    if (all || stopped_)
+    if (all || stopped_ || is_bad_request(all.error()))
       return all;
     DTRAIN_RETURN_IF_ERROR(recover(all.error()));
   }
