@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <thread>
 
 #include "dtrain/actors/cluster.hpp"
@@ -16,6 +15,7 @@
 #include "dtrain/actors/node_actor.hpp"
 #include "dtrain/actors/replica_actor.hpp"
 #include "dtrain/core/check.hpp"
+#include "dtrain/core/files.hpp"
 #include "dtrain/core/net.hpp"
 #include "processes.hpp"
 
@@ -64,12 +64,13 @@ result<std::pair<std::string, std::string>> choose_addresses(const server_option
   return std::make_pair(bind, advertise);
 }
 
+// Readers (`dtrain start --detach`, tests) see the whole line or no file.
 void write_file(const std::string& path, const std::string& text) {
   if (path.empty())
     return;
-  std::string tmp = path + ".tmp";
-  { std::ofstream(tmp) << text << "\n"; }
-  std::rename(tmp.c_str(), path.c_str());
+  const std::string line = text + "\n";
+  if (status s = write_file_atomically(path, line.data(), line.size(), durability::visible); !s)
+    std::fprintf(stderr, "dtrain: %s\n", s.message().c_str());
 }
 
 // Waits for Ctrl-C / SIGTERM, or for `watched` to go down when given.
@@ -118,26 +119,6 @@ int run_head(const server_options& o) {
   return 0;
 }
 
-// Connects to the head, retrying for up to 10 s; every attempt is bounded
-// (a probe with a deadline first: CAF's own connect has none).
-result<head_actor> reach_head(caf::actor_system& sys, const std::string& host, uint16_t port,
-                              const std::string& address) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (;;) {
-    status why = net::probe_tcp(host, port, std::chrono::seconds(3));
-    if (why) {
-      auto h = sys.middleman().remote_actor<head_actor>(host, port);
-      if (h)
-        return *h;
-      why = from_caf(h.error(), "connecting");
-    }
-    if (std::chrono::steady_clock::now() >= deadline || stop_requested())
-      return status(error_code::unavailable,
-                    "cannot reach the dtrain head at " + address + ": " + why.message());
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-}
-
 int run_node(const server_options& o) {
   auto gpus = offered_gpus(o.gpus);
   if (!gpus) {
@@ -163,7 +144,7 @@ int run_node(const server_options& o) {
                  caf::to_string(port.error()).c_str());
     return 1;
   }
-  auto reached = reach_head(sys, hp->first, hp->second, o.address);
+  auto reached = connect_head(sys, o.address, std::chrono::seconds(10), stop_requested);
   if (!reached) {
     std::fprintf(stderr, "error: %s\n", reached.error().message().c_str());
     return 1;

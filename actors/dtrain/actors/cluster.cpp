@@ -79,30 +79,34 @@ status cluster::start_embedded(const options& o) {
   return out;
 }
 
-status cluster::attach(const std::string& address, std::chrono::milliseconds timeout) {
+result<head_actor> connect_head(caf::actor_system& sys, const std::string& address,
+                                std::chrono::milliseconds timeout,
+                                const std::function<bool()>& give_up) {
+  using std::chrono::milliseconds;
   DTRAIN_ASSIGN_OR_RETURN(auto hp, parse_address(address));
-  where_ = address;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    // CAF's connect has no timeout of its own (minutes against a host that
-    // drops packets): probe the port first, within what is left.
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    status reachable = net::probe_tcp(hp.first, hp.second, std::max(left, std::chrono::milliseconds(100)));
-    if (reachable) {
-      auto head = system_->middleman().remote_actor<head_actor>(hp.first, hp.second);
-      if (head) {
-        head_ = *head;
-        return status::ok();
-      }
-      reachable = from_caf(head.error(), "connecting");
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    status why = net::probe_tcp(hp.first, hp.second,
+                                std::clamp(left, milliseconds(100), milliseconds(3000)));
+    if (why) {
+      auto head = sys.middleman().remote_actor<head_actor>(hp.first, hp.second);
+      if (head)
+        return *head;
+      why = from_caf(head.error(), "connecting");
     }
-    if (std::chrono::steady_clock::now() >= deadline)
+    if (std::chrono::steady_clock::now() >= deadline || (give_up && give_up()))
       return status(error_code::unavailable,
                     "cannot reach the dtrain head at " + address + " within " +
-                        std::to_string(timeout.count()) + " ms: " + reachable.message());
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                        std::to_string(timeout.count()) + " ms: " + why.message());
+    std::this_thread::sleep_for(milliseconds(200));
   }
+}
+
+status cluster::attach(const std::string& address, std::chrono::milliseconds timeout) {
+  where_ = address;
+  DTRAIN_ASSIGN_OR_RETURN(head_, connect_head(*system_, address, timeout));
+  return status::ok();
 }
 
 namespace {

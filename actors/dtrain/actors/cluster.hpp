@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,15 @@ struct system_config : caf::actor_system_config {
 
 /// "HOST:PORT" split and checked; errors name the address.
 result<std::pair<std::string, uint16_t>> parse_address(const std::string& address);
+
+/// The head at `address` ("HOST:PORT"), retrying until `timeout` passes
+/// (or `give_up` says so). Every attempt is bounded: the port is probed
+/// with a deadline first, since CAF's own connect has none (minutes
+/// against a host that drops packets). Errors name the address and the
+/// last reason.
+result<head_actor> connect_head(caf::actor_system& sys, const std::string& address,
+                                std::chrono::milliseconds timeout,
+                                const std::function<bool()>& give_up = {});
 
 /// A driver's connection to a cluster: its actor system, the head, and the
 /// way to start replicas on nodes.
