@@ -292,10 +292,17 @@ void trainer::release_slots() {
 
 namespace {
 
-// Failures of the group (a replica or node gone, a hung peer, a collective
-// or request timeout) are worth a new group; errors that would come back
-// the same (bad input, a non-finite loss, a model that does not fit) are not.
-bool worth_retrying(const status& s) {
+// What a failed request to the group calls for.
+enum class handling {
+  recover,    // the group failed (a replica or node gone, a hung peer, a
+              // collective or request timeout): form a new one
+  return_it,  // the request cannot be done (a path without a checkpoint, a
+              // corrupt one): the caller's error, the group is fine
+  stop,       // it would come back the same (a non-finite loss, a model that
+              // does not fit): the trainer stops with this cause
+};
+
+handling handling_of(const status& s) {
   switch (s.code()) {
     case error_code::aborted:
     case error_code::timeout:
@@ -303,23 +310,15 @@ bool worth_retrying(const status& s) {
     case error_code::io_error:
     case error_code::cuda_error:
     case error_code::internal:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// What the caller asked for cannot be done (nothing to do with the group).
-bool is_bad_request(const status& s) {
-  switch (s.code()) {
+      return handling::recover;
     case error_code::invalid_argument:
     case error_code::not_found:
     case error_code::corrupt_data:
     case error_code::shape_mismatch:
     case error_code::out_of_range:
-      return true;
+      return handling::return_it;
     default:
-      return false;
+      return handling::stop;
   }
 }
 
@@ -350,7 +349,7 @@ status trainer::reform() {
 status trainer::recover(status cause) {
   for (;;) {
     failures_.push_back({std::chrono::steady_clock::now(), cause.to_string()});
-    if (!worth_retrying(cause))
+    if (handling_of(cause) != handling::recover)
       return cause.with_context("trainer '" + config_.name + "' stops (not retried)");
     std::fprintf(stderr, "dtrain: trainer %s: failure %zu of at most %d: %s\n", config_.name.c_str(),
                  failures_.size(), config_.max_failures, cause.to_string().c_str());
@@ -404,7 +403,7 @@ result<std::vector<Reply>> trainer::ask_with_recovery(std::chrono::milliseconds 
                                                       const std::string& what, Ts... args) {
   for (;;) {
     auto all = ask_all<Reply>(timeout, what, args...);
-    if (all || stopped_ || is_bad_request(all.error()))
+    if (all || stopped_ || handling_of(all.error()) == handling::return_it)
       return all;
     DTRAIN_RETURN_IF_ERROR(recover(all.error()));
   }
