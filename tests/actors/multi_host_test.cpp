@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -141,6 +142,32 @@ double train_to(trainer& t, int64_t epochs) {
   return v->accuracy;
 }
 
+// Trains epoch 1 (checkpointed), starts epoch 2 and, once it is under way,
+// does `hit` to the host of replica 1; that host, epoch 2's outcome, and how
+// long after the hit the trainer noticed its first failure.
+struct mid_epoch_fault {
+  int host = -1;
+  result<metrics_msg> epoch2{status(error_code::internal, "not run")};
+  milliseconds noticed_after{0};
+};
+
+mid_epoch_fault hit_mid_epoch_two(trainer& t, lab_cluster& lc, const std::function<void(int)>& hit) {
+  mid_epoch_fault out;
+  BOOST_REQUIRE(t.train().is_ok());
+  out.host = lc.host_of(t.placement()[1]);
+  BOOST_REQUIRE(out.host > 0);
+  auto epoch2 = t.train_async();
+  std::this_thread::sleep_for(milliseconds(300));
+  auto hit_at = clock_type::now();
+  hit(out.host);
+  out.epoch2 = epoch2.get();
+  BOOST_REQUIRE_MESSAGE(out.epoch2.is_ok(), out.epoch2.error().to_string());
+  BOOST_REQUIRE(!t.failures().empty());
+  out.noticed_after = std::chrono::duration_cast<milliseconds>(t.failures()[0].noticed - hit_at);
+  BOOST_TEST_MESSAGE("noticed after " << out.noticed_after.count() << " ms: " << t.failures()[0].cause);
+  return out;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(multi_host)
@@ -196,23 +223,13 @@ BOOST_AUTO_TEST_CASE(a_host_killed_is_survived_without_a_spare_node_and_the_grou
   auto cfg = small_mlp(ckpt.path());
   cfg.min_replicas = 1;
   auto t = trainer::create(*c, cfg).value();
-  BOOST_REQUIRE(t->train().is_ok());  // epoch 1, checkpointed
-  int victim = lc.host_of(t->placement()[1]);
-  BOOST_REQUIRE(victim > 0);
-  auto epoch2 = t->train_async();
-  std::this_thread::sleep_for(milliseconds(300));
-  auto hit = clock_type::now();
-  kill(lc.nodes[victim]->pid(), SIGKILL);
-  auto m = epoch2.get();
-  BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
+  auto fault = hit_mid_epoch_two(*t, lc, [&](int host) { kill(lc.nodes[host]->pid(), SIGKILL); });
   BOOST_REQUIRE(t->failures().size() == 1u);
-  auto detected = std::chrono::duration_cast<milliseconds>(t->failures()[0].noticed - hit);
-  BOOST_TEST_MESSAGE("noticed after " << detected.count() << " ms: " << t->failures()[0].cause);
-  BOOST_TEST((detected < milliseconds(1500)));
+  BOOST_TEST((fault.noticed_after < milliseconds(1500)));
   BOOST_TEST(t->world_size() == 1);  // no spare node: the group went on with one
-  BOOST_TEST(m->epoch == 2);
+  BOOST_TEST(fault.epoch2->epoch == 2);
   // The host comes back: at the next epoch boundary the group grows to two.
-  lc.start_node(victim);
+  lc.start_node(fault.host);
   double accuracy = train_to(*t, 3);
   BOOST_TEST(t->world_size() == 2);
   BOOST_TEST_MESSAGE("accuracy " << accuracy << " vs uninterrupted " << reference);
@@ -230,23 +247,16 @@ BOOST_AUTO_TEST_CASE(a_host_whose_link_is_cut_is_found_by_heartbeats_and_survive
   auto cfg = small_mlp(ckpt.path());
   cfg.min_replicas = 1;
   auto t = trainer::create(*c, cfg).value();
-  BOOST_REQUIRE(t->train().is_ok());
-  int victim = lc.host_of(t->placement()[1]);
-  BOOST_REQUIRE(victim > 0);
-  auto epoch2 = t->train_async();
-  std::this_thread::sleep_for(milliseconds(300));
-  auto cut = clock_type::now();
-  BOOST_REQUIRE(lc.lab.set_link(victim, false));
-  auto m = epoch2.get();
-  BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
-  BOOST_REQUIRE(!t->failures().empty());
-  auto detected = std::chrono::duration_cast<milliseconds>(t->failures()[0].noticed - cut);
-  BOOST_TEST_MESSAGE("cut cable noticed after " << detected.count() << " ms: " << t->failures()[0].cause);
-  BOOST_TEST((detected < milliseconds(2000 + 2000)));
+  auto fault = hit_mid_epoch_two(*t, lc, [&](int host) { BOOST_REQUIRE(lc.lab.set_link(host, false)); });
+  BOOST_TEST((fault.noticed_after < milliseconds(2000 + 2000)));
   BOOST_TEST(t->world_size() == 1);
+  // The cut may land in epoch 2 or, when that epoch was quick, in the save
+  // after it (whose shards may then be complete): either way the next
+  // epoch follows the one the recovered group reported.
+  BOOST_TEST(fault.epoch2->epoch >= 2);
   auto last = t->train();
   BOOST_REQUIRE_MESSAGE(last.is_ok(), last.error().to_string());
-  BOOST_TEST(last->epoch == 3);
+  BOOST_TEST(last->epoch == fault.epoch2->epoch + 1);
   BOOST_REQUIRE(t->shutdown().is_ok());
 }
 
