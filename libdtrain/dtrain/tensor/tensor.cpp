@@ -51,10 +51,15 @@ int64_t shape_numel(const shape_t& shape) {
 }
 
 size_t host_allocation_limit() {
-  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0)
-    return std::numeric_limits<size_t>::max();  // unknown: leave it to the allocator
-  return static_cast<size_t>(pages) * static_cast<size_t>(page);
+  // Physical memory does not change while we run: ask once, not on every
+  // allocation (this sits on the training step's path).
+  static const size_t limit = [] {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+      return std::numeric_limits<size_t>::max();  // unknown: leave it to the allocator
+    return static_cast<size_t>(pages) * static_cast<size_t>(page);
+  }();
+  return limit;
 }
 
 namespace {
