@@ -28,7 +28,6 @@ struct store_state {
   std::map<std::string, std::vector<char>> values;
   std::vector<parked_get> gets;
   std::vector<parked_wait> waits;
-  comm::milliseconds park_limit{store_park_limit};
   bool sweep_pending = false;
 };
 
@@ -86,7 +85,7 @@ void arm_sweep(store_pointer self) {
   if (self->state.sweep_pending || (self->state.gets.empty() && self->state.waits.empty()))
     return;
   self->state.sweep_pending = true;
-  self->delayed_send(self, self->state.park_limit, sweep_atom::value);
+  self->delayed_send(self, store_park_limit, sweep_atom::value);
 }
 
 void sweep(store_pointer self) {
@@ -114,8 +113,7 @@ caf::result<int64_t> add_to(store_state& s, const std::string& key, int64_t delt
   return current + delta;
 }
 
-store_actor::behavior_type store_fn(store_pointer self, comm::milliseconds park_limit) {
-  self->state.park_limit = park_limit;
+store_actor::behavior_type store_fn(store_pointer self) {
   return {
     [=](set_atom, const std::string& key, std::vector<char>& value) {
       self->state.values[key] = std::move(value);
@@ -127,7 +125,7 @@ store_actor::behavior_type store_fn(store_pointer self, comm::milliseconds park_
       if (it != self->state.values.end())
         return it->second;
       auto promise = self->make_response_promise<std::vector<char>>();
-      self->state.gets.push_back({key, promise, clock_type::now() + self->state.park_limit});
+      self->state.gets.push_back({key, promise, clock_type::now() + store_park_limit});
       arm_sweep(self);
       return promise;
     },
@@ -139,7 +137,7 @@ store_actor::behavior_type store_fn(store_pointer self, comm::milliseconds park_
         return caf::ok_atom::value;
       auto promise = self->make_response_promise<caf::ok_atom>();
       self->state.waits.push_back({std::move(keys), promise,
-                                   clock_type::now() + self->state.park_limit});
+                                   clock_type::now() + store_park_limit});
       arm_sweep(self);
       return promise;
     },
@@ -169,8 +167,9 @@ auto answer_error(const std::string& what, result<Reply>& out, bool& answered) {
 
 } // namespace
 
-store_actor spawn_store(caf::actor_system& sys, comm::milliseconds park_limit) {
-  return sys.spawn(store_fn, park_limit);
+store_actor spawn_store(caf::actor_system& sys) {
+  // The askers' slices (park limit + 300 ms) are cut to this one limit.
+  return sys.spawn(store_fn);
 }
 
 template <class Reply>

@@ -18,11 +18,11 @@ constexpr comm::milliseconds store_park_limit{200};
 
 /// Spawns a trainer's rendezvous store: an in-memory key-value map in an
 /// actor, reachable from every replica, local or remote. get and wait park
-/// until the keys are set, for at most `park_limit`: then the store answers
+/// until the keys are set, for at most store_park_limit: then the store answers
 /// error_code::timeout and drops the entry (a timer, not the next message,
 /// does it). So the parked entries are bounded by the askers alive now, not
 /// by how often they asked before. status answers the parked count.
-store_actor spawn_store(caf::actor_system& sys, comm::milliseconds park_limit = store_park_limit);
+store_actor spawn_store(caf::actor_system& sys);
 
 /// comm::store over a store actor: what replicas hand to communicators.
 /// Each get/wait/set/check is a blocking request (from a scoped actor),
