@@ -2,11 +2,7 @@
 
 #include <boost/test/unit_test.hpp>
 
-#include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "comm/collective_check.hpp"
 #include "dtrain/comm/factory.hpp"

@@ -40,6 +40,4 @@ void run_group(int n, rank_mode mode, const train::replica_options& options,
 train::bytes bytes_of(const tensor& t);
 train::bytes bytes_of(const std::string& s);
 
-/// The names in `dir`, sorted.
-
 } // namespace dtrain::testing

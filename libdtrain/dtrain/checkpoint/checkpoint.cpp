@@ -9,7 +9,6 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
-#include <set>
 #include <system_error>
 #include <thread>
 

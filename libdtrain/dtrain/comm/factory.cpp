@@ -1,6 +1,5 @@
 #include "dtrain/comm/factory.hpp"
 
-#include <unistd.h>
 
 #include <algorithm>
 

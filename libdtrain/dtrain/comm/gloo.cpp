@@ -4,7 +4,6 @@
 #include "dtrain/comm/sigpipe.hpp"
 
 #include <dlfcn.h>
-#include <netdb.h>
 #include <sys/socket.h>
 
 #include <gloo/allgather.h>
@@ -192,11 +191,11 @@ result<std::shared_ptr<mesh_context>> connect_mesh(
   // may abort on an address it cannot bind (Debian's libgloo): resolve and
   // bind here first, and refuse the address by name.
   auto address = net::bindable_ipv4(net::resolve_bind_address(bind_address), bind_address);
+  if (!address)
+    return address.error().with_context("gloo: rank " + std::to_string(rank));
   // Gloo's device loop thread, started here, inherits the blocked SIGPIPE;
   // so does every write of the rendezvous below.
   sigpipe_blocker no_sigpipe;
-  if (!address)
-    return address.error().with_context("gloo: rank " + std::to_string(rank));
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = *address;  // what was checked, not a second lookup

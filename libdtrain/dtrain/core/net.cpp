@@ -54,14 +54,13 @@ std::string numeric(const sockaddr_in& address) {
 
 // ok when a socket can bind to `address` (any port) on this machine.
 status try_bind(const sockaddr_in& address) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
+  fd_guard s{socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  if (s.fd < 0)
     return io_error(std::string("socket: ") + std::strerror(errno));
   sockaddr_in probe = address;
   probe.sin_port = 0;
-  int rc = bind(fd, reinterpret_cast<const sockaddr*>(&probe), sizeof probe);
+  int rc = bind(s.fd, reinterpret_cast<const sockaddr*>(&probe), sizeof probe);
   int error = errno;
-  close(fd);
   if (rc == 0)
     return status::ok();
   if (error == EADDRNOTAVAIL)
@@ -98,8 +97,8 @@ bool is_wildcard(const std::string& address) {
 }
 
 result<std::string> resolve_ipv4(const std::string& host) {
-  in_addr numeric{};
-  if (inet_pton(AF_INET, host.c_str(), &numeric) == 1)
+  in_addr parsed{};
+  if (inet_pton(AF_INET, host.c_str(), &parsed) == 1)
     return host;
   addrinfo hints{};
   hints.ai_family = AF_INET;
@@ -109,10 +108,9 @@ result<std::string> resolve_ipv4(const std::string& host) {
   if (rc != 0 || found == nullptr)
     return invalid_argument("host '" + host + "' does not resolve to an IPv4 address (" +
                             gai_strerror(rc) + ")");
-  char text[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text, sizeof text);
+  std::string text = numeric(*reinterpret_cast<sockaddr_in*>(found->ai_addr));
   freeaddrinfo(found);
-  return std::string(text);
+  return text;
 }
 
 result<std::string> local_address_towards(const std::string& host, uint16_t port) {
@@ -125,9 +123,7 @@ result<std::string> local_address_towards(const std::string& host, uint16_t port
   sockaddr_in mine{};
   socklen_t len = sizeof mine;
   getsockname(s.fd, reinterpret_cast<sockaddr*>(&mine), &len);
-  char text[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &mine.sin_addr, text, sizeof text);
-  return std::string(text);
+  return numeric(mine);
 }
 
 std::string resolve_bind_address(const std::string& requested) {
