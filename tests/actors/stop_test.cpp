@@ -15,16 +15,9 @@ using std::chrono::milliseconds;
 
 namespace {
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Field 22 of /proc/PID/stat, as dtrain records it.
 std::string start_time_of(pid_t pid) {
-  std::string stat = read_all("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat = dtrain::testing::read_file("/proc/" + std::to_string(pid) + "/stat");
   std::istringstream fields(stat.substr(stat.rfind(')') + 1));
   std::string field;
   for (int i = 3; i <= 22; ++i)
@@ -37,7 +30,7 @@ std::string run_stop(const temp_dir& home) {
   setenv("DTRAIN_HOME", home.path().c_str(), 1);
   child_process stop({DTRAIN_BINARY, "stop", "--grace-ms", "2000"}, home.file("stop.log"));
   BOOST_TEST(stop.wait(milliseconds(20000)) == 0);
-  return read_all(home.file("stop.log"));
+  return dtrain::testing::read_file(home.file("stop.log"));
 }
 
 } // namespace

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 #include "dtrain/core/files.hpp"
 #include "test_util.hpp"
@@ -15,19 +14,6 @@
 using namespace dtrain;
 using dtrain::testing::temp_dir;
 namespace fs = std::filesystem;
-
-namespace {
-
-std::string content_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-size_t count_entries(const std::string& dir) {
-  return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
-}
-
-} // namespace
 
 BOOST_AUTO_TEST_SUITE(files)
 
@@ -38,8 +24,8 @@ BOOST_AUTO_TEST_CASE(an_atomic_write_replaces_the_file_and_leaves_no_temporary) 
     const std::string text = "value " + std::to_string(static_cast<int>(d));
     const status s = write_file_atomically(path, text.data(), text.size(), d);
     BOOST_REQUIRE_MESSAGE(s.is_ok(), s.to_string());
-    BOOST_TEST(content_of(path) == text);
-    BOOST_TEST(count_entries(dir.path()) == 1u);
+    BOOST_TEST(dtrain::testing::read_file(path) == text);
+    BOOST_TEST(dtrain::testing::entries(dir.path()).size() == 1u);
   }
 }
 
@@ -52,8 +38,8 @@ BOOST_AUTO_TEST_CASE(an_uncommitted_atomic_file_leaves_the_old_file_and_no_tempo
     BOOST_REQUIRE(file.is_ok());
     BOOST_REQUIRE(write_all(file->fd(), "new", 3, path).is_ok());
   }
-  BOOST_TEST(content_of(path) == "old");
-  BOOST_TEST(count_entries(dir.path()) == 1u);
+  BOOST_TEST(dtrain::testing::read_file(path) == "old");
+  BOOST_TEST(dtrain::testing::entries(dir.path()).size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(a_directory_rename_never_replaces_an_existing_directory) {
