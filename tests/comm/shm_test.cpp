@@ -7,10 +7,12 @@
 #include <dirent.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -227,6 +229,28 @@ BOOST_AUTO_TEST_CASE(no_segment_is_left_in_dev_shm) {
   watcher.join();
   BOOST_TEST(seen.load(), "no segment named " << options.name_prefix << "-* was ever seen");
   BOOST_TEST(segments_named(options.name_prefix) == 0);
+}
+
+// A process killed after creating its segment and before every rank had
+// mapped it (a node killed during the rendezvous) leaves the segment named;
+// the next group with that prefix removes it, and nothing of a live process.
+BOOST_AUTO_TEST_CASE(a_segment_left_by_a_dead_creator_is_removed_by_the_next_group) {
+  comm::shm_options options;
+  options.name_prefix = own_prefix("orphan");
+  pid_t dead = fork();
+  if (dead == 0)
+    _exit(0);
+  BOOST_REQUIRE(dead > 0);
+  waitpid(dead, nullptr, 0);
+  const std::string orphan = "/dev/shm/" + options.name_prefix + "-" + std::to_string(dead) + "-1";
+  const std::string live = "/dev/shm/" + options.name_prefix + "-" + std::to_string(getpid()) + "-1";
+  write_file(orphan, "x");
+  write_file(live, "x");
+  BOOST_REQUIRE(segments_named(options.name_prefix) == 2);
+  check_all_operations(shm_factory(options), 2, rank_mode::threads, {17});
+  BOOST_TEST(segments_named(options.name_prefix) == 1);  // the live process's stays
+  BOOST_TEST(read_file(live) == "x");
+  std::remove(live.c_str());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

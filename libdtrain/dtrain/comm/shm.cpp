@@ -1,5 +1,6 @@
 #include "dtrain/comm/shm.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <functional>
 #include <cstring>
 #include <random>
@@ -56,6 +58,27 @@ std::string unique_segment_name(const std::string& prefix) {
   std::random_device rd;
   return "/" + prefix + "-" + std::to_string(getpid()) + "-" + std::to_string(rd()) +
          std::to_string(rd());
+}
+
+// Segments "<prefix>-<pid>-..." whose creating process is gone: it died
+// between creating the segment and the moment every rank had mapped it
+// (when the name is unlinked), e.g. a node killed during a group's
+// rendezvous. Nothing else can ever use them; they only hold memory.
+void remove_orphaned_segments(const std::string& prefix) {
+  DIR* dir = opendir(shm_dir);
+  if (dir == nullptr)
+    return;
+  const std::string lead = prefix + "-";
+  while (dirent* e = readdir(dir)) {
+    const std::string entry = e->d_name;
+    if (entry.rfind(lead, 0) != 0)
+      continue;
+    char* end = nullptr;
+    long pid = std::strtol(entry.c_str() + lead.size(), &end, 10);
+    if (pid > 0 && *end == '-' && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      shm_unlink(("/" + entry).c_str());
+  }
+  closedir(dir);
 }
 
 result<uint64_t> free_bytes_in(const char* dir) {
@@ -185,6 +208,7 @@ status shm_communicator::attach(store& s, milliseconds timeout) {
   std::string name;
   result<int> fd = -1;
   if (rank() == 0) {
+    remove_orphaned_segments(options_.name_prefix);
     name = unique_segment_name(options_.name_prefix);
     fd = create_segment(name);
     // Names start with '/'; "!why" tells the others at once that it failed.
@@ -219,7 +243,10 @@ status shm_communicator::attach(store& s, milliseconds timeout) {
     header_->size = size();
     header_->slot_floats = slot_floats_;
     header_->magic = segment_magic;  // the segment is zero-filled by ftruncate
-    DTRAIN_RETURN_IF_ERROR(s.set("shm/name", to_bytes(name)));
+    if (status published = s.set("shm/name", to_bytes(name)); !published) {
+      shm_unlink(name.c_str());  // nobody will map it: the group is being torn down
+      return published;
+    }
   } else {
     slot_floats_ = header_->slot_floats;  // rank 0's choice
     if (header_->magic != segment_magic || header_->size != size() || slot_floats_ < size() ||
