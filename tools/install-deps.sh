@@ -3,7 +3,7 @@
 # Idempotent: packages already present are left alone. Run as root.
 #
 #   tools/install-deps.sh           build + test + run dependencies
-#   tools/install-deps.sh --peers   also PyTorch (python3-torch), the peer the
+#   tools/install-deps.sh --peers   also PyTorch (python3-torch) and Optuna 3.1, the peers the
 #                                   benchmarks compare against (~800 MB)
 set -euo pipefail
 
@@ -21,7 +21,7 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    --peers) packages+=(python3-torch python3-numpy) ;;
+    --peers) packages+=(python3-torch python3-numpy python3-optuna) ;;
     *) echo "install-deps.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
