@@ -1,18 +1,19 @@
-// `dtrain status` and `dtrain train`: driver-side commands.
+// `dtrain status`, `dtrain train` and `dtrain tune`: driver-side commands.
 #include "commands.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <thread>
+#include <unistd.h>
 
 #include "processes.hpp"
 #include <filesystem>
 
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/actors/trainer.hpp"
+#include "dtrain/actors/tuner/tuner.hpp"
 #include "dtrain/config/experiment.hpp"
-#include "dtrain/core/threads.hpp"
 
 namespace dtrain::cli {
 
@@ -76,9 +77,6 @@ int run_train(const train_options& o) {
     return fail(c.error());
   trainer_config tc = trainer_config_from(*e);
   tc.progress_seconds = 2.0;
-  // Split the cores among the replicas of this host (OpenBLAS per process).
-  if ((*c)->embedded())
-    set_blas_threads(1);
   std::printf("experiment %s: %d replicas of %s on %s cluster, global batch %lld, %lld epochs\n",
               e->name.c_str(), tc.num_replicas, tc.operator_name.c_str(), (*c)->where().c_str(),
               static_cast<long long>(tc.global_batch_size), static_cast<long long>(e->epochs));
@@ -157,6 +155,57 @@ int run_train(const train_options& o) {
   if (auto s = (*t)->shutdown(); !s)
     return fail(s);
   return 0;
+}
+
+// A sweep from an experiment file's searcher section and typed
+// hyperparameters: the trial table on stdout, the best trial at the end.
+// Ctrl-C / SIGTERM stop every trial (each checkpoints when it can) and print
+// the table so far; a second signal kills the process.
+int run_tune(const tune_options& o) {
+  auto e = config::load_experiment(o.experiment);
+  if (!e)
+    return fail(e.error());
+  if (!e->has_search)
+    return fail(invalid_argument(o.experiment + ": no searcher (searcher.name grid, random or "
+                                 "asha) and nothing to search: run it with `dtrain train`"));
+  cluster::options co;
+  co.address = o.address;
+  co.local_slots = std::max(o.local_slots, e->slots_per_trial);
+  auto c = cluster::connect(co);
+  if (!c)
+    return fail(c.error());
+  tune_config tc;
+  static_cast<tune::sweep_config&>(tc) = e->sweep;
+  tc.experiment = e->name;
+  tc.storage = e->checkpoint_dir;
+  tc.verbosity = o.verbosity;
+  tc.redraw = isatty(fileno(stdout)) != 0;
+  tuner sweep(**c, trainer_config_from(*e), e->space, tc);
+  install_signal_handlers();
+  std::atomic<bool> finished{false};
+  std::thread watcher([&] {
+    while (!finished.load() && !stop_requested())
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!finished.load()) {
+      sweep.stop("interrupted by a signal");
+      restore_default_signals();
+    }
+  });
+  struct joiner {
+    std::atomic<bool>& done;
+    std::thread& thread;
+    ~joiner() {
+      done.store(true);
+      thread.join();
+    }
+  } join_watcher{finished, watcher};
+  auto grid = sweep.fit();
+  if (!grid)
+    return fail(grid.error());
+  bool any_ok = false;
+  for (const auto& t : grid->trials)
+    any_ok = any_ok || t.status != tune::trial_status::error;
+  return any_ok || grid->trials.empty() ? 0 : 1;
 }
 
 } // namespace dtrain::cli

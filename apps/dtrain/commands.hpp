@@ -10,7 +10,15 @@ struct train_options {
   int local_slots = 0;   // embedded cluster size (0: the experiment's slots)
 };
 
+struct tune_options {
+  std::string experiment;
+  std::string address;   // empty: $DTRAIN_ADDRESS, else an embedded cluster
+  int local_slots = 0;   // embedded cluster size (0: the cores, at least a trial's slots)
+  int verbosity = 2;     // 0 quiet, 1 trial starts and ends, 2 every epoch
+};
+
 int run_status(const std::string& address);
 int run_train(const train_options& o);
+int run_tune(const tune_options& o);
 
 } // namespace dtrain::cli

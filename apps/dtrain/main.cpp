@@ -6,6 +6,7 @@
 //   dtrain status --address HOST:PORT               nodes, slots, trainers
 //   dtrain stop                                     stop what this host started
 //   dtrain train EXPERIMENT.yaml [--address ...]    run an experiment
+//   dtrain tune EXPERIMENT.yaml [--address ...]     run its hyperparameter sweep
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -90,7 +91,18 @@ int main(int argc, char** argv) {
   train->add_option("--address", to.address, "a running cluster (default: embedded)");
   train->add_option("--local-slots", to.local_slots, "embedded cluster slots");
 
+  tune_options tuo;
+  auto* tune = app.add_subcommand("tune", "run an experiment file's hyperparameter sweep");
+  tune->add_option("experiment", tuo.experiment, "EXPERIMENT.yaml")->required();
+  tune->add_option("--address", tuo.address, "a running cluster (default: embedded)");
+  tune->add_option("--local-slots", tuo.local_slots, "embedded cluster slots (default: cores)");
+  tune->add_option("--verbosity", tuo.verbosity,
+                   "0 quiet, 1 trial starts and ends, 2 also every epoch")
+      ->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
+  if (tune->parsed())
+    return run_tune(tuo);
   if (start->parsed())
     return run_start(head, detach, so);
   if (status_cmd->parsed())

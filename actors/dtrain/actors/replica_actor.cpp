@@ -75,6 +75,9 @@ struct abort_handle {
 
 struct worker_state {
   std::shared_ptr<train::replica_runner> runner;
+  // A CPU replica's share of the host's cores, refreshed before each
+  // epoch (concurrent trials come and go).
+  std::unique_ptr<blas_share> cores;
 };
 
 metrics_msg to_msg(const train::epoch_metrics& m, int rank) {
@@ -135,9 +138,15 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
       if (auto s = handle->adopt(shared); !s)
         return to_caf(s);
       self->state.runner = std::move(shared);
+      if (spec.gpu < 0) {
+        self->state.cores = std::make_unique<blas_share>();
+        self->state.cores->refresh();
+      }
       return caf::ok_atom::value;
     },
     [=](train_atom) -> caf::result<metrics_msg> {
+      if (self->state.cores)
+        self->state.cores->refresh();
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<metrics_msg> {
         auto m = r.train_epoch();
         if (!m)

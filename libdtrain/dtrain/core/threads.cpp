@@ -1,11 +1,94 @@
 #include "dtrain/core/threads.hpp"
 
 #include <cblas.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "dtrain/core/net.hpp"
 
 namespace dtrain {
 
 void set_blas_threads(int threads) { openblas_set_num_threads(threads < 1 ? 1 : threads); }
 
 int blas_threads() { return openblas_get_num_threads(); }
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The registry of this host's replicas: per user (the directory must be
+// writable) and per host identity (network namespaces on one kernel are
+// different hosts to dtrain, and their replicas do not share a count).
+fs::path registry() {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : net::host_identity())
+    h = (h ^ c) * 1099511628211ULL;
+  char name[64];
+  std::snprintf(name, sizeof name, "dtrain-blas-%u-%016llx", static_cast<unsigned>(getuid()),
+                static_cast<unsigned long long>(h));
+  fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
+  return base / name;
+}
+
+bool process_alive(long pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+
+bool user_fixed_threads() {
+  const char* v = std::getenv("OPENBLAS_NUM_THREADS");
+  return v != nullptr && *v != '\0';
+}
+
+} // namespace
+
+blas_share::blas_share() {
+  static std::atomic<uint64_t> counter{0};
+  std::error_code ec;
+  fs::path dir = registry();
+  fs::create_directories(dir, ec);
+  fs::path entry = dir / (std::to_string(getpid()) + "." + std::to_string(counter++));
+  std::ofstream(entry.string()) << getpid() << "\n";
+  if (fs::exists(entry, ec))
+    entry_ = entry.string();
+}
+
+blas_share::~blas_share() {
+  if (!entry_.empty()) {
+    std::error_code ec;
+    fs::remove(entry_, ec);
+  }
+}
+
+int blas_share::refresh() {
+  int live = 0;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(registry(), ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    long pid = std::strtol(name.c_str(), nullptr, 10);
+    if (process_alive(pid)) {
+      ++live;
+    } else {
+      std::error_code ignored;
+      fs::remove(it->path(), ignored);
+    }
+  }
+  replicas_ = std::max(live, 1);
+  if (user_fixed_threads())
+    return blas_threads();
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int share = std::max(1, cores / replicas_);
+  if (share != blas_threads())
+    set_blas_threads(share);
+  return share;
+}
 
 } // namespace dtrain

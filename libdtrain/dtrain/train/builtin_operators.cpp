@@ -1,5 +1,6 @@
 #include "dtrain/train/builtin_operators.hpp"
 
+#include <cmath>
 #include <map>
 #include <mutex>
 
@@ -27,6 +28,16 @@ result<optim::optimizer_spec> read_optimizer(const hyperparameters& hp,
   DTRAIN_ASSIGN_OR_RETURN(double momentum, hp.get_double("momentum", 0.0));
   DTRAIN_ASSIGN_OR_RETURN(double weight_decay, hp.get_double("weight_decay", 0.0));
   DTRAIN_ASSIGN_OR_RETURN(spec.nesterov, hp.get_bool("nesterov", false));
+  // A sweep can draw these from a range that strays past what makes sense;
+  // say so at setup rather than train into NaNs.
+  if (!(lr > 0.0) || !std::isfinite(lr))
+    return invalid_argument("hyperparameter 'lr': " + hp.values().at("lr") + " is not > 0");
+  if (!(momentum >= 0.0 && momentum < 1.0))
+    return invalid_argument("hyperparameter 'momentum': " + std::to_string(momentum) +
+                            " is not in [0, 1)");
+  if (!(weight_decay >= 0.0) || !std::isfinite(weight_decay))
+    return invalid_argument("hyperparameter 'weight_decay': " + std::to_string(weight_decay) +
+                            " is not >= 0");
   spec.lr = static_cast<float>(lr);
   spec.momentum = static_cast<float>(momentum);
   spec.weight_decay = static_cast<float>(weight_decay);

@@ -30,6 +30,7 @@ struct trial_record {
   std::string error;               // status error: the cause
   std::string checkpoint_dir;      // "" when the sweep keeps none
   int restarts = 0;                // failures its trainer recovered from
+  bool interrupted = false;        // cut short because the sweep ended (Ctrl-C, a stopper)
   double seconds = 0;              // wall time while running
 
   int64_t epochs() const { return history.empty() ? 0 : history.back().epoch; }

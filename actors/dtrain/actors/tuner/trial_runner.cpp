@@ -1,0 +1,124 @@
+#include "dtrain/actors/tuner/trial_runner.hpp"
+
+#include <memory>
+#include <mutex>
+
+namespace dtrain::actors {
+
+namespace {
+
+// Shared by a runner and whoever interrupts it: the trainer is published
+// here while it trains, and interrupt() preempts it under the lock, so the
+// runner cannot destroy it in between.
+class trial_control {
+public:
+  // False when the trial was interrupted before its trainer was ready.
+  bool adopt(trainer* t) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    trainer_ = t;
+    return !interrupted_;
+  }
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    trainer_ = nullptr;
+  }
+  bool interrupted() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return interrupted_;
+  }
+  // Blocks up to the trainer's preempt timeout: call it off actor threads.
+  void interrupt() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    interrupted_ = true;
+    if (trainer_ != nullptr)
+      (void)trainer_->preempt();
+  }
+
+private:
+  std::mutex mutex_;
+  trainer* trainer_ = nullptr;
+  bool interrupted_ = false;
+};
+
+std::map<std::string, double> metrics_of(const metrics_msg& train, const metrics_msg& validation) {
+  return {{"loss", train.loss},
+          {"accuracy", train.accuracy},
+          {"validation_loss", validation.loss},
+          {"validation_accuracy", validation.accuracy}};
+}
+
+// The life of one trial, on its own thread: create the group, train and
+// validate epoch by epoch, report each to the tuner and wait for its word,
+// shut the group down (freeing its slots), say so.
+void run_trial(caf::blocking_actor* self, cluster* c, trial_launch launch, caf::actor tuner,
+               std::shared_ptr<trial_control> control) {
+  auto end = [&](int32_t restarts, const std::string& error, bool interrupted) {
+    self->send(tuner, trial_end_atom::value, launch.id, restarts, error, interrupted);
+  };
+  if (control->interrupted())
+    return end(0, "", true);
+  auto created = trainer::create(*c, launch.config);
+  if (!created)
+    return end(0, created.error().to_string(), false);
+  std::unique_ptr<trainer> t = std::move(*created);
+  if (!control->adopt(t.get())) {
+    (void)t->shutdown();
+    return end(0, "", true);
+  }
+  self->send(tuner, trial_up_atom::value, launch.id);
+  std::string error;
+  bool interrupted = false;
+  if (!launch.restore_from.empty())
+    if (status s = t->restore(launch.restore_from); !s)
+      error = s.with_context("restoring " + launch.restore_from).to_string();
+  int64_t epoch = 0;
+  while (error.empty() && epoch < launch.max_epochs) {
+    auto m = t->train();
+    if (!m) {
+      error = m.error().to_string();
+      break;
+    }
+    if (m->preempted) {
+      interrupted = true;
+      break;
+    }
+    auto v = t->validate();
+    if (!v) {
+      error = v.error().to_string();
+      break;
+    }
+    epoch = m->epoch;
+    bool go_on = false;
+    // The tuner answers at once; the bound only guards against a tuner
+    // that is gone (its down message may not have reached us yet).
+    self->request(tuner, std::chrono::seconds(60), trial_report_atom::value, launch.id, epoch,
+                  metrics_of(*m, *v))
+        .receive([&](bool answer) { go_on = answer; },
+                 [&](caf::error&) { interrupted = true; });
+    if (!go_on)
+      break;
+  }
+  control->release();
+  auto restarts = static_cast<int32_t>(t->failures().size());
+  status down = t->shutdown();
+  if (error.empty() && !down)
+    error = down.with_context("shutting the group down").to_string();
+  end(restarts, error, interrupted);
+}
+
+} // namespace
+
+trial_launcher trainer_launcher(cluster& c) {
+  return [&c](caf::actor_system& sys, const caf::actor& tuner, const trial_launch& launch) {
+    auto control = std::make_shared<trial_control>();
+    trial_handle h;
+    h.runner = sys.spawn<caf::detached>(run_trial, &c, launch, tuner, control);
+    h.interrupt = [&sys, control] {
+      // preempt() waits for the chief's answer: not on the caller's thread.
+      sys.spawn<caf::detached>([control](caf::blocking_actor*) { control->interrupt(); });
+    };
+    return h;
+  };
+}
+
+} // namespace dtrain::actors

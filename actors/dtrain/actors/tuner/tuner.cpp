@@ -1,0 +1,435 @@
+#include "dtrain/actors/tuner/tuner.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <future>
+#include <limits>
+#include <unordered_map>
+
+#include "dtrain/actors/errors.hpp"
+#include "dtrain/core/check.hpp"
+#include "dtrain/tune/table.hpp"
+
+namespace dtrain::actors {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using tick_atom = caf::atom_constant<caf::atom("tunetick")>;
+
+// Everything one sweep needs, owned by its actor.
+struct sweep {
+  tune_config config;
+  trainer_config trial_template;
+  std::vector<std::string> varying;
+  std::unique_ptr<tune::searcher> searcher;
+  std::unique_ptr<tune::scheduler> scheduler;
+  std::vector<std::unique_ptr<tune::stopper>> stoppers;
+  trial_launcher launch;
+  std::string experiment_dir;
+  int limit = 1;  // trials at once
+  std::promise<tune::result_grid> done;
+  std::atomic<bool> delivered{false};
+
+  // fit() waits on `done`: it is set exactly once, also when the actor
+  // ends some other way (the actor system going down).
+  void deliver(tune::result_grid grid) {
+    if (!delivered.exchange(true))
+      done.set_value(std::move(grid));
+  }
+};
+
+struct live_trial {
+  trial_handle handle;
+  clock_type::time_point since;
+  bool decided = false;      // the scheduler or a stopper ended it already
+  bool interrupted = false;  // we asked it to stop mid-epoch
+};
+
+struct tuner_state {
+  std::shared_ptr<sweep> sw;
+  std::unique_ptr<tune::trial_table> table;
+  std::vector<tune::trial_record> trials;
+  std::unordered_map<std::string, size_t> index;
+  std::unordered_map<std::string, live_trial> live;
+  clock_type::time_point start = clock_type::now();
+  bool searcher_done = false;
+  bool finishing = false;
+  std::string stop_reason;
+  int failed = 0;
+  int64_t next_id = 0;
+
+  double elapsed() const { return std::chrono::duration<double>(clock_type::now() - start).count(); }
+  tune::trial_record& record(const std::string& id) { return trials[index.at(id)]; }
+};
+
+using tuner_pointer = caf::stateful_actor<tuner_state>*;
+
+std::string trial_id(int64_t n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%05lld", static_cast<long long>(n));
+  return buf;
+}
+
+std::string headline(tuner_state& s) {
+  int running = 0, pending = 0;
+  for (const auto& t : s.trials) {
+    running += t.status == tune::trial_status::running;
+    pending += t.status == tune::trial_status::pending;
+  }
+  return "sweep " + s.sw->config.experiment + ": " + std::to_string(s.trials.size()) +
+         " trials, " + std::to_string(running) + " running, " + std::to_string(pending) +
+         " pending";
+}
+
+void redraw(tuner_state& s, bool force = false) {
+  s.table->show(s.trials, s.elapsed(), headline(s), force);
+}
+
+// Ends the sweep: every live trial is asked to stop; fit() returns once
+// the last one has freed its slots.
+void finish(tuner_pointer self, const std::string& reason) {
+  auto& s = self->state;
+  if (!s.finishing && !reason.empty())
+    s.stop_reason = reason;
+  s.finishing = true;
+  for (auto& [id, t] : s.live)
+    if (!t.interrupted) {
+      t.interrupted = true;
+      t.handle.interrupt();
+    }
+}
+
+void complete(tuner_pointer self) {
+  auto& s = self->state;
+  tune::result_grid grid;
+  grid.trials = s.trials;
+  grid.metric = s.sw->config.metric;
+  grid.direction = s.sw->config.direction;
+  grid.stop_reason = s.stop_reason;
+  redraw(s, true);
+  s.table->summary(grid, s.elapsed());
+  s.sw->deliver(std::move(grid));
+  self->quit();
+}
+
+// Starts trials while the searcher has some and the limit allows.
+void fill(tuner_pointer self) {
+  auto& s = self->state;
+  while (!s.finishing && !s.searcher_done && static_cast<int>(s.live.size()) < s.sw->limit) {
+    std::string id = trial_id(s.next_id);
+    tune::suggestion next = s.sw->searcher->suggest(id);
+    if (next.what == tune::suggestion::kind::finished) {
+      s.searcher_done = true;
+      break;
+    }
+    if (next.what == tune::suggestion::kind::wait)
+      break;
+    ++s.next_id;
+    tune::trial_record r;
+    r.id = id;
+    r.configuration = next.configuration;
+    trial_launch launch;
+    launch.id = id;
+    launch.config = s.sw->trial_template;
+    launch.config.name = s.sw->config.experiment + "-" + id;
+    for (auto& [k, v] : tune::to_strings(next.configuration))
+      launch.config.config[k] = v;
+    if (!s.sw->experiment_dir.empty())
+      r.checkpoint_dir = launch.config.checkpoint_dir = s.sw->experiment_dir + "/" + id;
+    else
+      launch.config.checkpoint_dir.clear();
+    if (!next.restore_from.empty()) {
+      auto it = s.index.find(next.restore_from);
+      if (it != s.index.end() && !s.trials[it->second].checkpoint_dir.empty())
+        launch.restore_from = s.trials[it->second].checkpoint_dir;
+    }
+    launch.max_epochs = s.sw->config.max_epochs;
+    s.index[id] = s.trials.size();
+    s.trials.push_back(std::move(r));
+    live_trial t;
+    t.handle = s.sw->launch(self->system(), caf::actor_cast<caf::actor>(self), launch);
+    t.since = clock_type::now();
+    self->monitor(t.handle.runner);
+    s.live.emplace(id, std::move(t));
+    s.table->event(1, "trial " + id + " PENDING: " + tune::describe(next.configuration));
+  }
+  if (s.live.empty()) {
+    if (!s.searcher_done && !s.finishing)
+      finish(self, "the searcher waits for results but no trial is running");
+    complete(self);
+    return;
+  }
+  redraw(s);
+}
+
+// One report: record it, let the searcher hear it, ask the stoppers and the
+// scheduler. The answer tells the runner whether to train another epoch.
+bool on_report(tuner_pointer self, const std::string& id, int64_t epoch,
+               std::map<std::string, double>& metrics) {
+  auto& s = self->state;
+  auto lt = s.live.find(id);
+  if (lt == s.live.end() || s.index.count(id) == 0)
+    return false;
+  tune::trial_record& r = s.record(id);
+  r.status = tune::trial_status::running;
+  tune::report rep{id, epoch, std::move(metrics)};
+  r.history.push_back(rep);
+  s.sw->searcher->on_result(rep);
+  auto it = rep.metrics.find(s.sw->config.metric);
+  double value = it == rep.metrics.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
+  bool trial_done = false;
+  for (auto& st : s.sw->stoppers)
+    trial_done = st->trial_done(rep) || trial_done;
+  // The scheduler sees every report, the last epoch's too (as Optuna's
+  // pruner does), so its rungs hold the same values Optuna's would.
+  tune::decision d = s.sw->scheduler->on_result(id, epoch, value);
+  std::string sweep_reason;
+  for (auto& st : s.sw->stoppers)
+    if (st->sweep_done(&rep, s.elapsed()) && sweep_reason.empty())
+      sweep_reason = st->describe();
+  bool go_on = !lt->second.interrupted && !s.finishing;
+  char line[256];
+  std::snprintf(line, sizeof line, "trial %s epoch %lld: %s %.4f", id.c_str(),
+                static_cast<long long>(epoch), s.sw->config.metric.c_str(), value);
+  if (d == tune::decision::stop) {
+    r.status = tune::trial_status::stopped;
+    lt->second.decided = true;
+    s.sw->scheduler->on_end(id, tune::trial_end::stopped);
+    s.sw->searcher->on_end(id, tune::trial_end::stopped);
+    s.table->event(2, std::string(line) + " -> STOPPED by the scheduler");
+    go_on = false;
+  } else if (trial_done) {
+    r.status = tune::trial_status::terminated;
+    lt->second.decided = true;
+    s.sw->scheduler->on_end(id, tune::trial_end::completed);
+    s.sw->searcher->on_end(id, tune::trial_end::completed);
+    s.table->event(2, std::string(line) + " -> TERMINATED");
+    go_on = false;
+  } else {
+    s.table->event(2, line);
+  }
+  if (!sweep_reason.empty())
+    finish(self, sweep_reason);
+  redraw(s);
+  return go_on;
+}
+
+void on_end(tuner_pointer self, const std::string& id, int32_t restarts, const std::string& error,
+            bool interrupted) {
+  auto& s = self->state;
+  auto lt = s.live.find(id);
+  if (lt == s.live.end())
+    return;
+  tune::trial_record& r = s.record(id);
+  r.restarts = restarts;
+  r.seconds = std::chrono::duration<double>(clock_type::now() - lt->second.since).count();
+  bool decided = lt->second.decided;
+  self->demonitor(lt->second.handle.runner);
+  s.live.erase(lt);
+  if (!error.empty()) {
+    r.status = tune::trial_status::error;
+    r.error = error;
+    if (!decided) {
+      s.sw->scheduler->on_end(id, tune::trial_end::failed);
+      s.sw->searcher->on_end(id, tune::trial_end::failed);
+    }
+    ++s.failed;
+    s.table->event(1, "trial " + id + " ERROR: " + error);
+    int most = s.sw->config.max_failed_trials;
+    if (most >= 0 && s.failed > most)
+      finish(self, std::to_string(s.failed) + " trials failed (max_failed_trials " +
+                       std::to_string(most) + ")");
+  } else if (!decided) {
+    // Interrupted (the sweep is ending) or out of epochs without a stopper
+    // saying so: the latter ran its course.
+    r.status = interrupted ? tune::trial_status::stopped : tune::trial_status::terminated;
+    if (interrupted) {
+      r.interrupted = true;
+    } else {
+      s.sw->scheduler->on_end(id, tune::trial_end::completed);
+      s.sw->searcher->on_end(id, tune::trial_end::completed);
+    }
+    s.table->event(1, "trial " + id + (interrupted ? " interrupted" : " TERMINATED"));
+  } else {
+    s.table->event(1, "trial " + id + " " + tune::to_string(r.status) + " after " +
+                          std::to_string(r.epochs()) + " epochs");
+  }
+  fill(self);
+}
+
+caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
+  auto& s = self->state;
+  s.sw = sw;
+  tune::trial_table::options o;
+  o.out = sw->config.out;
+  o.redraw = sw->config.redraw;
+  o.verbosity = sw->config.verbosity;
+  s.table = std::make_unique<tune::trial_table>(o, sw->varying, sw->config.metric,
+                                                sw->config.direction);
+  // A runner that dies without saying goodbye (it should not) is a failed
+  // trial, never a sweep waiting forever.
+  self->set_down_handler([self](caf::down_msg& dm) {
+    for (auto& [id, t] : self->state.live)
+      if (t.handle.runner.address() == dm.source) {
+        std::string trial = id;
+        on_end(self, trial, 0, "the trial's runner died: " + caf::to_string(dm.reason), false);
+        return;
+      }
+  });
+  self->attach_functor([sw](const caf::error& reason) {
+    tune::result_grid grid;
+    grid.metric = sw->config.metric;
+    grid.stop_reason = "the tuner actor ended: " + caf::to_string(reason);
+    sw->deliver(std::move(grid));
+  });
+  self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
+  return {
+      [self](trial_up_atom, const std::string& id) {
+        auto& st = self->state;
+        if (st.index.count(id) != 0 && st.record(id).status == tune::trial_status::pending) {
+          st.record(id).status = tune::trial_status::running;
+          st.table->event(2, "trial " + id + " RUNNING");
+          redraw(st);
+        }
+      },
+      [self](trial_report_atom, const std::string& id, int64_t epoch,
+             std::map<std::string, double>& metrics) {
+        return on_report(self, id, epoch, metrics);
+      },
+      [self](trial_end_atom, const std::string& id, int32_t restarts, const std::string& error,
+             bool interrupted) { on_end(self, id, restarts, error, interrupted); },
+      [self](tick_atom) {
+        auto& st = self->state;
+        for (auto& stopper : st.sw->stoppers)
+          if (stopper->sweep_done(nullptr, st.elapsed())) {
+            finish(self, stopper->describe());
+            break;
+          }
+        if (st.finishing && st.live.empty())
+          return complete(self);
+        redraw(st, true);
+        self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
+      },
+      [self](stop_atom, const std::string& reason) {
+        finish(self, reason);
+        if (self->state.live.empty())
+          complete(self);
+      },
+      [self](caf::ok_atom) { fill(self); },
+  };
+}
+
+std::string timestamp() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+} // namespace
+
+tuner::tuner(cluster& c, trainer_config trial_template, tune::space space, tune_config config)
+  : cluster_(c), template_(std::move(trial_template)), space_(std::move(space)),
+    config_(std::move(config)), launcher_(trainer_launcher(c)) {}
+
+tuner::~tuner() { stop("the tuner was destroyed"); }
+
+// The trials that fit at once: the cluster's slots (CPU, or GPUs for a GPU
+// template) divided by the slots one trial takes, capped by
+// max_concurrent_trials. A trial larger than the whole cluster can never
+// run: that fails the sweep before it starts.
+status tuner::check_capacity(int& limit) {
+  caf::scoped_actor self{cluster_.system()};
+  status out;
+  cluster_status st;
+  self->request(cluster_.head(), std::chrono::seconds(10), status_atom::value)
+      .receive([&](cluster_status& s) { st = std::move(s); },
+               [&](caf::error& e) { out = from_caf(e, "asking the head for its slots"); });
+  if (!out)
+    return out;
+  int total = 0;
+  std::string per_node;
+  for (size_t i = 0; i < st.nodes.size(); ++i) {
+    int n = template_.use_gpu ? st.nodes[i].gpus : st.nodes[i].cpu_slots;
+    total += n;
+    per_node += (per_node.empty() ? "" : ", ") + std::string("node ") + std::to_string(i) + " (" +
+                st.nodes[i].host + "): " + std::to_string(n);
+  }
+  const char* unit = template_.use_gpu ? "GPUs" : "CPU slots";
+  int need = template_.min_replicas > 0 ? template_.min_replicas : template_.num_replicas;
+  if (need > total)
+    return invalid_argument("a trial needs " + std::to_string(need) + " " + unit +
+                            " but the cluster has " + std::to_string(total) +
+                            (per_node.empty() ? std::string(" (no nodes)") : " (" + per_node + ")") +
+                            ": no trial can ever run; add nodes or lower resources.slots_per_trial");
+  limit = std::max(1, total / std::max(1, template_.num_replicas));
+  if (config_.max_concurrent_trials > 0)
+    limit = std::min(limit, config_.max_concurrent_trials);
+  return status::ok();
+}
+
+result<tune::result_grid> tuner::fit() {
+  DTRAIN_RETURN_IF_ERROR(tune::validate(config_).with_context("tune"));
+  DTRAIN_RETURN_IF_ERROR(space_.validate().with_context("search space"));
+  auto sw = std::make_shared<sweep>();
+  sw->config = config_;
+  sw->trial_template = template_;
+  sw->trial_template.progress_seconds = 0;  // the table reports, not the replicas
+  sw->varying = space_.varying();
+  if (!searcher_)
+    searcher_ = tune::make_searcher(space_, config_);
+  if (!scheduler_) {
+    DTRAIN_ASSIGN_OR_RETURN(scheduler_, tune::make_scheduler(config_));
+  }
+  sw->searcher = std::move(searcher_);
+  sw->scheduler = std::move(scheduler_);
+  sw->stoppers = tune::make_stoppers(config_);
+  for (auto& s : extra_stoppers_)
+    sw->stoppers.push_back(std::move(s));
+  extra_stoppers_.clear();
+  sw->launch = launcher_;
+  DTRAIN_RETURN_IF_ERROR(check_capacity(sw->limit));
+  std::string storage = config_.storage.empty() ? template_.checkpoint_dir : config_.storage;
+  experiment_dir_.clear();
+  if (!storage.empty())
+    experiment_dir_ = storage + "/" + config_.experiment + "-" + timestamp();
+  sw->experiment_dir = experiment_dir_;
+  if (config_.verbosity > 0) {
+    std::fprintf(config_.out, "sweep %s: %lld trials at most, %d at a time, %lld epochs each; %s\n",
+                 config_.experiment.c_str(),
+                 static_cast<long long>(sw->searcher->total()), sw->limit,
+                 static_cast<long long>(config_.max_epochs), sw->scheduler->describe().c_str());
+    if (!experiment_dir_.empty())
+      std::fprintf(config_.out, "checkpoints under %s/<trial>\n", experiment_dir_.c_str());
+    std::fflush(config_.out);
+  }
+  auto done = sw->done.get_future();
+  {
+    std::lock_guard<std::mutex> lock(actor_mutex_);
+    actor_ = cluster_.system().spawn(tuner_actor, sw);
+    if (!stop_reason_.empty())
+      caf::anon_send(actor_, stop_atom::value, stop_reason_);
+    else
+      caf::anon_send(actor_, caf::ok_atom::value);
+  }
+  tune::result_grid grid = done.get();
+  std::lock_guard<std::mutex> lock(actor_mutex_);
+  actor_ = nullptr;
+  return grid;
+}
+
+void tuner::stop(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(actor_mutex_);
+  if (actor_)
+    caf::anon_send(actor_, stop_atom::value, reason);
+  else if (stop_reason_.empty())
+    stop_reason_ = reason;
+}
+
+} // namespace dtrain::actors

@@ -1,0 +1,92 @@
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dtrain/actors/trainer.hpp"
+#include "dtrain/actors/tuner/trial_runner.hpp"
+#include "dtrain/core/status.hpp"
+#include "dtrain/tune/scheduler.hpp"
+#include "dtrain/tune/search.hpp"
+#include "dtrain/tune/space.hpp"
+#include "dtrain/tune/stopper.hpp"
+#include "dtrain/tune/sweep.hpp"
+#include "dtrain/tune/trial.hpp"
+
+namespace dtrain::actors {
+
+/// A sweep's settings (Ray's TuneConfig + RunConfig): the searcher,
+/// scheduler and stoppers (tune::sweep_config), the experiment's name, and
+/// how it reports.
+struct tune_config : tune::sweep_config {
+  /// Names the sweep; trials checkpoint under
+  /// <storage>/<experiment>-<YYYYmmdd-HHMMSS>/<trial id>/ so that a new
+  /// sweep never reads an earlier one's checkpoints.
+  std::string experiment = "sweep";
+  /// The checkpoint root; "" = the trial template's checkpoint_dir; both
+  /// empty = trials keep no checkpoints (a failed trial then restarts from
+  /// its first epoch).
+  std::string storage;
+  std::FILE* out = stdout;
+  int verbosity = 2;       // 0 silent, 1 trial starts and ends, 2 every epoch
+  bool redraw = false;     // redraw the table in place (a terminal)
+};
+
+/// Runs a hyperparameter sweep (Ray's Tuner): trials drawn by a searcher
+/// from `space`, each a trainer group built from `trial_template` with the
+/// trial's hyperparameters (template values not in the space are kept),
+/// up to max_concurrent_trials at once and never more than the cluster's
+/// slots hold. After every epoch the chief's metrics go to the scheduler,
+/// which may stop the trial; stoppers may end trials or the sweep.
+///
+/// One tuner actor owns the sweep; each trial runs on a detached actor of
+/// its own, so no CAF scheduler thread ever blocks on a trainer. A trial
+/// that fails goes through its trainer's recovery (max_failures, from its
+/// newest checkpoint); if it still fails it is ERROR with its cause and the
+/// sweep goes on, up to max_failed_trials. A trial that can never fit on the
+/// cluster fails fit() at once, naming what is missing.
+///
+/// fit() blocks the calling thread (not a CAF thread) until the sweep ends;
+/// stop() (thread-safe, e.g. from a signal watcher) interrupts every trial
+/// (each checkpoints when it can), frees their slots and makes fit()
+/// return the grid so far, with stop_reason set.
+class tuner {
+public:
+  tuner(cluster& c, trainer_config trial_template, tune::space space, tune_config config);
+  ~tuner();
+
+  /// Replace the parts the configuration names (tests; model-based
+  /// searchers). Call before fit().
+  void set_searcher(std::unique_ptr<tune::searcher> s) { searcher_ = std::move(s); }
+  void set_scheduler(std::unique_ptr<tune::scheduler> s) { scheduler_ = std::move(s); }
+  void add_stopper(std::unique_ptr<tune::stopper> s) { extra_stoppers_.push_back(std::move(s)); }
+  /// How trials run (default: trainer groups on the cluster).
+  void set_launcher(trial_launcher l) { launcher_ = std::move(l); }
+
+  result<tune::result_grid> fit();
+  void stop(const std::string& reason = "interrupted");
+
+  /// The experiment directory of the last fit() ("" without storage).
+  const std::string& experiment_dir() const { return experiment_dir_; }
+
+private:
+  status check_capacity(int& limit);
+
+  cluster& cluster_;
+  trainer_config template_;
+  tune::space space_;
+  tune_config config_;
+  std::unique_ptr<tune::searcher> searcher_;
+  std::unique_ptr<tune::scheduler> scheduler_;
+  std::vector<std::unique_ptr<tune::stopper>> extra_stoppers_;
+  trial_launcher launcher_;
+  std::string experiment_dir_;
+  std::mutex actor_mutex_;  // guards actor_ and stop_reason_ against stop()
+  caf::actor actor_;        // while fit() runs
+  std::string stop_reason_; // stop() before fit() started its actor
+};
+
+} // namespace dtrain::actors
