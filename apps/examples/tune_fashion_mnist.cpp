@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "dtrain/actors/tuner/tuner.hpp"
+#include "dtrain/tune/table.hpp"
 
 namespace tune = dtrain::tune;
 

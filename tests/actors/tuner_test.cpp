@@ -1,0 +1,321 @@
+// The tuner actor with scripted trials: a launcher whose runners report a
+// value per epoch from the trial's configuration (no training), so the
+// sweep's logic is checked fast and exactly: concurrency, scheduler stops,
+// failures, stop(), stoppers, capacity, seeding.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "dtrain/actors/tuner/tuner.hpp"
+
+using namespace dtrain;
+using namespace dtrain::actors;
+using std::chrono::milliseconds;
+
+namespace {
+
+struct launch_counters {
+  std::atomic<int> live{0};
+  std::atomic<int> most_live{0};
+  std::atomic<int> launched{0};
+  std::atomic<int> epochs{0};
+};
+
+double number(const trainer_config& c, const std::string& key, double fallback) {
+  auto it = c.config.find(key);
+  return it == c.config.end() ? fallback : std::stod(it->second);
+}
+
+// A runner that reports accuracy a - b / epoch (a and b from the trial's
+// hyperparameters), fails at epoch `fail_at` when set, and waits `delay_ms`
+// per epoch (0: none).
+caf::behavior scripted_runner(caf::event_based_actor* self, caf::actor tuner, trial_launch l,
+                              std::shared_ptr<launch_counters> n) {
+  auto epoch = std::make_shared<int64_t>(0);
+  auto finish = [self, tuner, l, n](const std::string& error, bool interrupted) {
+    --n->live;
+    self->send(tuner, trial_end_atom::value, l.id, int32_t{0}, error, interrupted);
+    self->quit();
+  };
+  auto step = std::make_shared<std::function<void()>>();
+  *step = [self, tuner, l, n, epoch, finish, step] {
+    int64_t e = ++*epoch;
+    ++n->epochs;
+    double a = number(l.config, "a", 0.5), b = number(l.config, "b", 0.1);
+    if (number(l.config, "fail_at", 0) == static_cast<double>(e))
+      return finish("scripted failure at epoch " + std::to_string(e), false);
+    std::map<std::string, double> m{{"validation_accuracy", a - b / static_cast<double>(e)},
+                                    {"validation_loss", b / static_cast<double>(e)},
+                                    {"loss", 0.0},
+                                    {"accuracy", 0.0}};
+    self->request(tuner, std::chrono::seconds(10), trial_report_atom::value, l.id, e, m)
+        .then([=](bool go_on) {
+          if (!go_on || *epoch >= l.max_epochs)
+            return finish("", false);
+          auto delay = milliseconds(static_cast<int>(number(l.config, "delay_ms", 0)));
+          if (delay.count() > 0)
+            self->delayed_send(self, delay, caf::tick_atom::value);
+          else
+            (*step)();
+        });
+  };
+  self->send(tuner, trial_up_atom::value, l.id);
+  (*step)();
+  return {
+      [step](caf::tick_atom) { (*step)(); },
+      [finish](stop_atom) { finish("", true); },
+  };
+}
+
+trial_launcher scripted(std::shared_ptr<launch_counters> n) {
+  return [n](caf::actor_system& sys, const caf::actor& tuner, const trial_launch& l) {
+    ++n->launched;
+    int now = ++n->live;
+    int seen = n->most_live.load();
+    while (now > seen && !n->most_live.compare_exchange_weak(seen, now)) {
+    }
+    trial_handle h;
+    h.runner = sys.spawn(scripted_runner, tuner, l, n);
+    caf::actor runner = h.runner;
+    h.interrupt = [runner] { caf::anon_send(runner, stop_atom::value); };
+    return h;
+  };
+}
+
+struct embedded {
+  std::unique_ptr<cluster> c;
+  explicit embedded(int slots) {
+    cluster::options o;
+    o.local_slots = slots;
+    auto r = cluster::connect(o);
+    BOOST_REQUIRE_MESSAGE(r.is_ok(), r.error().to_string());
+    c = std::move(*r);
+  }
+};
+
+trainer_config scripted_template() {
+  trainer_config t;
+  t.operator_name = "scripted";
+  t.num_replicas = 1;
+  return t;
+}
+
+tune_config quiet(int64_t samples, int64_t epochs) {
+  tune_config c;
+  c.experiment = "scripted";
+  c.num_samples = samples;
+  c.max_epochs = epochs;
+  c.verbosity = 0;
+  c.seed = 3;
+  return c;
+}
+
+int count(const tune::result_grid& g, tune::trial_status s) {
+  return static_cast<int>(std::count_if(g.trials.begin(), g.trials.end(),
+                                        [&](const auto& t) { return t.status == s; }));
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(tuner)
+
+BOOST_AUTO_TEST_CASE(fifo_runs_every_trial_to_the_end_and_never_more_at_once_than_allowed) {
+  embedded e(4);
+  auto n = std::make_shared<launch_counters>();
+  tune::space s;
+  s.add("a", tune::uniform(0.5, 0.9)).add("delay_ms", tune::constant(int64_t{5}));
+  tune_config c = quiet(10, 4);
+  c.max_concurrent_trials = 3;
+  tuner t(*e.c, scripted_template(), s, c);
+  t.set_launcher(scripted(n));
+  auto g = t.fit();
+  BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
+  BOOST_TEST(g->trials.size() == 10u);
+  BOOST_TEST(count(*g, tune::trial_status::terminated) == 10);
+  BOOST_TEST(n->epochs.load() == 40);
+  BOOST_TEST(n->most_live.load() == 3);
+  for (const auto& r : g->trials)
+    BOOST_TEST(r.epochs() == 4);
+  auto best = g->best();
+  BOOST_REQUIRE(best.is_ok());
+  for (const auto& r : g->trials)
+    BOOST_TEST(r.best("validation_accuracy", tune::mode::max) <=
+               (*best)->best("validation_accuracy", tune::mode::max));
+}
+
+BOOST_AUTO_TEST_CASE(the_cluster_bounds_concurrency_when_max_concurrent_trials_is_zero) {
+  embedded e(2);
+  auto n = std::make_shared<launch_counters>();
+  tune::space s;
+  s.add("a", tune::uniform(0.5, 0.9)).add("delay_ms", tune::constant(int64_t{5}));
+  tune_config c = quiet(6, 3);
+  tuner t(*e.c, scripted_template(), s, c);
+  t.set_launcher(scripted(n));
+  auto g = t.fit();
+  BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
+  BOOST_TEST(n->most_live.load() == 2);
+}
+
+BOOST_AUTO_TEST_CASE(asha_stops_trials_that_fall_behind_at_a_rung) {
+  embedded e(4);
+  auto n = std::make_shared<launch_counters>();
+  // Trial i's final value rises with i: under ASHA (rf 2, rungs 1, 2, 4)
+  // a trial that arrives at a rung behind the earlier ones stops there.
+  tune::space s;
+  s.add("a", tune::grid_search({0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2}));
+  tune_config c = quiet(1, 8);
+  c.searcher = "grid";
+  c.max_concurrent_trials = 1;
+  c.scheduler = "asha";
+  c.asha.grace_period = 1;
+  c.asha.reduction_factor = 2;
+  tuner t(*e.c, scripted_template(), s, c);
+  t.set_launcher(scripted(n));
+  auto g = t.fit();
+  BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
+  // One at a time, in decreasing quality: the first runs to the end, every
+  // later one is worse than the best at rung 1 and stops at epoch 1.
+  BOOST_REQUIRE(g->trials.size() == 8u);
+  BOOST_TEST(g->trials[0].status == tune::trial_status::terminated);
+  BOOST_TEST(g->trials[0].epochs() == 8);
+  for (size_t i = 1; i < g->trials.size(); ++i) {
+    BOOST_TEST(g->trials[i].status == tune::trial_status::stopped);
+    BOOST_TEST(g->trials[i].epochs() == 1);
+  }
+  BOOST_TEST(n->epochs.load() == 8 + 7);
+}
+
+BOOST_AUTO_TEST_CASE(a_failing_trial_is_error_with_its_cause_and_the_others_finish) {
+  embedded e(4);
+  auto n = std::make_shared<launch_counters>();
+  tune::space s;
+  s.add("fail_at", tune::grid_search({int64_t{0}, int64_t{2}, int64_t{0}}));
+  tune_config c = quiet(1, 3);
+  c.searcher = "grid";
+  tuner t(*e.c, scripted_template(), s, c);
+  t.set_launcher(scripted(n));
+  auto g = t.fit();
+  BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
+  BOOST_TEST(count(*g, tune::trial_status::error) == 1);
+  BOOST_TEST(count(*g, tune::trial_status::terminated) == 2);
+  for (const auto& r : g->trials)
+    if (r.status == tune::trial_status::error)
+      BOOST_TEST(r.error.find("scripted failure at epoch 2") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(max_failed_trials_ends_the_sweep) {
+  embedded e(4);
+  auto n = std::make_shared<launch_counters>();
+  tune::space s;
+  s.add("fail_at", tune::constant(int64_t{1}));
+  tune_config c = quiet(20, 3);
+  c.max_concurrent_trials = 1;
+  c.max_failed_trials = 2;
+  tuner t(*e.c, scripted_template(), s, c);
+  t.set_launcher(scripted(n));
+  auto g = t.fit();
+  BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
+  BOOST_TEST(g->trials.size() == 3u);
+  BOOST_TEST(g->stop_reason.find("max_failed_trials 2") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(stop_interrupts_every_trial_and_returns_the_grid_so_far) {
+  embedded e(4);
+  auto n = std::make_shared<launch_counters>();
+  tune::space s;
+  s.add("a", tune::uniform(0.5, 0.9)).add("delay_ms", tune::constant(int64_t{50}));
+  tune_config c = quiet(50, 1000);
+  c.max_concurrent_trials = 2;
+  tuner t(*e.c, scripted_template(), s, c);
+  t.set_launcher(scripted(n));
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(milliseconds(400));
+    t.stop("interrupted by the test");
+  });
+  auto start = std::chrono::steady_clock::now();
+  auto g = t.fit();
+  stopper.join();
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
+  BOOST_TEST(took < 2.0);
+  BOOST_TEST(g->stop_reason == "interrupted by the test");
+  BOOST_TEST(g->trials.size() == 2u);
+  for (const auto& r : g->trials) {
+    BOOST_TEST(r.interrupted);
+    BOOST_TEST(r.epochs() > 0);
+  }
+  BOOST_TEST(n->live.load() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_metric_threshold_ends_the_sweep_when_reached) {
+  embedded e(4);
+  auto n = std::make_shared<launch_counters>();
+  tune::space s;
+  s.add("a", tune::grid_search({0.5, 0.6, 0.95, 0.7, 0.8}));
+  tune_config c = quiet(1, 5);
+  c.searcher = "grid";
+  c.max_concurrent_trials = 1;
+  c.has_stop_threshold = true;
+  c.stop_threshold = 0.9;
+  tuner t(*e.c, scripted_template(), s, c);
+  t.set_launcher(scripted(n));
+  auto g = t.fit();
+  BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
+  BOOST_TEST(g->trials.size() == 3u);  // the third reaches 0.95 - 0.1/5 = 0.93
+  BOOST_TEST(!g->stop_reason.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_trial_larger_than_the_cluster_fails_the_sweep_at_once) {
+  embedded e(2);
+  tune::space s;
+  s.add("a", tune::uniform(0.5, 0.9));
+  trainer_config big = scripted_template();
+  big.num_replicas = 3;
+  tuner t(*e.c, big, s, quiet(4, 2));
+  t.set_launcher(scripted(std::make_shared<launch_counters>()));
+  auto g = t.fit();
+  BOOST_REQUIRE(!g.is_ok());
+  BOOST_TEST(g.error().message().find("needs 3 CPU slots but the cluster has 2") !=
+             std::string::npos, g.error().message());
+}
+
+BOOST_AUTO_TEST_CASE(the_same_seed_gives_the_same_trials) {
+  embedded e(4);
+  tune::space s;
+  s.add("a", tune::uniform(0.5, 0.9)).add("b", tune::loguniform(0.01, 1.0));
+  std::vector<std::vector<tune::config>> runs;
+  for (int run = 0; run < 2; ++run) {
+    tuner t(*e.c, scripted_template(), s, quiet(5, 1));
+    t.set_launcher(scripted(std::make_shared<launch_counters>()));
+    auto g = t.fit();
+    BOOST_REQUIRE(g.is_ok());
+    std::vector<tune::config> configs;
+    for (const auto& r : g->trials)
+      configs.push_back(r.configuration);
+    runs.push_back(configs);
+  }
+  BOOST_TEST((runs[0] == runs[1]));
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_metric_is_refused_before_any_trial_starts) {
+  embedded e(2);
+  auto n = std::make_shared<launch_counters>();
+  tune::space s;
+  s.add("a", tune::uniform(0.5, 0.9));
+  tune_config c = quiet(2, 2);
+  c.metric = "val_acc";
+  tuner t(*e.c, scripted_template(), s, c);
+  t.set_launcher(scripted(n));
+  auto g = t.fit();
+  BOOST_REQUIRE(!g.is_ok());
+  BOOST_TEST(g.error().message().find("val_acc") != std::string::npos);
+  BOOST_TEST(n->launched.load() == 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
