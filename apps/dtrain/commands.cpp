@@ -203,8 +203,15 @@ int run_tune(const tune_options& o) {
   if (!grid)
     return fail(grid.error());
   bool any_ok = false;
-  for (const auto& t : grid->trials)
+  int64_t epochs = 0;
+  for (const auto& t : grid->trials) {
     any_ok = any_ok || t.status != tune::trial_status::error;
+    epochs += t.epochs();
+  }
+  const int64_t full = static_cast<int64_t>(grid->trials.size()) * tc.max_epochs;
+  std::printf("epochs run: %lld of the %lld that %zu trials run to the end would take (%.0f%%)\n",
+              static_cast<long long>(epochs), static_cast<long long>(full), grid->trials.size(),
+              full > 0 ? 100.0 * static_cast<double>(epochs) / static_cast<double>(full) : 0.0);
   return any_ok || grid->trials.empty() ? 0 : 1;
 }
 
