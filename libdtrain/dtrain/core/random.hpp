@@ -40,6 +40,12 @@ public:
   float uniform() { return static_cast<float>(next() >> 40) * (1.0f / 16777216.0f); }
   float uniform(float lo, float hi) { return lo + (hi - lo) * uniform(); }
 
+  /// Uniform in [0, 1) with 53 bits of precision (every double step of the
+  /// interval), for draws a float's 24 bits would make coarse: search spaces.
+  double uniform_double() {
+    return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0);
+  }
+
   /// Standard normal (Box-Muller; one draw per call, the pair's twin dropped).
   float normal() {
     double u1 = (static_cast<double>(next() >> 11) + 1.0) * (1.0 / 9007199254740992.0);

@@ -1,0 +1,82 @@
+#include "dtrain/tune/sweep.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "dtrain/core/check.hpp"
+
+namespace dtrain::tune {
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items)
+    out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+status at_least(const std::string& field, int64_t value, int64_t min) {
+  if (value >= min)
+    return status::ok();
+  return invalid_argument(field + ": must be at least " + std::to_string(min) + ", got " +
+                          std::to_string(value));
+}
+
+status one_of(const std::string& field, const std::string& value,
+              const std::vector<std::string>& choices) {
+  if (std::find(choices.begin(), choices.end(), value) != choices.end())
+    return status::ok();
+  return invalid_argument(field + ": expected one of " + join(choices) + ", got '" + value + "'");
+}
+
+} // namespace
+
+const std::vector<std::string>& known_metrics() {
+  // What the trainer reports after each epoch: the training loss and
+  // accuracy of the epoch, and the same on the validation set.
+  static const std::vector<std::string> names = {"loss", "accuracy", "validation_loss",
+                                                 "validation_accuracy"};
+  return names;
+}
+
+status validate(const sweep_config& c) {
+  const auto& metrics = known_metrics();
+  if (std::find(metrics.begin(), metrics.end(), c.metric) == metrics.end())
+    return invalid_argument("metric: '" + c.metric + "' is not reported by the trainer " +
+                            "(available: " + join(metrics) + ")");
+  DTRAIN_RETURN_IF_ERROR(one_of("searcher", c.searcher, {"random", "grid"}));
+  DTRAIN_RETURN_IF_ERROR(one_of("scheduler", c.scheduler, {"fifo", "asha", "median"}));
+  DTRAIN_RETURN_IF_ERROR(at_least("num_samples", c.num_samples, 1));
+  DTRAIN_RETURN_IF_ERROR(at_least("max_epochs", c.max_epochs, 1));
+  DTRAIN_RETURN_IF_ERROR(at_least("max_concurrent_trials", c.max_concurrent_trials, 0));
+  DTRAIN_RETURN_IF_ERROR(at_least("asha.grace_period", c.asha.grace_period, 1));
+  DTRAIN_RETURN_IF_ERROR(at_least("asha.reduction_factor", c.asha.reduction_factor, 2));
+  DTRAIN_RETURN_IF_ERROR(at_least("median.warmup_epochs", c.median.warmup_epochs, 0));
+  DTRAIN_RETURN_IF_ERROR(at_least("median.min_completed", c.median.min_completed, 0));
+  if (!(c.time_budget_seconds >= 0) || std::isinf(c.time_budget_seconds))
+    return invalid_argument("time_budget_seconds: must be a finite number of at least 0, got " +
+                            to_string(value{c.time_budget_seconds}));
+  if (c.has_stop_threshold && !std::isfinite(c.stop_threshold))
+    return invalid_argument("stop_threshold: must be finite, got " +
+                            to_string(value{c.stop_threshold}));
+  return at_least("max_failed_trials", c.max_failed_trials, -1);
+}
+
+std::unique_ptr<searcher> make_searcher(const space& s, const sweep_config& c) {
+  // Both searchers are Ray's variant generator: "grid" spaces carry grid
+  // dimensions (enumerated, repeated num_samples times), "random" ones
+  // only random dimensions (num_samples draws).
+  return make_variant_searcher(s, c.num_samples, c.seed);
+}
+
+std::vector<std::unique_ptr<stopper>> make_stoppers(const sweep_config& c) {
+  std::vector<std::unique_ptr<stopper>> out;
+  out.push_back(make_max_epochs(c.max_epochs));
+  if (c.time_budget_seconds > 0)
+    out.push_back(make_time_budget(c.time_budget_seconds));
+  if (c.has_stop_threshold)
+    out.push_back(make_metric_threshold(c.metric, c.stop_threshold, c.direction));
+  return out;
+}
+
+} // namespace dtrain::tune
