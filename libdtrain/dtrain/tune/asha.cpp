@@ -111,6 +111,8 @@ std::string asha::describe() const {
 std::vector<int64_t> asha_rungs(const asha_options& o) {
   const int64_t limit = o.max_t > 0 ? o.max_t : std::numeric_limits<int64_t>::max();
   std::vector<int64_t> rungs;
+  if (o.grace_period < 1 || o.reduction_factor < 2)  // not a rung list; make_asha refuses it
+    return rungs;
   for (int64_t r = o.grace_period; r <= limit; r *= o.reduction_factor) {
     rungs.push_back(r);
     if (r > limit / o.reduction_factor)  // the next one is past the limit (or overflows)

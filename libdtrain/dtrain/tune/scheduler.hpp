@@ -47,10 +47,7 @@ std::unique_ptr<scheduler> make_fifo();
 /// later: stopped and failed trials' too), and the trial goes on while it
 /// is within the best max(n / rf, 1) of the n values there, itself
 /// included, ties in its favour. With fewer than rf values a trial must be
-/// the best so far; the first at a rung always goes on. The last epoch is
-/// judged like any other: when max_t is itself a rung a trial can be
-/// stopped on its final epoch (Optuna does so; Ray's ASHA never does).
-/// NaN: a report that reaches a rung with NaN stops the trial and records
+/// the best so far; the first at a rung always goes on. NaN: a report that reaches a rung with NaN stops the trial and records
 /// nothing; a NaN between rungs is not judged and the trial goes on (both
 /// as Optuna, whose pruner only looks at values on rungs).
 ///
@@ -61,6 +58,11 @@ std::unique_ptr<scheduler> make_fifo();
 /// linear-interpolated 100 * (1 - 1/rf) percentile (numpy's
 /// nanpercentile) of the other trials' values there; none there: it goes
 /// on. Unlike Ray, a NaN value stops the trial at any report.
+///
+/// Under both rules the last epoch is judged like any other: when max_t is
+/// itself a rung a trial can be stopped on its final epoch (Optuna does so;
+/// Ray's ASHA returns STOP at max_t before its rule and only records the
+/// value when the trial completes).
 ///
 /// Every rule here stops slow starters early: in the trace of the tuning
 /// notes (§7.4: 12 curves a - b/t, rf 2, grace 1) the two trials with the
