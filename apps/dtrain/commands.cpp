@@ -69,6 +69,14 @@ int run_train(const train_options& o) {
   auto e = config::load_experiment(o.experiment);
   if (!e)
     return fail(e.error());
+  if (e->has_search) {
+    std::string names;
+    for (const auto& n : e->space.varying())
+      names += (names.empty() ? "" : ", ") + n;
+    return fail(invalid_argument(o.experiment + ": searcher " + config::searcher_name(*e) +
+                                 " searches hyperparameters " + names +
+                                 ": run it with `dtrain tune " + o.experiment + "`"));
+  }
   cluster::options co;
   co.address = o.address;
   co.local_slots = std::max(o.local_slots, e->slots_per_trial);

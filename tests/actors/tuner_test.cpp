@@ -123,7 +123,7 @@ int count(const tune::result_grid& g, tune::trial_status s) {
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(tuner)
+BOOST_AUTO_TEST_SUITE(tuner_actor)
 
 BOOST_AUTO_TEST_CASE(fifo_runs_every_trial_to_the_end_and_never_more_at_once_than_allowed) {
   embedded e(4);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ enum class trial_status {
   error,       // failed past its trainer's recovery
 };
 const char* to_string(trial_status s);
+inline std::ostream& operator<<(std::ostream& out, trial_status s) { return out << to_string(s); }
 
 /// What the tuner knows of one trial: its configuration, state, metrics per
 /// epoch and where its checkpoints are. A plain value.
