@@ -363,3 +363,78 @@ BOOST_AUTO_TEST_CASE(to_yaml_round_trips_the_defaults_and_no_hyperparameters) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// --- Hyperparameter searches (dtrain tune) -----------------------------------
+
+BOOST_AUTO_TEST_SUITE(experiment_searches)
+
+BOOST_AUTO_TEST_CASE(typed_hyperparameters_become_the_search_space) {
+  auto parsed = parse(minimal(
+      "hyperparameters:\n"
+      "  lr: {type: log, base: 10, minval: -4, maxval: -2}\n"
+      "  width: {type: int, minval: 16, maxval: 64}\n"
+      "  dropout: {type: double, minval: 0.0, maxval: 0.5, q: 0.1}\n"
+      "  hidden: {type: categorical, vals: [[256, 128], [64]]}\n"
+      "  act: relu\n"
+      "searcher:\n  name: random\n  max_trials: 5\n  max_length: {epochs: 3}\n"));
+  BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
+  BOOST_TEST(parsed->has_search);
+  BOOST_TEST(parsed->sweep.num_samples == 5);
+  BOOST_TEST(parsed->sweep.max_epochs == 3);
+  BOOST_TEST(parsed->hyperparameters.at("act") == "relu");
+  const auto& d = parsed->space.domains();
+  BOOST_TEST_REQUIRE(d.size() == 4u);
+  // Determined's log bounds are exponents: 10^-4 .. 10^-2 as values.
+  BOOST_TEST((d.at("lr").type == dtrain::tune::domain::kind::log_uniform));
+  BOOST_TEST(d.at("lr").low == 1e-4, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(d.at("lr").high == 1e-2, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST((d.at("width").type == dtrain::tune::domain::kind::integer));
+  BOOST_TEST(d.at("dropout").q == 0.1);
+  BOOST_TEST(d.at("hidden").choices.size() == 2u);
+  BOOST_TEST(dtrain::tune::to_string(d.at("hidden").choices[0]) == "256,128");
+}
+
+BOOST_AUTO_TEST_CASE(a_grid_range_without_count_is_an_error_naming_the_key) {
+  std::string err = error_of(minimal(
+      "hyperparameters:\n  lr: {type: double, minval: 0.1, maxval: 0.5}\n"
+      "searcher:\n  name: grid\n  max_length: {epochs: 1}\n"));
+  BOOST_TEST(err.find("hyperparameters.lr.count") != std::string::npos, err);
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_searcher_key_is_an_error_naming_its_path) {
+  std::string err = error_of(minimal(
+      "hyperparameters:\n  lr: {type: double, minval: 0.1, maxval: 0.5}\n"
+      "searcher:\n  name: asha\n  max_trials: 4\n  divisr: 3\n"));
+  BOOST_TEST(err.find("searcher.divisr") != std::string::npos, err);
+}
+
+BOOST_AUTO_TEST_CASE(a_searched_hyperparameter_needs_a_searching_searcher) {
+  std::string err = error_of(minimal(
+      "hyperparameters:\n  lr: {type: double, minval: 0.1, maxval: 0.5}\n"));
+  BOOST_TEST(err.find("hyperparameters.lr") != std::string::npos, err);
+  BOOST_TEST(err.find("dtrain tune") != std::string::npos, err);
+}
+
+BOOST_AUTO_TEST_CASE(an_inverted_range_is_an_error_naming_the_hyperparameter) {
+  std::string err = error_of(minimal(
+      "hyperparameters:\n  lr: {type: double, minval: 0.5, maxval: 0.1}\n"
+      "searcher:\n  name: random\n  max_trials: 2\n"));
+  BOOST_TEST(err.find("lr") != std::string::npos, err);
+}
+
+BOOST_AUTO_TEST_CASE(the_shipped_sweeps_parse_to_their_search_spaces) {
+  auto asha = dtrain::config::load_experiment(std::string(DTRAIN_SOURCE_DIR) +
+                                              "/experiments/fashion_mnist_asha.yaml");
+  BOOST_TEST_REQUIRE(asha.is_ok(), asha.error().to_string());
+  BOOST_TEST(asha->sweep.scheduler == "asha");
+  BOOST_TEST(asha->sweep.num_samples == 16);
+  BOOST_TEST((asha->space.varying() ==
+              std::vector<std::string>{"dropout", "hidden", "lr", "optimizer"}));
+  auto grid = dtrain::config::load_experiment(std::string(DTRAIN_SOURCE_DIR) +
+                                              "/experiments/fashion_mnist_grid.yaml");
+  BOOST_TEST_REQUIRE(grid.is_ok(), grid.error().to_string());
+  BOOST_TEST(grid->sweep.searcher == "grid");
+  BOOST_TEST(grid->space.grid_size() == 6);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
