@@ -5,6 +5,7 @@
 #   tools/bench.sh allreduce  all_reduce per backend
 #   tools/bench.sh trainer    data-parallel trainer, no-op step, startup
 #   tools/bench.sh checkpoint 1 GiB save/restore against the raw disk
+#   tools/bench.sh tune       the tuner's own cost, Optuna's per trial for reference
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${DTRAIN_BUILD_DIR:-$root/build}/bin
@@ -16,6 +17,7 @@ case "$what" in
   allreduce) "$bin/dtrain-bench-allreduce" "$@" ;;
   trainer) "$bin/dtrain-bench-trainer" "$@" ;;
   checkpoint) "$bin/dtrain-bench-checkpoint" "$@" ;;
+  tune) "$bin/dtrain-bench-tune" "$@" ;;
   all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-allreduce"; "$bin/dtrain-bench-trainer" ;;
-  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, checkpoint, all)" >&2; exit 2 ;;
+  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, checkpoint, tune, all)" >&2; exit 2 ;;
 esac

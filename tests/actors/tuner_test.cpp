@@ -12,81 +12,15 @@
 #include <memory>
 #include <thread>
 
+#include "actors/scripted_trials.hpp"
 #include "dtrain/actors/tuner/tuner.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;
+using dtrain::testing::launch_counters;
 using std::chrono::milliseconds;
 
 namespace {
-
-struct launch_counters {
-  std::atomic<int> live{0};
-  std::atomic<int> most_live{0};
-  std::atomic<int> launched{0};
-  std::atomic<int> epochs{0};
-};
-
-double number(const trainer_config& c, const std::string& key, double fallback) {
-  auto it = c.config.find(key);
-  return it == c.config.end() ? fallback : std::stod(it->second);
-}
-
-// A runner that reports accuracy a - b / epoch (a and b from the trial's
-// hyperparameters), fails at epoch `fail_at` when set, and waits `delay_ms`
-// per epoch (0: none).
-caf::behavior scripted_runner(caf::event_based_actor* self, caf::actor tuner, trial_launch l,
-                              std::shared_ptr<launch_counters> n) {
-  auto epoch = std::make_shared<int64_t>(0);
-  auto finish = [self, tuner, l, n](const std::string& error, bool interrupted) {
-    --n->live;
-    self->send(tuner, trial_end_atom::value, l.id, int32_t{0}, error, interrupted);
-    self->quit();
-  };
-  auto step = std::make_shared<std::function<void()>>();
-  *step = [self, tuner, l, n, epoch, finish, step] {
-    int64_t e = ++*epoch;
-    ++n->epochs;
-    double a = number(l.config, "a", 0.5), b = number(l.config, "b", 0.1);
-    if (number(l.config, "fail_at", 0) == static_cast<double>(e))
-      return finish("scripted failure at epoch " + std::to_string(e), false);
-    std::map<std::string, double> m{{"validation_accuracy", a - b / static_cast<double>(e)},
-                                    {"validation_loss", b / static_cast<double>(e)},
-                                    {"loss", 0.0},
-                                    {"accuracy", 0.0}};
-    self->request(tuner, std::chrono::seconds(10), trial_report_atom::value, l.id, e, m)
-        .then([=](bool go_on) {
-          if (!go_on || *epoch >= l.max_epochs)
-            return finish("", false);
-          auto delay = milliseconds(static_cast<int>(number(l.config, "delay_ms", 0)));
-          if (delay.count() > 0)
-            self->delayed_send(self, delay, caf::tick_atom::value);
-          else
-            (*step)();
-        });
-  };
-  self->send(tuner, trial_up_atom::value, l.id);
-  (*step)();
-  return {
-      [step](caf::tick_atom) { (*step)(); },
-      [finish](stop_atom) { finish("", true); },
-  };
-}
-
-trial_launcher scripted(std::shared_ptr<launch_counters> n) {
-  return [n](caf::actor_system& sys, const caf::actor& tuner, const trial_launch& l) {
-    ++n->launched;
-    int now = ++n->live;
-    int seen = n->most_live.load();
-    while (now > seen && !n->most_live.compare_exchange_weak(seen, now)) {
-    }
-    trial_handle h;
-    h.runner = sys.spawn(scripted_runner, tuner, l, n);
-    caf::actor runner = h.runner;
-    h.interrupt = [runner] { caf::anon_send(runner, stop_atom::value); };
-    return h;
-  };
-}
 
 struct embedded {
   std::unique_ptr<cluster> c;
@@ -133,7 +67,7 @@ BOOST_AUTO_TEST_CASE(fifo_runs_every_trial_to_the_end_and_never_more_at_once_tha
   tune_config c = quiet(10, 4);
   c.max_concurrent_trials = 3;
   tuner t(*e.c, scripted_template(), s, c);
-  t.set_launcher(scripted(n));
+  t.set_launcher(dtrain::testing::scripted_trials(n));
   auto g = t.fit();
   BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
   BOOST_TEST(g->trials.size() == 10u);
@@ -156,7 +90,7 @@ BOOST_AUTO_TEST_CASE(the_cluster_bounds_concurrency_when_max_concurrent_trials_i
   s.add("a", tune::uniform(0.5, 0.9)).add("delay_ms", tune::constant(int64_t{5}));
   tune_config c = quiet(6, 3);
   tuner t(*e.c, scripted_template(), s, c);
-  t.set_launcher(scripted(n));
+  t.set_launcher(dtrain::testing::scripted_trials(n));
   auto g = t.fit();
   BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
   BOOST_TEST(n->most_live.load() == 2);
@@ -176,7 +110,7 @@ BOOST_AUTO_TEST_CASE(asha_stops_trials_that_fall_behind_at_a_rung) {
   c.asha.grace_period = 1;
   c.asha.reduction_factor = 2;
   tuner t(*e.c, scripted_template(), s, c);
-  t.set_launcher(scripted(n));
+  t.set_launcher(dtrain::testing::scripted_trials(n));
   auto g = t.fit();
   BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
   // One at a time, in decreasing quality: the first runs to the end, every
@@ -199,7 +133,7 @@ BOOST_AUTO_TEST_CASE(a_failing_trial_is_error_with_its_cause_and_the_others_fini
   tune_config c = quiet(1, 3);
   c.searcher = "grid";
   tuner t(*e.c, scripted_template(), s, c);
-  t.set_launcher(scripted(n));
+  t.set_launcher(dtrain::testing::scripted_trials(n));
   auto g = t.fit();
   BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
   BOOST_TEST(count(*g, tune::trial_status::error) == 1);
@@ -218,7 +152,7 @@ BOOST_AUTO_TEST_CASE(max_failed_trials_ends_the_sweep) {
   c.max_concurrent_trials = 1;
   c.max_failed_trials = 2;
   tuner t(*e.c, scripted_template(), s, c);
-  t.set_launcher(scripted(n));
+  t.set_launcher(dtrain::testing::scripted_trials(n));
   auto g = t.fit();
   BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
   BOOST_TEST(g->trials.size() == 3u);
@@ -233,7 +167,7 @@ BOOST_AUTO_TEST_CASE(stop_interrupts_every_trial_and_returns_the_grid_so_far) {
   tune_config c = quiet(50, 1000);
   c.max_concurrent_trials = 2;
   tuner t(*e.c, scripted_template(), s, c);
-  t.set_launcher(scripted(n));
+  t.set_launcher(dtrain::testing::scripted_trials(n));
   std::thread stopper([&] {
     std::this_thread::sleep_for(milliseconds(400));
     t.stop("interrupted by the test");
@@ -264,7 +198,7 @@ BOOST_AUTO_TEST_CASE(a_metric_threshold_ends_the_sweep_when_reached) {
   c.has_stop_threshold = true;
   c.stop_threshold = 0.9;
   tuner t(*e.c, scripted_template(), s, c);
-  t.set_launcher(scripted(n));
+  t.set_launcher(dtrain::testing::scripted_trials(n));
   auto g = t.fit();
   BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
   BOOST_TEST(g->trials.size() == 3u);  // the third reaches 0.95 - 0.1/5 = 0.93
@@ -278,7 +212,7 @@ BOOST_AUTO_TEST_CASE(a_trial_larger_than_the_cluster_fails_the_sweep_at_once) {
   trainer_config big = scripted_template();
   big.num_replicas = 3;
   tuner t(*e.c, big, s, quiet(4, 2));
-  t.set_launcher(scripted(std::make_shared<launch_counters>()));
+  t.set_launcher(dtrain::testing::scripted_trials(std::make_shared<launch_counters>()));
   auto g = t.fit();
   BOOST_REQUIRE(!g.is_ok());
   BOOST_TEST(g.error().message().find("needs 3 CPU slots but the cluster has 2") !=
@@ -292,7 +226,7 @@ BOOST_AUTO_TEST_CASE(the_same_seed_gives_the_same_trials) {
   std::vector<std::vector<tune::config>> runs;
   for (int run = 0; run < 2; ++run) {
     tuner t(*e.c, scripted_template(), s, quiet(5, 1));
-    t.set_launcher(scripted(std::make_shared<launch_counters>()));
+    t.set_launcher(dtrain::testing::scripted_trials(std::make_shared<launch_counters>()));
     auto g = t.fit();
     BOOST_REQUIRE(g.is_ok());
     std::vector<tune::config> configs;
@@ -311,7 +245,7 @@ BOOST_AUTO_TEST_CASE(an_unknown_metric_is_refused_before_any_trial_starts) {
   tune_config c = quiet(2, 2);
   c.metric = "val_acc";
   tuner t(*e.c, scripted_template(), s, c);
-  t.set_launcher(scripted(n));
+  t.set_launcher(dtrain::testing::scripted_trials(n));
   auto g = t.fit();
   BOOST_REQUIRE(!g.is_ok());
   BOOST_TEST(g.error().message().find("val_acc") != std::string::npos);

@@ -34,6 +34,8 @@ struct trial_record {
   int restarts = 0;                // failures its trainer recovered from
   bool interrupted = false;        // cut short because the sweep ended (Ctrl-C, a stopper)
   double seconds = 0;              // wall time while running
+  double started_at = -1;          // seconds into the sweep when its group was ready (-1: never)
+  double ended_at = -1;            // seconds into the sweep when its slots were free again
 
   int64_t epochs() const { return history.empty() ? 0 : history.back().epoch; }
   /// The metric at the last epoch, NaN when never reported.

@@ -226,6 +226,7 @@ void on_end(tuner_pointer self, const std::string& id, int32_t restarts, const s
     return;
   tune::trial_record& r = s.record(id);
   r.restarts = restarts;
+  r.ended_at = s.elapsed();
   r.seconds = std::chrono::duration<double>(clock_type::now() - lt->second.since).count();
   bool decided = lt->second.decided;
   self->demonitor(lt->second.handle.runner);
@@ -292,6 +293,7 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
         auto& st = self->state;
         if (st.index.count(id) != 0 && st.record(id).status == tune::trial_status::pending) {
           st.record(id).status = tune::trial_status::running;
+          st.record(id).started_at = st.elapsed();
           st.table->event(2, "trial " + id + " RUNNING");
           redraw(st);
         }
