@@ -5,6 +5,8 @@
 #include <string>
 
 #include "dtrain/core/status.hpp"
+#include "dtrain/tune/space.hpp"
+#include "dtrain/tune/sweep.hpp"
 
 namespace dtrain::config {
 
@@ -28,9 +30,41 @@ namespace dtrain::config {
 ///     seed: 0                          # or reproducibility.experiment_seed
 ///     max_restarts: 3                  # or max_failures (Ray's name)
 ///
-/// `searcher` may also carry Determined's `name: single`, `metric` and
-/// `smaller_is_better`, and `checkpoint_storage` its `type: shared_fs`, so
-/// that a Determined file loads; they are checked and then ignored.
+/// `checkpoint_storage` may carry Determined's `type: shared_fs`, so that a
+/// Determined file loads; it is checked and then ignored.
+///
+/// A hyperparameter search (`dtrain tune`) takes Determined's typed
+/// hyperparameters and searcher section, with dtrain's extras:
+///
+///     hyperparameters:
+///       lr: {type: log, base: 10, minval: -4, maxval: -1.5}  # 10^U(-4, -1.5)
+///       width: {type: int, minval: 16, maxval: 256, q: 16}   # inclusive; q: multiples
+///       dropout: {type: double, minval: 0.0, maxval: 0.5}
+///       hidden: {type: categorical, vals: [[256, 128], [64]]} # a list val: "256,128"
+///       act: {type: const, val: relu}                        # = act: relu
+///     searcher:
+///       name: asha          # single | grid | random | asha | adaptive_asha (= asha)
+///       metric: validation_accuracy   # one of tune::known_metrics()
+///       smaller_is_better: false      # default: false for *accuracy metrics, else true
+///       max_trials: 16      # random/asha: trials (alias num_samples)
+///       num_samples: 1      # grid: repetitions of the grid
+///       max_concurrent_trials: 2      # 0: as many as the cluster holds
+///       max_length: {epochs: 15}
+///       scheduler: asha     # fifo | asha | median; default asha for asha, else fifo
+///       divisor: 3          # alias reduction_factor
+///       grace_period: 2     # epochs
+///       rule: top_k         # top_k | percentile
+///       median_warmup_epochs: 0
+///       median_min_completed_trials: 5
+///       time_budget_seconds: 0        # 0: none
+///       stop_threshold: 0.9           # end the sweep when metric reaches it
+///       max_failed_trials: -1         # -1: unlimited
+///
+/// Under `grid` every int, double and log hyperparameter needs `count` (that
+/// many evenly spaced points, in the exponent for log) and categoricals are
+/// grid dimensions; elsewhere `count` is an error. Typed hyperparameters
+/// other than const need a searching searcher (not `single`). Constants
+/// (scalars, lists, `type: const`) stay in `hyperparameters`.
 struct experiment {
   std::string name;                                    // required
   std::string operator_name = "mlp_classifier";        // YAML key: operator
@@ -49,7 +83,18 @@ struct experiment {
   int checkpoint_keep = 1;                             // checkpoint_storage.save_trial_latest, >= 0
   uint64_t seed = 0;
   int max_failures = 3;                                // max_restarts, >= 0
+  /// The typed, searched hyperparameters (never constants); empty unless
+  /// has_search.
+  tune::space space;
+  /// The searcher section. sweep.max_epochs and sweep.seed equal epochs and
+  /// seed; metric and direction are kept for `single` too.
+  tune::sweep_config sweep;
+  bool has_search = false;                             // searcher.name other than single
 };
+
+/// The searcher's name as to_yaml writes it: single, grid, random (any
+/// scheduler but asha) or asha.
+std::string searcher_name(const experiment& exp);
 
 /// Reads and parses the experiment file at `path`. A missing file is
 /// not_found, an unreadable one io_error; everything else as in
