@@ -68,6 +68,16 @@ int run_train(const train_options& o) {
   auto e = config::load_experiment(o.experiment);
   if (!e)
     return fail(e.error());
+  if (e->has_search) {
+    // A sweep runs many trials; `dtrain train` runs one.
+    std::string names;
+    for (const auto& name : e->space.varying())
+      names += (names.empty() ? "" : ", ") + name;
+    const std::string what =
+        names.empty() ? "runs a sweep" : "searches hyperparameters " + names;
+    return fail(invalid_argument(o.experiment + ": searcher " + config::searcher_name(*e) + " " +
+                                 what + ": run it with `dtrain tune " + o.experiment + "`"));
+  }
   cluster::options co;
   co.address = o.address;
   co.local_slots = std::max(o.local_slots, e->slots_per_trial);
