@@ -21,11 +21,21 @@ done
 
 now() { date +%s.%N; }
 
+# The peer's sweep settings from the experiment file, so that the two stay
+# the same sweep: `key: value` lines of the searcher section (and the seed).
+experiment=$root/experiments/fashion_mnist_asha.yaml
+setting() { sed -n "s/^ *$1: *\([0-9]*\).*/\1/p" "$experiment" | head -n 1; }
+trials=$(setting max_trials) jobs=$(setting max_concurrent_trials)
+grace=$(setting grace_period) rf=$(setting divisor) seed=$(setting seed)
+epochs=$(sed -n 's/^ *max_length: *{ *epochs: *\([0-9]*\).*/\1/p' "$experiment")
+peer_args=(--trials "${trials:-16}" --jobs "${jobs:-2}" --epochs "${epochs:-15}"
+           --grace "${grace:-1}" --rf "${rf:-3}" --seed "${seed:-0}")
+
 d_wall=- d_epochs=- d_best=- d_params=-
 if [ $run_dtrain = 1 ]; then
   echo "== dtrain tune experiments/fashion_mnist_asha.yaml --verbosity 1 (log: $logs/dtrain.log)"
   t0=$(now)
-  "$bin/dtrain" tune "$root/experiments/fashion_mnist_asha.yaml" --verbosity 1 \
+  "$bin/dtrain" tune "$experiment" --verbosity 1 \
     > "$logs/dtrain.log" 2>&1 || echo "dtrain tune exited with $?" >&2
   t1=$(now)
   tail -n 30 "$logs/dtrain.log"
@@ -39,9 +49,9 @@ fi
 
 p_wall=- p_epochs=- p_best=- p_params=- p_pruned=-
 if [ $run_peer = 1 ]; then
-  echo "== optuna + torch: tools/peer/optuna_torch_sweep.py (log: $logs/optuna.log)"
+  echo "== optuna + torch: tools/peer/optuna_torch_sweep.py ${peer_args[*]} (log: $logs/optuna.log)"
   if [ -x /usr/bin/python3 ]; then
-    /usr/bin/python3 "$root/tools/peer/optuna_torch_sweep.py" > "$logs/optuna.log" 2>&1 \
+    /usr/bin/python3 "$root/tools/peer/optuna_torch_sweep.py" "${peer_args[@]}" > "$logs/optuna.log" 2>&1 \
       || echo "optuna_torch_sweep.py exited with $?" >&2
     tail -n 8 "$logs/optuna.log"
     p_wall=$(sed -n 's/^wall: \([0-9.]*\) s/\1/p' "$logs/optuna.log")
@@ -55,9 +65,9 @@ if [ $run_peer = 1 ]; then
 fi
 
 echo
-printf '%-34s %14s %14s\n' "fashion_mnist_asha, 16 trials" "dtrain tune" "optuna+torch"
+printf '%-34s %14s %14s\n' "fashion_mnist_asha, ${trials:-16} trials" "dtrain tune" "optuna+torch"
 printf '%-34s %14s %14s\n' "wall time (s)" "${d_wall:--}" "${p_wall:--}"
-printf '%-34s %14s %14s\n' "epochs run (of 240)" "${d_epochs:--}" "${p_epochs:--}"
+printf '%-34s %14s %14s\n' "epochs run (of $(( ${trials:-16} * ${epochs:-15} )))" "${d_epochs:--}" "${p_epochs:--}"
 printf '%-34s %14s %14s\n' "best validation accuracy" "${d_best:--}" "${p_best:--}"
 echo "dtrain best: ${d_params:--}"
 echo "optuna best: ${p_params:--} (pruned ${p_pruned:--})"

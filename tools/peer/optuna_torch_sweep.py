@@ -7,7 +7,10 @@ Mirrors the experiment file and dtrain's mlp_classifier operator
 (libdtrain/dtrain/train/builtin_operators.cpp):
   space     lr 10^U(-3.7, -2) (log-uniform), hidden one of 256-128-100,
             512-256, 256-256, 128-64, optimizer adam or sgd (momentum 0.9),
-            dropout U(0, 0.3) in steps of 0.1; activation relu
+            dropout 0, 0.1, 0.2 or 0.3; activation relu. (Optuna's step
+            draws each dropout value with 1/4; dtrain's q rounds U(0, 0.3)
+            as Ray does, 1/6 for the ends and 1/3 for the middle values.
+            The draws themselves differ: compare distributions, not trials.)
   model     784-hidden...-10, Linear + ReLU (+ Dropout when > 0) per hidden
             layer, torch's default init (uniform +-1/sqrt(fan_in) for
             weights and biases, as dtrain's linear layer), cross-entropy
@@ -15,9 +18,10 @@ Mirrors the experiment file and dtrain's mlp_classifier operator
             cosine schedule over `epochs` (15) stepped per epoch; features
             bytes / 255 with no other normalisation; validation accuracy
             on the 10,000 test images after every epoch
-  searcher  RandomSampler(seed), SuccessiveHalvingPruner(min_resource=2,
-            reduction_factor=3, min_early_stopping_rate=0): rungs at epochs
-            2, 6 (dtrain's ASHA rungs at grace_period * divisor^k), in-memory
+  searcher  RandomSampler(seed), SuccessiveHalvingPruner(min_resource=GRACE,
+            reduction_factor=RF, min_early_stopping_rate=0): rungs at epochs
+            GRACE * RF^k, as dtrain's ASHA rungs at grace_period * divisor^k
+            (the experiment's 1 and 3: epochs 1, 3, 9), in-memory
             storage, 16 trials, 2 at a time (n_jobs=2) with one torch thread
             and one OpenBLAS thread each (dtrain gives each of its 2 replicas
             half the host's cores)
@@ -26,7 +30,7 @@ Prints one line per trial end, then `wall`, `pruned`, `epochs`, `best`
 lines that tools/bench_tune_peer.sh parses.
 
 usage: /usr/bin/python3 optuna_torch_sweep.py [--trials 16] [--jobs 2]
-       [--epochs 15] [--grace 2] [--rf 3] [--seed 0] [--data DIR]
+       [--epochs 15] [--grace 1] [--rf 3] [--seed 0] [--data DIR]
 """
 import argparse
 import ctypes
@@ -151,7 +155,7 @@ def main():
     p.add_argument("--trials", type=int, default=16)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--epochs", type=int, default=15)
-    p.add_argument("--grace", type=int, default=2)
+    p.add_argument("--grace", type=int, default=1)
     p.add_argument("--rf", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", default=os.environ.get("DTRAIN_FASHION_MNIST",
