@@ -70,12 +70,14 @@ int run_train(const train_options& o) {
   if (!e)
     return fail(e.error());
   if (e->has_search) {
+    // A sweep runs many trials; `dtrain train` runs one.
     std::string names;
-    for (const auto& n : e->space.varying())
-      names += (names.empty() ? "" : ", ") + n;
-    return fail(invalid_argument(o.experiment + ": searcher " + config::searcher_name(*e) +
-                                 " searches hyperparameters " + names +
-                                 ": run it with `dtrain tune " + o.experiment + "`"));
+    for (const auto& name : e->space.varying())
+      names += (names.empty() ? "" : ", ") + name;
+    const std::string what =
+        names.empty() ? "runs a sweep" : "searches hyperparameters " + names;
+    return fail(invalid_argument(o.experiment + ": searcher " + config::searcher_name(*e) + " " +
+                                 what + ": run it with `dtrain tune " + o.experiment + "`"));
   }
   cluster::options co;
   co.address = o.address;

@@ -3,11 +3,15 @@
 // are accepted, and to_yaml reads back to the same experiment.
 #include <boost/test/unit_test.hpp>
 
+#include <cmath>
+
 #include <cstdio>
 #include <string>
 #include <tuple>
 
 #include "dtrain/config/experiment.hpp"
+#include "dtrain/tune/space.hpp"
+#include "dtrain/tune/sweep.hpp"
 #include "test_util.hpp"
 
 #ifndef DTRAIN_SOURCE_DIR
@@ -50,6 +54,35 @@ bool same(const experiment& a, const experiment& b) {
                     e.checkpoint_keep, e.seed, e.max_failures);
   };
   return fields(a) == fields(b);
+}
+
+bool same_domain(const dtrain::tune::domain& a, const dtrain::tune::domain& b) {
+  return std::tie(a.type, a.constant_value, a.low, a.high, a.base, a.q, a.choices, a.grid,
+                  a.count) ==
+         std::tie(b.type, b.constant_value, b.low, b.high, b.base, b.q, b.choices, b.grid, b.count);
+}
+
+// The search: its space, domain by domain, and the sweep settings.
+bool same_search(const experiment& a, const experiment& b) {
+  if (a.has_search != b.has_search || a.space.domains().size() != b.space.domains().size())
+    return false;
+  for (const auto& [name, d] : a.space.domains()) {
+    auto it = b.space.domains().find(name);
+    if (it == b.space.domains().end() || !same_domain(d, it->second))
+      return false;
+  }
+  auto knobs = [](const dtrain::tune::sweep_config& c) {
+    return std::tie(c.metric, c.direction, c.searcher, c.num_samples, c.max_concurrent_trials,
+                    c.max_epochs, c.scheduler, c.asha.grace_period, c.asha.reduction_factor,
+                    c.asha.keep_rule, c.asha.max_t, c.median.warmup_epochs,
+                    c.median.min_completed, c.time_budget_seconds, c.has_stop_threshold,
+                    c.stop_threshold, c.max_failed_trials, c.seed);
+  };
+  return knobs(a.sweep) == knobs(b.sweep);
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
 }
 
 void write_file(const std::string& path, const std::string& text) {
@@ -222,7 +255,10 @@ BOOST_AUTO_TEST_CASE(several_yaml_documents_are_an_error) {
              "experiment.yaml: expected one YAML document, got 2");
 }
 
-BOOST_AUTO_TEST_CASE(a_nested_list_hyperparameter_is_an_error_naming_its_path) {
+BOOST_AUTO_TEST_CASE(a_nested_map_hyperparameter_is_an_error_naming_its_path) {
+  BOOST_TEST(error_of(minimal("hyperparameters:\n  lr:\n    kind: const\n    val: 0.1\n")) ==
+             "experiment.yaml: hyperparameters.lr: expected a scalar, a list of scalars or a "
+             "typed hyperparameter (type:), got a map");
   BOOST_TEST(error_of(minimal("hyperparameters:\n  hidden: [8, [4, 2]]\n")) ==
              "experiment.yaml: hyperparameters.hidden[1]: expected a scalar, got a list");
 }
@@ -267,11 +303,9 @@ BOOST_AUTO_TEST_CASE(determined_searcher_max_length_sets_the_epochs) {
       "  max_length:\n    epochs: 7\n"));
   BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
   BOOST_TEST(parsed->epochs == 7);
-  BOOST_TEST(error_of(minimal("searcher:\n  name: adaptive_asha\n")) ==
-             "experiment.yaml: searcher.max_trials: missing required key (the asha searcher's "
-             "number of trials)");
-  BOOST_TEST(error_of(minimal("searcher:\n  name: hyperband\n")).find("searcher.name") !=
-             std::string::npos);
+  BOOST_TEST(error_of(minimal("searcher:\n  name: pbt\n")) ==
+             "experiment.yaml: searcher.name: expected one of single, grid, random, asha, "
+             "adaptive_asha, got 'pbt'");
 }
 
 BOOST_AUTO_TEST_CASE(epochs_spelled_both_ways_must_agree) {
@@ -362,6 +396,199 @@ BOOST_AUTO_TEST_CASE(to_yaml_round_trips_the_defaults_and_no_hyperparameters) {
   BOOST_TEST(same(*again, e), text);
 }
 
+// --- Hyperparameter searches ------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(a_typed_search_space_parses_to_the_right_domains) {
+  using kind = dtrain::tune::domain::kind;
+  auto parsed = parse(minimal(
+      "hyperparameters:\n"
+      "  width: {type: int, minval: 16, maxval: 256, q: 16}\n"
+      "  dropout: {type: double, minval: 0.0, maxval: 0.5}\n"
+      "  lr: {type: log, minval: -4, maxval: -1}\n"
+      "  hidden: {type: categorical, vals: [[256, 128], [64], '7']}\n"
+      "  act: {type: const, val: relu}\n"
+      "  schedule: cosine\n"
+      "searcher:\n  name: adaptive_asha\n  max_trials: 16\n  divisor: 3\n  grace_period: 2\n"
+      "epochs: 9\nseed: 5\n"));
+  BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
+  const experiment& e = *parsed;
+  BOOST_TEST(e.has_search);
+  BOOST_TEST(dtrain::config::searcher_name(e) == "asha");
+  BOOST_TEST((e.hyperparameters == std::map<std::string, std::string>{{"act", "relu"},
+                                                                       {"schedule", "cosine"}}));
+  const auto& d = e.space.domains();
+  BOOST_TEST_REQUIRE(d.size() == 4u);
+  BOOST_TEST((d.at("width").type == kind::integer));
+  BOOST_TEST(d.at("width").low == 16);
+  BOOST_TEST(d.at("width").high == 256);
+  BOOST_TEST(d.at("width").q == 16);
+  BOOST_TEST((d.at("dropout").type == kind::uniform));
+  BOOST_TEST(d.at("dropout").high == 0.5);
+  BOOST_TEST((d.at("lr").type == kind::log_uniform));
+  BOOST_TEST((d.at("hidden").type == kind::choice));
+  BOOST_TEST(!d.at("hidden").grid);
+  BOOST_TEST((d.at("hidden").choices ==
+              std::vector<dtrain::tune::value>{std::string("256,128"), std::string("64"),
+                                               std::string("7")}));  // a list, and quoted, stay text
+  BOOST_TEST(e.sweep.num_samples == 16);
+  BOOST_TEST(e.sweep.scheduler == "asha");
+  BOOST_TEST(e.sweep.searcher == "random");
+  BOOST_TEST(e.sweep.asha.reduction_factor == 3);
+  BOOST_TEST(e.sweep.asha.grace_period == 2);
+  BOOST_TEST(e.sweep.max_epochs == 9);
+  BOOST_TEST(e.sweep.seed == 5u);
+  BOOST_TEST((e.sweep.direction == dtrain::tune::mode::max));  // an accuracy: larger is better
+  BOOST_TEST(e.space.validate().is_ok());
+}
+
+BOOST_AUTO_TEST_CASE(determined_log_exponents_become_a_range_of_values) {
+  auto parsed = parse(minimal(
+      "hyperparameters:\n  lr: {type: log, minval: -4, maxval: -2}\n"
+      "  step: {type: log, base: 2, minval: 1, maxval: 5, q: 2}\n"
+      "searcher:\n  name: random\n  max_trials: 3\n"));
+  BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
+  const auto& lr = parsed->space.domains().at("lr");
+  BOOST_TEST(lr.low == 1e-4);
+  BOOST_TEST(lr.high == 1e-2);
+  BOOST_TEST(lr.base == 10);
+  const auto& step = parsed->space.domains().at("step");
+  BOOST_TEST(step.low == 2);
+  BOOST_TEST(step.high == 32);
+  BOOST_TEST(step.base == 2);
+  BOOST_TEST(step.q == 2);
+  BOOST_TEST(parsed->sweep.scheduler == "fifo");
+}
+
+BOOST_AUTO_TEST_CASE(a_grid_enumerates_counts_and_categoricals) {
+  auto parsed = parse(minimal(
+      "hyperparameters:\n  lr: {type: log, minval: -4, maxval: -2, count: 3}\n"
+      "  layers: {type: int, minval: 1, maxval: 4, count: 2}\n"
+      "  opt: {type: categorical, vals: [adam, sgd]}\n"
+      "searcher:\n  name: grid\n  num_samples: 2\n  metric: validation_loss\n"));
+  BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
+  BOOST_TEST(parsed->space.grid_size() == 12);
+  BOOST_TEST(parsed->space.domains().at("opt").grid);
+  BOOST_TEST(parsed->space.domains().at("lr").count == 3);
+  BOOST_TEST(parsed->sweep.searcher == "grid");
+  BOOST_TEST(parsed->sweep.num_samples == 2);
+  BOOST_TEST((parsed->sweep.direction == dtrain::tune::mode::min));  // a loss: smaller is better
+}
+
+BOOST_AUTO_TEST_CASE(a_grid_range_without_count_is_an_error_naming_the_count_key) {
+  const std::string message = error_of(minimal(
+      "hyperparameters:\n  lr: {type: double, minval: 0.1, maxval: 0.2}\n"
+      "searcher:\n  name: grid\n"));
+  BOOST_TEST(starts_with(message, "experiment.yaml: hyperparameters.lr.count: missing required key"),
+             message);
+}
+
+BOOST_AUTO_TEST_CASE(a_count_outside_the_grid_searcher_is_an_error_naming_it) {
+  BOOST_TEST(error_of(minimal("hyperparameters:\n  lr: {type: double, minval: 0.1, maxval: 0.2, "
+                              "count: 3}\nsearcher:\n  name: random\n  max_trials: 4\n")) ==
+             "experiment.yaml: hyperparameters.lr.count: count only applies to the grid searcher");
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_searcher_key_is_named) {
+  const std::string message =
+      error_of(minimal("searcher:\n  name: asha\n  max_trials: 4\n  divisr: 3\n"));
+  BOOST_TEST(starts_with(message, "experiment.yaml: searcher.divisr: unknown key (known: "),
+             message);
+  BOOST_TEST(message.find("divisor") != std::string::npos, message);
+}
+
+BOOST_AUTO_TEST_CASE(a_typed_hyperparameter_without_a_searching_searcher_is_refused) {
+  for (const std::string searcher : {"", "searcher:\n  name: single\n"}) {
+    const std::string message =
+        error_of(minimal("hyperparameters:\n  lr: {type: log, minval: -4, maxval: -1}\n" +
+                         searcher));
+    BOOST_TEST(starts_with(message, "experiment.yaml: hyperparameters.lr: a log hyperparameter"),
+               message);
+    BOOST_TEST(message.find("dtrain tune") != std::string::npos, message);
+  }
+  // A const is a constant, whatever the searcher.
+  auto parsed = parse(minimal("hyperparameters:\n  lr: {type: const, val: 0.1}\n"));
+  BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
+  BOOST_TEST(parsed->hyperparameters.at("lr") == "0.1");
+  BOOST_TEST(!parsed->has_search);
+}
+
+BOOST_AUTO_TEST_CASE(malformed_searches_are_errors_naming_the_key) {
+  const std::string metric =
+      error_of(minimal("searcher:\n  name: random\n  max_trials: 2\n  metric: val_acc\n"));
+  BOOST_TEST(starts_with(metric, "experiment.yaml: searcher.metric: 'val_acc'"), metric);
+  BOOST_TEST(metric.find("validation_accuracy") != std::string::npos, metric);
+  BOOST_TEST(starts_with(error_of(minimal("searcher:\n  name: random\n")),
+                         "experiment.yaml: searcher.max_trials: missing required key"));
+  BOOST_TEST(starts_with(error_of(minimal("searcher:\n  name: single\n  max_trials: 2\n")),
+                         "experiment.yaml: searcher.max_trials: only a searcher that searches"));
+  BOOST_TEST(error_of(minimal("searcher:\n  name: asha\n  max_trials: 2\n  divisor: 1\n")) ==
+             "experiment.yaml: searcher.divisor: must be at least 2, got 1");
+  BOOST_TEST(error_of(minimal("hyperparameters:\n  lr: {type: double, minval: 2, maxval: 1}\n"
+                              "searcher:\n  name: random\n  max_trials: 2\n")) ==
+             "experiment.yaml: hyperparameters.lr: minval 2 is more than maxval 1");
+  BOOST_TEST(starts_with(error_of(minimal("hyperparameters:\n  lr: {type: categorical, vals: []}\n"
+                                          "searcher:\n  name: random\n  max_trials: 2\n")),
+                         "experiment.yaml: hyperparameters.lr.vals: expected a non-empty list"));
+  BOOST_TEST(starts_with(error_of(minimal("hyperparameters:\n  lr: {type: int, minval: 1}\n"
+                                          "searcher:\n  name: random\n  max_trials: 2\n")),
+                         "experiment.yaml: hyperparameters.lr.maxval: missing required key"));
+}
+
+BOOST_AUTO_TEST_CASE(shipped_search_experiments_parse_with_their_spaces) {
+  using kind = dtrain::tune::domain::kind;
+  auto asha =
+      load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist_asha.yaml");
+  BOOST_TEST_REQUIRE(asha.is_ok(), asha.error().to_string());
+  BOOST_TEST((asha->space.varying() ==
+              std::vector<std::string>{"dropout", "hidden", "lr", "optimizer"}));
+  BOOST_TEST((asha->space.domains().at("lr").type == kind::log_uniform));
+  BOOST_TEST(asha->space.domains().at("lr").low == std::pow(10.0, -3.7),
+             boost::test_tools::tolerance(1e-12));
+  BOOST_TEST((asha->space.domains().at("hidden").type == kind::choice));
+  BOOST_TEST(asha->space.domains().at("hidden").choices.size() == 4u);
+  BOOST_TEST(asha->sweep.num_samples == 16);
+  BOOST_TEST(asha->sweep.scheduler == "asha");
+  BOOST_TEST(asha->sweep.max_concurrent_trials == 2);
+  BOOST_TEST(asha->sweep.max_epochs == 15);
+  BOOST_TEST(asha->hyperparameters.at("epochs") == "15");
+  BOOST_TEST(asha->slots_per_trial == 1);
+  BOOST_TEST(dtrain::tune::make_searcher(asha->space, asha->sweep)->total() == 16);
+
+  auto grid =
+      load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist_grid.yaml");
+  BOOST_TEST_REQUIRE(grid.is_ok(), grid.error().to_string());
+  BOOST_TEST((grid->space.varying() == std::vector<std::string>{"lr", "optimizer"}));
+  BOOST_TEST(grid->space.grid_size() == 6);
+  BOOST_TEST(grid->sweep.searcher == "grid");
+  BOOST_TEST(dtrain::tune::make_searcher(grid->space, grid->sweep)->total() == 6);
+}
+
+BOOST_AUTO_TEST_CASE(to_yaml_round_trips_searches) {
+  for (const char* file : {"/experiments/fashion_mnist_asha.yaml",
+                           "/experiments/fashion_mnist_grid.yaml"}) {
+    auto loaded = load_experiment(std::string(DTRAIN_SOURCE_DIR) + file);
+    BOOST_TEST_REQUIRE(loaded.is_ok(), loaded.error().to_string());
+    const std::string text = to_yaml(*loaded);
+    auto again = parse(text);
+    BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string() + "\n" + text);
+    BOOST_TEST(same(*again, *loaded), text);
+    BOOST_TEST(same_search(*again, *loaded), text);
+  }
+  auto awkward = parse(minimal(
+      "hyperparameters:\n  lr: {type: log, base: 3, minval: -2.5, maxval: 0.7, q: 0.001}\n"
+      "  w: {type: int, minval: -3, maxval: 9, q: 3}\n"
+      "  c: {type: categorical, vals: ['1', '2.5', 'true', 7, 0.5, true, '', 'a,b']}\n"
+      "searcher:\n  name: random\n  max_trials: 3\n  scheduler: median\n  rule: percentile\n"
+      "  stop_threshold: 0.25\n  time_budget_seconds: 60\n  max_failed_trials: 2\n"
+      "  smaller_is_better: true\n"));
+  BOOST_TEST_REQUIRE(awkward.is_ok(), awkward.error().to_string());
+  const std::string text = to_yaml(*awkward);
+  auto again = parse(text);
+  BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string() + "\n" + text);
+  BOOST_TEST(same_search(*again, *awkward), text);
+  BOOST_TEST(to_yaml(*again) == text);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // --- Hyperparameter searches (dtrain tune) -----------------------------------
@@ -420,21 +647,6 @@ BOOST_AUTO_TEST_CASE(an_inverted_range_is_an_error_naming_the_hyperparameter) {
       "hyperparameters:\n  lr: {type: double, minval: 0.5, maxval: 0.1}\n"
       "searcher:\n  name: random\n  max_trials: 2\n"));
   BOOST_TEST(err.find("lr") != std::string::npos, err);
-}
-
-BOOST_AUTO_TEST_CASE(the_shipped_sweeps_parse_to_their_search_spaces) {
-  auto asha = dtrain::config::load_experiment(std::string(DTRAIN_SOURCE_DIR) +
-                                              "/experiments/fashion_mnist_asha.yaml");
-  BOOST_TEST_REQUIRE(asha.is_ok(), asha.error().to_string());
-  BOOST_TEST(asha->sweep.scheduler == "asha");
-  BOOST_TEST(asha->sweep.num_samples == 16);
-  BOOST_TEST((asha->space.varying() ==
-              std::vector<std::string>{"dropout", "hidden", "lr", "optimizer"}));
-  auto grid = dtrain::config::load_experiment(std::string(DTRAIN_SOURCE_DIR) +
-                                              "/experiments/fashion_mnist_grid.yaml");
-  BOOST_TEST_REQUIRE(grid.is_ok(), grid.error().to_string());
-  BOOST_TEST(grid->sweep.searcher == "grid");
-  BOOST_TEST(grid->space.grid_size() == 6);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

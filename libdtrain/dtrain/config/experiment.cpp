@@ -686,9 +686,120 @@ void emit_hyperparameter(YAML::Emitter& out, const std::string& text) {
   out << YAML::EndSeq;
 }
 
+// A double written so that it reads back as a double, not an integer.
+std::string double_text(double x) {
+  std::string text = tune::to_string(tune::value{x});
+  if (text.find_first_of(".eEn") == std::string::npos)
+    text += ".0";
+  return text;
+}
+
+// The exponent e of `base` whose base^e reads back as exactly x, for
+// Determined's log (nudged by an ulp or two where log10 rounds).
+double exponent_of(double x, double base) {
+  double e = base == 10 ? std::log10(x) : base == 2 ? std::log2(x) : std::log(x) / std::log(base);
+  double up = e, down = e;
+  for (int i = 0; i < 4 && std::pow(base, e) != x; ++i) {
+    up = std::nextafter(up, HUGE_VAL);
+    down = std::nextafter(down, -HUGE_VAL);
+    if (std::pow(base, up) == x)
+      e = up;
+    else if (std::pow(base, down) == x)
+      e = down;
+  }
+  return e;
+}
+
+// A categorical val: text that would read back as another type is quoted;
+// text with commas is written as the list it came from.
+void emit_value(YAML::Emitter& out, const tune::value& v) {
+  if (const auto* text = std::get_if<std::string>(&v)) {
+    auto as_plain = typed_scalar("", YAML::Node(*text));
+    if (text->find(',') != std::string::npos)
+      emit_hyperparameter(out, *text);
+    else if (!as_plain || !std::holds_alternative<std::string>(*as_plain))
+      out << YAML::DoubleQuoted << *text;
+    else
+      out << *text;
+    return;
+  }
+  if (const auto* d = std::get_if<double>(&v))
+    out << double_text(*d);
+  else
+    out << tune::to_string(v);
+}
+
+void emit_domain(YAML::Emitter& out, const tune::domain& d) {
+  using kind = tune::domain::kind;
+  out << YAML::Flow << YAML::BeginMap;
+  switch (d.type) {
+  case kind::constant:
+    out << YAML::Key << "type" << YAML::Value << "const" << YAML::Key << "val" << YAML::Value;
+    emit_value(out, d.constant_value);
+    break;
+  case kind::choice:
+    out << YAML::Key << "type" << YAML::Value << "categorical" << YAML::Key << "vals"
+        << YAML::Value << YAML::BeginSeq;
+    for (const auto& v : d.choices)
+      emit_value(out, v);
+    out << YAML::EndSeq;
+    break;
+  case kind::integer:
+    out << YAML::Key << "type" << YAML::Value << "int" << YAML::Key << "minval" << YAML::Value
+        << static_cast<int64_t>(d.low) << YAML::Key << "maxval" << YAML::Value
+        << static_cast<int64_t>(d.high);
+    if (d.q > 0)
+      out << YAML::Key << "q" << YAML::Value << static_cast<int64_t>(d.q);
+    break;
+  case kind::uniform:
+    out << YAML::Key << "type" << YAML::Value << "double" << YAML::Key << "minval"
+        << YAML::Value << double_text(d.low) << YAML::Key << "maxval" << YAML::Value
+        << double_text(d.high);
+    if (d.q > 0)
+      out << YAML::Key << "q" << YAML::Value << double_text(d.q);
+    break;
+  case kind::log_uniform:
+    out << YAML::Key << "type" << YAML::Value << "log" << YAML::Key << "base" << YAML::Value
+        << double_text(d.base) << YAML::Key << "minval" << YAML::Value
+        << double_text(exponent_of(d.low, d.base)) << YAML::Key << "maxval" << YAML::Value
+        << double_text(exponent_of(d.high, d.base));
+    if (d.q > 0)
+      out << YAML::Key << "q" << YAML::Value << double_text(d.q);
+    break;
+  }
+  if (d.grid && d.type != kind::choice)
+    out << YAML::Key << "count" << YAML::Value << d.count;
+  out << YAML::EndMap;
+}
+
+void emit_searcher(YAML::Emitter& out, const experiment& exp) {
+  const tune::sweep_config& c = exp.sweep;
+  out << YAML::Key << "searcher" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << searcher_name(exp);
+  out << YAML::Key << "metric" << YAML::Value << c.metric;
+  out << YAML::Key << "smaller_is_better" << YAML::Value << (c.direction == tune::mode::min);
+  if (exp.has_search) {
+    out << YAML::Key << (c.searcher == "grid" ? "num_samples" : "max_trials") << YAML::Value
+        << c.num_samples;
+    out << YAML::Key << "max_concurrent_trials" << YAML::Value << c.max_concurrent_trials;
+    out << YAML::Key << "scheduler" << YAML::Value << c.scheduler;
+    out << YAML::Key << "divisor" << YAML::Value << c.asha.reduction_factor;
+    out << YAML::Key << "grace_period" << YAML::Value << c.asha.grace_period;
+    out << YAML::Key << "rule" << YAML::Value
+        << (c.asha.keep_rule == tune::asha_options::rule::top_k ? "top_k" : "percentile");
+    out << YAML::Key << "median_warmup_epochs" << YAML::Value << c.median.warmup_epochs;
+    out << YAML::Key << "median_min_completed_trials" << YAML::Value << c.median.min_completed;
+    out << YAML::Key << "time_budget_seconds" << YAML::Value << double_text(c.time_budget_seconds);
+    if (c.has_stop_threshold)
+      out << YAML::Key << "stop_threshold" << YAML::Value << double_text(c.stop_threshold);
+    out << YAML::Key << "max_failed_trials" << YAML::Value << c.max_failed_trials;
+  }
+  out << YAML::EndMap;
+}
+
 void emit_hyperparameters(YAML::Emitter& out, const experiment& exp) {
   out << YAML::Key << "hyperparameters" << YAML::Value;
-  if (exp.hyperparameters.empty()) {
+  if (exp.hyperparameters.empty() && exp.space.empty()) {
     out << YAML::Flow << YAML::BeginMap << YAML::EndMap;
     return;
   }
@@ -696,6 +807,10 @@ void emit_hyperparameters(YAML::Emitter& out, const experiment& exp) {
   for (const auto& [key, text] : exp.hyperparameters) {
     out << YAML::Key << key << YAML::Value;
     emit_hyperparameter(out, text);
+  }
+  for (const auto& [key, d] : exp.space.domains()) {
+    out << YAML::Key << key << YAML::Value;
+    emit_domain(out, d);
   }
   out << YAML::EndMap;
 }
@@ -759,6 +874,7 @@ std::string to_yaml(const experiment& exp) {
       << YAML::Key << "backend" << YAML::Value << exp.backend << YAML::EndMap;
   out << YAML::Key << "global_batch_size" << YAML::Value << exp.global_batch_size;
   out << YAML::Key << "epochs" << YAML::Value << exp.epochs;
+  emit_searcher(out, exp);
   out << YAML::Key << "optimizations" << YAML::Value << YAML::BeginMap
       << YAML::Key << "aggregation_frequency" << YAML::Value << exp.aggregation_frequency
       << YAML::Key << "average_training_metrics" << YAML::Value << exp.average_training_metrics

@@ -92,7 +92,7 @@ struct experiment {
   bool has_search = false;                             // searcher.name other than single
 };
 
-/// The searcher's name as people read it: single, grid, random (any
+/// The searcher's name as to_yaml writes it: single, grid, random (any
 /// scheduler but asha) or asha.
 std::string searcher_name(const experiment& exp);
 
@@ -113,8 +113,6 @@ result<experiment> parse_experiment(const std::string& yaml_text,
 /// The experiment as YAML in dtrain's own spellings, every field written
 /// out; `parse_experiment` reads it back to an equal experiment (a list
 /// hyperparameter is written as a list and comes back joined again).
-/// Not yet written: the searcher section and the search space (an
-/// experiment with has_search comes back as a single-trial one).
 std::string to_yaml(const experiment& exp);
 
 } // namespace dtrain::config
