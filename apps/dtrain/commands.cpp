@@ -180,7 +180,11 @@ int run_tune(const tune_options& o) {
                                  "asha) and nothing to search: run it with `dtrain train`"));
   cluster::options co;
   co.address = o.address;
-  co.local_slots = std::max(o.local_slots, e->slots_per_trial);
+  // 0 leaves the embedded cluster its default (the cores, at least 2) so
+  // that trials run side by side; max(0, slots_per_trial) would have made
+  // it one trial's worth and the sweep one trial at a time.
+  const int cores = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+  co.local_slots = std::max(o.local_slots > 0 ? o.local_slots : cores, e->slots_per_trial);
   auto c = cluster::connect(co);
   if (!c)
     return fail(c.error());
