@@ -84,6 +84,8 @@ trainer_config noop(int64_t samples) {
 struct sweep_timing {
   double wall = 0;           // fit(), s
   std::vector<double> gaps;  // next started_at - previous ended_at, ms
+  double first_up = 0;       // fit() called -> the first trial's group ready, s
+  double running = 0;        // sum of ended_at - started_at (epochs and shutdown), s
 };
 
 // A FIFO sweep of noop trials, one at a time.
@@ -101,6 +103,9 @@ sweep_timing noop_sweep(cluster& c, int trials, int64_t epochs, int64_t samples)
   }
   for (size_t i = 1; i < g->trials.size(); ++i)
     out.gaps.push_back(1000.0 * (g->trials[i].started_at - g->trials[i - 1].ended_at));
+  for (const auto& t : g->trials)
+    out.running += t.ended_at - t.started_at;
+  out.first_up = g->trials.empty() ? 0 : g->trials.front().started_at;
   return out;
 }
 
@@ -108,6 +113,7 @@ struct by_hand_timing {
   double wall = 0;                // s
   std::vector<double> create_ms;  // trainer::create per trial
   std::vector<double> epoch_ms;   // train + validate per epoch
+  double running = 0;             // sum of epochs and shutdown, as the tuner's running, s
 };
 
 // The same trials without a tuner: create, train and validate per epoch,
@@ -116,13 +122,14 @@ by_hand_timing noop_by_hand(cluster& c, int trials, int64_t epochs, int64_t samp
   by_hand_timing out;
   auto start = clock_type::now();
   for (int i = 0; i < trials; ++i) {
-    auto made = clock_type::now();
+    const auto made = clock_type::now();
     auto t = trainer::create(c, noop(samples));
     if (!t) {
       std::fprintf(stderr, "error: %s\n", t.error().to_string().c_str());
       return out;
     }
     out.create_ms.push_back(1000.0 * seconds_since(made));
+    const auto up = clock_type::now();
     for (int64_t e = 0; e < epochs; ++e) {
       auto began = clock_type::now();
       auto m = (*t)->train();
@@ -134,6 +141,7 @@ by_hand_timing noop_by_hand(cluster& c, int trials, int64_t epochs, int64_t samp
       out.epoch_ms.push_back(1000.0 * seconds_since(began));
     }
     (void)(*t)->shutdown();
+    out.running += seconds_since(up);
   }
   out.wall = seconds_since(start);
   return out;
@@ -222,7 +230,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", one.error().to_string().c_str());
     return 1;
   }
-  std::vector<double> gaps, create_ms, tuned, by_hand, epoch_ms;
+  std::vector<double> gaps, create_ms, tuned, by_hand, epoch_ms, sweep_gap_ms, hand_create_ms,
+      run_excess_ms, first_up_ms;
   for (int r = 0; r < repeats; ++r) {
     sweep_timing g = noop_sweep(**one, gap_trials, 1, gap_samples);
     gaps.insert(gaps.end(), g.gaps.begin(), g.gaps.end());
@@ -231,10 +240,17 @@ int main(int argc, char** argv) {
   }
   const int64_t epochs = 2;
   for (int r = 0; r < repeats; ++r) {
-    tuned.push_back(noop_sweep(**one, trials, epochs, samples).wall);
+    sweep_timing s = noop_sweep(**one, trials, epochs, samples);
+    tuned.push_back(s.wall);
     by_hand_timing h = noop_by_hand(**one, trials, epochs, samples);
     by_hand.push_back(h.wall);
     epoch_ms.insert(epoch_ms.end(), h.epoch_ms.begin(), h.epoch_ms.end());
+    // Where the difference goes: before the first trial, between trials
+    // (gap against create), while trials run (epochs and shutdown).
+    first_up_ms.push_back(1000.0 * s.first_up);
+    sweep_gap_ms.push_back(bench::median(s.gaps));
+    hand_create_ms.push_back(bench::median(h.create_ms));
+    run_excess_ms.push_back(trials > 0 ? 1000.0 * (s.running - h.running) / trials : 0);
   }
   one->reset();
 
@@ -267,6 +283,11 @@ int main(int argc, char** argv) {
   row(what, format("%.2f / %.2f s", t, h), "");
   row("   sweep overhead", format("%+.1f %%", overhead),
       "goal <= 5%; Ray release test +14% (715 s vs 625 s)");
+  row("   per trial: gap vs trainer::create (medians)",
+      format("%.1f / %.1f ms", bench::median(sweep_gap_ms), bench::median(hand_create_ms)),
+      format("first trial ready after %.1f ms", bench::median(first_up_ms)));
+  row("   per trial: running (epochs + shutdown), tuner - by hand",
+      format("%+.2f ms", bench::median(run_excess_ms)), "");
   row("d. cost per trial: dtrain tuner (c's overhead / trials)", format("%.2f ms", per_trial_ms),
       "");
   if (optuna.skipped.empty()) {

@@ -31,7 +31,7 @@ epochs=$(sed -n 's/^ *max_length: *{ *epochs: *\([0-9]*\).*/\1/p' "$experiment")
 peer_args=(--trials "${trials:-16}" --jobs "${jobs:-2}" --epochs "${epochs:-15}"
            --grace "${grace:-1}" --rf "${rf:-3}" --seed "${seed:-0}")
 
-d_wall=- d_epochs=- d_best=- d_params=-
+d_wall=- d_epochs=- d_best=- d_params=- d_pruned=-
 if [ $run_dtrain = 1 ]; then
   echo "== dtrain tune experiments/fashion_mnist_asha.yaml --verbosity 1 (log: $logs/dtrain.log)"
   t0=$(now)
@@ -45,6 +45,7 @@ if [ $run_dtrain = 1 ]; then
   d_epochs=$(sed -n 's/^epochs run: \([0-9]*\) of.*/\1/p' "$logs/dtrain.log" | tail -n 1)
   d_best=$(sed -n 's/^best trial [^:]*: [a-z_]* \([0-9.]*\).*/\1/p' "$logs/dtrain.log" | tail -n 1)
   d_params=$(grep -A1 '^best trial' "$logs/dtrain.log" | tail -n 1 | sed 's/^ *//')
+  d_pruned=$(grep -c '^trial [^ ]* STOPPED after' "$logs/dtrain.log" || true)
 fi
 
 p_wall=- p_epochs=- p_best=- p_params=- p_pruned=-
@@ -56,7 +57,7 @@ if [ $run_peer = 1 ]; then
     tail -n 8 "$logs/optuna.log"
     p_wall=$(sed -n 's/^wall: \([0-9.]*\) s/\1/p' "$logs/optuna.log")
     p_epochs=$(sed -n 's/^epochs: \([0-9]*\) of.*/\1/p' "$logs/optuna.log")
-    p_pruned=$(sed -n 's/^pruned: //p' "$logs/optuna.log")
+    p_pruned=$(sed -n 's/^pruned: \([0-9]*\).*/\1/p' "$logs/optuna.log")
     p_best=$(sed -n 's/^best: validation_accuracy \([0-9.]*\).*/\1/p' "$logs/optuna.log")
     p_params=$(sed -n 's/^best: .*of trial [0-9]* //p' "$logs/optuna.log")
   else
@@ -68,8 +69,14 @@ echo
 printf '%-34s %14s %14s\n' "fashion_mnist_asha, ${trials:-16} trials" "dtrain tune" "optuna+torch"
 printf '%-34s %14s %14s\n' "wall time (s)" "${d_wall:--}" "${p_wall:--}"
 printf '%-34s %14s %14s\n' "epochs run (of $(( ${trials:-16} * ${epochs:-15} )))" "${d_epochs:--}" "${p_epochs:--}"
+printf '%-34s %14s %14s\n' "trials stopped early" "${d_pruned:--}" "${p_pruned:--}"
+per_epoch() { awk -v w="$1" -v e="$2" 'BEGIN { if (w + 0 > 0 && e + 0 > 0) printf "%.2f", w / e; else print "-" }'; }
+printf '%-34s %14s %14s\n' "wall per epoch run (s)" "$(per_epoch "$d_wall" "$d_epochs")" \
+  "$(per_epoch "$p_wall" "$p_epochs")"
 printf '%-34s %14s %14s\n' "best validation accuracy" "${d_best:--}" "${p_best:--}"
 echo "dtrain best: ${d_params:--}"
-echo "optuna best: ${p_params:--} (pruned ${p_pruned:--})"
+echo "optuna best: ${p_params:--}"
+echo "(the two draw different trials from the same space: epochs run and the best differ by draw;"
+echo " wall per epoch run compares the machinery)"
 ratio=$(awk -v a="$d_wall" -v b="$p_wall" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", b / a; else print "-" }')
 echo "summary: dtrain tune ${d_wall:--} s, ${d_epochs:--} epochs, best ${d_best:--}; optuna+torch ${p_wall:--} s, ${p_epochs:--} epochs, best ${p_best:--}; peer/dtrain wall ${ratio}"
