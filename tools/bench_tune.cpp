@@ -86,6 +86,7 @@ struct sweep_timing {
   std::vector<double> gaps;  // next started_at - previous ended_at, ms
   double first_up = 0;       // fit() called -> the first trial's group ready, s
   double running = 0;        // sum of ended_at - started_at (epochs and shutdown), s
+  double last_end = 0;       // the last trial's ended_at, s
 };
 
 // A FIFO sweep of noop trials, one at a time.
@@ -106,6 +107,7 @@ sweep_timing noop_sweep(cluster& c, int trials, int64_t epochs, int64_t samples)
   for (const auto& t : g->trials)
     out.running += t.ended_at - t.started_at;
   out.first_up = g->trials.empty() ? 0 : g->trials.front().started_at;
+  out.last_end = g->trials.empty() ? 0 : g->trials.back().ended_at;
   return out;
 }
 
@@ -230,8 +232,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", one.error().to_string().c_str());
     return 1;
   }
-  std::vector<double> gaps, create_ms, tuned, by_hand, epoch_ms, sweep_gap_ms, hand_create_ms,
-      run_excess_ms, first_up_ms;
+  std::vector<double> gaps, create_ms, tuned, by_hand, epoch_ms, overheads, launch_ms, run_ms,
+      tail_ms;
   for (int r = 0; r < repeats; ++r) {
     sweep_timing g = noop_sweep(**one, gap_trials, 1, gap_samples);
     gaps.insert(gaps.end(), g.gaps.begin(), g.gaps.end());
@@ -245,12 +247,20 @@ int main(int argc, char** argv) {
     by_hand_timing h = noop_by_hand(**one, trials, epochs, samples);
     by_hand.push_back(h.wall);
     epoch_ms.insert(epoch_ms.end(), h.epoch_ms.begin(), h.epoch_ms.end());
-    // Where the difference goes: before the first trial, between trials
-    // (gap against create), while trials run (epochs and shutdown).
-    first_up_ms.push_back(1000.0 * s.first_up);
-    sweep_gap_ms.push_back(bench::median(s.gaps));
-    hand_create_ms.push_back(bench::median(h.create_ms));
-    run_excess_ms.push_back(trials > 0 ? 1000.0 * (s.running - h.running) / trials : 0);
+    overheads.push_back(h.wall > 0 ? 100.0 * (s.wall - h.wall) / h.wall : 0);
+    // Where the difference goes, per trial (sums, so that the three add up
+    // to the wall-time difference): launching (the first trial's start and
+    // the gaps, less the creates by hand), running (epochs, reports and
+    // shutdown, less the same by hand), and fit() returning after the last.
+    double gap_sum = 0, create_sum = 0;
+    for (double g : s.gaps)
+      gap_sum += g;
+    for (double c : h.create_ms)
+      create_sum += c;
+    const double n = std::max(trials, 1);
+    launch_ms.push_back((1000.0 * s.first_up + gap_sum - create_sum) / n);
+    run_ms.push_back(1000.0 * (s.running - h.running) / n);
+    tail_ms.push_back(1000.0 * (s.wall - s.last_end) / n);
   }
   one->reset();
 
@@ -283,11 +293,16 @@ int main(int argc, char** argv) {
   row(what, format("%.2f / %.2f s", t, h), "");
   row("   sweep overhead", format("%+.1f %%", overhead),
       "goal <= 5%; Ray release test +14% (715 s vs 625 s)");
-  row("   per trial: gap vs trainer::create (medians)",
-      format("%.1f / %.1f ms", bench::median(sweep_gap_ms), bench::median(hand_create_ms)),
-      format("first trial ready after %.1f ms", bench::median(first_up_ms)));
-  row("   per trial: running (epochs + shutdown), tuner - by hand",
-      format("%+.2f ms", bench::median(run_excess_ms)), "");
+  std::string spread;
+  for (double o : overheads)
+    spread += format(" %+.1f%%", o);
+  row("   per repeat (noop epochs drift with the machine's load)", "", spread.substr(1));
+  row("   per trial, tuner - by hand: launching (gaps - creates)",
+      format("%+.2f ms", bench::median(launch_ms)), "");
+  row("   per trial, tuner - by hand: running (epochs, shutdown)",
+      format("%+.2f ms", bench::median(run_ms)), "");
+  row("   per trial: fit() returning after the last trial", format("%+.2f ms", bench::median(tail_ms)),
+      "");
   row("d. cost per trial: dtrain tuner (c's overhead / trials)", format("%.2f ms", per_trial_ms),
       "");
   if (optuna.skipped.empty()) {
