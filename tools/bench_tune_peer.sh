@@ -33,9 +33,11 @@ peer_args=(--trials "${trials:-16}" --jobs "${jobs:-2}" --epochs "${epochs:-15}"
 
 d_wall=- d_epochs=- d_best=- d_params=- d_pruned=-
 if [ $run_dtrain = 1 ]; then
-  echo "== dtrain tune experiments/fashion_mnist_asha.yaml --verbosity 1 (log: $logs/dtrain.log)"
+  # Slots for max_concurrent_trials trials of one replica, as the peer's n_jobs.
+  echo "== dtrain tune experiments/fashion_mnist_asha.yaml --verbosity 1 --local-slots ${jobs:-2}" \
+       "(log: $logs/dtrain.log)"
   t0=$(now)
-  "$bin/dtrain" tune "$experiment" --verbosity 1 \
+  "$bin/dtrain" tune "$experiment" --verbosity 1 --local-slots "${jobs:-2}" \
     > "$logs/dtrain.log" 2>&1 || echo "dtrain tune exited with $?" >&2
   t1=$(now)
   tail -n 30 "$logs/dtrain.log"
