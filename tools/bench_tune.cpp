@@ -190,7 +190,7 @@ std::string format(const char* f, double a, double b = 0) {
 int main(int argc, char** argv) {
   CLI::App app{"dtrain-bench-tune: the tuner's own cost, against Ray Tune's and Optuna's"};
   int trials = 200, repeats = 3, gap_trials = 20, ingest_trials = 64, optuna_trials = 500;
-  int64_t samples = 400000, gap_samples = 1000, ingest_epochs = 2000;
+  int64_t samples = 350000, gap_samples = 1000, ingest_epochs = 2000;
   bool quick = false;
   app.add_option("--trials", trials, "noop trials in the overhead sweep (c)")->capture_default_str();
   app.add_option("--samples", samples, "noop samples per epoch in (c)")->capture_default_str();
