@@ -242,6 +242,10 @@ BOOST_AUTO_TEST_CASE(the_shipped_asha_sweep_runs_at_most_40_percent_of_the_fifo_
   std::string log = dtrain::testing::read_file(dir.file("tune.log"));
   BOOST_TEST_MESSAGE(log);
   BOOST_REQUIRE(code == 0);
+  // Two trials at a time: the second starts before the first ends.
+  size_t first_end = log.find(" after ");
+  size_t second_start = log.find("trial 00001 PENDING");
+  BOOST_TEST((second_start != std::string::npos && second_start < first_end));
   std::smatch m;
   BOOST_REQUIRE(std::regex_search(log, m, std::regex("epochs run: (\\d+) of the (\\d+)")));
   long run = std::stol(m[1]), full = std::stol(m[2]);

@@ -53,17 +53,22 @@ blas_share::blas_share() {
   static std::atomic<uint64_t> counter{0};
   std::error_code ec;
   fs::path dir = registry();
-  fs::create_directories(dir, ec);
   fs::path entry = dir / (std::to_string(getpid()) + "." + std::to_string(counter++));
-  std::ofstream(entry.string()) << getpid() << "\n";
-  if (fs::exists(entry, ec))
-    entry_ = entry.string();
+  // Twice: the last replica of another process may remove the directory
+  // between our create_directories and our file.
+  for (int attempt = 0; attempt < 2 && entry_.empty(); ++attempt) {
+    fs::create_directories(dir, ec);
+    std::ofstream(entry.string()) << getpid() << "\n";
+    if (fs::exists(entry, ec))
+      entry_ = entry.string();
+  }
 }
 
 blas_share::~blas_share() {
   if (!entry_.empty()) {
     std::error_code ec;
     fs::remove(entry_, ec);
+    fs::remove(fs::path(entry_).parent_path(), ec);  // only when it is empty: the last one out
   }
 }
 
