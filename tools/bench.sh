@@ -6,6 +6,8 @@
 #   tools/bench.sh trainer    data-parallel trainer, no-op step, startup
 #   tools/bench.sh checkpoint 1 GiB save/restore against the raw disk
 #   tools/bench.sh tune       the tuner's own cost, Optuna's per trial for reference
+#   tools/bench.sh tune-peer  the Fashion-MNIST ASHA sweep: dtrain tune against Optuna +
+#                             PyTorch on the same space (10+ minutes)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${DTRAIN_BUILD_DIR:-$root/build}/bin
@@ -18,6 +20,7 @@ case "$what" in
   trainer) "$bin/dtrain-bench-trainer" "$@" ;;
   checkpoint) "$bin/dtrain-bench-checkpoint" "$@" ;;
   tune) "$bin/dtrain-bench-tune" "$@" ;;
+  tune-peer) "$root/tools/bench_tune_peer.sh" "$@" ;;
   all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-allreduce"; "$bin/dtrain-bench-trainer" ;;
-  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, checkpoint, tune, all)" >&2; exit 2 ;;
+  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, checkpoint, tune, tune-peer, all)" >&2; exit 2 ;;
 esac
