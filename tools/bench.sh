@@ -7,7 +7,7 @@
 #   tools/bench.sh checkpoint 1 GiB save/restore against the raw disk
 #   tools/bench.sh tune       the tuner's own cost, Optuna's per trial for reference
 #   tools/bench.sh tune-peer  the Fashion-MNIST ASHA sweep: dtrain tune against Optuna +
-#                             PyTorch on the same space (10+ minutes)
+#                             PyTorch on the same space (about 4 minutes here)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${DTRAIN_BUILD_DIR:-$root/build}/bin

@@ -3,7 +3,7 @@
 #   1. dtrain tune experiments/fashion_mnist_asha.yaml --verbosity 1 (timed)
 #   2. the same sweep with Optuna 3.1 + PyTorch 1.13 (tools/peer/optuna_torch_sweep.py)
 # then a side-by-side table: wall time, epochs run, best validation accuracy.
-# Takes 10+ minutes on 2 cores. Logs go to $DTRAIN_BENCH_LOGS (default a temp dir).
+# Takes about 4 minutes on 2 cores (each side about 2). Logs go to $DTRAIN_BENCH_LOGS (default a temp dir).
 #   tools/bench_tune_peer.sh [--skip-dtrain] [--skip-peer]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
