@@ -6,7 +6,9 @@
 #include <cmath>
 #include <ctime>
 #include <future>
+#include <functional>
 #include <limits>
+#include <mutex>
 #include <unordered_map>
 
 #include "dtrain/actors/errors.hpp"
@@ -31,14 +33,32 @@ struct sweep {
   trial_launcher launch;
   std::string experiment_dir;
   int limit = 1;  // trials at once
-  std::promise<tune::result_grid> done;
+  std::promise<result<tune::result_grid>> done;
   std::atomic<bool> delivered{false};
+  // The live trials' interrupts, outside the actor's state: when the actor
+  // ends abnormally (its state already gone) they still stop the trials.
+  std::mutex interrupts_mutex;
+  std::unordered_map<std::string, std::function<void()>> interrupts;
 
   // fit() waits on `done`: it is set exactly once, also when the actor
-  // ends some other way (the actor system going down).
-  void deliver(tune::result_grid grid) {
+  // ends some other way (an exception in a searcher or scheduler, the
+  // actor system going down), then with that error.
+  void deliver(result<tune::result_grid> grid) {
     if (!delivered.exchange(true))
       done.set_value(std::move(grid));
+  }
+  void track(const std::string& id, std::function<void()> interrupt) {
+    std::lock_guard<std::mutex> lock(interrupts_mutex);
+    if (interrupt)
+      interrupts[id] = std::move(interrupt);
+    else
+      interrupts.erase(id);
+  }
+  void interrupt_all() {
+    std::lock_guard<std::mutex> lock(interrupts_mutex);
+    for (auto& [id, interrupt] : interrupts)
+      interrupt();
+    interrupts.clear();
   }
 };
 
@@ -154,6 +174,7 @@ void fill(tuner_pointer self) {
     t.handle = s.sw->launch(self->system(), caf::actor_cast<caf::actor>(self), launch);
     t.since = clock_type::now();
     self->monitor(t.handle.runner);
+    s.sw->track(id, t.handle.interrupt);
     s.live.emplace(id, std::move(t));
     s.table->event(1, "trial " + id + " PENDING: " + tune::describe(next.configuration));
   }
@@ -229,7 +250,11 @@ void on_end(tuner_pointer self, const std::string& id, int32_t restarts, const s
   r.ended_at = s.elapsed();
   r.seconds = std::chrono::duration<double>(clock_type::now() - lt->second.since).count();
   bool decided = lt->second.decided;
+  // Told "no more epochs" because the sweep was ending (Ctrl-C, a stopper,
+  // too many failures) while between epochs: cut short, not completed.
+  interrupted = interrupted || (lt->second.interrupted && r.epochs() < s.sw->config.max_epochs);
   self->demonitor(lt->second.handle.runner);
+  s.sw->track(id, nullptr);
   s.live.erase(lt);
   if (!error.empty()) {
     r.status = tune::trial_status::error;
@@ -282,10 +307,11 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
       }
   });
   self->attach_functor([sw](const caf::error& reason) {
-    tune::result_grid grid;
-    grid.metric = sw->config.metric;
-    grid.stop_reason = "the tuner actor ended: " + caf::to_string(reason);
-    sw->deliver(std::move(grid));
+    if (sw->delivered.load())
+      return;
+    sw->interrupt_all();
+    sw->deliver(status(error_code::internal,
+                       "the tuner actor ended before the sweep did: " + caf::to_string(reason)));
   });
   self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
   return {
@@ -420,9 +446,10 @@ result<tune::result_grid> tuner::fit() {
     else
       caf::anon_send(actor_, caf::ok_atom::value);
   }
-  tune::result_grid grid = done.get();
+  result<tune::result_grid> grid = done.get();
   std::lock_guard<std::mutex> lock(actor_mutex_);
   actor_ = nullptr;
+  stop_reason_.clear();  // a stop() that came after the sweep ended is for no one
   return grid;
 }
 
