@@ -1,7 +1,6 @@
 // `dtrain status`, `dtrain train` and `dtrain tune`: driver-side commands.
 #include "commands.hpp"
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <thread>
@@ -104,26 +103,11 @@ int run_train(const train_options& o) {
   }
   // Ctrl-C / SIGTERM: the replicas stop at their next check, checkpoint,
   // and this process exits cleanly; a second signal kills it.
-  install_signal_handlers();
-  std::atomic<bool> finished{false};
-  std::thread watcher([&] {
-    while (!finished.load() && !stop_requested())
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (!finished.load()) {
-      std::printf("stopping: asking the replicas to checkpoint and stop\n");
-      std::fflush(stdout);
-      (void)(*t)->preempt();
-      restore_default_signals();
-    }
+  signal_watch watch([&] {
+    std::printf("stopping: asking the replicas to checkpoint and stop\n");
+    std::fflush(stdout);
+    (void)(*t)->preempt();
   });
-  struct joiner {
-    std::atomic<bool>& done;
-    std::thread& thread;
-    ~joiner() {
-      done.store(true);
-      thread.join();
-    }
-  } join_watcher{finished, watcher};
   metrics_msg last_validation;
   int64_t done = 0;
   if (!tc.checkpoint_dir.empty()) {  // where a restored group stands
@@ -195,24 +179,7 @@ int run_tune(const tune_options& o) {
   tc.verbosity = o.verbosity;
   tc.redraw = isatty(fileno(stdout)) != 0;
   tuner sweep(**c, trainer_config_from(*e), e->space, tc);
-  install_signal_handlers();
-  std::atomic<bool> finished{false};
-  std::thread watcher([&] {
-    while (!finished.load() && !stop_requested())
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (!finished.load()) {
-      sweep.stop("interrupted by a signal");
-      restore_default_signals();
-    }
-  });
-  struct joiner {
-    std::atomic<bool>& done;
-    std::thread& thread;
-    ~joiner() {
-      done.store(true);
-      thread.join();
-    }
-  } join_watcher{finished, watcher};
+  signal_watch watch([&] { sweep.stop("interrupted by a signal"); });
   auto grid = sweep.fit();
   if (!grid)
     return fail(grid.error());

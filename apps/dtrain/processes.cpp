@@ -193,4 +193,21 @@ void restore_default_signals() {
   signal(SIGTERM, SIG_DFL);
 }
 
+signal_watch::signal_watch(std::function<void()> on_signal) {
+  install_signal_handlers();
+  thread_ = std::thread([this, on_signal = std::move(on_signal)] {
+    while (!finished_.load() && !stop_requested())
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!finished_.load()) {
+      on_signal();
+      restore_default_signals();
+    }
+  });
+}
+
+signal_watch::~signal_watch() {
+  finished_.store(true);
+  thread_.join();
+}
+
 } // namespace dtrain::cli

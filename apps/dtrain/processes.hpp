@@ -1,6 +1,9 @@
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dtrain/core/status.hpp"
@@ -35,5 +38,22 @@ void install_signal_handlers();
 bool stop_requested();
 /// Back to the default actions (a second Ctrl-C then ends the process).
 void restore_default_signals();
+
+/// While it lives: installs the handlers and, when SIGINT or SIGTERM
+/// arrives, runs `on_signal` once on a thread of its own, then restores
+/// the default actions (so a second signal ends the process). The
+/// destructor stops watching and joins that thread (it waits for a running
+/// `on_signal` to return).
+class signal_watch {
+public:
+  explicit signal_watch(std::function<void()> on_signal);
+  ~signal_watch();
+  signal_watch(const signal_watch&) = delete;
+  signal_watch& operator=(const signal_watch&) = delete;
+
+private:
+  std::atomic<bool> finished_{false};
+  std::thread thread_;
+};
 
 } // namespace dtrain::cli

@@ -216,23 +216,21 @@ bool on_report(tuner_pointer self, const std::string& id, int64_t epoch,
   char line[256];
   std::snprintf(line, sizeof line, "trial %s epoch %lld: %s %.4f", id.c_str(),
                 static_cast<long long>(epoch), s.sw->config.metric.c_str(), value);
-  if (d == tune::decision::stop) {
-    r.status = tune::trial_status::stopped;
+  // The trial ends here: the scheduler stopped it, or a stopper says it is done.
+  auto end_here = [&](tune::trial_status status, tune::trial_end how, const char* label) {
+    r.status = status;
     lt->second.decided = true;
-    s.sw->scheduler->on_end(id, tune::trial_end::stopped);
-    s.sw->searcher->on_end(id, tune::trial_end::stopped);
-    s.table->event(2, std::string(line) + " -> STOPPED by the scheduler");
+    s.sw->scheduler->on_end(id, how);
+    s.sw->searcher->on_end(id, how);
+    s.table->event(2, std::string(line) + label);
     go_on = false;
-  } else if (trial_done) {
-    r.status = tune::trial_status::terminated;
-    lt->second.decided = true;
-    s.sw->scheduler->on_end(id, tune::trial_end::completed);
-    s.sw->searcher->on_end(id, tune::trial_end::completed);
-    s.table->event(2, std::string(line) + " -> TERMINATED");
-    go_on = false;
-  } else {
+  };
+  if (d == tune::decision::stop)
+    end_here(tune::trial_status::stopped, tune::trial_end::stopped, " -> STOPPED by the scheduler");
+  else if (trial_done)
+    end_here(tune::trial_status::terminated, tune::trial_end::completed, " -> TERMINATED");
+  else
     s.table->event(2, line);
-  }
   if (!sweep_reason.empty())
     finish(self, sweep_reason);
   redraw(s);
