@@ -45,7 +45,8 @@ double nan_percentile(std::vector<double> values, double q) {
   return gamma >= 0.5 ? b - diff * (1 - gamma) : a + diff * gamma;
 }
 
-result<std::unique_ptr<scheduler>> make_scheduler(const sweep_config& c) {
+result<std::unique_ptr<scheduler>> make_scheduler(const sweep_config& c, const space& s) {
+  (void)s;  // pbt uses it
   if (c.scheduler == "fifo")
     return make_fifo();
   if (c.scheduler == "asha") {

@@ -10,7 +10,21 @@
 
 namespace dtrain::tune {
 
-enum class decision { go_on, stop };
+enum class decision {
+  go_on,
+  stop,
+  /// Population schedulers (PBT): the trial ends this run and continues
+  /// from another trial's checkpoint with new hyperparameters; exploit()
+  /// says which and what.
+  exploit,
+};
+
+/// A PBT exploit: continue from `source`'s newest checkpoint with
+/// `configuration` (the source's hyperparameters, explored).
+struct exploit_plan {
+  std::string source;
+  config configuration;
+};
 
 /// Decides after every report whether a trial goes on (Ray's
 /// TrialScheduler, Optuna's pruner). Called from one thread, in the order
@@ -23,6 +37,28 @@ public:
   virtual decision on_result(const std::string& trial, int64_t epoch, double value) = 0;
   /// The trial ended (completed, stopped by this scheduler, or failed).
   virtual void on_end(const std::string& trial, trial_end how) = 0;
+  /// A trial was created with configuration `c` (before any of its
+  /// reports). Population schedulers keep it to explore from.
+  virtual void on_add(const std::string& trial, const config& c) { (void)trial; (void)c; }
+  /// A valid checkpoint of `trial` at `epoch` exists now (the tuner calls
+  /// it before the on_result of that epoch's report). Only trials with one
+  /// may be exploit sources.
+  virtual void on_checkpoint(const std::string& trial, int64_t epoch) { (void)trial; (void)epoch; }
+  /// After on_result returned decision::exploit for `trial`: whom it copies
+  /// and its new configuration. The tuner then ends the trial's run, copies
+  /// the source's checkpoint into the trial's directory and starts it again
+  /// from there; on success it calls on_exploited (the trial's config is
+  /// `configuration` from then on), on failure (the source's checkpoint was
+  /// gone or invalid) on_exploit_failed, and the trial goes on unchanged.
+  virtual exploit_plan exploit(const std::string& trial) {
+    (void)trial;
+    return {};
+  }
+  virtual void on_exploited(const std::string& trial, const exploit_plan& plan) {
+    (void)trial;
+    (void)plan;
+  }
+  virtual void on_exploit_failed(const std::string& trial) { (void)trial; }
   /// One line for people, e.g. "ASHA (top-k rule): rungs at epochs 1, 4;
   /// reduction factor 4".
   virtual std::string describe() const = 0;

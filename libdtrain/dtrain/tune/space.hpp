@@ -24,6 +24,16 @@ using config = std::map<std::string, value>;
 /// The configuration as the operator's text map (train::hyperparameters).
 std::map<std::string, std::string> to_strings(const config& c);
 
+/// A configuration as a JSON object that keeps each value's type (the
+/// experiment store's hyperparameters): integers as JSON integers, doubles
+/// always with a '.' or an exponent (1.0, not 1) and non-finite ones as
+/// NaN / Infinity / -Infinity (as Python's json module writes them),
+/// strings escaped, booleans as true/false. Keys in name order.
+std::string to_json(const config& c);
+/// The inverse of to_json: config_from_json(to_json(c)) == c, doubles to
+/// the bit. Errors (corrupt_data) name the offset and what was expected.
+result<config> config_from_json(const std::string& text);
+
 /// How one hyperparameter is drawn: Ray's Domain, Determined's typed
 /// hyperparameter. Build one with the functions below; `space::validate`
 /// checks it. A plain value.

@@ -411,7 +411,7 @@ result<tune::result_grid> tuner::fit() {
   if (!searcher_)
     searcher_ = tune::make_searcher(space_, config_);
   if (!scheduler_) {
-    DTRAIN_ASSIGN_OR_RETURN(scheduler_, tune::make_scheduler(config_));
+    DTRAIN_ASSIGN_OR_RETURN(scheduler_, tune::make_scheduler(config_, space_));
   }
   sw->searcher = std::move(searcher_);
   sw->scheduler = std::move(scheduler_);

@@ -1,0 +1,37 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "dtrain/tune/search.hpp"
+#include "dtrain/tune/space.hpp"
+
+namespace dtrain::tune {
+
+/// Tree-structured Parzen estimator (Bergstra et al. 2011), Optuna 3.1's
+/// TPESampler in its default, independent (univariate) form: the first
+/// startup_trials configurations are random draws; after that, the ended
+/// trials are split by their value into the best gamma(n) =
+/// min(ceil(0.1 n), 25) ("good") and the rest, a Parzen estimator is fitted
+/// to each per hyperparameter (truncated Gaussians for numbers, in log
+/// space for log ranges, with Optuna's bandwidths and prior; weighted
+/// categories for choices), ei_candidates draws from the good one are
+/// scored by log l(x) - log g(x), and the best is suggested.
+///
+/// A trial's value is its last report's metric (a stopped trial's too);
+/// NaN or failed trials count as the worst. Grid dimensions are treated as
+/// choices. Suggests `num_samples` trials in all, then finished; never
+/// waits. Deterministic given the seed and the order of calls.
+struct tpe_options {
+  std::string metric = "validation_accuracy";
+  mode direction = mode::max;
+  int64_t num_samples = 20;
+  int64_t startup_trials = 10;
+  int64_t ei_candidates = 24;
+  uint64_t seed = 0;
+};
+
+/// Precondition: `s.validate()` passed.
+std::unique_ptr<searcher> make_tpe(const space& s, const tpe_options& o);
+
+} // namespace dtrain::tune
