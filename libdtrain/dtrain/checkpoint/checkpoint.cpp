@@ -294,4 +294,23 @@ status apply_retention(codec& c, const std::string& root, int keep_last,
   return outcome;
 }
 
+std::map<int64_t, std::string> checkpoint_dirs(const std::string& root) {
+  std::map<int64_t, std::string> out;
+  std::map<int64_t, int64_t> sequence;
+  std::error_code ec;
+  if (root.empty() || !std::filesystem::is_directory(root, ec))
+    return out;
+  for (const auto& entry : std::filesystem::directory_iterator(root, ec)) {
+    auto id = parse_checkpoint_name(entry.path().filename().string());
+    if (!id || !std::filesystem::exists(entry.path() / "manifest.capnp", ec))
+      continue;
+    auto seen = sequence.find(id->epoch);
+    if (seen == sequence.end() || seen->second < id->sequence) {
+      sequence[id->epoch] = id->sequence;
+      out[id->epoch] = entry.path().string();
+    }
+  }
+  return out;
+}
+
 } // namespace dtrain::checkpoint

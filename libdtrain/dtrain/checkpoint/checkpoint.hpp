@@ -116,6 +116,13 @@ struct checkpoint_id {
 /// temporary directory of a save among them).
 std::optional<checkpoint_id> parse_checkpoint_name(const std::string& name);
 
+/// The checkpoint directories under `root` by epoch (an epoch's newest
+/// save), those whose manifest file (the Cap'n Proto codec's
+/// manifest.capnp) exists: a cheap listing (no
+/// verification) for watching a run's checkpoints come and go. Empty when
+/// `root` is missing.
+std::map<int64_t, std::string> checkpoint_dirs(const std::string& root);
+
 /// A save in progress: every rank writes into `temp`; publish() turns it
 /// into `dir`. Before that, `dir` does not exist and every checkpoint
 /// already under the root stays as it was, so that a save killed at any

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "dtrain/core/status.hpp"
 #include "dtrain/tune/space.hpp"
@@ -114,5 +115,23 @@ result<experiment> parse_experiment(const std::string& yaml_text,
 /// out; `parse_experiment` reads it back to an equal experiment (a list
 /// hyperparameter is written as a list and comes back joined again).
 std::string to_yaml(const experiment& exp);
+
+} // namespace dtrain::config
+
+namespace dtrain::config {
+
+/// 16 hex digits of a stable 64-bit hash (FNV-1a) of an experiment's
+/// canonical YAML (to_yaml): equal experiments, equal hashes, on every
+/// machine and run. The store keeps it to tell a resumed experiment whose
+/// file changed.
+std::string config_hash(const std::string& canonical_yaml);
+
+/// Where two experiments differ, as "key.path: before -> after" in key
+/// order ("optimizer.lr: 0.001 -> 0.5", "searcher.max_trials: (none) -> 8"),
+/// comparing the two canonical YAML texts key by key (lists by index).
+/// Empty when they are the same; a text that does not parse is one entry
+/// saying so.
+std::vector<std::string> config_differences(const std::string& before_yaml,
+                                            const std::string& after_yaml);
 
 } // namespace dtrain::config

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <deque>
+#include <filesystem>
 #include <future>
 #include <functional>
 #include <limits>
@@ -12,7 +14,9 @@
 #include <unordered_map>
 
 #include "dtrain/actors/errors.hpp"
+#include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/core/check.hpp"
+#include "dtrain/tune/journal.hpp"
 #include "dtrain/tune/table.hpp"
 
 namespace dtrain::actors {
@@ -32,6 +36,8 @@ struct sweep {
   std::vector<std::unique_ptr<tune::stopper>> stoppers;
   trial_launcher launch;
   std::string experiment_dir;
+  std::unique_ptr<tune::journal> journal;  // null without a store
+  tune::replayed_sweep resumed;            // what a resume starts from
   int limit = 1;  // trials at once
   std::promise<result<tune::result_grid>> done;
   std::atomic<bool> delivered{false};
@@ -79,8 +85,11 @@ struct tuner_state {
   bool searcher_done = false;
   bool finishing = false;
   std::string stop_reason;
+  bool interrupted_by_user = false;  // stop(): the experiment is interrupted, not completed
   int failed = 0;
   int64_t next_id = 0;
+  std::deque<std::string> resume_queue;  // unfinished trials of a resumed sweep
+  std::map<std::string, std::map<int64_t, std::string>> checkpoints;  // trial -> epoch -> dir
 
   double elapsed() const { return std::chrono::duration<double>(clock_type::now() - start).count(); }
   tune::trial_record& record(const std::string& id) { return trials[index.at(id)]; }
@@ -123,6 +132,32 @@ void finish(tuner_pointer self, const std::string& reason) {
     }
 }
 
+// The experiment's row says how the sweep ended: completed (out of
+// trials, or a stopper ended it), interrupted (stop(): a resume continues
+// it) or failed (too many failed trials).
+void record_outcome(tuner_state& s) {
+  auto& sw = *s.sw;
+  if (!sw.journal)
+    return;
+  auto& store = *sw.config.store;
+  auto row = store.experiment(sw.config.experiment_id);
+  if (row) {
+    const int most = sw.config.max_failed_trials;
+    row->state = s.interrupted_by_user ? "interrupted"
+                 : (most >= 0 && s.failed > most) ? "failed"
+                                                   : "completed";
+    row->message = s.stop_reason;
+    row->updated_at = row->ended_at =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    row->owner.clear();
+    (void)store.update_experiment(*row);
+  }
+  status flushed = row ? sw.journal->flush() : row.error();
+  if (!flushed)
+    std::fprintf(stderr, "dtrain: recording the sweep in %s: %s\n", store.where().c_str(),
+                 flushed.to_string().c_str());
+}
+
 void complete(tuner_pointer self) {
   auto& s = self->state;
   tune::result_grid grid;
@@ -132,13 +167,61 @@ void complete(tuner_pointer self) {
   grid.stop_reason = s.stop_reason;
   redraw(s, true);
   s.table->summary(grid, s.elapsed());
+  record_outcome(s);
   s.sw->deliver(std::move(grid));
   self->quit();
 }
 
-// Starts trials while the searcher has some and the limit allows.
+// Starts the runner of trial `id` (its record exists), from `restore_from`
+// when not empty.
+void launch_trial(tuner_pointer self, const std::string& id, const std::string& restore_from) {
+  auto& s = self->state;
+  tune::trial_record& r = s.record(id);
+  trial_launch launch;
+  launch.id = id;
+  launch.config = s.sw->trial_template;
+  launch.config.name = s.sw->config.experiment + "-" + id;
+  for (auto& [k, v] : tune::to_strings(r.configuration))
+    launch.config.config[k] = v;
+  launch.config.checkpoint_dir = r.checkpoint_dir;
+  launch.restore_from = restore_from;
+  launch.max_epochs = s.sw->config.max_epochs;
+  live_trial t;
+  t.handle = s.sw->launch(self->system(), caf::actor_cast<caf::actor>(self), launch);
+  t.since = clock_type::now();
+  self->monitor(t.handle.runner);
+  s.sw->track(id, t.handle.interrupt);
+  s.live.emplace(id, std::move(t));
+}
+
+// Where an unfinished trial of a resumed sweep starts again: its newest
+// checkpoint no newer than its last stored report (a checkpoint whose
+// report was lost with the driver is trained again, so the scheduler hears
+// that epoch), or "" to start over.
+std::string resume_point(tuner_state& s, const tune::trial_record& r) {
+  auto on_disk = checkpoint::checkpoint_dirs(r.checkpoint_dir);
+  s.checkpoints[r.id] = on_disk;
+  for (auto it = on_disk.rbegin(); it != on_disk.rend(); ++it)
+    if (it->first <= r.epochs())
+      return it->second;
+  return "";
+}
+
+// Starts trials while the limit allows: first the unfinished trials of a
+// resumed sweep, then new ones while the searcher has some.
 void fill(tuner_pointer self) {
   auto& s = self->state;
+  while (!s.finishing && !s.resume_queue.empty() && static_cast<int>(s.live.size()) < s.sw->limit) {
+    const std::string id = s.resume_queue.front();
+    s.resume_queue.pop_front();
+    tune::trial_record& r = s.record(id);
+    const std::string from = resume_point(s, r);
+    r.status = tune::trial_status::pending;
+    r.interrupted = false;
+    launch_trial(self, id, from);
+    s.table->event(1, "trial " + id + " resumed " +
+                          (from.empty() ? std::string("from its first epoch") : "from " + from));
+  }
   while (!s.finishing && !s.searcher_done && static_cast<int>(s.live.size()) < s.sw->limit) {
     std::string id = trial_id(s.next_id);
     tune::suggestion next = s.sw->searcher->suggest(id);
@@ -152,30 +235,25 @@ void fill(tuner_pointer self) {
     tune::trial_record r;
     r.id = id;
     r.configuration = next.configuration;
-    trial_launch launch;
-    launch.id = id;
-    launch.config = s.sw->trial_template;
-    launch.config.name = s.sw->config.experiment + "-" + id;
-    for (auto& [k, v] : tune::to_strings(next.configuration))
-      launch.config.config[k] = v;
-    if (!s.sw->experiment_dir.empty())
-      r.checkpoint_dir = launch.config.checkpoint_dir = s.sw->experiment_dir + "/" + id;
-    else
-      launch.config.checkpoint_dir.clear();
+    if (!s.sw->experiment_dir.empty()) {
+      r.checkpoint_dir = s.sw->experiment_dir + "/" + id;
+      // A directory of this id can only be left by a run whose record of
+      // the trial was lost with its driver: not this trial's state.
+      std::error_code ec;
+      std::filesystem::remove_all(r.checkpoint_dir, ec);
+    }
+    std::string restore_from;
     if (!next.restore_from.empty()) {
       auto it = s.index.find(next.restore_from);
       if (it != s.index.end() && !s.trials[it->second].checkpoint_dir.empty())
-        launch.restore_from = s.trials[it->second].checkpoint_dir;
+        restore_from = s.trials[it->second].checkpoint_dir;
     }
-    launch.max_epochs = s.sw->config.max_epochs;
     s.index[id] = s.trials.size();
     s.trials.push_back(std::move(r));
-    live_trial t;
-    t.handle = s.sw->launch(self->system(), caf::actor_cast<caf::actor>(self), launch);
-    t.since = clock_type::now();
-    self->monitor(t.handle.runner);
-    s.sw->track(id, t.handle.interrupt);
-    s.live.emplace(id, std::move(t));
+    s.sw->scheduler->on_add(id, next.configuration);
+    if (s.sw->journal)
+      s.sw->journal->created(s.record(id));
+    launch_trial(self, id, restore_from);
     s.table->event(1, "trial " + id + " PENDING: " + tune::describe(next.configuration));
   }
   if (s.live.empty()) {
@@ -187,8 +265,23 @@ void fill(tuner_pointer self) {
   redraw(s);
 }
 
+// The checkpoints of trial `r` on disk now, told to the journal (new ones,
+// and those retention removed); the epoch of the report's checkpoint when
+// there is one (0 otherwise).
+int64_t note_checkpoints(tuner_state& s, const tune::trial_record& r, int64_t epoch) {
+  if (r.checkpoint_dir.empty())
+    return 0;
+  auto now = checkpoint::checkpoint_dirs(r.checkpoint_dir);
+  auto& before = s.checkpoints[r.id];
+  if (s.sw->journal)
+    s.sw->journal->checkpoints_changed(r, before, now);
+  before = now;
+  return now.count(epoch) != 0 ? epoch : 0;
+}
+
 // One report: record it, let the searcher hear it, ask the stoppers and the
-// scheduler. The answer tells the runner whether to train another epoch.
+// scheduler (tune::judge, as a resume replays it). The answer tells the
+// runner whether to train another epoch.
 bool on_report(tuner_pointer self, const std::string& id, int64_t epoch,
                std::map<std::string, double>& metrics) {
   auto& s = self->state;
@@ -199,40 +292,32 @@ bool on_report(tuner_pointer self, const std::string& id, int64_t epoch,
   r.status = tune::trial_status::running;
   tune::report rep{id, epoch, std::move(metrics)};
   r.history.push_back(rep);
-  s.sw->searcher->on_result(rep);
+  const int64_t checkpoint_epoch = note_checkpoints(s, r, epoch);
+  if (s.sw->journal)
+    s.sw->journal->reported(r, rep);
+  tune::verdict v = tune::judge(*s.sw->searcher, *s.sw->scheduler, s.sw->stoppers, s.sw->config,
+                                rep, checkpoint_epoch, s.elapsed());
   auto it = rep.metrics.find(s.sw->config.metric);
   double value = it == rep.metrics.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
-  bool trial_done = false;
-  for (auto& st : s.sw->stoppers)
-    trial_done = st->trial_done(rep) || trial_done;
-  // The scheduler sees every report, the last epoch's too (as Optuna's
-  // pruner does), so its rungs hold the same values Optuna's would.
-  tune::decision d = s.sw->scheduler->on_result(id, epoch, value);
-  std::string sweep_reason;
-  for (auto& st : s.sw->stoppers)
-    if (st->sweep_done(&rep, s.elapsed()) && sweep_reason.empty())
-      sweep_reason = st->describe();
   bool go_on = !lt->second.interrupted && !s.finishing;
   char line[256];
   std::snprintf(line, sizeof line, "trial %s epoch %lld: %s %.4f", id.c_str(),
                 static_cast<long long>(epoch), s.sw->config.metric.c_str(), value);
-  // The trial ends here: the scheduler stopped it, or a stopper says it is done.
-  auto end_here = [&](tune::trial_status status, tune::trial_end how, const char* label) {
-    r.status = status;
+  if (v.ended) {
+    r.status = v.status;
     lt->second.decided = true;
-    s.sw->scheduler->on_end(id, how);
-    s.sw->searcher->on_end(id, how);
-    s.table->event(2, std::string(line) + label);
+    if (s.sw->journal)
+      s.sw->journal->ended(r, v.status == tune::trial_status::stopped ? tune::trial_end::stopped
+                                                                      : tune::trial_end::completed);
+    s.table->event(2, std::string(line) + (v.status == tune::trial_status::stopped
+                                               ? " -> STOPPED by the scheduler"
+                                               : " -> TERMINATED"));
     go_on = false;
-  };
-  if (d == tune::decision::stop)
-    end_here(tune::trial_status::stopped, tune::trial_end::stopped, " -> STOPPED by the scheduler");
-  else if (trial_done)
-    end_here(tune::trial_status::terminated, tune::trial_end::completed, " -> TERMINATED");
-  else
+  } else {
     s.table->event(2, line);
-  if (!sweep_reason.empty())
-    finish(self, sweep_reason);
+  }
+  if (!v.sweep_done.empty())
+    finish(self, v.sweep_done);
   redraw(s);
   return go_on;
 }
@@ -261,6 +346,12 @@ void on_end(tuner_pointer self, const std::string& id, int32_t restarts, const s
       s.sw->scheduler->on_end(id, tune::trial_end::failed);
       s.sw->searcher->on_end(id, tune::trial_end::failed);
     }
+    if (s.sw->journal) {
+      if (decided)
+        s.sw->journal->updated(r);
+      else
+        s.sw->journal->ended(r, tune::trial_end::failed);
+    }
     ++s.failed;
     s.table->event(1, "trial " + id + " ERROR: " + error);
     int most = s.sw->config.max_failed_trials;
@@ -273,12 +364,18 @@ void on_end(tuner_pointer self, const std::string& id, int32_t restarts, const s
     r.status = interrupted ? tune::trial_status::stopped : tune::trial_status::terminated;
     if (interrupted) {
       r.interrupted = true;
+      if (s.sw->journal)
+        s.sw->journal->updated(r);  // not ended: a resume continues it
     } else {
       s.sw->scheduler->on_end(id, tune::trial_end::completed);
       s.sw->searcher->on_end(id, tune::trial_end::completed);
+      if (s.sw->journal)
+        s.sw->journal->ended(r, tune::trial_end::completed);
     }
     s.table->event(1, "trial " + id + (interrupted ? " interrupted" : " TERMINATED"));
   } else {
+    if (s.sw->journal)
+      s.sw->journal->updated(r);
     s.table->event(1, "trial " + id + " " + tune::to_string(r.status) + " after " +
                           std::to_string(r.epochs()) + " epochs");
   }
@@ -294,6 +391,19 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
   o.verbosity = sw->config.verbosity;
   s.table = std::make_unique<tune::trial_table>(o, sw->varying, sw->config.metric,
                                                 sw->config.direction);
+  // A resumed sweep starts where the store says it was.
+  s.trials = std::move(sw->resumed.trials);
+  for (size_t i = 0; i < s.trials.size(); ++i) {
+    s.index[s.trials[i].id] = i;
+    if (sw->resumed.unfinished.count(s.trials[i].id) != 0)
+      s.resume_queue.push_back(s.trials[i].id);
+  }
+  s.next_id = sw->resumed.next_trial;
+  s.failed = sw->resumed.failed;
+  if (!sw->resumed.sweep_done.empty()) {  // a stopper had ended it: nothing to run
+    s.stop_reason = sw->resumed.sweep_done;
+    s.finishing = true;
+  }
   // A runner that dies without saying goodbye (it should not) is a failed
   // trial, never a sweep waiting forever.
   self->set_down_handler([self](caf::down_msg& dm) {
@@ -318,6 +428,8 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
         if (st.index.count(id) != 0 && st.record(id).status == tune::trial_status::pending) {
           st.record(id).status = tune::trial_status::running;
           st.record(id).started_at = st.elapsed();
+          if (st.sw->journal)
+            st.sw->journal->updated(st.record(id));
           st.table->event(2, "trial " + id + " RUNNING");
           redraw(st);
         }
@@ -341,6 +453,8 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
         self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
       },
       [self](stop_atom, const std::string& reason) {
+        if (!self->state.finishing)
+          self->state.interrupted_by_user = true;
         finish(self, reason);
         if (self->state.live.empty())
           complete(self);
@@ -422,11 +536,41 @@ result<tune::result_grid> tuner::fit() {
   sw->launch = launcher_;
   DTRAIN_RETURN_IF_ERROR(check_capacity(sw->limit));
   std::string storage = config_.storage.empty() ? template_.checkpoint_dir : config_.storage;
+  const bool recorded = config_.store != nullptr && config_.experiment_id > 0;
   experiment_dir_.clear();
   if (!storage.empty())
-    experiment_dir_ = storage + "/" + config_.experiment + "-" + timestamp();
+    experiment_dir_ = storage + "/" +
+                      (recorded ? std::to_string(config_.experiment_id)
+                                : config_.experiment + "-" + timestamp());
   sw->experiment_dir = experiment_dir_;
+  if (config_.scheduler == "pbt" && experiment_dir_.empty())
+    return invalid_argument("tune: scheduler pbt copies checkpoints between trials: set a "
+                            "checkpoint directory (checkpoint_storage.host_path)");
+  if (config_.resume && !recorded)
+    return invalid_argument("tune: resume needs the experiment store and the experiment's id");
+  if (recorded) {
+    int64_t next_seq = 1;
+    if (config_.resume) {
+      auto replayed = tune::replay(*config_.store, config_.experiment_id, *sw->searcher,
+                                   *sw->scheduler, sw->stoppers, config_, !config_.force);
+      if (!replayed)
+        return replayed.error();
+      sw->resumed = std::move(*replayed);
+      next_seq = sw->resumed.next_seq;
+    }
+    sw->journal = std::make_unique<tune::journal>(config_.store, config_.experiment_id,
+                                                  config_.metric, config_.direction, next_seq);
+  }
   if (config_.verbosity > 0) {
+    if (config_.resume) {
+      int ended = 0;
+      for (const auto& t : sw->resumed.trials)
+        ended += sw->resumed.unfinished.count(t.id) == 0;
+      std::fprintf(config_.out,
+                   "resuming experiment %lld: %zu trials so far, %d ended, %zu to continue\n",
+                   static_cast<long long>(config_.experiment_id), sw->resumed.trials.size(), ended,
+                   sw->resumed.unfinished.size());
+    }
     std::fprintf(config_.out, "sweep %s: %lld trials at most, %d at a time, %lld epochs each; %s\n",
                  config_.experiment.c_str(),
                  static_cast<long long>(sw->searcher->total()), sw->limit,

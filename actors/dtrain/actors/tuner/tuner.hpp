@@ -9,6 +9,7 @@
 #include "dtrain/actors/trainer.hpp"
 #include "dtrain/actors/tuner/trial_runner.hpp"
 #include "dtrain/core/status.hpp"
+#include "dtrain/store/experiment_store.hpp"
 #include "dtrain/tune/scheduler.hpp"
 #include "dtrain/tune/search.hpp"
 #include "dtrain/tune/space.hpp"
@@ -22,10 +23,23 @@ namespace dtrain::actors {
 /// scheduler and stoppers (tune::sweep_config), the experiment's name, and
 /// how it reports.
 struct tune_config : tune::sweep_config {
-  /// Names the sweep; trials checkpoint under
-  /// <storage>/<experiment>-<YYYYmmdd-HHMMSS>/<trial id>/ so that a new
+  /// Names the sweep. Trials checkpoint under
+  /// <storage>/<experiment_id>/<trial id>/ with a store, else under
+  /// <storage>/<experiment>-<YYYYmmdd-HHMMSS>/<trial id>/, so that a new
   /// sweep never reads an earlier one's checkpoints.
   std::string experiment = "sweep";
+  /// The experiment store the sweep records itself in (every trial, report,
+  /// checkpoint, exploit and end; the experiment's state when it ends),
+  /// and the experiment's id there (created by the caller). nullptr: none.
+  std::shared_ptr<store::experiment_store> store;
+  int64_t experiment_id = 0;
+  /// Continue experiment_id: rebuild the searcher's and scheduler's state
+  /// by replaying the stored events, keep the trials that ended, run the
+  /// unfinished ones again from their newest checkpoint, then go on.
+  bool resume = false;
+  /// With resume: a stored trial whose configuration the searcher no
+  /// longer suggests is kept as stored instead of failing fit().
+  bool force = false;
   /// The checkpoint root; "" = the trial template's checkpoint_dir; both
   /// empty = trials keep no checkpoints (a failed trial then restarts from
   /// its first epoch).
