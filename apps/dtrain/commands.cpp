@@ -6,13 +6,16 @@
 #include <thread>
 #include <unistd.h>
 
+#include "experiment_runs.hpp"
 #include "processes.hpp"
 #include <filesystem>
 
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/actors/trainer.hpp"
 #include "dtrain/actors/tuner/tuner.hpp"
+#include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/config/experiment.hpp"
+#include "dtrain/tune/journal.hpp"
 
 namespace dtrain::cli {
 
@@ -84,22 +87,65 @@ int run_train(const train_options& o) {
   auto c = cluster::connect(co);
   if (!c)
     return fail(c.error());
+  auto store = (*c)->experiments();
+  if (!store)
+    return fail(store.error());
+  auto run = begin_experiment(*store, *e, "train", o.resume, o.force);
+  if (!run)
+    return fail(run.error());
+  const int64_t id = run->row.id;
   trainer_config tc = trainer_config_from(*e);
   tc.progress_seconds = 2.0;
-  std::printf("experiment %s: %d replicas of %s on %s cluster, global batch %lld, %lld epochs\n",
-              e->name.c_str(), tc.num_replicas, tc.operator_name.c_str(), (*c)->where().c_str(),
+  // One trial, 00000, checkpointing under <storage>/<experiment id>/00000:
+  // a new experiment never finds another's checkpoints.
+  tc.checkpoint_dir = run->row.storage.empty() ? "" : run->row.storage + "/00000";
+  std::printf("experiment %lld%s: %s, %d replicas of %s on %s cluster, global batch %lld, "
+              "%lld epochs\n",
+              static_cast<long long>(id), run->resumed ? " (resumed)" : "", e->name.c_str(),
+              tc.num_replicas, tc.operator_name.c_str(), (*c)->where().c_str(),
               static_cast<long long>(tc.global_batch_size), static_cast<long long>(e->epochs));
   std::fflush(stdout);
+  // The trial's record: its stored history when resumed.
+  tune::trial_record trial;
+  trial.id = "00000";
+  for (const auto& [k, v] : e->hyperparameters)
+    trial.configuration[k] = v;
+  trial.checkpoint_dir = tc.checkpoint_dir;
+  int64_t next_seq = 1;
+  if (run->resumed) {
+    auto seq = tune::next_sequence(**store, id);
+    auto rows = (*store)->metrics(id, trial.id);
+    if (!seq || !rows)
+      return fail(!seq ? seq.error() : rows.error());
+    next_seq = *seq;
+    for (const auto& m : *rows) {
+      if (trial.history.empty() || trial.history.back().epoch != m.epoch)
+        trial.history.push_back({trial.id, m.epoch, {}});
+      trial.history.back().metrics[m.name] = m.value;
+    }
+  }
+  tune::journal journal(*store, id, e->sweep.metric, e->sweep.direction, next_seq);
+  if (!run->resumed)
+    journal.created(trial);
+  auto failed = [&](const status& s) {
+    trial.status = tune::trial_status::error;
+    trial.error = s.to_string();
+    journal.ended(trial, tune::trial_end::failed);
+    end_experiment(*run, "failed", trial.error);
+    return fail(s);
+  };
   auto t = trainer::create(**c, tc);
   if (!t)
-    return fail(t.error());
+    return failed(t.error());
   std::printf("replicas ready in %.3f s\n", (*t)->startup_seconds());
-  if (!tc.checkpoint_dir.empty()) {
+  trial.status = tune::trial_status::running;
+  journal.updated(trial);
+  if (run->resumed && !tc.checkpoint_dir.empty()) {
     status resumed = (*t)->restore(tc.checkpoint_dir);
     if (resumed.is_ok())
       std::printf("resumed from the newest valid checkpoint in %s\n", tc.checkpoint_dir.c_str());
     else if (resumed.code() != error_code::not_found)
-      return fail(resumed);
+      return failed(resumed);
   }
   // Ctrl-C / SIGTERM: the replicas stop at their next check, checkpoint,
   // and this process exits cleanly; a second signal kills it.
@@ -110,42 +156,62 @@ int run_train(const train_options& o) {
   });
   metrics_msg last_validation;
   int64_t done = 0;
-  if (!tc.checkpoint_dir.empty()) {  // where a restored group stands
+  std::map<int64_t, std::string> checkpoints = checkpoint::checkpoint_dirs(tc.checkpoint_dir);
+  if (run->resumed) {  // where a restored group stands
     auto v = (*t)->validate();
     if (!v)
-      return fail(v.error());
+      return failed(v.error());
     done = v->epoch;
     last_validation = *v;
     if (done >= e->epochs)
-      std::printf("all %lld epochs were done already (delete %s to start over)\n",
-                  static_cast<long long>(e->epochs), tc.checkpoint_dir.c_str());
+      std::printf("all %lld epochs of experiment %lld were done already\n",
+                  static_cast<long long>(e->epochs), static_cast<long long>(id));
   }
   // By the epoch the replicas report: after a failure they may resume from
   // an earlier checkpoint and repeat epochs.
   while (done < e->epochs) {
     auto m = (*t)->train();
     if (!m)
-      return fail(m.error());
+      return failed(m.error());
     if (m->preempted) {
       std::printf("preempted in epoch %lld after %lld batches%s\n", static_cast<long long>(m->epoch + 1),
                   static_cast<long long>(m->resume_batch),
-                  tc.checkpoint_dir.empty() ? " (no checkpoint_dir: progress is lost)"
-                                            : "; checkpoint saved, run again to resume");
+                  tc.checkpoint_dir.empty()
+                      ? " (no checkpoint_dir: progress is lost)"
+                      : ("; checkpoint saved: continue with `dtrain train " + o.experiment +
+                         " --resume " + std::to_string(id) + "`").c_str());
+      trial.interrupted = true;
+      journal.updated(trial);
+      end_experiment(*run, "interrupted", "preempted by a signal");
       return (*t)->shutdown().is_ok() ? 0 : 1;
     }
     auto v = (*t)->validate();
     if (!v)
-      return fail(v.error());
+      return failed(v.error());
     print_epoch(e->epochs, *m, *v);
     last_validation = *v;
     done = m->epoch;
+    tune::report rep{trial.id, m->epoch,
+                     {{"loss", m->loss}, {"accuracy", m->accuracy},
+                      {"validation_loss", v->loss}, {"validation_accuracy", v->accuracy}}};
+    trial.history.push_back(rep);
+    auto now = checkpoint::checkpoint_dirs(tc.checkpoint_dir);
+    journal.checkpoints_changed(trial, checkpoints, now);
+    checkpoints = std::move(now);
+    journal.reported(trial, rep);
   }
-  if (!e->checkpoint_dir.empty())
-    std::printf("checkpoints in %s\n", e->checkpoint_dir.c_str());
+  if (!tc.checkpoint_dir.empty())
+    std::printf("checkpoints in %s\n", tc.checkpoint_dir.c_str());
   if (!(*t)->failures().empty())
     std::printf("recovered from %zu failures\n", (*t)->failures().size());
   std::printf("validation: loss %.4f, accuracy %.4f (%lld samples)\n", last_validation.loss,
               last_validation.accuracy, static_cast<long long>(last_validation.samples));
+  trial.restarts = static_cast<int>((*t)->failures().size());
+  trial.status = tune::trial_status::terminated;
+  journal.ended(trial, tune::trial_end::completed);
+  end_experiment(*run, "completed", "");
+  std::printf("experiment %lld completed (dtrain experiments show %lld)\n",
+              static_cast<long long>(id), static_cast<long long>(id));
   if (auto s = (*t)->shutdown(); !s)
     return fail(s);
   return 0;
@@ -172,17 +238,35 @@ int run_tune(const tune_options& o) {
   auto c = cluster::connect(co);
   if (!c)
     return fail(c.error());
+  auto store = (*c)->experiments();
+  if (!store)
+    return fail(store.error());
+  auto run = begin_experiment(*store, *e, "tune", o.resume, o.force);
+  if (!run)
+    return fail(run.error());
+  std::printf("experiment %lld%s: sweep %s\n", static_cast<long long>(run->row.id),
+              run->resumed ? " (resumed)" : "", e->name.c_str());
+  std::fflush(stdout);
   tune_config tc;
   static_cast<tune::sweep_config&>(tc) = e->sweep;
   tc.experiment = e->name;
   tc.storage = e->checkpoint_dir;
+  tc.store = *store;
+  tc.experiment_id = run->row.id;
+  tc.resume = run->resumed;
+  tc.force = o.force;
   tc.verbosity = o.verbosity;
   tc.redraw = isatty(fileno(stdout)) != 0;
   tuner sweep(**c, trainer_config_from(*e), e->space, tc);
   signal_watch watch([&] { sweep.stop("interrupted by a signal"); });
   auto grid = sweep.fit();
-  if (!grid)
+  if (!grid) {
+    end_experiment(*run, "failed", grid.error().to_string());
     return fail(grid.error());
+  }
+  if (!grid->stop_reason.empty() && grid->stop_reason == "interrupted by a signal")
+    std::printf("continue it with `dtrain tune %s --resume %lld`\n", o.experiment.c_str(),
+                static_cast<long long>(run->row.id));
   bool any_ok = false;
   int64_t epochs = 0;
   for (const auto& t : grid->trials) {

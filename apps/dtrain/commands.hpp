@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace dtrain::cli {
@@ -8,6 +9,8 @@ struct train_options {
   std::string experiment;
   std::string address;   // empty: $DTRAIN_ADDRESS, else an embedded cluster
   int local_slots = 0;   // embedded cluster size (0: the experiment's slots)
+  int64_t resume = 0;    // continue this experiment (0: a new one)
+  bool force = false;    // resume even when the file's configuration changed
 };
 
 struct tune_options {
@@ -15,6 +18,8 @@ struct tune_options {
   std::string address;   // empty: $DTRAIN_ADDRESS, else an embedded cluster
   int local_slots = 0;   // embedded cluster size (0: the cores, at least a trial's slots)
   int verbosity = 2;     // 0 quiet, 1 trial starts and ends, 2 every epoch
+  int64_t resume = 0;    // continue this experiment (0: a new one)
+  bool force = false;    // resume even when the file's configuration changed
 };
 
 int run_status(const std::string& address);

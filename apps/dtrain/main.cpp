@@ -5,8 +5,10 @@
 //         [--bind ADDR] [--advertise ADDR]         (where it listens; what peers use)
 //   dtrain status --address HOST:PORT               nodes, slots, trainers
 //   dtrain stop                                     stop what this host started
-//   dtrain train EXPERIMENT.yaml [--address ...]    run an experiment
-//   dtrain tune EXPERIMENT.yaml [--address ...]     run its hyperparameter sweep
+//   dtrain train EXPERIMENT.yaml [--address ...] [--resume ID [--force]]
+//                                                   run an experiment
+//   dtrain tune EXPERIMENT.yaml [--address ...] [--resume ID [--force]]
+//                                                   run its hyperparameter sweep
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -90,12 +92,16 @@ int main(int argc, char** argv) {
   train->add_option("experiment", to.experiment, "EXPERIMENT.yaml")->required();
   train->add_option("--address", to.address, "a running cluster (default: embedded)");
   train->add_option("--local-slots", to.local_slots, "embedded cluster slots");
+  train->add_option("--resume", to.resume, "continue experiment ID (see `dtrain experiments list`)");
+  train->add_flag("--force", to.force, "with --resume: continue even if the file changed");
 
   tune_options tuo;
   auto* tune = app.add_subcommand("tune", "run an experiment file's hyperparameter sweep");
   tune->add_option("experiment", tuo.experiment, "EXPERIMENT.yaml")->required();
   tune->add_option("--address", tuo.address, "a running cluster (default: embedded)");
   tune->add_option("--local-slots", tuo.local_slots, "embedded cluster slots (default: cores)");
+  tune->add_option("--resume", tuo.resume, "continue experiment ID after its driver died or stopped");
+  tune->add_flag("--force", tuo.force, "with --resume: continue even if the file changed");
   tune->add_option("--verbosity", tuo.verbosity,
                    "0 quiet, 1 trial starts and ends, 2 also every epoch")
       ->capture_default_str();

@@ -1,0 +1,211 @@
+// The sweep journal and its replay: a sweep cut short after any number of
+// events and resumed from the store ends with the same trials, the same
+// configurations and the same stop decisions as one that ran through.
+// The tuner's live loop is played here by a sequential driver (one trial at
+// a time, so the order of events is fixed), with deterministic curves.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <deque>
+#include <map>
+
+#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/tune/journal.hpp"
+#include "dtrain/tune/sweep.hpp"
+#include "test_util.hpp"
+
+using namespace dtrain;
+using namespace dtrain::tune;
+
+namespace {
+
+// What a sweep ended with, trial by trial.
+struct outcome {
+  std::vector<std::string> ids;
+  std::map<std::string, std::string> configs;  // to_json
+  std::map<std::string, std::string> states;
+  std::map<std::string, int64_t> epochs;
+};
+
+// A curve that rises with the epoch toward a ceiling set by the
+// configuration, so ASHA and the median rule have something to cut.
+double curve(const config& c, int64_t epoch) {
+  const double lr = std::get<double>(c.at("lr"));
+  const double width = static_cast<double>(std::get<int64_t>(c.at("width")));
+  const double ceiling = 0.9 - 0.05 * std::abs(std::log10(lr) + 2.5) + 0.0001 * width;
+  return ceiling - 0.3 / static_cast<double>(epoch);
+}
+
+space sweep_space() {
+  space s;
+  s.add("lr", loguniform(1e-5, 1e-1));
+  s.add("width", choice({int64_t{16}, int64_t{64}, int64_t{256}}));
+  return s;
+}
+
+sweep_config settings(const std::string& scheduler) {
+  sweep_config c;
+  c.metric = "validation_accuracy";
+  c.direction = mode::max;
+  c.searcher = "random";
+  c.num_samples = 12;
+  c.max_epochs = 8;
+  c.scheduler = scheduler;
+  c.asha.grace_period = 1;
+  c.asha.reduction_factor = 2;
+  c.median.min_completed = 2;
+  c.seed = 7;
+  return c;
+}
+
+// Runs the sweep of experiment `id` one trial at a time, resuming it from
+// the store when `resume`, and stops dead (as a killed driver would) after
+// `kill_after` reports (-1: never). Every epoch has a checkpoint.
+outcome run(store::experiment_store& db, std::shared_ptr<store::experiment_store> shared, int64_t id,
+            const std::string& scheduler, bool resume, int kill_after) {
+  const space s = sweep_space();
+  const sweep_config c = settings(scheduler);
+  auto search = make_searcher(s, c);
+  auto sched = std::move(make_scheduler(c, s).value());
+  auto stoppers = make_stoppers(c);
+  std::vector<trial_record> trials;
+  std::deque<std::string> unfinished;
+  int64_t next_trial = 0, next_seq = 1;
+  if (resume) {
+    auto r = replay(db, id, *search, *sched, stoppers, c, true);
+    BOOST_TEST_REQUIRE(r.is_ok(), r.error().to_string());
+    trials = r->trials;
+    for (const auto& t : trials)
+      if (r->unfinished.count(t.id) != 0)
+        unfinished.push_back(t.id);
+    next_trial = r->next_trial;
+    next_seq = r->next_seq;
+  }
+  journal j(shared, id, c.metric, c.direction, next_seq);
+  int reports = 0;
+  auto find = [&](const std::string& tid) -> trial_record& {
+    for (auto& t : trials)
+      if (t.id == tid)
+        return t;
+    BOOST_FAIL("no trial " + tid);
+    return trials.front();
+  };
+  while (true) {
+    std::string tid;
+    if (!unfinished.empty()) {
+      tid = unfinished.front();
+      unfinished.pop_front();
+    } else {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%05lld", static_cast<long long>(next_trial));
+      suggestion next = search->suggest(buf);
+      if (next.what != suggestion::kind::trial)
+        break;
+      ++next_trial;
+      trial_record r;
+      r.id = buf;
+      r.configuration = next.configuration;
+      trials.push_back(r);
+      sched->on_add(r.id, r.configuration);
+      j.created(trials.back());
+      tid = r.id;
+    }
+    trial_record& r = find(tid);
+    r.status = trial_status::running;
+    for (int64_t epoch = r.epochs() + 1; epoch <= c.max_epochs; ++epoch) {
+      report rep{tid, epoch, {{"validation_accuracy", curve(r.configuration, epoch)}, {"loss", 1.0 / epoch}}};
+      r.history.push_back(rep);
+      j.reported(r, rep);
+      if (kill_after >= 0 && ++reports > kill_after) {
+        BOOST_TEST_REQUIRE(j.flush().is_ok());
+        return {};  // the driver is gone: nothing else happens
+      }
+      verdict v = judge(*search, *sched, stoppers, c, rep, epoch, 0.0);
+      if (v.ended) {
+        r.status = v.status;
+        j.ended(r, v.status == trial_status::stopped ? trial_end::stopped : trial_end::completed);
+        break;
+      }
+    }
+  }
+  BOOST_TEST_REQUIRE(j.flush().is_ok());
+  outcome out;
+  for (const auto& t : trials) {
+    out.ids.push_back(t.id);
+    out.configs[t.id] = to_json(t.configuration);
+    out.states[t.id] = state_name(t);
+    out.epochs[t.id] = t.epochs();
+  }
+  return out;
+}
+
+int64_t new_experiment(store::experiment_store& db) {
+  store::experiment_row e;
+  e.name = "resume-check";
+  e.kind = "tune";
+  auto id = db.create_experiment(e);
+  BOOST_TEST_REQUIRE(id.is_ok(), id.error().to_string());
+  return *id;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(sweep_journal)
+
+BOOST_AUTO_TEST_CASE(a_sweep_killed_anywhere_resumes_to_the_same_trials_and_decisions) {
+  for (const std::string scheduler : {"asha", "median"}) {
+    testing::temp_dir dir;
+    auto opened = store::open_sqlite_store(dir.file("experiments.db"));
+    BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
+    std::shared_ptr<store::experiment_store> db = std::move(*opened);
+    const outcome whole = run(*db, db, new_experiment(*db), scheduler, false, -1);
+    BOOST_TEST_REQUIRE(whole.ids.size() == 12u);
+    int stopped = 0;
+    for (const auto& [id, state] : whole.states)
+      stopped += state == "STOPPED";
+    BOOST_TEST(stopped > 0, scheduler << " stopped no trial: the check would prove nothing");
+    for (int kill_after : {0, 1, 5, 13, 29, 40}) {
+      const int64_t id = new_experiment(*db);
+      (void)run(*db, db, id, scheduler, false, kill_after);
+      const outcome resumed = run(*db, db, id, scheduler, true, -1);
+      BOOST_TEST((resumed.ids == whole.ids), scheduler << " killed after " << kill_after);
+      BOOST_TEST((resumed.configs == whole.configs), scheduler << " killed after " << kill_after);
+      BOOST_TEST((resumed.states == whole.states), scheduler << " killed after " << kill_after);
+      BOOST_TEST((resumed.epochs == whole.epochs), scheduler << " killed after " << kill_after);
+      // Killed twice: still the same.
+      const int64_t twice = new_experiment(*db);
+      (void)run(*db, db, twice, scheduler, false, kill_after);
+      (void)run(*db, db, twice, scheduler, true, kill_after + 7);
+      const outcome again = run(*db, db, twice, scheduler, true, -1);
+      BOOST_TEST((again.states == whole.states), scheduler << " killed twice after " << kill_after);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_resume_with_other_settings_is_refused_naming_the_trial) {
+  testing::temp_dir dir;
+  auto opened = store::open_sqlite_store(dir.file("experiments.db"));
+  BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
+  std::shared_ptr<store::experiment_store> db = std::move(*opened);
+  const int64_t id = new_experiment(*db);
+  (void)run(*db, db, id, "asha", false, 10);
+  sweep_config c = settings("asha");
+  c.seed = 8;  // another seed: other configurations
+  const space s = sweep_space();
+  auto search = make_searcher(s, c);
+  auto sched = std::move(make_scheduler(c, s).value());
+  auto stoppers = make_stoppers(c);
+  auto r = replay(*db, id, *search, *sched, stoppers, c, true);
+  BOOST_TEST_REQUIRE(!r.is_ok());
+  BOOST_TEST(r.error().message().find("trial 00000") != std::string::npos, r.error().message());
+  // Forced: the stored configurations win.
+  auto search2 = make_searcher(s, c);
+  auto sched2 = std::move(make_scheduler(c, s).value());
+  auto forced = replay(*db, id, *search2, *sched2, stoppers, c, false);
+  BOOST_TEST_REQUIRE(forced.is_ok(), forced.error().to_string());
+  auto stored = db->trials(id);
+  BOOST_TEST_REQUIRE(stored.is_ok());
+  BOOST_TEST(to_json(forced->trials.front().configuration) == stored->front().hyperparameters);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
