@@ -1,0 +1,274 @@
+// `dtrain train` and `dtrain tune` as experiments in the store, through the
+// real binary on an embedded cluster: every run a new experiment, a changed
+// file never inherits another's checkpoints, a resume of a changed file
+// refused naming the keys, and a sweep whose driver is killed (-9) resumed
+// to the same trials and decisions as a sweep that ran through.
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <regex>
+#include <thread>
+
+#include "actors/child_process.hpp"
+#include "dtrain/store/experiment_store.hpp"
+#include "test_util.hpp"
+
+using namespace dtrain;
+using dtrain::testing::child_process;
+using dtrain::testing::temp_dir;
+using std::chrono::milliseconds;
+
+namespace {
+
+// A fresh DTRAIN_HOME (the store lives there) for the binaries a test runs.
+struct home_dir {
+  temp_dir dir;
+  home_dir() { setenv("DTRAIN_HOME", dir.path().c_str(), 1); }
+  std::string db() const { return dir.file("experiments.db"); }
+};
+
+struct ran {
+  int code = -1;
+  std::string log;
+};
+
+ran run_dtrain(const std::vector<std::string>& args, const std::string& log_path,
+               milliseconds timeout = milliseconds(300000)) {
+  std::vector<std::string> full{DTRAIN_BINARY};
+  full.insert(full.end(), args.begin(), args.end());
+  child_process p(full, log_path);
+  ran r;
+  r.code = p.wait(timeout);
+  r.log = testing::read_file(log_path);
+  return r;
+}
+
+// A small regression experiment: epochs of a few milliseconds.
+std::string regression_experiment(const temp_dir& dir, const std::string& lr, int epochs) {
+  std::string path = dir.file("regression-" + lr + ".yaml");
+  testing::write_file(path, "name: regression\n"
+                            "operator: linear_regression\n"
+                            "hyperparameters: {lr: " + lr + ", samples: 2000, features: 8, optimizer: sgd}\n"
+                            "global_batch_size: 32\n"
+                            "epochs: " + std::to_string(epochs) + "\n"
+                            "checkpoint_storage: {host_path: " + dir.file("ckpt") + "}\n"
+                            "seed: 5\n");
+  return path;
+}
+
+// A sweep one trial at a time, so its order of events is fixed: random
+// learning rates and optimizers, ASHA on the validation loss.
+std::string sweep_experiment(const temp_dir& dir) {
+  std::string path = dir.file("sweep.yaml");
+  testing::write_file(path, "name: regression-sweep\n"
+                            "operator: linear_regression\n"
+                            "hyperparameters:\n"
+                            "  lr: {type: log, base: 10, minval: -3.5, maxval: -1}\n"
+                            "  optimizer: {type: categorical, vals: [sgd, adam]}\n"
+                            "  samples: 2000\n"
+                            "  features: 8\n"
+                            "searcher:\n"
+                            "  name: asha\n"
+                            "  metric: validation_loss\n"
+                            "  smaller_is_better: true\n"
+                            "  max_trials: 10\n"
+                            "  max_concurrent_trials: 1\n"
+                            "  max_length: {epochs: 6}\n"
+                            "  grace_period: 1\n"
+                            "  divisor: 2\n"
+                            "global_batch_size: 32\n"
+                            "checkpoint_storage: {host_path: " + dir.file("ckpt") + "}\n"
+                            "seed: 3\n");
+  return path;
+}
+
+std::unique_ptr<store::experiment_store> reader(const std::string& db) {
+  store::sqlite_options o;
+  o.read_only = true;
+  auto s = store::open_sqlite_store(db, o);
+  BOOST_TEST_REQUIRE(s.is_ok(), s.error().to_string());
+  return std::move(*s);
+}
+
+int64_t experiment_id_in(const std::string& log) {
+  std::smatch m;
+  BOOST_TEST_REQUIRE(std::regex_search(log, m, std::regex("experiment (\\d+)")), log);
+  return std::stoll(m[1]);
+}
+
+// What a sweep left in the store, trial by trial.
+struct sweep_outcome {
+  std::map<std::string, std::string> configs, states;
+  std::map<std::string, int64_t> epochs;
+  std::map<std::string, double> best;
+  std::map<std::string, int> reports;  // epochs reported, counted
+};
+
+sweep_outcome outcome_of(store::experiment_store& s, int64_t id) {
+  sweep_outcome out;
+  auto trials = s.trials(id);
+  BOOST_TEST_REQUIRE(trials.is_ok(), trials.error().to_string());
+  for (const auto& t : *trials) {
+    out.configs[t.id] = t.hyperparameters;
+    out.states[t.id] = t.state;
+    out.epochs[t.id] = t.epochs;
+    out.best[t.id] = t.best;
+  }
+  auto metrics = s.metrics(id);
+  BOOST_TEST_REQUIRE(metrics.is_ok());
+  for (const auto& m : *metrics)
+    if (m.name == "validation_loss")
+      ++out.reports[m.trial];
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(experiment_runs)
+
+BOOST_AUTO_TEST_CASE(each_run_is_a_new_experiment_and_a_changed_file_never_inherits_checkpoints) {
+  home_dir home;
+  temp_dir dir;
+  const std::string first = regression_experiment(dir, "0.01", 3);
+  ran a = run_dtrain({"train", first}, dir.file("a.log"));
+  BOOST_TEST_REQUIRE(a.code == 0, a.log);
+  ran b = run_dtrain({"train", first}, dir.file("b.log"));
+  BOOST_TEST_REQUIRE(b.code == 0, b.log);
+  BOOST_TEST(experiment_id_in(a.log) == 1);
+  BOOST_TEST(experiment_id_in(b.log) == 2);
+  // The second run trained its own 3 epochs; it did not resume the first.
+  BOOST_TEST(b.log.find("epoch 1/3") != std::string::npos, b.log);
+  BOOST_TEST(b.log.find("resumed") == std::string::npos, b.log);
+  // The first-issue case: the learning rate changed, a new experiment that
+  // trains from epoch 1 (before, it "resumed" the old run's 15 epochs).
+  const std::string changed = regression_experiment(dir, "0.5", 3);
+  ran c = run_dtrain({"train", changed}, dir.file("c.log"));
+  BOOST_TEST_REQUIRE(c.code == 0, c.log);
+  BOOST_TEST(experiment_id_in(c.log) == 3);
+  BOOST_TEST(c.log.find("epoch 1/3") != std::string::npos, c.log);
+  BOOST_TEST(c.log.find("lr 0.50000") != std::string::npos, c.log);
+  // Checkpoints of each under <storage>/<id>/00000.
+  for (int id : {1, 2, 3})
+    BOOST_TEST(std::filesystem::exists(dir.file("ckpt/" + std::to_string(id) + "/00000")), id);
+  auto s = reader(home.db());
+  auto rows = s->experiments();
+  BOOST_TEST_REQUIRE(rows.is_ok());
+  BOOST_TEST_REQUIRE(rows->size() == 3u);
+  for (const auto& e : *rows) {
+    BOOST_TEST(e.state == "completed");
+    BOOST_TEST(e.kind == "train");
+    auto trials = s->trials(e.id);
+    BOOST_TEST_REQUIRE(trials.is_ok());
+    BOOST_TEST_REQUIRE(trials->size() == 1u);
+    BOOST_TEST(trials->front().epochs == 3);
+    BOOST_TEST(std::isfinite(trials->front().last));
+  }
+  BOOST_TEST((*rows)[0].config_hash == (*rows)[1].config_hash);
+  BOOST_TEST((*rows)[0].config_hash != (*rows)[2].config_hash);
+}
+
+BOOST_AUTO_TEST_CASE(a_resume_of_a_changed_file_is_refused_naming_the_keys_unless_forced) {
+  home_dir home;
+  temp_dir dir;
+  ran a = run_dtrain({"train", regression_experiment(dir, "0.01", 2)}, dir.file("a.log"));
+  BOOST_TEST_REQUIRE(a.code == 0, a.log);
+  const std::string changed = regression_experiment(dir, "0.5", 4);
+  ran refused = run_dtrain({"train", changed, "--resume", "1"}, dir.file("refused.log"));
+  BOOST_TEST(refused.code != 0);
+  BOOST_TEST(refused.log.find("hyperparameters.lr: 0.01 -> 0.5") != std::string::npos, refused.log);
+  BOOST_TEST(refused.log.find("epochs: 2 -> 4") != std::string::npos, refused.log);
+  BOOST_TEST(refused.log.find("--force") != std::string::npos, refused.log);
+  // An unknown id, and a train experiment resumed by tune, are named.
+  ran unknown = run_dtrain({"train", changed, "--resume", "9"}, dir.file("unknown.log"));
+  BOOST_TEST(unknown.code != 0);
+  BOOST_TEST(unknown.log.find("9") != std::string::npos, unknown.log);
+  // Forced: experiment 1 goes on from its checkpoint at epoch 2 to epoch 4.
+  ran forced = run_dtrain({"train", changed, "--resume", "1", "--force"}, dir.file("forced.log"));
+  BOOST_TEST_REQUIRE(forced.code == 0, forced.log);
+  BOOST_TEST(forced.log.find("resumed from the newest valid checkpoint") != std::string::npos,
+             forced.log);
+  BOOST_TEST(forced.log.find("epoch 1/4") == std::string::npos, forced.log);
+  BOOST_TEST(forced.log.find("epoch 3/4") != std::string::npos, forced.log);
+  auto s = reader(home.db());
+  auto e = s->experiment(1);
+  BOOST_TEST_REQUIRE(e.is_ok());
+  BOOST_TEST(e->state == "completed");
+  auto trials = s->trials(1);
+  BOOST_TEST_REQUIRE(trials.is_ok());
+  BOOST_TEST(trials->front().epochs == 4);
+  auto experiments = s->experiments();
+  BOOST_TEST(experiments->size() == 1u);  // no new experiment was made by the refusals
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(sweep_resume)
+
+BOOST_AUTO_TEST_CASE(a_sweep_whose_driver_is_killed_resumes_to_the_same_trials_and_decisions) {
+  home_dir home;
+  temp_dir dir;
+  const std::string sweep = sweep_experiment(dir);
+  ran whole = run_dtrain({"tune", sweep, "--local-slots", "1", "--verbosity", "1"}, dir.file("whole.log"));
+  BOOST_TEST_REQUIRE(whole.code == 0, whole.log);
+  BOOST_TEST(experiment_id_in(whole.log) == 1);
+
+  // The same sweep again, its driver killed once 14 reports are stored.
+  int64_t killed_id = 0;
+  {
+    child_process tune({DTRAIN_BINARY, "tune", sweep, "--local-slots", "1", "--verbosity", "1"},
+                       dir.file("killed.log"));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    size_t stored = 0;
+    while (std::chrono::steady_clock::now() < deadline && tune.running()) {
+      std::this_thread::sleep_for(milliseconds(20));
+      if (!std::filesystem::exists(home.db()))
+        continue;
+      store::sqlite_options o;
+      o.read_only = true;
+      auto s = store::open_sqlite_store(home.db(), o);
+      if (!s)
+        continue;
+      auto m = (*s)->metrics(2);
+      stored = m ? m->size() / 4 : 0;
+      if (stored >= 14)
+        break;
+    }
+    BOOST_TEST_REQUIRE(stored >= 14u, "only " << stored << " reports stored before the sweep ended");
+    BOOST_TEST_REQUIRE(tune.stop(SIGKILL, milliseconds(10000)));
+    killed_id = 2;
+  }
+  auto before = outcome_of(*reader(home.db()), killed_id);
+  BOOST_TEST(before.states.size() < 10u, "the sweep ended before the kill");
+  BOOST_TEST(reader(home.db())->experiment(killed_id)->state == "running");
+
+  ran resumed = run_dtrain({"tune", sweep, "--resume", std::to_string(killed_id), "--local-slots", "1",
+                            "--verbosity", "1"},
+                           dir.file("resumed.log"));
+  BOOST_TEST_REQUIRE(resumed.code == 0, resumed.log);
+  BOOST_TEST(resumed.log.find("resuming experiment 2") != std::string::npos, resumed.log);
+
+  auto s = reader(home.db());
+  const sweep_outcome a = outcome_of(*s, 1), b = outcome_of(*s, killed_id);
+  BOOST_TEST(a.configs.size() == 10u);
+  BOOST_TEST((a.configs == b.configs));
+  BOOST_TEST((a.states == b.states));
+  BOOST_TEST((a.epochs == b.epochs));
+  for (const auto& [trial, value] : a.best)
+    BOOST_TEST(std::abs(b.best.at(trial) - value) <= 1e-9 * std::max(1.0, std::abs(value)),
+               "trial " << trial << ": " << value << " vs " << b.best.at(trial));
+  // Trials that had ended before the kill were not run again: each epoch of
+  // each trial was reported once, as in the sweep that ran through.
+  BOOST_TEST((a.reports == b.reports));
+  int stopped = 0;
+  for (const auto& [trial, state] : a.states)
+    stopped += state == "STOPPED";
+  BOOST_TEST(stopped > 0, "ASHA stopped nothing: the check would prove little");
+  BOOST_TEST(s->experiment(killed_id)->state == "completed");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
