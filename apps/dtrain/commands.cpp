@@ -193,7 +193,8 @@ int run_train(const train_options& o) {
     done = m->epoch;
     tune::report rep{trial.id, m->epoch,
                      {{"loss", m->loss}, {"accuracy", m->accuracy},
-                      {"validation_loss", v->loss}, {"validation_accuracy", v->accuracy}}};
+                      {"validation_loss", v->loss}, {"validation_accuracy", v->accuracy},
+                      {"lr", static_cast<double>(m->lr)}}};
     trial.history.push_back(rep);
     auto now = checkpoint::checkpoint_dirs(tc.checkpoint_dir);
     journal.checkpoints_changed(trial, checkpoints, now);

@@ -44,10 +44,13 @@ private:
 };
 
 std::map<std::string, double> metrics_of(const metrics_msg& train, const metrics_msg& validation) {
+  // lr: the rate the epoch trained with, so the record shows what a PBT
+  // exploit's new hyperparameters did.
   return {{"loss", train.loss},
           {"accuracy", train.accuracy},
           {"validation_loss", validation.loss},
-          {"validation_accuracy", validation.accuracy}};
+          {"validation_accuracy", validation.accuracy},
+          {"lr", static_cast<double>(train.lr)}};
 }
 
 // The life of one trial, on its own thread: create the group, train and

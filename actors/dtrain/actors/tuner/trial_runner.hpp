@@ -50,8 +50,8 @@ using trial_launcher =
 
 /// Runs each trial as a trainer group on `c`, on a detached actor of its
 /// own (trainer calls block; the tuner's thread never does). Metrics per
-/// epoch: loss, accuracy (training, the chief's or the group's average) and
-/// validation_loss, validation_accuracy. `c` must outlive every trial.
+/// epoch: loss, accuracy (training, the chief's or the group's average),
+/// validation_loss, validation_accuracy, and lr (the epoch's learning rate). `c` must outlive every trial.
 trial_launcher trainer_launcher(cluster& c);
 
 } // namespace dtrain::actors

@@ -15,6 +15,8 @@
 
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
+#include "dtrain/checkpoint/checkpoint_copy.hpp"
+#include "dtrain/serialization/capnp_checkpoint.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/tune/journal.hpp"
 #include "dtrain/tune/table.hpp"
@@ -25,6 +27,8 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 using tick_atom = caf::atom_constant<caf::atom("tunetick")>;
+// (exploit_done_atom, trial, copied checkpoint or "", error, source epoch)
+using exploit_done_atom = caf::atom_constant<caf::atom("exploited")>;
 
 // Everything one sweep needs, owned by its actor.
 struct sweep {
@@ -73,6 +77,8 @@ struct live_trial {
   clock_type::time_point since;
   bool decided = false;      // the scheduler or a stopper ended it already
   bool interrupted = false;  // we asked it to stop mid-epoch
+  bool exploit = false;      // PBT: when its run ends, it continues from `plan`
+  tune::exploit_plan plan;
 };
 
 struct tuner_state {
@@ -89,6 +95,7 @@ struct tuner_state {
   int failed = 0;
   int64_t next_id = 0;
   std::deque<std::string> resume_queue;  // unfinished trials of a resumed sweep
+  std::map<std::string, tune::exploit_plan> exploiting;  // copying a checkpoint, then relaunched
   std::map<std::string, std::map<int64_t, std::string>> checkpoints;  // trial -> epoch -> dir
 
   double elapsed() const { return std::chrono::duration<double>(clock_type::now() - start).count(); }
@@ -207,14 +214,25 @@ std::string resume_point(tuner_state& s, const tune::trial_record& r) {
   return "";
 }
 
+void start_exploit(tuner_pointer self, const std::string& id, const tune::exploit_plan& plan);
+
 // Starts trials while the limit allows: first the unfinished trials of a
 // resumed sweep, then new ones while the searcher has some.
 void fill(tuner_pointer self) {
   auto& s = self->state;
-  while (!s.finishing && !s.resume_queue.empty() && static_cast<int>(s.live.size()) < s.sw->limit) {
+  auto busy = [&] { return static_cast<int>(s.live.size() + s.exploiting.size()); };
+  while (!s.finishing && !s.resume_queue.empty() && busy() < s.sw->limit) {
     const std::string id = s.resume_queue.front();
     s.resume_queue.pop_front();
     tune::trial_record& r = s.record(id);
+    auto pending = s.sw->resumed.pending_exploits.find(id);
+    if (pending != s.sw->resumed.pending_exploits.end()) {
+      // Its exploit was decided before the driver died, not carried out.
+      tune::exploit_plan plan = pending->second;
+      s.sw->resumed.pending_exploits.erase(pending);
+      start_exploit(self, id, plan);
+      continue;
+    }
     const std::string from = resume_point(s, r);
     r.status = tune::trial_status::pending;
     r.interrupted = false;
@@ -222,7 +240,7 @@ void fill(tuner_pointer self) {
     s.table->event(1, "trial " + id + " resumed " +
                           (from.empty() ? std::string("from its first epoch") : "from " + from));
   }
-  while (!s.finishing && !s.searcher_done && static_cast<int>(s.live.size()) < s.sw->limit) {
+  while (!s.finishing && !s.searcher_done && busy() < s.sw->limit) {
     std::string id = trial_id(s.next_id);
     tune::suggestion next = s.sw->searcher->suggest(id);
     if (next.what == tune::suggestion::kind::finished) {
@@ -256,12 +274,76 @@ void fill(tuner_pointer self) {
     launch_trial(self, id, restore_from);
     s.table->event(1, "trial " + id + " PENDING: " + tune::describe(next.configuration));
   }
-  if (s.live.empty()) {
+  if (s.live.empty() && s.exploiting.empty()) {
     if (!s.searcher_done && !s.finishing)
       finish(self, "the searcher waits for results but no trial is running");
     complete(self);
     return;
   }
+  redraw(s);
+}
+
+// PBT's exploit of trial `id`: copy the source's newest valid checkpoint
+// into the trial's own directory (on a thread of its own: file copies
+// block), then exploit_done relaunches it from there.
+void start_exploit(tuner_pointer self, const std::string& id, const tune::exploit_plan& plan) {
+  auto& s = self->state;
+  s.exploiting[id] = plan;
+  std::string from = s.index.count(plan.source) != 0 ? s.record(plan.source).checkpoint_dir : "";
+  std::string to = s.record(id).checkpoint_dir;
+  caf::actor tuner = caf::actor_cast<caf::actor>(self);
+  self->system().spawn<caf::detached>([tuner, id, from, to](caf::blocking_actor* copier) {
+    auto codec = serialization::make_capnp_codec();
+    auto copied = from.empty() ? result<std::string>(not_found("the source keeps no checkpoints"))
+                               : checkpoint::copy_newest_valid(*codec, from, to);
+    int64_t epoch = 0;
+    if (copied)
+      if (auto m = codec->read_manifest(*copied))
+        epoch = m->epoch;
+    copier->send(tuner, exploit_done_atom::value, id, copied ? *copied : std::string(),
+                 copied ? std::string() : copied.error().to_string(), epoch);
+  });
+}
+
+void exploit_done(tuner_pointer self, const std::string& id, const std::string& copied,
+                  const std::string& error, int64_t source_epoch) {
+  auto& s = self->state;
+  auto it = s.exploiting.find(id);
+  if (it == s.exploiting.end())
+    return;
+  tune::exploit_plan plan = std::move(it->second);
+  s.exploiting.erase(it);
+  tune::trial_record& r = s.record(id);
+  const tune::config before = r.configuration;
+  std::string restore_from;
+  if (error.empty()) {
+    r.configuration = plan.configuration;
+    s.sw->scheduler->on_exploited(id, plan);
+    if (s.sw->journal)
+      s.sw->journal->exploited(r, plan.source, source_epoch, before, &r.configuration);
+    s.table->event(1, "trial " + id + " continues from trial " + plan.source + "'s epoch " +
+                          std::to_string(source_epoch) + " with " + tune::describe(r.configuration));
+    restore_from = copied;
+  } else {
+    s.sw->scheduler->on_exploit_failed(id);
+    if (s.sw->journal)
+      s.sw->journal->exploited(r, plan.source, 0, before, nullptr);
+    s.table->event(1, "trial " + id + " could not exploit trial " + plan.source + " (" + error +
+                          "); it goes on as it was");
+    restore_from = resume_point(s, r);
+  }
+  s.checkpoints[id] = checkpoint::checkpoint_dirs(r.checkpoint_dir);
+  if (s.finishing) {  // the sweep ends: a resume continues it from here
+    r.interrupted = true;
+    r.status = tune::trial_status::stopped;
+    if (s.sw->journal)
+      s.sw->journal->updated(r);
+    if (s.live.empty() && s.exploiting.empty())
+      complete(self);
+    return;
+  }
+  r.status = tune::trial_status::pending;
+  launch_trial(self, id, restore_from);
   redraw(s);
 }
 
@@ -313,6 +395,12 @@ bool on_report(tuner_pointer self, const std::string& id, int64_t epoch,
                                                ? " -> STOPPED by the scheduler"
                                                : " -> TERMINATED"));
     go_on = false;
+  } else if (v.scheduled == tune::decision::exploit) {
+    lt->second.exploit = true;
+    lt->second.plan = s.sw->scheduler->exploit(id);
+    s.table->event(2, std::string(line) + " -> exploits trial " + lt->second.plan.source + ": " +
+                          tune::describe(lt->second.plan.configuration));
+    go_on = false;
   } else {
     s.table->event(2, line);
   }
@@ -333,12 +421,18 @@ void on_end(tuner_pointer self, const std::string& id, int32_t restarts, const s
   r.ended_at = s.elapsed();
   r.seconds = std::chrono::duration<double>(clock_type::now() - lt->second.since).count();
   bool decided = lt->second.decided;
+  const bool exploit = lt->second.exploit && error.empty() && !s.finishing;
+  const tune::exploit_plan plan = lt->second.plan;
   // Told "no more epochs" because the sweep was ending (Ctrl-C, a stopper,
   // too many failures) while between epochs: cut short, not completed.
   interrupted = interrupted || (lt->second.interrupted && r.epochs() < s.sw->config.max_epochs);
   self->demonitor(lt->second.handle.runner);
   s.sw->track(id, nullptr);
   s.live.erase(lt);
+  if (exploit) {
+    start_exploit(self, id, plan);
+    return fill(self);
+  }
   if (!error.empty()) {
     r.status = tune::trial_status::error;
     r.error = error;
@@ -440,6 +534,10 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
       },
       [self](trial_end_atom, const std::string& id, int32_t restarts, const std::string& error,
              bool interrupted) { on_end(self, id, restarts, error, interrupted); },
+      [self](exploit_done_atom, const std::string& id, const std::string& copied,
+             const std::string& error, int64_t source_epoch) {
+        exploit_done(self, id, copied, error, source_epoch);
+      },
       [self](tick_atom) {
         auto& st = self->state;
         for (auto& stopper : st.sw->stoppers)
@@ -447,7 +545,7 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
             finish(self, stopper->describe());
             break;
           }
-        if (st.finishing && st.live.empty())
+        if (st.finishing && st.live.empty() && st.exploiting.empty())
           return complete(self);
         redraw(st, true);
         self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
@@ -456,7 +554,7 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
         if (!self->state.finishing)
           self->state.interrupted_by_user = true;
         finish(self, reason);
-        if (self->state.live.empty())
+        if (self->state.live.empty() && self->state.exploiting.empty())
           complete(self);
       },
       [self](caf::ok_atom) { fill(self); },
