@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -36,11 +37,6 @@ using queued_write = std::variant<trial_row, std::vector<metric_row>, checkpoint
 // batch_ms says: a transaction's size stays bounded when writes come
 // faster than batch_ms.
 constexpr size_t max_batch = 20000;
-
-std::string parent_of(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  return parent.empty() ? "." : parent.string();
-}
 
 /// The writer connection and its statements, prepared once.
 struct writer {
@@ -172,14 +168,15 @@ sqlite_store::sqlite_store(std::string path, const sqlite_options& o, std::optio
 sqlite_store::~sqlite_store() {
   if (!writer_thread_.joinable())
     return;
+  // A destructor cannot return the error: say it, or it is lost.
+  if (const status s = flush(); !s.is_ok())
+    std::fprintf(stderr, "dtrain: closing the experiment store: %s\n", s.to_string().c_str());
   {
     std::lock_guard<std::mutex> lock(queue_mutex_);
     stopping_ = true;
   }
   queue_changed_.notify_one();
   writer_thread_.join();
-  // Closing the last connection checkpoints the WAL into the database
-  // with syncs: what was committed is durable without a flush().
 }
 
 // ---------------------------------------------------------------------------
