@@ -2,11 +2,13 @@
 // round trips (non-finite doubles, -0.0, quotes and UTF-8 included), ids are
 // never reused, delete leaves no row behind, a version-1 file is migrated,
 // refused files (newer schema, not a database, truncated) are left byte for
-// byte, readers in other store objects never fail while a writer writes,
-// and a write error surfaces at flush().
+// byte, readers in other store objects and in another process never fail
+// while a writer writes, and a write error surfaces at flush().
 #include <boost/test/unit_test.hpp>
 
 #include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
@@ -465,6 +467,55 @@ BOOST_AUTO_TEST_CASE(readers_never_fail_while_a_writer_writes) {
   BOOST_TEST(regressions == 0);
   BOOST_TEST(reads > 2);
   BOOST_TEST(open_or_die(path, {true})->metrics(id, "00003").value().size() == 8000u);
+}
+
+// Another process: SQLite's locks between processes are the file's, not
+// the ones it shares between connections of one process.
+BOOST_AUTO_TEST_CASE(a_reader_in_another_process_never_fails_while_a_writer_writes) {
+  temp_dir dir;
+  const std::string path = dir.file("experiments.db"), done = dir.file("done");
+  int64_t id = 0;
+  {
+    auto s = open_or_die(path);
+    id = s->create_experiment(sample_experiment("e")).value();
+  }
+  const pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) {
+    // No Boost.Test here: the exit status says 0 all reads well and never
+    // fewer rows than before, 1 a failed read or open, 2 fewer rows, 3 no read.
+    auto reader = open_sqlite_store(path, {true});
+    if (!reader)
+      ::_exit(1);
+    size_t seen = 0;
+    int reads = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!fs::exists(done) && std::chrono::steady_clock::now() < deadline) {
+      const auto curve = (*reader)->metrics(id, "00003");
+      if (!curve || !(*reader)->trials(id))
+        ::_exit(1);
+      if (curve->size() < seen)
+        ::_exit(2);
+      seen = curve->size();
+      ++reads;
+    }
+    ::_exit(reads > 0 && seen == 8000 ? 0 : 3);
+  }
+  {
+    auto writer = open_or_die(path);
+    std::vector<trial_row> trials;
+    for (int i = 0; i < 10; ++i)
+      trials.push_back(sample_trial(id, "0000" + std::to_string(i)));
+    for (int64_t seq = 1; seq <= 20000; ++seq)
+      write_report(*writer, trials[static_cast<size_t>(seq % 10)], seq);
+    BOOST_REQUIRE(writer->flush().is_ok());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  write_file(done, "");
+  int wstatus = 0;
+  BOOST_REQUIRE(::waitpid(child, &wstatus, 0) == child);
+  BOOST_TEST(WIFEXITED(wstatus));
+  BOOST_TEST(WEXITSTATUS(wstatus) == 0, "the reader exited with " << WEXITSTATUS(wstatus));
 }
 
 BOOST_AUTO_TEST_CASE(flush_returns_a_write_error_and_the_batch_s_other_writes_land) {
