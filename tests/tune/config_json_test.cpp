@@ -82,7 +82,7 @@ BOOST_AUTO_TEST_CASE(the_text_is_what_python_s_json_module_writes) {
   BOOST_TEST(json::number(1e-300) == "1e-300");
   BOOST_TEST(json::number(1e22) == "1e+22");
   BOOST_TEST(json::number(std::numeric_limits<double>::infinity()) == "Infinity");
-  BOOST_TEST(json::string(std::string("\x01", 1)) == "\"\\u0001\"");
+  BOOST_TEST(json::quoted(std::string("\x01", 1)) == "\"\\u0001\"");
 }
 
 BOOST_AUTO_TEST_CASE(json_from_elsewhere_is_read_with_its_escapes_and_spaces) {

@@ -30,7 +30,7 @@ void append_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
-std::string string(std::string_view s) {
+std::string quoted(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);
   append_string(out, s);

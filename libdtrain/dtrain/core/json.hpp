@@ -14,7 +14,7 @@ namespace dtrain::json {
 /// other byte (UTF-8 included) as it is.
 void append_string(std::string& out, std::string_view s);
 /// `s` as a JSON string literal.
-std::string string(std::string_view s);
+std::string quoted(std::string_view s);
 
 /// `d` as a JSON number: the shortest digits that read back to the same
 /// bits, always with a '.' or an exponent so that a reader keeps it a
