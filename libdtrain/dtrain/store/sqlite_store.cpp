@@ -404,22 +404,46 @@ result<std::vector<lineage_row>> sqlite_store::lineage(int64_t experiment) {
 
 } // namespace
 
-result<std::unique_ptr<experiment_store>> open_sqlite_store(const std::string& path,
-                                                            const sqlite_options& o) {
+namespace {
+
+// Whether `path` exists; a missing one is not_found when read-only, else
+// its directory is created.
+result<bool> existing(const std::string& path, const sqlite_options& o) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const bool exists = fs::exists(path, ec);
   if (ec)
     return os_error("stat", path, ec.value());
-  if (o.read_only) {
-    if (!exists)
-      return not_found(path + ": no experiment store there (no such file)");
-  } else if (!exists) {
-    const std::string parent = parent_of(path);
-    fs::create_directories(parent, ec);
-    if (ec)
-      return os_error("create the directory", parent, ec.value());
-  }
+  if (exists)
+    return true;
+  if (o.read_only)
+    return not_found(path + ": no experiment store there (no such file)");
+  const std::string parent = parent_of(path);
+  fs::create_directories(parent, ec);
+  if (ec)
+    return os_error("create the directory", parent, ec.value());
+  return false;
+}
+
+// Read-only reads only the current schema: an older one lacks tables and
+// columns the reads name, and migrating is a write.
+status readable_read_only(const std::string& path, int version) {
+  if (version == 0)
+    return invalid_argument(path + " holds no experiment store yet (an empty database)");
+  if (version != schema::current_version)
+    return invalid_argument(path + " has schema version " + std::to_string(version) +
+                            "; read-only, this dtrain reads only version " +
+                            std::to_string(schema::current_version) +
+                            ": open it once with a writer (dtrain train or dtrain tune) "
+                            "to migrate it");
+  return status::ok();
+}
+
+} // namespace
+
+result<std::unique_ptr<experiment_store>> open_sqlite_store(const std::string& path,
+                                                            const sqlite_options& o) {
+  DTRAIN_ASSIGN_OR_RETURN(const bool exists, existing(path, o));
   // Everything that can refuse a file is checked before anything writes
   // to it (setting WAL mode writes the header): refused files stay as
   // they were, byte for byte.
@@ -429,16 +453,7 @@ result<std::unique_ptr<experiment_store>> open_sqlite_store(const std::string& p
   }
   std::optional<writer> w;
   if (o.read_only) {
-    if (version == 0)
-      return invalid_argument(path + " holds no experiment store yet (an empty database)");
-    // An older schema lacks tables and columns the reads name; migrating
-    // is a write, which read-only never does.
-    if (version != schema::current_version)
-      return invalid_argument(path + " has schema version " + std::to_string(version) +
-                              "; read-only, this dtrain reads only version " +
-                              std::to_string(schema::current_version) +
-                              ": open it once with a writer (dtrain train or dtrain tune) "
-                              "to migrate it");
+    DTRAIN_RETURN_IF_ERROR(readable_read_only(path, version));
   } else {
     DTRAIN_ASSIGN_OR_RETURN(writer opened, writer::open(path, o));
     w.emplace(std::move(opened));
