@@ -45,7 +45,7 @@ struct writer {
 
   static result<writer> open(const std::string& path, const sqlite_options& o);
   status apply(const queued_write& w);
-  // `batch` in one transaction.
+  // batch[first, last) in one transaction.
   status apply_all(const std::vector<queued_write>& batch, size_t first, size_t last);
 };
 
@@ -92,6 +92,16 @@ status writer::apply_all(const std::vector<queued_write>& batch, size_t first, s
   return t.commit();
 }
 
+/// experiment_store over one SQLite file. Writes (put_trial, add_metrics,
+/// put_checkpoint, add_lineage) copy their rows into a queue and return;
+/// the writer thread commits the queue in one transaction batch_ms after
+/// its first write, at once when a flush, a read or the destructor asks,
+/// or when it holds max_batch writes. create/update/delete_experiment wait
+/// for the queue and run on the writer's connection, so their results are
+/// synchronous. Reads wait for the queue (not for an fsync) and run on a
+/// read-only connection, so they see every write accepted before them and
+/// never block the writer. Read-only stores have neither queue nor thread.
+/// Thread-safe; the destructor flushes and joins.
 class sqlite_store final : public experiment_store {
 public:
   sqlite_store(std::string path, const sqlite_options& o, std::optional<writer> w,
