@@ -387,6 +387,49 @@ BOOST_AUTO_TEST_CASE(files_that_are_not_a_sound_database_are_refused_and_left_as
   }
 }
 
+BOOST_AUTO_TEST_CASE(an_sqlite_database_of_something_else_is_refused_and_left_as_it_was) {
+  temp_dir dir;
+  const std::string path = dir.file("other.db");
+  raw_exec(path, "CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine')");
+  const std::string before = read_file(path);
+  for (bool read_only : {false, true}) {
+    const auto s = open_sqlite_store(path, {read_only});
+    BOOST_TEST(s.error().code() == error_code::invalid_argument);
+    BOOST_TEST(s.error().message().find("not a dtrain experiment store") != std::string::npos,
+               s.error().message());
+    BOOST_TEST(read_file(path) == before);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_write_lock_held_past_busy_timeout_is_a_timeout_not_a_hang) {
+  temp_dir dir;
+  const std::string path = dir.file("experiments.db");
+  sqlite_options o;
+  o.busy_timeout_ms = 200;
+  auto s = open_or_die(path, o);
+  const int64_t id = s->create_experiment(sample_experiment("e")).value();
+  sqlite3* other = nullptr;  // another writer, holding the write lock
+  BOOST_REQUIRE(sqlite3_open(path.c_str(), &other) == SQLITE_OK);
+  BOOST_REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  const auto start = std::chrono::steady_clock::now();
+  const auto refused = s->create_experiment(sample_experiment("e"));
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  BOOST_TEST(refused.error().code() == error_code::timeout, refused.error().to_string());
+  BOOST_TEST(refused.error().message().find(path) != std::string::npos);
+  BOOST_TEST(waited >= 0.15);
+  BOOST_TEST(waited < 5.0);
+  BOOST_REQUIRE(s->put_trial(sample_trial(id, "00001")).is_ok());
+  BOOST_TEST(s->flush().code() == error_code::timeout);
+  BOOST_TEST(s->trials(id).is_ok());  // reads never wait for the writer's lock
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  BOOST_TEST(s->create_experiment(sample_experiment("e")).is_ok());
+  BOOST_REQUIRE(s->put_trial(sample_trial(id, "00001")).is_ok());
+  BOOST_TEST(s->flush().is_ok());
+  BOOST_TEST(s->trials(id).value().size() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(read_only_never_creates_a_missing_file_and_refuses_writes) {
   temp_dir dir;
   const std::string path = dir.file("sub/experiments.db");
