@@ -40,8 +40,8 @@ find_package(CapnProto CONFIG REQUIRED)
 find_package(Gloo CONFIG REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
-# Not found here until an issue uses them: spdlog (nothing logs through it
-# yet) and SQLite (the tuner's records, issue 10).
+find_package(SQLite3 REQUIRED)   # the experiment store; CMake's module: SQLite::SQLite3
+# Not found here until an issue uses it: spdlog (nothing logs through it yet).
 
 set(DTRAIN_HAS_NCCL 0)
 if(DTRAIN_HAS_CUDA)

@@ -6,6 +6,7 @@
 #   tools/bench.sh trainer    data-parallel trainer, no-op step, startup
 #   tools/bench.sh checkpoint 1 GiB save/restore against the raw disk
 #   tools/bench.sh tune       the tuner's own cost, Optuna's per trial for reference
+#   tools/bench.sh store      the experiment store: results/s written, curve reads
 #   tools/bench.sh tune-peer  the Fashion-MNIST ASHA sweep: dtrain tune against Optuna +
 #                             PyTorch on the same space (about 4 minutes here)
 set -euo pipefail
@@ -20,7 +21,8 @@ case "$what" in
   trainer) "$bin/dtrain-bench-trainer" "$@" ;;
   checkpoint) "$bin/dtrain-bench-checkpoint" "$@" ;;
   tune) "$bin/dtrain-bench-tune" "$@" ;;
+  store) "$bin/dtrain-bench-store" "$@" ;;
   tune-peer) "$root/tools/bench_tune_peer.sh" "$@" ;;
   all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-allreduce"; "$bin/dtrain-bench-trainer" ;;
-  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, checkpoint, tune, tune-peer, all)" >&2; exit 2 ;;
+  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, checkpoint, tune, store, tune-peer, all)" >&2; exit 2 ;;
 esac

@@ -17,6 +17,7 @@ packages=(
   zlib1g-dev                      # gzip'd IDX files
   libyaml-cpp-dev                 # experiment files
   libcli11-dev                    # command-line parsing
+  libsqlite3-dev                  # the experiment store
   dataset-fashion-mnist           # the real data set
 )
 for arg in "$@"; do

@@ -14,14 +14,14 @@
 
 namespace dtrain {
 
-namespace {
-
 std::string parent_of(const std::string& path) {
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos)
     return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
 }
+
+namespace {
 
 // ".NAME.tmp-PID-N" next to `path`: hidden, and unique across processes
 // (pid) and calls (counter).

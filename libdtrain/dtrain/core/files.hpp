@@ -12,6 +12,10 @@
 /// file I/O.
 namespace dtrain {
 
+/// The directory `path` is in: "a/b" for "a/b/c", "." for a bare name,
+/// "/" for "/c". Text only; nothing is looked up.
+std::string parent_of(const std::string& path);
+
 /// "what path: strerror(err)" as a status: not_found for ENOENT, io_error
 /// for everything else.
 status os_error(const std::string& what, const std::string& path, int err);

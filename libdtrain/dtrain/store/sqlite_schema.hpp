@@ -1,0 +1,30 @@
+#pragma once
+
+#include <string>
+
+#include "dtrain/core/status.hpp"
+#include "dtrain/store/sqlite.hpp"
+
+/// The experiment store's SQLite schema and its history (private to
+/// store/): every version's DDL stays here, as the steps that lead from
+/// one version to the next, so that a file any dtrain wrote can be brought
+/// up to date.
+namespace dtrain::store::schema {
+
+/// The version this dtrain writes (PRAGMA user_version).
+inline constexpr int current_version = 2;
+
+/// Reads the file at `path` without writing to it: its schema version (0
+/// for an empty database), or an error naming the path when it is not an
+/// SQLite database, fails PRAGMA quick_check (corrupt_data), is an SQLite
+/// database of something else (invalid_argument) or has a schema newer
+/// than current_version (invalid_argument naming both versions).
+/// Precondition: the file exists.
+result<int> inspect(const std::string& path, int busy_timeout_ms);
+
+/// Brings the database from its version to current_version in one
+/// transaction (BEGIN IMMEDIATE, so that two processes opening an old file
+/// at once migrate it once: the second finds it done).
+status migrate(sqlite::connection& c);
+
+} // namespace dtrain::store::schema
