@@ -125,8 +125,14 @@ int run_train(const train_options& o) {
     }
   }
   tune::journal journal(*store, id, e->sweep.metric, e->sweep.direction, next_seq);
-  if (!run->resumed)
+  if (run->resumed) {
+    auto rows = (*store)->trials(id);
+    if (!rows)
+      return fail(rows.error());
+    journal.adopt(*rows);
+  } else {
     journal.created(trial);
+  }
   auto failed = [&](const status& s) {
     trial.status = tune::trial_status::error;
     trial.error = s.to_string();

@@ -82,6 +82,8 @@ outcome run(store::experiment_store& db, std::shared_ptr<store::experiment_store
     next_seq = r->next_seq;
   }
   journal j(shared, id, c.metric, c.direction, next_seq);
+  if (resume)
+    j.adopt(db.trials(id).value());
   int reports = 0;
   auto find = [&](const std::string& tid) -> trial_record& {
     for (auto& t : trials)

@@ -117,6 +117,16 @@ store::trial_row journal::row(const trial_record& r) const {
   return t;
 }
 
+void journal::adopt(const std::vector<store::trial_row>& rows) {
+  for (const auto& t : rows) {
+    created_seq_[t.id] = t.seq_created;
+    if (t.seq_ended > 0) {
+      ended_seq_[t.id] = t.seq_ended;
+      end_how_[t.id] = t.end_how;
+    }
+  }
+}
+
 void journal::created(const trial_record& r) {
   created_seq_[r.id] = seq_++;
   ended_seq_.erase(r.id);
@@ -357,6 +367,7 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
     }
   out.next_seq = last_seq + 1;
   out.next_trial = static_cast<int64_t>(trials.size());
+  out.rows = std::move(trials);
   return out;
 }
 

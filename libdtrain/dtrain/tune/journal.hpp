@@ -47,6 +47,9 @@ public:
   int64_t experiment() const { return experiment_; }
   int64_t next_seq() const { return seq_; }
 
+  /// The trials a continued experiment already has (their creation and
+  /// end numbers are kept in every later write of their rows).
+  void adopt(const std::vector<store::trial_row>& rows);
   void created(const trial_record& r);
   /// The trial's state, times, restarts or error changed.
   void updated(const trial_record& r);
@@ -83,6 +86,7 @@ private:
 /// A sweep rebuilt from the store (replay()).
 struct replayed_sweep {
   std::vector<trial_record> trials;          // in creation order, histories included
+  std::vector<store::trial_row> rows;        // as stored (journal::adopt)
   std::set<std::string> unfinished;          // created, never ended: run them again
   std::map<std::string, exploit_plan> pending_exploits;  // decided, not carried out
   std::map<std::string, int64_t> checkpoint_epochs;      // trial -> newest epoch seen

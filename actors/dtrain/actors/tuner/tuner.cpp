@@ -658,6 +658,7 @@ result<tune::result_grid> tuner::fit() {
     }
     sw->journal = std::make_unique<tune::journal>(config_.store, config_.experiment_id,
                                                   config_.metric, config_.direction, next_seq);
+    sw->journal->adopt(sw->resumed.rows);
   }
   if (config_.verbosity > 0) {
     if (config_.resume) {
