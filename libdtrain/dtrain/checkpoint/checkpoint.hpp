@@ -116,6 +116,11 @@ struct checkpoint_id {
 /// temporary directory of a save among them).
 std::optional<checkpoint_id> parse_checkpoint_name(const std::string& name);
 
+/// Whether `name` is the temporary directory of a save or a copy in
+/// progress ("ckpt-...tmp-..."): never a checkpoint, and removed by
+/// retention and by copy_newest_valid() (checkpoint_copy.hpp).
+bool is_temporary_name(const std::string& name);
+
 /// A save in progress: every rank writes into `temp`; publish() turns it
 /// into `dir`. Before that, `dir` does not exist and every checkpoint
 /// already under the root stays as it was, so that a save killed at any
