@@ -173,6 +173,10 @@ BOOST_AUTO_TEST_CASE(no_valid_source_is_not_found_naming_both_roots_and_the_targ
   BOOST_TEST((corrupt_only.error().code() == error_code::not_found));
   BOOST_TEST(mentions(corrupt_only.error(), source, target), corrupt_only.error().to_string());
   BOOST_TEST(entries(target) == before);
+  // A copy onto itself would clear what it copies.
+  auto onto_itself = ckpt::copy_newest_valid(c, target, target + "/.");
+  BOOST_TEST((onto_itself.error().code() == error_code::invalid_argument));
+  BOOST_TEST(entries(target) == before);
 }
 
 BOOST_AUTO_TEST_CASE(a_source_deleted_mid_copy_is_retried_with_the_next_valid_one) {

@@ -200,6 +200,9 @@ result<std::string> copy_newest_valid(codec& c, const std::string& source_root,
                                       const std::string& target_root) {
   const std::string context =
       "copying the newest valid checkpoint of " + source_root + " into " + target_root;
+  std::error_code ec;
+  if (fs::weakly_canonical(source_root, ec) == fs::weakly_canonical(target_root, ec) && !ec)
+    return invalid_argument(context + ": the source and the target are the same directory");
   status last;
   for (int attempt = 1; attempt <= attempts; ++attempt) {
     auto source = newest_valid(c, source_root);

@@ -35,7 +35,7 @@ namespace dtrain::checkpoint {
 /// not_found when source_root holds no valid checkpoint (the target is
 /// then untouched), the last attempt's error after three changed sources,
 /// io_error when the target cannot be written or cleared (without
-/// retrying). On any error the temporary directory is removed.
+/// retrying), invalid_argument when both roots are the same directory. On any error the temporary directory is removed.
 ///
 /// Blocks on file I/O; the caller must own target_root (no save, restore
 /// or retention there meanwhile). Reads of source_root may race with its
