@@ -642,6 +642,56 @@ BOOST_AUTO_TEST_CASE(a_searched_hyperparameter_needs_a_searching_searcher) {
   BOOST_TEST(err.find("dtrain tune") != std::string::npos, err);
 }
 
+BOOST_AUTO_TEST_CASE(a_pbt_scheduler_reads_its_knobs_and_errors_name_the_key) {
+  const std::string space =
+      "hyperparameters:\n  lr: {type: log, minval: -4, maxval: -1}\n"
+      "  width: {type: int, minval: 16, maxval: 64}\n  act: relu\n";
+  auto parsed = parse(minimal(space + "searcher:\n  name: random\n  max_trials: 8\n"
+                                      "  scheduler: pbt\n  perturbation_interval: 2\n  burn_in: 3\n"
+                                      "  quantile_fraction: 0.5\n  resample_probability: 0\n"
+                                      "  mutations: [lr]\n"));
+  BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
+  const auto& pbt = parsed->sweep.pbt;
+  BOOST_TEST(parsed->sweep.scheduler == "pbt");
+  BOOST_TEST(pbt.perturbation_interval == 2);
+  BOOST_TEST(pbt.burn_in == 3);
+  BOOST_TEST(pbt.quantile_fraction == 0.5);
+  BOOST_TEST(pbt.resample_probability == 0);
+  BOOST_TEST((pbt.mutations == std::vector<std::string>{"lr"}));
+  BOOST_TEST(dtrain::tune::make_scheduler(parsed->sweep, parsed->space).is_ok());
+  // to_yaml keeps them.
+  auto again = parse(to_yaml(*parsed));
+  BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string());
+  BOOST_TEST(again->sweep.scheduler == "pbt");
+  BOOST_TEST(again->sweep.pbt.perturbation_interval == 2);
+  BOOST_TEST(again->sweep.pbt.burn_in == 3);
+  BOOST_TEST(again->sweep.pbt.quantile_fraction == 0.5);
+  BOOST_TEST((again->sweep.pbt.mutations == std::vector<std::string>{"lr"}));
+  // Ray's defaults when absent.
+  auto defaults = parse(minimal(space + "searcher:\n  name: random\n  max_trials: 4\n"
+                                        "  scheduler: pbt\n"));
+  BOOST_TEST_REQUIRE(defaults.is_ok(), defaults.error().to_string());
+  BOOST_TEST(defaults->sweep.pbt.quantile_fraction == 0.25);
+  BOOST_TEST(defaults->sweep.pbt.resample_probability == 0.25);
+  BOOST_TEST(defaults->sweep.pbt.mutations.empty());
+
+  const std::string head = space + "searcher:\n  name: random\n  max_trials: 4\n";
+  auto error_names = [&](const std::string& lines, const std::string& key) {
+    const std::string err = error_of(minimal(head + lines));
+    BOOST_TEST(err.find(key) != std::string::npos, err);
+  };
+  error_names("  scheduler: pbt\n  perturbation_interval: 0\n", "searcher.perturbation_interval");
+  error_names("  scheduler: pbt\n  burn_in: -1\n", "searcher.burn_in");
+  error_names("  scheduler: pbt\n  quantile_fraction: 0.75\n", "searcher.quantile_fraction");
+  error_names("  scheduler: pbt\n  resample_probability: 2\n", "searcher.resample_probability");
+  error_names("  scheduler: pbt\n  mutations: lr\n", "searcher.mutations");
+  error_names("  scheduler: pbt\n  mutations: [lr, lr]\n", "searcher.mutations[1]");
+  error_names("  scheduler: pbt\n  mutations: [lr, act]\n", "searcher.mutations[1]");
+  error_names("  scheduler: pbt\n  mutations: [momentum]\n", "searcher.mutations[0]");
+  error_names("  scheduler: asha\n  perturbation_interval: 2\n", "searcher.perturbation_interval");
+  error_names("  scheduler: pbtt\n", "searcher.scheduler");
+}
+
 BOOST_AUTO_TEST_CASE(an_inverted_range_is_an_error_naming_the_hyperparameter) {
   std::string err = error_of(minimal(
       "hyperparameters:\n  lr: {type: double, minval: 0.5, maxval: 0.1}\n"

@@ -2,12 +2,15 @@
 // of an epoch killed or failing half-way leaves the previous checkpoint
 // restorable with its exact contents, later saves of one epoch go to new
 // directories and win on restore, and a newest checkpoint whose manifest
-// records a wrong checksum does not get the older good one deleted.
+// records a wrong checksum does not get the older good one deleted. A
+// restore under other hyperparameters keeps the optimizer state and takes
+// the new learning rate.
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 
 #include "comm/collective_check.hpp"
@@ -217,6 +220,55 @@ BOOST_AUTO_TEST_CASE(a_newest_checkpoint_recorded_with_a_wrong_checksum_does_not
   });
   codec->arm(fault::none);
   expect_restores(2, options, root.path(), 1, saved);
+}
+
+// A PBT exploit restores another trial's checkpoint into a group set up
+// with new hyperparameters: the optimizer's state (Adam's moments, its
+// step count) comes from the checkpoint, the learning rate and its
+// schedule from the new hyperparameters.
+BOOST_AUTO_TEST_CASE(a_restore_keeps_the_optimizer_state_but_takes_the_new_learning_rate) {
+  temp_dir root, resaved;
+  auto with_lr = [](const std::string& lr) {
+    return options_for("linear_regression", {{"samples", "2000"}, {"lr", lr}}, 20);
+  };
+  save_epoch_1(1, with_lr("0.1"), root.path());
+  // The parameters one more epoch moves from the checkpoint, at each lr.
+  auto step_from_checkpoint = [&](const std::string& lr, float& reported) {
+    double moved = 0;
+    run_group(1, rank_mode::threads, with_lr(lr), [&](int, runner_t& r) -> status {
+      DTRAIN_RETURN_IF_ERROR(r.restore(root.path()));
+      if (lr == "0.01")  // what the restored group holds, saved again untouched
+        DTRAIN_RETURN_IF_ERROR(r.save(resaved.path(), {}, 0, ""));
+      const std::vector<float> before = r.parameters().to_vector();
+      DTRAIN_ASSIGN_OR_RETURN(auto m, r.train_epoch());
+      reported = m.lr;
+      const std::vector<float> after = r.parameters().to_vector();
+      for (size_t i = 0; i < before.size(); ++i)
+        moved += std::abs(double(after[i]) - double(before[i]));
+      return status::ok();
+    });
+    return moved;
+  };
+  float old_lr = 0, new_lr = 0;
+  const double at_old = step_from_checkpoint("0.1", old_lr);
+  const double at_new = step_from_checkpoint("0.01", new_lr);
+  BOOST_TEST(old_lr == 0.1f);
+  BOOST_TEST(new_lr == 0.01f);
+  BOOST_TEST(at_new < 0.5 * at_old, "moved " << at_new << " at lr 0.01, " << at_old << " at 0.1");
+  // The moments and the step count are the checkpoint's.
+  auto codec = serialization::make_capnp_codec();
+  const std::string original = checkpoint::newest_valid(*codec, root.path()).value();
+  const std::string copy = checkpoint::newest_valid(*codec, resaved.path()).value();
+  const auto m1 = codec->read_manifest(original).value();
+  const auto m2 = codec->read_manifest(copy).value();
+  BOOST_TEST(m1.step == m2.step);
+  BOOST_TEST(m1.step > 0);
+  for (const auto& [name, count] : m1.buffers) {
+    std::vector<float> a(static_cast<size_t>(count)), b(static_cast<size_t>(count));
+    BOOST_REQUIRE(codec->read_buffers(original, m1, {{name, a.data(), count}}).is_ok());
+    BOOST_REQUIRE(codec->read_buffers(copy, m2, {{name, b.data(), count}}).is_ok());
+    BOOST_TEST(a == b, name);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -37,10 +37,6 @@ struct root_listing {
   std::vector<std::string> temporaries;
 };
 
-bool is_temporary(const std::string& name) {
-  return name.rfind(prefix, 0) == 0 && name.find(temp_marker) != std::string::npos;
-}
-
 // Parses the digits of `text` (at least one, nothing else) into `value`.
 bool parse_number(const std::string& text, int64_t& value) {
   if (text.empty() || text.size() > 18 ||
@@ -61,7 +57,7 @@ result<root_listing> list_root(const std::string& root) {
     std::error_code kind_ec;
     if (!it->is_directory(kind_ec))
       continue;
-    if (is_temporary(name))
+    if (is_temporary_name(name))
       out.temporaries.push_back(name);
     else if (auto id = parse_checkpoint_name(name))
       out.checkpoints.push_back({name, *id});
@@ -210,6 +206,10 @@ std::string checkpoint_name(int64_t epoch, int64_t sequence) {
     std::snprintf(name, sizeof name, "%s%08lld-%04lld", prefix, static_cast<long long>(epoch),
                   static_cast<long long>(sequence));
   return name;
+}
+
+bool is_temporary_name(const std::string& name) {
+  return name.rfind(prefix, 0) == 0 && name.find(temp_marker) != std::string::npos;
 }
 
 std::optional<checkpoint_id> parse_checkpoint_name(const std::string& name) {

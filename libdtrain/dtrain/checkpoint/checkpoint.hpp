@@ -122,6 +122,10 @@ std::optional<checkpoint_id> parse_checkpoint_name(const std::string& name);
 /// verification) for watching a run's checkpoints come and go. Empty when
 /// `root` is missing.
 std::map<int64_t, std::string> checkpoint_dirs(const std::string& root);
+/// Whether `name` is the temporary directory of a save or a copy in
+/// progress ("ckpt-...tmp-..."): never a checkpoint, and removed by
+/// retention and by copy_newest_valid() (checkpoint_copy.hpp).
+bool is_temporary_name(const std::string& name);
 
 /// A save in progress: every rank writes into `temp`; publish() turns it
 /// into `dir`. Before that, `dir` does not exist and every checkpoint

@@ -163,6 +163,7 @@ result<experiment> read_experiment(const YAML::Node& root) {
   if (const YAML::Node* node = top.find("hyperparameters"))
     DTRAIN_RETURN_IF_ERROR(read_hyperparameters(*node, exp));
   DTRAIN_RETURN_IF_ERROR(check_consistency(exp));
+  DTRAIN_RETURN_IF_ERROR(check_pbt_mutations(exp));
   exp.sweep.max_epochs = exp.epochs;
   exp.sweep.seed = exp.seed;
   exp.sweep.asha.direction = exp.sweep.direction;
@@ -299,6 +300,19 @@ void emit_domain(YAML::Emitter& out, const tune::domain& d) {
   out << YAML::EndMap;
 }
 
+void emit_pbt(YAML::Emitter& out, const tune::pbt_options& o) {
+  out << YAML::Key << "perturbation_interval" << YAML::Value << o.perturbation_interval;
+  out << YAML::Key << "burn_in" << YAML::Value << o.burn_in;
+  out << YAML::Key << "quantile_fraction" << YAML::Value << double_text(o.quantile_fraction);
+  out << YAML::Key << "resample_probability" << YAML::Value << double_text(o.resample_probability);
+  if (!o.mutations.empty()) {
+    out << YAML::Key << "mutations" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& name : o.mutations)
+      out << name;
+    out << YAML::EndSeq;
+  }
+}
+
 void emit_searcher(YAML::Emitter& out, const experiment& exp) {
   const tune::sweep_config& c = exp.sweep;
   out << YAML::Key << "searcher" << YAML::Value << YAML::BeginMap;
@@ -316,6 +330,8 @@ void emit_searcher(YAML::Emitter& out, const experiment& exp) {
         << (c.asha.keep_rule == tune::asha_options::rule::top_k ? "top_k" : "percentile");
     out << YAML::Key << "median_warmup_epochs" << YAML::Value << c.median.warmup_epochs;
     out << YAML::Key << "median_min_completed_trials" << YAML::Value << c.median.min_completed;
+    if (c.scheduler == "pbt")
+      emit_pbt(out, c.pbt);
     out << YAML::Key << "time_budget_seconds" << YAML::Value << double_text(c.time_budget_seconds);
     if (c.has_stop_threshold)
       out << YAML::Key << "stop_threshold" << YAML::Value << double_text(c.stop_threshold);

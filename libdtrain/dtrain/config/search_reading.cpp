@@ -18,6 +18,17 @@ const std::vector<std::string> search_only_keys = {
     "reduction_factor", "grace_period", "rule", "median_warmup_epochs",
     "median_min_completed_trials", "time_budget_seconds", "stop_threshold", "max_failed_trials"};
 
+// The pbt scheduler's knobs (read_pbt_knobs); only `scheduler: pbt` takes them.
+const std::vector<std::string> pbt_keys = {"perturbation_interval", "burn_in", "quantile_fraction",
+                                           "resample_probability", "mutations"};
+
+// Every key of a searching searcher.
+std::vector<std::string> searching_keys() {
+  std::vector<std::string> out = search_only_keys;
+  out.insert(out.end(), pbt_keys.begin(), pbt_keys.end());
+  return out;
+}
+
 // How many trials: max_trials (random, asha) or num_samples (grid, or an
 // alias under random and asha).
 status read_trial_count(const section& s, const std::string& name, tune::sweep_config& sweep) {
@@ -37,8 +48,56 @@ status read_trial_count(const section& s, const std::string& name, tune::sweep_c
                      sweep.num_samples);
 }
 
+// `mutations`: a list of distinct hyperparameter names (checked against
+// the space by check_pbt_mutations, once the hyperparameters are read).
+status read_mutations(const section& s, std::vector<std::string>& out) {
+  const YAML::Node* node = s.find("mutations");
+  if (!node)
+    return status::ok();
+  const std::string path = s.path_of("mutations");
+  if (!node->IsSequence() || node->size() == 0)
+    return wrong_type(path, "a non-empty list of hyperparameter names", *node);
+  for (size_t i = 0; i < node->size(); ++i) {
+    const YAML::Node& item = (*node)[i];
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    if (!item.IsScalar() || item.Scalar().empty())
+      return wrong_type(at, "a hyperparameter name", item);
+    if (std::find(out.begin(), out.end(), item.Scalar()) != out.end())
+      return invalid_argument(at + ": '" + item.Scalar() + "' is listed twice");
+    out.push_back(item.Scalar());
+  }
+  return status::ok();
+}
+
+// A fraction in [0, max], the error naming the key.
+status read_fraction(const section& s, const std::string& key, double max, double& out) {
+  DTRAIN_RETURN_IF_ERROR(read_double(s, key, 0, out));
+  if (out > max)
+    return invalid_argument(s.path_of(key) + ": must be at most " +
+                            tune::to_string(tune::value{max}) + ", got " + s.find(key)->Scalar());
+  return status::ok();
+}
+
+status read_pbt_knobs(const section& s, tune::sweep_config& sweep) {
+  if (sweep.scheduler != "pbt") {
+    for (const auto& key : pbt_keys)
+      if (s.find(key))
+        return invalid_argument(s.path_of(key) + ": only scheduler: pbt uses it (the scheduler is " +
+                                sweep.scheduler + ")");
+    return status::ok();
+  }
+  tune::pbt_options& o = sweep.pbt;
+  DTRAIN_RETURN_IF_ERROR(read_int(s, "perturbation_interval", 1, o.perturbation_interval));
+  DTRAIN_RETURN_IF_ERROR(read_int(s, "burn_in", 0, o.burn_in));
+  DTRAIN_RETURN_IF_ERROR(read_fraction(s, "quantile_fraction", 0.5, o.quantile_fraction));
+  DTRAIN_RETURN_IF_ERROR(read_fraction(s, "resample_probability", 1, o.resample_probability));
+  return read_mutations(s, o.mutations);
+}
+
 status read_scheduler_knobs(const section& s, tune::sweep_config& sweep) {
-  DTRAIN_RETURN_IF_ERROR(read_string(s, "scheduler", sweep.scheduler, {"fifo", "asha", "median"}));
+  DTRAIN_RETURN_IF_ERROR(
+      read_string(s, "scheduler", sweep.scheduler, {"fifo", "asha", "median", "pbt"}));
+  DTRAIN_RETURN_IF_ERROR(read_pbt_knobs(s, sweep));
   DTRAIN_ASSIGN_OR_RETURN(auto divisor, read_optional_int<int64_t>(s, "divisor", 2));
   DTRAIN_ASSIGN_OR_RETURN(auto factor, read_optional_int<int64_t>(s, "reduction_factor", 2));
   DTRAIN_RETURN_IF_ERROR(merge_alias(s.path_of("divisor"), divisor, s.path_of("reduction_factor"),
@@ -84,7 +143,8 @@ status read_metric(const section& s, bool searching, tune::sweep_config& sweep) 
 // the others describe a sweep (dtrain tune).
 status read_searcher(const YAML::Node& node, experiment& exp, std::optional<int64_t>& epochs) {
   std::vector<std::string> known = {"name", "metric", "smaller_is_better", "max_length"};
-  known.insert(known.end(), search_only_keys.begin(), search_only_keys.end());
+  const std::vector<std::string> searching = searching_keys();
+  known.insert(known.end(), searching.begin(), searching.end());
   DTRAIN_ASSIGN_OR_RETURN(section s, open_section(node, "searcher", known));
   std::string name = "single";
   DTRAIN_RETURN_IF_ERROR(
@@ -93,7 +153,7 @@ status read_searcher(const YAML::Node& node, experiment& exp, std::optional<int6
   tune::sweep_config& sweep = exp.sweep;
   DTRAIN_RETURN_IF_ERROR(read_metric(s, exp.has_search, sweep));
   if (!exp.has_search) {
-    for (const auto& key : search_only_keys)
+    for (const auto& key : searching)
       if (s.find(key))
         return invalid_argument(s.path_of(key) + ": only a searcher that searches (grid, " +
                                 "random, asha) uses it, not single");
@@ -113,6 +173,22 @@ status read_searcher(const YAML::Node& node, experiment& exp, std::optional<int6
   DTRAIN_RETURN_IF_ERROR(read_int(l, "epochs", 1, value));
   if (l.find("epochs"))
     epochs = value;
+  return status::ok();
+}
+
+status check_pbt_mutations(const experiment& exp) {
+  if (!exp.has_search || exp.sweep.scheduler != "pbt")
+    return status::ok();
+  const auto& mutations = exp.sweep.pbt.mutations;
+  for (size_t i = 0; i < mutations.size(); ++i) {
+    auto it = exp.space.domains().find(mutations[i]);
+    if (it == exp.space.domains().end() || it->second.type == tune::domain::kind::constant)
+      return invalid_argument("searcher.mutations[" + std::to_string(i) + "]: '" + mutations[i] +
+                              "' is not a searched hyperparameter (searched: " +
+                              join(exp.space.varying(), ", ") + ")");
+  }
+  if (exp.space.varying().empty())
+    return invalid_argument("searcher.scheduler: pbt needs a searched hyperparameter to mutate");
   return status::ok();
 }
 

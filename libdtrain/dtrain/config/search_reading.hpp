@@ -18,6 +18,11 @@ namespace dtrain::config::detail {
 /// caller). Errors name the key path.
 status read_searcher(const YAML::Node& node, experiment& exp, std::optional<int64_t>& epochs);
 
+/// With `scheduler: pbt`, every name in searcher.mutations must be a
+/// searched (not constant) hyperparameter, and there must be one; the
+/// error names the list entry. Call after the hyperparameters are read.
+status check_pbt_mutations(const experiment& exp);
+
 /// One typed hyperparameter (a map with `type:`) into exp.space; the
 /// searcher must have been read first (it decides what is allowed).
 status read_typed(const std::string& name, const YAML::Node& node, experiment& exp);

@@ -30,9 +30,21 @@ namespace dtrain::tune {
 /// its domain's bounds. Constants never change. See tests for the
 /// hand-computed cases of ../shared/notes/tune.md section 7.5.
 ///
-/// After an exploit T inherits the source's perturbation epoch (Ray copies
-/// last_perturbation_time). A NaN score ranks worst. Deterministic given
-/// the seed and the order of calls.
+/// A grid over a range counts as a number (multiplied, resampled from the
+/// range); a quantized range (q > 0) is clamped but not rounded to a
+/// multiple of q after a move, as in Ray. A trial whose configuration
+/// lacks a mutable name (no on_add) gets a fresh draw for it.
+///
+/// The plan on_result decided stays until on_exploited or
+/// on_exploit_failed (exploit() may be asked again meanwhile). After
+/// on_exploited T has the plan's configuration, counts as having a
+/// checkpoint (the copy), and inherits the source's perturbation epoch
+/// (Ray copies last_perturbation_time); its score stays the one it was
+/// ranked with until its next perturbation, as in Ray. Ties rank in the
+/// order the trials were first seen. A NaN score ranks worst. A trial
+/// that ended (on_end) leaves the ranking until it reports again (a retry
+/// or a restart after an exploit). Deterministic given the seed and the
+/// order of calls. Not thread-safe (the scheduler contract: one thread).
 struct pbt_options {
   mode direction = mode::max;
   int64_t perturbation_interval = 1;   // epochs (>= 1)
@@ -44,9 +56,10 @@ struct pbt_options {
   uint64_t seed = 0;
 };
 
-/// Errors (invalid_argument) name the field: an interval < 1, a fraction
-/// outside its range, a mutation that is not a hyperparameter of `s` or
-/// is a constant.
+/// Errors (invalid_argument) name the field: an interval < 1, a burn_in
+/// < 0, a fraction outside its range, a mutation that is not a
+/// hyperparameter of `s` or is a constant, or nothing to mutate (no
+/// mutations and no varying hyperparameter in `s`); an invalid `s`.
 result<std::unique_ptr<scheduler>> make_pbt(const space& s, const pbt_options& o);
 
 /// The explore step alone (for tests and replays): the configuration PBT

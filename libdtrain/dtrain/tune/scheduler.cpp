@@ -1,5 +1,6 @@
 // FIFO, the numpy percentile the rules share, and the sweep's choice of
-// scheduler. ASHA is in asha.cpp, the median rule in median.cpp.
+// scheduler. ASHA is in asha.cpp, the median rule in median.cpp, PBT in
+// pbt.cpp.
 #include "dtrain/tune/scheduler.hpp"
 
 #include <algorithm>
@@ -46,7 +47,6 @@ double nan_percentile(std::vector<double> values, double q) {
 }
 
 result<std::unique_ptr<scheduler>> make_scheduler(const sweep_config& c, const space& s) {
-  (void)s;  // pbt uses it
   if (c.scheduler == "fifo")
     return make_fifo();
   if (c.scheduler == "asha") {
@@ -60,8 +60,14 @@ result<std::unique_ptr<scheduler>> make_scheduler(const sweep_config& c, const s
     o.direction = c.direction;
     return make_median(o);
   }
+  if (c.scheduler == "pbt") {
+    pbt_options o = c.pbt;
+    o.direction = c.direction;
+    o.seed = c.seed;
+    return make_pbt(s, o);
+  }
   return invalid_argument("scheduler: unknown scheduler '" + c.scheduler +
-                          "' (expected fifo, asha or median)");
+                          "' (expected fifo, asha, median or pbt)");
 }
 
 } // namespace dtrain::tune

@@ -293,6 +293,8 @@ std::vector<config> space::grid_points() const {
   }
 }
 
+value space::sample_one(const domain& d, rng& r) { return draw(d, r); }
+
 config space::sample(rng& r) const {
   config out;
   for (const auto& [name, d] : domains_)

@@ -93,6 +93,10 @@ public:
   /// A fresh draw of every non-grid dimension (constants included), from
   /// `r`. Precondition: validate() passed.
   config sample(rng& r) const;
+  /// A fresh draw of one domain, as sample() draws it (a grid dimension as
+  /// the range or list it enumerates, uniformly). Precondition: `d` passed
+  /// validate().
+  static value sample_one(const domain& d, rng& r);
 
 private:
   std::map<std::string, domain> domains_;

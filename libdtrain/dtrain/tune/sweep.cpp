@@ -29,6 +29,20 @@ status one_of(const std::string& field, const std::string& value,
   return invalid_argument(field + ": expected one of " + join(choices) + ", got '" + value + "'");
 }
 
+// The PBT knobs that do not depend on the space (make_pbt checks the
+// mutations against it).
+status validate_pbt(const pbt_options& o) {
+  DTRAIN_RETURN_IF_ERROR(at_least("pbt.perturbation_interval", o.perturbation_interval, 1));
+  DTRAIN_RETURN_IF_ERROR(at_least("pbt.burn_in", o.burn_in, 0));
+  if (!(o.quantile_fraction >= 0 && o.quantile_fraction <= 0.5))
+    return invalid_argument("pbt.quantile_fraction: must be in [0, 0.5], got " +
+                            to_string(value{o.quantile_fraction}));
+  if (!(o.resample_probability >= 0 && o.resample_probability <= 1))
+    return invalid_argument("pbt.resample_probability: must be in [0, 1], got " +
+                            to_string(value{o.resample_probability}));
+  return status::ok();
+}
+
 } // namespace
 
 const std::vector<std::string>& known_metrics() {
@@ -45,7 +59,7 @@ status validate(const sweep_config& c) {
     return invalid_argument("metric: '" + c.metric + "' is not reported by the trainer " +
                             "(available: " + join(metrics) + ")");
   DTRAIN_RETURN_IF_ERROR(one_of("searcher", c.searcher, {"random", "grid"}));
-  DTRAIN_RETURN_IF_ERROR(one_of("scheduler", c.scheduler, {"fifo", "asha", "median"}));
+  DTRAIN_RETURN_IF_ERROR(one_of("scheduler", c.scheduler, {"fifo", "asha", "median", "pbt"}));
   DTRAIN_RETURN_IF_ERROR(at_least("num_samples", c.num_samples, 1));
   DTRAIN_RETURN_IF_ERROR(at_least("max_epochs", c.max_epochs, 1));
   DTRAIN_RETURN_IF_ERROR(at_least("max_concurrent_trials", c.max_concurrent_trials, 0));
@@ -53,6 +67,7 @@ status validate(const sweep_config& c) {
   DTRAIN_RETURN_IF_ERROR(at_least("asha.reduction_factor", c.asha.reduction_factor, 2));
   DTRAIN_RETURN_IF_ERROR(at_least("median.warmup_epochs", c.median.warmup_epochs, 0));
   DTRAIN_RETURN_IF_ERROR(at_least("median.min_completed", c.median.min_completed, 0));
+  DTRAIN_RETURN_IF_ERROR(validate_pbt(c.pbt));
   if (!(c.time_budget_seconds >= 0) || std::isinf(c.time_budget_seconds))
     return invalid_argument("time_budget_seconds: must be a finite number of at least 0, got " +
                             to_string(value{c.time_budget_seconds}));
