@@ -78,7 +78,8 @@ space every_type() {
 // Some function of every dimension, so that the estimator has a signal.
 double every_type_objective(const config& c) {
   return std::fabs(number(c.at("int")) - 2) + number(c.at("qint")) / 100 +
-         std::pow(number(c.at("uniform")) - 0.3, 2) + std::fabs(std::log10(number(c.at("log"))) + 3) +
+         std::pow(number(c.at("uniform")) - 0.3, 2) +
+         std::fabs(std::log10(number(c.at("log"))) + 3) +
          (to_string(c.at("choice")) == "sgd" ? 0 : 1) + number(c.at("quniform"));
 }
 
