@@ -25,9 +25,9 @@ namespace dtrain::tune {
 /// first, then by value), then failed trials, NaN values and trials that
 /// never reported the metric, the worst. Grid dimensions are treated as
 /// choices. The startup draws are the variant searcher's for the same seed
-/// (plus a uniform pick of each grid dimension). One deliberate difference
-/// from Optuna 3.1: a continuous component's density divides by its sigma
-/// (as scipy's truncnorm and later Optuna releases do; 3.1.0 omits it).
+/// (plus a uniform pick of each grid dimension). The estimator's densities
+/// are Optuna 3.1's to the last digits checked, including its continuous
+/// components' missing 1/sigma (tpe.cpp says why it is kept).
 /// Suggests `num_samples` trials in all, then finished; never waits.
 /// Deterministic given the seed and the order of calls. Not thread-safe
 /// (the tuner calls it from one thread).
