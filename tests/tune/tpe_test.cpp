@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "dtrain/tune/parzen_estimator.hpp"
 #include "dtrain/tune/search.hpp"
 #include "dtrain/tune/tpe.hpp"
 
@@ -241,6 +242,38 @@ BOOST_AUTO_TEST_CASE(maximizing_prefers_large_values) {
   }
   BOOST_TEST(median(model) > 0.75);  // a uniform draw's is 0.5
   BOOST_TEST(*std::max_element(model.begin(), model.end()) > 0.98);
+}
+
+BOOST_AUTO_TEST_CASE(the_parzen_estimator_matches_optuna_3_1s_log_densities) {
+  // The references: optuna.samplers._tpe.parzen_estimator._ParzenEstimator
+  // of Debian's python3-optuna 3.1.0 with TPESampler's defaults, log_pdf of
+  // one point over these observations.
+  using detail::make_dimension;
+  auto log_pdf = [](const domain& d, const std::vector<value>& observed, const value& at) {
+    const detail::dimension dim = make_dimension("x", d);
+    std::vector<double> xs;
+    for (const auto& v : observed)
+      xs.push_back(dim.to_internal(v));
+    return detail::parzen_estimator(dim, xs).log_pdf(dim.to_internal(at));
+  };
+  const auto tight = boost::test_tools::tolerance(1e-12);
+  BOOST_TEST(log_pdf(uniform(-5, 10), {1.0, 2.5, 3.0}, 1.0) == -0.6321521798256754, tight);
+  std::vector<value> thirty;  // above 25 observations the older ones weigh less
+  for (int i = 0; i < 30; ++i)
+    thirty.push_back((i * 7 % 30) / 2.0 - 5);
+  BOOST_TEST(log_pdf(uniform(-5, 10), thirty, 4.2) == -2.6438697322725506, tight);
+  BOOST_TEST(log_pdf(randint(-5, 10),
+                     {int64_t{-4}, int64_t{-1}, int64_t{0}, int64_t{6}, int64_t{7}, int64_t{9}},
+                     int64_t{7}) == -2.537180705725697,
+             tight);
+  BOOST_TEST(log_pdf(quniform(0.1, 0.9, 0.1), {0.2, 0.5, 0.5}, 0.4) == -1.888473446291327, tight);
+  BOOST_TEST(log_pdf(loguniform(1e-4, 1), {0.001, 0.01, 0.02}, 0.005) == -0.6364544677518659,
+             tight);
+  const domain abc = choice({std::string("a"), std::string("b"), std::string("c")});
+  BOOST_TEST(log_pdf(abc, {std::string("a"), std::string("c"), std::string("c"), std::string("b")},
+                     std::string("c")) == -0.8754687373539001,
+             tight);
+  BOOST_TEST(log_pdf(uniform(-5, 10), {}, 0.0) == 0.027088911602060728, tight);  // the prior alone
 }
 
 BOOST_AUTO_TEST_CASE(the_searcher_is_finished_after_num_samples) {
