@@ -283,7 +283,8 @@ int main(int argc, char** argv) {
                              : NAN;
     std::printf("%-14s %-7s %18s %18s %18s %18s\n", p.name.c_str(), "direct",
                 format("%.4f", m["tpe"]).c_str(), format("%.4f", m["random"]).c_str(),
-                format("%.4f", m["optuna tpe"]).c_str(), format("%.4f", m["optuna random"]).c_str());
+                format("%.4f", m["optuna tpe"]).c_str(),
+                format("%.4f", m["optuna random"]).c_str());
     auto interval = [](const std::vector<double>& v) {
       auto [lo, hi] = median_interval(v);
       return "[" + format("%.3f", lo) + ", " + format("%.3f", hi) + "]";
