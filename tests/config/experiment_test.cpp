@@ -622,6 +622,13 @@ BOOST_AUTO_TEST_CASE(the_tpe_searcher_reads_its_knobs_and_round_trips) {
              "experiment.yaml: searcher.ei_candidates: only the tpe searcher uses it, not random");
   BOOST_TEST(starts_with(error_of(minimal(space + "searcher:\n  name: tpe\n")),
                          "experiment.yaml: searcher.max_trials: missing required key"));
+  auto shipped =
+      load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/branin_tpe.yaml");
+  BOOST_TEST_REQUIRE(shipped.is_ok(), shipped.error().to_string());
+  BOOST_TEST(shipped->operator_name == "objective");
+  BOOST_TEST(shipped->sweep.searcher == "tpe");
+  BOOST_TEST((shipped->sweep.direction == dtrain::tune::mode::min));
+  BOOST_TEST((shipped->space.varying() == std::vector<std::string>{"x1", "x2"}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
