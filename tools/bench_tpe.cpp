@@ -21,7 +21,7 @@
 // best observed (noisy) value, on both sides: what a user picking the
 // best-looking trial gets.
 //
-//   build/bin/dtrain-bench-tpe [--seeds 20] [--trials 50] [--tuner-seeds 3] [--quick]
+//   build/bin/dtrain-bench-tpe [--seeds 20] [--trials 50] [--tuner-seeds 20] [--quick]
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -235,7 +235,7 @@ std::string format(const char* f, double x) {
 
 int main(int argc, char** argv) {
   CLI::App app{"dtrain TPE against Optuna 3.1's TPESampler"};
-  int seeds = 20, trials = 50, tuner_seeds = 3;
+  int seeds = 20, trials = 50, tuner_seeds = 20;
   bool quick = false, no_peer = false, per_seed = false;
   app.add_option("--seeds", seeds, "studies per function and searcher");
   app.add_option("--trials", trials, "trials per study");
