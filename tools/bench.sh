@@ -9,6 +9,8 @@
 #   tools/bench.sh store      the experiment store: results/s written, curve reads
 #   tools/bench.sh tune-peer  the Fashion-MNIST ASHA sweep: dtrain tune against Optuna +
 #                             PyTorch on the same space (about 4 minutes here)
+#   tools/bench.sh tpe        the TPE searcher against Optuna 3.1's TPESampler on Branin,
+#                             Hartmann-6 and a noisy Branin, 20 seeds x 50 trials (under a minute)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${DTRAIN_BUILD_DIR:-$root/build}/bin
@@ -23,6 +25,7 @@ case "$what" in
   tune) "$bin/dtrain-bench-tune" "$@" ;;
   store) "$bin/dtrain-bench-store" "$@" ;;
   tune-peer) "$root/tools/bench_tune_peer.sh" "$@" ;;
+  tpe) "$bin/dtrain-bench-tpe" "$@" ;;
   all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-allreduce"; "$bin/dtrain-bench-trainer" ;;
-  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, checkpoint, tune, store, tune-peer, all)" >&2; exit 2 ;;
+  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, all)" >&2; exit 2 ;;
 esac

@@ -305,7 +305,7 @@ BOOST_AUTO_TEST_CASE(determined_searcher_max_length_sets_the_epochs) {
   BOOST_TEST(parsed->epochs == 7);
   BOOST_TEST(error_of(minimal("searcher:\n  name: pbt\n")) ==
              "experiment.yaml: searcher.name: expected one of single, grid, random, asha, "
-             "adaptive_asha, got 'pbt'");
+             "adaptive_asha, tpe, got 'pbt'");
 }
 
 BOOST_AUTO_TEST_CASE(epochs_spelled_both_ways_must_agree) {
@@ -587,6 +587,48 @@ BOOST_AUTO_TEST_CASE(to_yaml_round_trips_searches) {
   BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string() + "\n" + text);
   BOOST_TEST(same_search(*again, *awkward), text);
   BOOST_TEST(to_yaml(*again) == text);
+}
+
+BOOST_AUTO_TEST_CASE(the_tpe_searcher_reads_its_knobs_and_round_trips) {
+  const std::string space = "hyperparameters:\n  lr: {type: log, minval: -4, maxval: -1}\n";
+  auto parsed = parse(minimal(space + "searcher:\n  name: tpe\n  max_trials: 30\n"
+                                      "  startup_trials: 5\n  ei_candidates: 12\n"
+                                      "  metric: validation_loss\n"));
+  BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
+  BOOST_TEST(parsed->sweep.searcher == "tpe");
+  BOOST_TEST(parsed->sweep.scheduler == "fifo");
+  BOOST_TEST(parsed->sweep.num_samples == 30);
+  BOOST_TEST(parsed->sweep.tpe_startup_trials == 5);
+  BOOST_TEST(parsed->sweep.tpe_ei_candidates == 12);
+  BOOST_TEST(dtrain::config::searcher_name(*parsed) == "tpe");
+  BOOST_TEST(dtrain::tune::validate(parsed->sweep).is_ok());
+  BOOST_TEST(dtrain::tune::make_searcher(parsed->space, parsed->sweep)->total() == 30);
+  const std::string text = to_yaml(*parsed);
+  auto again = parse(text);
+  BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string() + "\n" + text);
+  BOOST_TEST(same_search(*again, *parsed), text);
+  BOOST_TEST(again->sweep.tpe_startup_trials == 5);
+  BOOST_TEST(again->sweep.tpe_ei_candidates == 12);
+  // Optuna's defaults when absent; errors name the key.
+  auto defaults = parse(minimal(space + "searcher:\n  name: tpe\n  max_trials: 30\n"));
+  BOOST_TEST_REQUIRE(defaults.is_ok(), defaults.error().to_string());
+  BOOST_TEST(defaults->sweep.tpe_startup_trials == 10);
+  BOOST_TEST(defaults->sweep.tpe_ei_candidates == 24);
+  BOOST_TEST(error_of(minimal(space + "searcher:\n  name: tpe\n  max_trials: 3\n"
+                                      "  startup_trials: 0\n")) ==
+             "experiment.yaml: searcher.startup_trials: must be at least 1, got 0");
+  BOOST_TEST(error_of(minimal(space + "searcher:\n  name: random\n  max_trials: 3\n"
+                                      "  ei_candidates: 4\n")) ==
+             "experiment.yaml: searcher.ei_candidates: only the tpe searcher uses it, not random");
+  BOOST_TEST(starts_with(error_of(minimal(space + "searcher:\n  name: tpe\n")),
+                         "experiment.yaml: searcher.max_trials: missing required key"));
+  auto shipped =
+      load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/branin_tpe.yaml");
+  BOOST_TEST_REQUIRE(shipped.is_ok(), shipped.error().to_string());
+  BOOST_TEST(shipped->operator_name == "objective");
+  BOOST_TEST(shipped->sweep.searcher == "tpe");
+  BOOST_TEST((shipped->sweep.direction == dtrain::tune::mode::min));
+  BOOST_TEST((shipped->space.varying() == std::vector<std::string>{"x1", "x2"}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -323,6 +323,10 @@ void emit_searcher(YAML::Emitter& out, const experiment& exp) {
     out << YAML::Key << (c.searcher == "grid" ? "num_samples" : "max_trials") << YAML::Value
         << c.num_samples;
     out << YAML::Key << "max_concurrent_trials" << YAML::Value << c.max_concurrent_trials;
+    if (c.searcher == "tpe") {
+      out << YAML::Key << "startup_trials" << YAML::Value << c.tpe_startup_trials;
+      out << YAML::Key << "ei_candidates" << YAML::Value << c.tpe_ei_candidates;
+    }
     out << YAML::Key << "scheduler" << YAML::Value << c.scheduler;
     out << YAML::Key << "divisor" << YAML::Value << c.asha.reduction_factor;
     out << YAML::Key << "grace_period" << YAML::Value << c.asha.grace_period;
@@ -399,8 +403,8 @@ result<experiment> load_experiment(const std::string& path) {
 std::string searcher_name(const experiment& exp) {
   if (!exp.has_search)
     return "single";
-  if (exp.sweep.searcher == "grid")
-    return "grid";
+  if (exp.sweep.searcher == "grid" || exp.sweep.searcher == "tpe")
+    return exp.sweep.searcher;
   return exp.sweep.scheduler == "asha" ? "asha" : "random";
 }
 

@@ -93,7 +93,7 @@ struct experiment {
   bool has_search = false;                             // searcher.name other than single
 };
 
-/// The searcher's name as to_yaml writes it: single, grid, random (any
+/// The searcher's name as to_yaml writes it: single, grid, tpe, random (any
 /// scheduler but asha) or asha.
 std::string searcher_name(const experiment& exp);
 

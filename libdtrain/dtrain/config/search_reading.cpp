@@ -16,7 +16,8 @@ namespace {
 const std::vector<std::string> search_only_keys = {
     "max_trials", "num_samples", "max_concurrent_trials", "scheduler", "divisor",
     "reduction_factor", "grace_period", "rule", "median_warmup_epochs",
-    "median_min_completed_trials", "time_budget_seconds", "stop_threshold", "max_failed_trials"};
+    "median_min_completed_trials", "time_budget_seconds", "stop_threshold", "max_failed_trials",
+    "startup_trials", "ei_candidates"};
 
 // The pbt scheduler's knobs (read_pbt_knobs); only `scheduler: pbt` takes them.
 const std::vector<std::string> pbt_keys = {"perturbation_interval", "burn_in", "quantile_fraction",
@@ -121,6 +122,16 @@ status read_scheduler_knobs(const section& s, tune::sweep_config& sweep) {
   return read_int(s, "max_failed_trials", -1, sweep.max_failed_trials);
 }
 
+// The TPE searcher's knobs (Optuna's n_startup_trials, n_ei_candidates);
+// an error under any other searcher.
+status read_tpe_knobs(const section& s, const std::string& name, tune::sweep_config& sweep) {
+  for (const std::string key : {"startup_trials", "ei_candidates"})
+    if (name != "tpe" && s.find(key))
+      return invalid_argument(s.path_of(key) + ": only the tpe searcher uses it, not " + name);
+  DTRAIN_RETURN_IF_ERROR(read_int(s, "startup_trials", 1, sweep.tpe_startup_trials));
+  return read_int(s, "ei_candidates", 1, sweep.tpe_ei_candidates);
+}
+
 // The metric and its direction. Determined defaults smaller_is_better to
 // true, but dtrain's default metric is validation_accuracy: absent, it is
 // false for an *accuracy metric and true otherwise.
@@ -148,7 +159,7 @@ status read_searcher(const YAML::Node& node, experiment& exp, std::optional<int6
   DTRAIN_ASSIGN_OR_RETURN(section s, open_section(node, "searcher", known));
   std::string name = "single";
   DTRAIN_RETURN_IF_ERROR(
-      read_string(s, "name", name, {"single", "grid", "random", "asha", "adaptive_asha"}));
+      read_string(s, "name", name, {"single", "grid", "random", "asha", "adaptive_asha", "tpe"}));
   exp.has_search = name != "single";
   tune::sweep_config& sweep = exp.sweep;
   DTRAIN_RETURN_IF_ERROR(read_metric(s, exp.has_search, sweep));
@@ -160,9 +171,10 @@ status read_searcher(const YAML::Node& node, experiment& exp, std::optional<int6
   } else {
     if (name == "adaptive_asha")
       name = "asha";  // one bracket: Determined's adaptive mode "aggressive"
-    sweep.searcher = name == "grid" ? "grid" : "random";
+    sweep.searcher = name == "grid" || name == "tpe" ? name : "random";
     sweep.scheduler = name == "asha" ? "asha" : "fifo";
     DTRAIN_RETURN_IF_ERROR(read_trial_count(s, name, sweep));
+    DTRAIN_RETURN_IF_ERROR(read_tpe_knobs(s, name, sweep));
     DTRAIN_RETURN_IF_ERROR(read_scheduler_knobs(s, sweep));
   }
   const YAML::Node* length = s.find("max_length");

@@ -10,6 +10,7 @@
 #include "dtrain/nn/layers.hpp"
 #include "dtrain/nn/linear.hpp"
 #include "dtrain/optim/factory.hpp"
+#include "dtrain/train/objective.hpp"
 
 namespace dtrain::train {
 
@@ -216,7 +217,8 @@ operator_factory factory_of() {
 std::vector<std::pair<std::string, operator_factory>> builtin_operator_factories() {
   return {{"linear_regression", factory_of<linear_regression_operator>()},
           {"mlp_classifier", factory_of<mlp_classifier_operator>()},
-          {"noop", factory_of<noop_operator>()}};
+          {"noop", factory_of<noop_operator>()},
+          {"objective", [] { return make_objective_operator(); }}};
 }
 
 void register_builtin_operators() {

@@ -26,6 +26,10 @@
 ///    without bias (one parameter) on `samples` (100000) rows of one zero
 ///    feature, plain SGD with lr (0): the normal loop, sync and metrics,
 ///    with almost no arithmetic. Keys: samples, lr.
+///  - "objective": a test function of the hyperparameters (Branin,
+///    Hartmann-6, a quadratic, a learning curve) reported as loss and
+///    validation_loss, for benchmarking searchers (objective.hpp). Keys:
+///    function, x1 .. x6, noise.
 ///
 /// Every operator rejects a hyperparameter key it does not know, naming it.
 namespace dtrain::train {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "dtrain/core/check.hpp"
+#include "dtrain/tune/tpe.hpp"
 
 namespace dtrain::tune {
 namespace {
@@ -58,7 +59,7 @@ status validate(const sweep_config& c) {
   if (std::find(metrics.begin(), metrics.end(), c.metric) == metrics.end())
     return invalid_argument("metric: '" + c.metric + "' is not reported by the trainer " +
                             "(available: " + join(metrics) + ")");
-  DTRAIN_RETURN_IF_ERROR(one_of("searcher", c.searcher, {"random", "grid"}));
+  DTRAIN_RETURN_IF_ERROR(one_of("searcher", c.searcher, {"random", "grid", "tpe"}));
   DTRAIN_RETURN_IF_ERROR(one_of("scheduler", c.scheduler, {"fifo", "asha", "median", "pbt"}));
   DTRAIN_RETURN_IF_ERROR(at_least("num_samples", c.num_samples, 1));
   DTRAIN_RETURN_IF_ERROR(at_least("max_epochs", c.max_epochs, 1));
@@ -68,6 +69,8 @@ status validate(const sweep_config& c) {
   DTRAIN_RETURN_IF_ERROR(at_least("median.warmup_epochs", c.median.warmup_epochs, 0));
   DTRAIN_RETURN_IF_ERROR(at_least("median.min_completed", c.median.min_completed, 0));
   DTRAIN_RETURN_IF_ERROR(validate_pbt(c.pbt));
+  DTRAIN_RETURN_IF_ERROR(at_least("tpe_startup_trials", c.tpe_startup_trials, 1));
+  DTRAIN_RETURN_IF_ERROR(at_least("tpe_ei_candidates", c.tpe_ei_candidates, 1));
   if (!(c.time_budget_seconds >= 0) || std::isinf(c.time_budget_seconds))
     return invalid_argument("time_budget_seconds: must be a finite number of at least 0, got " +
                             to_string(value{c.time_budget_seconds}));
@@ -78,7 +81,17 @@ status validate(const sweep_config& c) {
 }
 
 std::unique_ptr<searcher> make_searcher(const space& s, const sweep_config& c) {
-  // Both searchers are Ray's variant generator: "grid" spaces carry grid
+  if (c.searcher == "tpe") {
+    tpe_options o;
+    o.metric = c.metric;
+    o.direction = c.direction;
+    o.num_samples = c.num_samples;
+    o.startup_trials = c.tpe_startup_trials;
+    o.ei_candidates = c.tpe_ei_candidates;
+    o.seed = c.seed;
+    return make_tpe(s, o);
+  }
+  // random and grid are both Ray's variant generator: "grid" spaces carry grid
   // dimensions (enumerated, repeated num_samples times), "random" ones
   // only random dimensions (num_samples draws).
   return make_variant_searcher(s, c.num_samples, c.seed);

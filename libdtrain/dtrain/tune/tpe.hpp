@@ -19,9 +19,18 @@ namespace dtrain::tune {
 /// scored by log l(x) - log g(x), and the best is suggested.
 ///
 /// A trial's value is its last report's metric (a stopped trial's too);
-/// NaN or failed trials count as the worst. Grid dimensions are treated as
-/// choices. Suggests `num_samples` trials in all, then finished; never
-/// waits. Deterministic given the seed and the order of calls.
+/// only ended trials are observations (running ones are ignored, and the
+/// startup lasts until startup_trials have ended). Ranked as Optuna ranks
+/// them: completed trials by value, then stopped ones (those stopped later
+/// first, then by value), then failed trials, NaN values and trials that
+/// never reported the metric, the worst. Grid dimensions are treated as
+/// choices. The startup draws are the variant searcher's for the same seed
+/// (plus a uniform pick of each grid dimension). The estimator's densities
+/// are Optuna 3.1's to the last digits checked, including its continuous
+/// components' missing 1/sigma (tpe.cpp says why it is kept).
+/// Suggests `num_samples` trials in all, then finished; never waits.
+/// Deterministic given the seed and the order of calls. Not thread-safe
+/// (the tuner calls it from one thread).
 struct tpe_options {
   std::string metric = "validation_accuracy";
   mode direction = mode::max;

@@ -1,0 +1,301 @@
+// The Parzen estimator of TPE (parzen_estimator.hpp), written from Optuna
+// 3.1's definition; the numerics (normal tails in logs, the truncated
+// normal's quantile by bisection) are our own.
+#include "dtrain/tune/parzen_estimator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <utility>
+
+namespace dtrain::tune::detail {
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+constexpr double prior_weight = 1.0;
+
+// ---------------------------------------------------------------------------
+// The standard normal, in logs where tails matter.
+
+// log Phi(x). erfc keeps full relative precision down to x = -20; below,
+// the asymptotic series of the Mills ratio does.
+double log_ndtr(double x) {
+  if (x > -20)
+    return std::log(0.5 * std::erfc(-x / std::sqrt(2.0)));
+  const double x2 = x * x;
+  double term = 1, sum = 1;
+  for (int i = 1; i < 30; ++i) {
+    const double next = -term * (2 * i - 1) / x2;
+    if (std::fabs(next) >= std::fabs(term))
+      break;  // the series is asymptotic: stop where its terms grow
+    term = next;
+    sum += term;
+  }
+  return -0.5 * x2 - std::log(-x) - 0.5 * std::log(2 * M_PI) + std::log(sum);
+}
+
+// log(exp(p) - exp(q)), p >= q.
+double log_diff(double p, double q) {
+  if (q == -inf)
+    return p;
+  return p + std::log1p(-std::exp(q - p));
+}
+
+// log of the standard normal's mass on [a, b]: computed in the left tail
+// (mirrored for the right one), where differences of CDFs keep precision.
+double log_mass(double a, double b) {
+  if (!(a < b))
+    return -inf;
+  if (b <= 0)
+    return log_diff(log_ndtr(b), log_ndtr(a));
+  if (a > 0)
+    return log_diff(log_ndtr(-a), log_ndtr(-b));
+  return std::log1p(-0.5 * std::erfc(-a / std::sqrt(2.0)) - 0.5 * std::erfc(b / std::sqrt(2.0)));
+}
+
+// The x in [-100, 100] with log Phi(x) = y, by bisection (100 halvings reach
+// adjacent doubles; log_ndtr is monotone).
+double ndtri_exp(double y) {
+  double lo = -100, hi = 100;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (log_ndtr(mid) < y ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+// The u-quantile of the standard normal truncated to [a, b], a < b.
+double truncated_ppf(double u, double a, double b) {
+  if (a >= 0)  // the right tail, mirrored into the left one
+    return -truncated_ppf(1 - u, -b, -a);
+  const double la = log_ndtr(a), lm = log_mass(a, b);
+  const double lu = std::log(u) + lm;
+  const double y = std::max(la, lu) + std::log1p(std::exp(-std::fabs(la - lu)));
+  return std::clamp(ndtri_exp(y), a, b);
+}
+
+double log_sum_exp(const std::vector<double>& xs) {
+  const double top = *std::max_element(xs.begin(), xs.end());
+  if (top == -inf)
+    return -inf;
+  double sum = 0;
+  for (double x : xs)
+    sum += std::exp(x - top);
+  return top + std::log(sum);
+}
+
+// The multiples of q inside [low, high] as k in k * q, rounded inward with
+// the same slack as the space's own sampling.
+std::pair<double, double> multiples(const domain& d) {
+  const double slack = 1e-9;
+  return {std::ceil(d.low / d.q - slack), std::floor(d.high / d.q + slack)};
+}
+
+// The index in `probabilities` (summing to 1) that u in [0, 1) falls in.
+size_t pick(const std::vector<double>& probabilities, double u) {
+  double cumulative = 0;
+  for (size_t i = 0; i + 1 < probabilities.size(); ++i) {
+    cumulative += probabilities[i];
+    if (u < cumulative)
+      return i;
+  }
+  return probabilities.size() - 1;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------
+// Dimensions.
+
+double dimension::to_internal(const value& v) const {
+  if (type == kind::categorical) {
+    auto it = std::find(categories.begin(), categories.end(), v);
+    return it == categories.end() ? std::nan("") : static_cast<double>(it - categories.begin());
+  }
+  double x = std::nan("");
+  if (const auto* i = std::get_if<int64_t>(&v))
+    x = static_cast<double>(*i);
+  else if (const auto* f = std::get_if<double>(&v))
+    x = *f;
+  return log() ? std::log(x) : x;
+}
+
+value dimension::to_value(double x) const {
+  if (type == kind::categorical)
+    return categories[static_cast<size_t>(x)];
+  double v = log() ? std::exp(x) : x;
+  if (log() && d.q > 0) {
+    const double k = std::clamp(std::round(v / d.q), first / d.q, last / d.q);
+    v = k * d.q;
+  } else if (step > 0) {
+    const double k = std::clamp(std::round((v - first) / step), 0.0, (last - first) / step);
+    v = first + k * step;
+  }
+  v = std::clamp(v, d.low, d.high);
+  if (d.type == domain::kind::integer)
+    return static_cast<int64_t>(std::llround(v));
+  return v;
+}
+
+dimension make_dimension(const std::string& name, const domain& d) {
+  dimension out;
+  out.name = name;
+  out.d = d;
+  if (d.type == domain::kind::constant) {
+    out.fixed_value = d.constant_value;
+    return out;
+  }
+  if (d.grid || d.type == domain::kind::choice) {
+    // A grid dimension is a choice among its points: the grid points of a
+    // space holding it alone.
+    out.type = dimension::kind::categorical;
+    if (d.grid) {
+      for (const auto& point : space{}.add(name, d).grid_points())
+        out.categories.push_back(point.at(name));
+    } else {
+      out.categories = d.choices;
+    }
+    if (out.categories.size() == 1) {
+      out.type = dimension::kind::fixed;
+      out.fixed_value = out.categories.front();
+    }
+    return out;
+  }
+  out.type = dimension::kind::numeric;
+  const bool integer = d.type == domain::kind::integer;
+  const double q = d.q > 0 ? d.q : integer ? 1 : 0;
+  out.first = d.low;
+  out.last = d.high;
+  if (q > 0) {
+    auto [lo, hi] = d.q > 0 ? multiples(d) : std::make_pair(d.low, d.high);
+    out.first = lo * (d.q > 0 ? d.q : 1);
+    out.last = hi * (d.q > 0 ? d.q : 1);
+  }
+  if (out.log()) {
+    out.low = std::log(d.low);
+    out.high = std::log(d.high);
+  } else {
+    out.step = q;
+    out.low = out.first - 0.5 * q;
+    out.high = out.last + 0.5 * q;
+  }
+  if (out.first == out.last || !(out.low < out.high)) {
+    out.type = dimension::kind::fixed;
+    out.fixed_value = out.to_value(out.log() ? std::log(out.first) : out.first);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// The estimator.
+
+std::vector<double> observation_weights(size_t n) {
+  std::vector<double> w(n, 1.0);
+  if (n < 25)
+    return w;
+  const size_t ramp = n - 25;
+  const double from = 1.0 / static_cast<double>(n);
+  for (size_t i = 0; i < ramp; ++i)
+    w[i] = ramp == 1 ? from : from + (1.0 - from) * static_cast<double>(i) / (ramp - 1);
+  return w;
+}
+
+parzen_estimator::parzen_estimator(const dimension& dim, const std::vector<double>& xs)
+  : dim_(dim) {
+  weights_ = observation_weights(xs.size());
+  weights_.push_back(prior_weight);
+  const double total = std::accumulate(weights_.begin(), weights_.end(), 0.0);
+  for (double& w : weights_)
+    w /= total;
+  if (dim.type == dimension::kind::categorical)
+    fit_categories(xs);
+  else
+    fit_numbers(xs);
+}
+
+double parzen_estimator::sample(rng& r) const {
+  const size_t j = pick(weights_, r.uniform_double());
+  if (dim_.type == dimension::kind::categorical)
+    return static_cast<double>(pick(categories_[j], r.uniform_double()));
+  const double a = (dim_.low - mus_[j]) / sigmas_[j];
+  const double b = (dim_.high - mus_[j]) / sigmas_[j];
+  const double z = truncated_ppf(r.uniform_double(), a, b);
+  return std::clamp(mus_[j] + sigmas_[j] * z, dim_.low, dim_.high);
+}
+
+double parzen_estimator::log_pdf(double x) const {
+  std::vector<double> terms(weights_.size());
+  for (size_t j = 0; j < weights_.size(); ++j)
+    terms[j] = std::log(weights_[j]) + component_log_pdf(j, x);
+  return log_sum_exp(terms);
+}
+
+// Each observation's row puts prior_weight / (n + 1) on every category and
+// 1 more on its own; the prior's row is uniform.
+void parzen_estimator::fit_categories(const std::vector<double>& xs) {
+  const size_t k = dim_.categories.size();
+  const double base = prior_weight / static_cast<double>(xs.size() + 1);
+  categories_.assign(xs.size() + 1, std::vector<double>(k, base));
+  for (size_t j = 0; j < xs.size(); ++j)
+    categories_[j][static_cast<size_t>(xs[j])] += 1;
+  for (auto& row : categories_) {
+    const double total = std::accumulate(row.begin(), row.end(), 0.0);
+    for (double& p : row)
+      p /= total;
+  }
+}
+
+// Optuna's univariate bandwidths: each mean's sigma is the larger gap to
+// its sorted neighbours (the bounds count as neighbours, except that the
+// outermost means look inward only: consider_endpoints=False), clipped to
+// [range / min(100, n + 1), range] (consider_magic_clip); the prior sits
+// at the centre with sigma = range.
+void parzen_estimator::fit_numbers(const std::vector<double>& xs) {
+  const double range = dim_.high - dim_.low;
+  mus_ = xs;
+  mus_.push_back(0.5 * (dim_.low + dim_.high));
+  std::vector<size_t> order(mus_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return mus_[a] < mus_[b]; });
+  std::vector<double> s = {dim_.low};
+  for (size_t i : order)
+    s.push_back(mus_[i]);
+  s.push_back(dim_.high);
+  const size_t m = mus_.size();
+  std::vector<double> sorted_sigmas(m);
+  for (size_t i = 0; i < m; ++i)
+    sorted_sigmas[i] = std::max(s[i + 1] - s[i], s[i + 2] - s[i + 1]);
+  if (m >= 2) {
+    sorted_sigmas[0] = s[2] - s[1];
+    sorted_sigmas[m - 1] = s[m] - s[m - 1];
+  }
+  const double min_sigma = range / std::min(100.0, 1.0 + static_cast<double>(m));
+  sigmas_.assign(m, 0);
+  for (size_t i = 0; i < m; ++i)
+    sigmas_[order[i]] = std::clamp(sorted_sigmas[i], min_sigma, range);
+  sigmas_[m - 1] = range;  // the prior
+}
+
+double parzen_estimator::component_log_pdf(size_t j, double x) const {
+  if (dim_.type == dimension::kind::categorical)
+    return std::log(categories_[j][static_cast<size_t>(x)]);
+  const double mu = mus_[j], sigma = sigmas_[j];
+  const double accept = log_mass((dim_.low - mu) / sigma, (dim_.high - mu) / sigma);
+  if (dim_.step > 0) {
+    const double lower = std::max(x - 0.5 * dim_.step, dim_.low);
+    const double upper = std::min(x + 0.5 * dim_.step, dim_.high);
+    return log_mass((lower - mu) / sigma, (upper - mu) / sigma) - accept;
+  }
+  // The truncated normal's log density as Optuna 3.1 computes it: in
+  // units of sigma, without the -log(sigma) of a true density (scipy's
+  // truncnorm and later Optuna releases subtract it). Kept on purpose:
+  // measured with tools/bench_tpe.cpp over 100 seeds, subtracting it
+  // makes narrow components win and Hartmann-6's median best after 50
+  // trials worse (-2.44 against -2.75), Branin's unchanged.
+  const double z = (x - mu) / sigma;
+  return -0.5 * z * z - 0.5 * std::log(2 * M_PI) - accept;
+}
+
+} // namespace dtrain::tune::detail

@@ -1,0 +1,175 @@
+// The TPE searcher (tpe.hpp): Optuna 3.1's TPESampler, independent form.
+// Written from the algorithm as Optuna 3.1 (samplers/_tpe/) defines it:
+// its gamma, its weights, its Parzen bandwidths and prior, its truncated
+// normals; the numerics are our own.
+#include "dtrain/tune/tpe.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "dtrain/tune/parzen_estimator.hpp"
+
+namespace dtrain::tune {
+namespace {
+
+using detail::dimension;
+using detail::parzen_estimator;
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+// ---------------------------------------------------------------------------
+// The searcher.
+
+struct trial_record {
+  config configuration;
+  bool has_value = false;
+  double last_value = 0;  // the metric of the last report that carried it
+  int64_t last_epoch = 0;
+  bool ended = false;
+  trial_end how = trial_end::completed;
+};
+
+class tpe_searcher final : public searcher {
+public:
+  tpe_searcher(const space& s, const tpe_options& o)
+    : space_(s), options_(o), random_(o.seed), model_(hash64(o.seed, 0x545045)) {
+    for (const auto& [name, d] : s.domains())
+      dims_.push_back(detail::make_dimension(name, d));
+  }
+
+  suggestion suggest(const std::string& trial_id) override {
+    suggestion out;
+    if (static_cast<int64_t>(order_.size()) >= std::max<int64_t>(options_.num_samples, 0))
+      return out;  // finished
+    std::vector<const trial_record*> observed;
+    for (const auto& id : order_)
+      if (trials_.at(id).ended)
+        observed.push_back(&trials_.at(id));
+    out.what = suggestion::kind::trial;
+    out.configuration = static_cast<int64_t>(observed.size()) < options_.startup_trials
+                            ? random_draw()
+                            : model_draw(observed);
+    trials_[trial_id].configuration = out.configuration;
+    order_.push_back(trial_id);
+    return out;
+  }
+
+  void on_result(const report& r) override {
+    auto trial = trials_.find(r.trial);
+    auto metric = r.metrics.find(options_.metric);
+    if (trial == trials_.end() || metric == r.metrics.end())
+      return;
+    trial->second.has_value = true;
+    trial->second.last_value = metric->second;
+    trial->second.last_epoch = r.epoch;
+  }
+
+  void on_end(const std::string& trial_id, trial_end how) override {
+    auto trial = trials_.find(trial_id);
+    if (trial == trials_.end())
+      return;
+    trial->second.ended = true;
+    trial->second.how = how;
+  }
+
+  int64_t total() const override { return std::max<int64_t>(options_.num_samples, 0); }
+
+private:
+  // The variant searcher's draw (the same values for the same seed when
+  // the space has no grid), plus a uniform pick for each grid dimension.
+  config random_draw() {
+    config out = space_.sample(random_);
+    for (const auto& dim : dims_)
+      if (dim.d.grid)
+        out[dim.name] = dim.categories[random_.below(dim.categories.size())];
+    return out;
+  }
+
+  // Optuna's ordering key, smaller is better: completed trials by value,
+  // then stopped ones (the later they stopped the better, then by value),
+  // then failed trials, trials without a finite value and trials that
+  // never reported, in trial order.
+  std::tuple<int, double, double> rank_key(const trial_record& t) const {
+    if (t.how == trial_end::failed || !t.has_value || std::isnan(t.last_value))
+      return {2, 0, 0};
+    const double loss = options_.direction == mode::min ? t.last_value : -t.last_value;
+    if (t.how == trial_end::stopped)
+      return {1, -static_cast<double>(t.last_epoch), loss};
+    return {0, 0, loss};
+  }
+
+  config model_draw(const std::vector<const trial_record*>& observed) {
+    // gamma(n) = min(ceil(n / 10), 25) best trials are "below" (good).
+    const size_t n = observed.size();
+    const size_t n_below = std::min<size_t>((n + 9) / 10, 25);
+    std::vector<size_t> ranked(n);
+    std::iota(ranked.begin(), ranked.end(), 0);
+    std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
+      return rank_key(*observed[a]) < rank_key(*observed[b]);
+    });
+    std::vector<bool> is_below(n, false);
+    for (size_t i = 0; i < n_below && i < n; ++i)
+      is_below[ranked[i]] = true;
+
+    config out;
+    for (const auto& dim : dims_) {
+      if (dim.type == dimension::kind::fixed) {
+        out[dim.name] = dim.fixed_value;
+        continue;
+      }
+      // Chronological order within each group, as Optuna keeps it (the
+      // weights of older "above" observations ramp down).
+      std::vector<double> below, above;
+      for (size_t i = 0; i < n; ++i) {
+        auto v = observed[i]->configuration.find(dim.name);
+        const double x = v == observed[i]->configuration.end() ? std::nan("")
+                                                               : dim.to_internal(v->second);
+        if (!std::isnan(x))
+          (is_below[i] ? below : above).push_back(x);
+      }
+      out[dim.name] = best_candidate(dim, below, above);
+    }
+    return out;
+  }
+
+  // ei_candidates draws from l (the good trials' estimator), each scored by
+  // log l(x) - log g(x); the first best wins.
+  value best_candidate(const dimension& dim, const std::vector<double>& below,
+                       const std::vector<double>& above) {
+    const parzen_estimator good(dim, below), bad(dim, above);
+    double best_score = -inf, best_x = 0;
+    for (int64_t i = 0; i < std::max<int64_t>(options_.ei_candidates, 1); ++i) {
+      double x = good.sample(model_);
+      // Score the point as the domain rounds it.
+      x = dim.to_internal(dim.to_value(x));
+      const double score = good.log_pdf(x) - bad.log_pdf(x);
+      if (i == 0 || score > best_score) {
+        best_score = score;
+        best_x = x;
+      }
+    }
+    return dim.to_value(best_x);
+  }
+
+  space space_;
+  tpe_options options_;
+  std::vector<dimension> dims_;  // in name order
+  std::map<std::string, trial_record> trials_;
+  std::vector<std::string> order_;  // trial ids in suggestion order
+  rng random_;                      // startup draws
+  rng model_;                       // the estimator's draws
+};
+
+} // namespace
+
+std::unique_ptr<searcher> make_tpe(const space& s, const tpe_options& o) {
+  return std::make_unique<tpe_searcher>(s, o);
+}
+
+} // namespace dtrain::tune

@@ -1,0 +1,91 @@
+#!/usr/bin/python3
+"""The Optuna side of tools/bench_tpe.cpp: Optuna 3.1's TPESampler (default
+settings) and RandomSampler on Branin, Hartmann-6 and a noisy Branin, in
+memory, one study per (function, sampler, seed).
+
+Prints one line per study, for the benchmark to parse:
+    result FUNCTION SAMPLER SEED BEST SECONDS
+BEST is the smallest objective value for the noiseless functions; for the
+noisy one, the noiseless value of the trial with the smallest observed
+(noisy) value, which is how the benchmark judges dtrain too.
+
+    /usr/bin/python3 tools/peer/optuna_tpe.py [--seeds 20] [--trials 50]
+"""
+import argparse
+import math
+import time
+
+import numpy as np
+import optuna
+
+HARTMANN_ALPHA = np.array([1.0, 1.2, 3.0, 3.2])
+HARTMANN_A = np.array([[10, 3, 17, 3.5, 1.7, 8],
+                       [0.05, 10, 17, 0.1, 8, 14],
+                       [3, 3.5, 1.7, 10, 17, 8],
+                       [17, 8, 0.05, 10, 0.1, 14]])
+HARTMANN_P = 1e-4 * np.array([[1312, 1696, 5569, 124, 8283, 5886],
+                              [2329, 4135, 8307, 3736, 1004, 9991],
+                              [2348, 1451, 3522, 2883, 3047, 6650],
+                              [4047, 8828, 8732, 5743, 1091, 381]])
+
+
+def branin(x1, x2):
+    b = 5.1 / (4 * math.pi ** 2)
+    c = 5 / math.pi
+    t = 1 / (8 * math.pi)
+    return (x2 - b * x1 ** 2 + c * x1 - 6) ** 2 + 10 * (1 - t) * math.cos(x1) + 10
+
+
+def hartmann6(x):
+    x = np.asarray(x)
+    inner = np.sum(HARTMANN_A * (x - HARTMANN_P) ** 2, axis=1)
+    return float(-np.sum(HARTMANN_ALPHA * np.exp(-inner)))
+
+
+def make_objective(function, seed):
+    """The objective and a function of the study giving its judged best."""
+    noise = np.random.RandomState(100000 + seed)  # the noisy Branin's noise
+
+    def objective(trial):
+        if function == "hartmann6":
+            x = [trial.suggest_float("x%d" % (i + 1), 0.0, 1.0) for i in range(6)]
+            value = hartmann6(x)
+        else:
+            x1 = trial.suggest_float("x1", -5.0, 10.0)
+            x2 = trial.suggest_float("x2", 0.0, 15.0)
+            value = branin(x1, x2)
+        trial.set_user_attr("noiseless", value)
+        if function == "noisy_branin":
+            value += noise.normal(0.0, 1.0)
+        return value
+
+    def judged_best(study):
+        return study.best_trial.user_attrs["noiseless"]
+
+    return objective, judged_best
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--trials", type=int, default=50)
+    parser.add_argument("--functions", default="branin,hartmann6,noisy_branin")
+    args = parser.parse_args()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    print("peer optuna %s" % optuna.__version__, flush=True)
+    for function in args.functions.split(","):
+        for name in ("tpe", "random"):
+            for seed in range(args.seeds):
+                sampler = (optuna.samplers.TPESampler(seed=seed) if name == "tpe"
+                           else optuna.samplers.RandomSampler(seed=seed))
+                study = optuna.create_study(sampler=sampler, direction="minimize")
+                objective, judged_best = make_objective(function, seed)
+                start = time.perf_counter()
+                study.optimize(objective, n_trials=args.trials)
+                took = time.perf_counter() - start
+                print("result %s %s %d %.17g %.6f" % (function, name, seed, judged_best(study),
+                                                     took), flush=True)
+
+
+if __name__ == "__main__":
+    main()
