@@ -43,11 +43,16 @@ space sweep_space() {
   return s;
 }
 
-sweep_config settings(const std::string& scheduler) {
+// "asha", "median", or "tpe+asha" (TPE suggests from the results so far,
+// so its replay must hear them in the same order).
+sweep_config settings(const std::string& kind) {
+  const bool tpe = kind.rfind("tpe+", 0) == 0;
+  const std::string scheduler = tpe ? kind.substr(4) : kind;
   sweep_config c;
   c.metric = "validation_accuracy";
   c.direction = mode::max;
-  c.searcher = "random";
+  c.searcher = tpe ? "tpe" : "random";
+  c.tpe_startup_trials = 4;
   c.num_samples = 12;
   c.max_epochs = 8;
   c.scheduler = scheduler;
@@ -155,7 +160,7 @@ int64_t new_experiment(store::experiment_store& db) {
 BOOST_AUTO_TEST_SUITE(sweep_journal)
 
 BOOST_AUTO_TEST_CASE(a_sweep_killed_anywhere_resumes_to_the_same_trials_and_decisions) {
-  for (const std::string scheduler : {"asha", "median"}) {
+  for (const std::string scheduler : {"asha", "median", "tpe+asha"}) {
     testing::temp_dir dir;
     auto opened = store::open_sqlite_store(dir.file("experiments.db"));
     BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
