@@ -75,6 +75,8 @@ int main(int argc, char** argv) {
   start->add_option("--slots", so.slots, "CPU slots this node offers")->capture_default_str();
   start->add_option("--gpus", so.gpus, "GPUs this node offers")->capture_default_str();
   start->add_option("--port-file", so.port_file, "write HOST:PORT here once listening");
+  start->add_option("--store", so.store_path,
+                    "head: its experiment store file (default: $DTRAIN_HOME/experiments.db)");
   start->add_flag("--detach", detach, "run in the background (log and pid in $DTRAIN_HOME)");
 
   std::string status_address;
