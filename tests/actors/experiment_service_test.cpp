@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <thread>
 
 #include "actors/child_process.hpp"
 #include "actors/memory_store.hpp"
@@ -274,6 +275,32 @@ BOOST_AUTO_TEST_CASE(a_write_error_comes_back_from_the_next_flush_naming_the_ope
   BOOST_TEST(s->put_trial(orphan).is_ok());
   BOOST_TEST(other.flush().is_ok());
   BOOST_TEST(!s->flush().is_ok());
+}
+
+BOOST_AUTO_TEST_CASE(a_request_the_service_does_not_answer_in_time_is_a_timeout_naming_it) {
+  system_config config;
+  caf::actor_system sys{config};
+  // The store takes longer to open than the client waits.
+  auto slow = experiments::spawn_experiment_service(
+      sys,
+      []() -> result<std::unique_ptr<store::experiment_store>> {
+        std::this_thread::sleep_for(milliseconds(1500));
+        return std::unique_ptr<store::experiment_store>(new memory_store());
+      },
+      "slow.db");
+  {
+    experiments::service_client client(sys, slow, "slow.db", milliseconds(200));
+    auto start = std::chrono::steady_clock::now();
+    auto listed = client.experiments();
+    auto took = std::chrono::steady_clock::now() - start;
+    BOOST_REQUIRE(!listed.is_ok());
+    BOOST_TEST((listed.error().code() == error_code::timeout));
+    BOOST_TEST(listed.error().message() ==
+                   "experiment store at slow.db: experiments: no answer within the timeout",
+               listed.error().message());
+    BOOST_TEST((took < milliseconds(1000)));
+  }
+  caf::anon_send_exit(slow, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_CASE(a_store_that_cannot_be_opened_fails_each_request_and_the_cluster_runs_on) {
