@@ -22,7 +22,19 @@ struct tune_options {
   bool force = false;    // resume even when the file's configuration changed
 };
 
+/// `dtrain experiments ACTION [ID]` (experiments_command.cpp).
+struct experiments_options {
+  std::string action;    // list | show | trials | best | delete
+  int64_t id = 0;        // every action but list
+  std::string address;   // through this head; empty: $DTRAIN_ADDRESS, else the local file
+  std::string store;     // a local store file (default: $DTRAIN_HOME/experiments.db)
+  bool json = false;     // JSON instead of tables
+  std::string metric;    // best: rank by this metric's rows instead of the experiment's
+  bool yes = false;      // delete: without asking
+};
+
 int run_status(const std::string& address);
+int run_experiments(const experiments_options& o);
 int run_train(const train_options& o);
 int run_tune(const tune_options& o);
 

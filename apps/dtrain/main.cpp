@@ -9,6 +9,8 @@
 //                                                   run an experiment
 //   dtrain tune EXPERIMENT.yaml [--address ...] [--resume ID [--force]]
 //                                                   run its hyperparameter sweep
+//   dtrain experiments list | show ID | trials ID | best ID [--metric NAME]
+//         | delete ID [--yes]  [--address HOST:PORT | --store PATH] [--json]
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -77,6 +79,8 @@ int main(int argc, char** argv) {
   start->add_option("--slots", so.slots, "CPU slots this node offers")->capture_default_str();
   start->add_option("--gpus", so.gpus, "GPUs this node offers")->capture_default_str();
   start->add_option("--port-file", so.port_file, "write HOST:PORT here once listening");
+  start->add_option("--store", so.store_path,
+                    "head: its experiment store file (default: $DTRAIN_HOME/experiments.db)");
   start->add_flag("--detach", detach, "run in the background (log and pid in $DTRAIN_HOME)");
 
   std::string status_address;
@@ -106,7 +110,35 @@ int main(int argc, char** argv) {
                    "0 quiet, 1 trial starts and ends, 2 also every epoch")
       ->capture_default_str();
 
+  experiments_options eo;
+  auto* experiments = app.add_subcommand("experiments", "list and inspect the experiment store");
+  experiments->require_subcommand(1);
+  experiments->add_option("--address", eo.address,
+                          "read through the head at HOST:PORT (default: $DTRAIN_ADDRESS, else "
+                          "the local store)");
+  experiments->add_option("--store", eo.store,
+                          "a local store file (default: $DTRAIN_HOME/experiments.db)");
+  experiments->add_flag("--json", eo.json, "JSON instead of tables");
+  auto action = [&](const char* name, const char* what, bool with_id) {
+    auto* sub = experiments->add_subcommand(name, what);
+    sub->fallthrough();  // --address, --store and --json after the action too
+    if (with_id)
+      sub->add_option("id", eo.id, "the experiment's id")->required();
+    sub->callback([&eo, name] { eo.action = name; });
+    return sub;
+  };
+  action("list", "every experiment: id, name, kind, state, trials, best, created", false);
+  action("show", "an experiment's fields, configuration, trial counts and best trial", true);
+  action("trials", "an experiment's trials", true);
+  action("best", "an experiment's best trial, its hyperparameters and newest checkpoint", true)
+      ->add_option("--metric", eo.metric,
+                   "rank by this metric's best value (min if its name has \"loss\", else max)");
+  action("delete", "delete an experiment's rows and its checkpoint directory", true)
+      ->add_flag("--yes", eo.yes, "do not ask");
+
   CLI11_PARSE(app, argc, argv);
+  if (experiments->parsed())
+    return run_experiments(eo);
   if (tune->parsed())
     return run_tune(tuo);
   if (start->parsed())

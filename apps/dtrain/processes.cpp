@@ -1,5 +1,7 @@
 #include "processes.hpp"
 
+#include "dtrain/core/files.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -78,12 +80,7 @@ std::string not_ours(pid_t pid, const std::string& recorded_start) {
 
 } // namespace
 
-std::string cluster_dir() {
-  if (const char* home = std::getenv("DTRAIN_HOME"))
-    return home;
-  const char* user_home = std::getenv("HOME");
-  return std::string(user_home != nullptr ? user_home : "/tmp") + "/.dtrain";
-}
+std::string cluster_dir() { return dtrain_home(); }
 
 status write_pid_file(const std::string& role) {
   std::error_code ec;

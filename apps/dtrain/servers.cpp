@@ -11,6 +11,7 @@
 
 #include "dtrain/actors/cluster.hpp"
 #include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/experiments/service.hpp"
 #include "dtrain/actors/head_actor.hpp"
 #include "dtrain/actors/node_actor.hpp"
 #include "dtrain/actors/replica_actor.hpp"
@@ -97,7 +98,9 @@ int run_head(const server_options& o) {
   const auto& [bind, advertise] = *addresses;
   system_config cfg;
   caf::actor_system sys{cfg};
-  auto head = spawn_head(sys);
+  const std::string store =
+      o.store_path.empty() ? experiments::default_store_path() : o.store_path;
+  auto head = spawn_head(sys, experiments::sqlite_opener(store), store);
   auto port = sys.middleman().publish(head, o.port, net::is_wildcard(bind) ? nullptr : bind.c_str(), true);
   if (!port) {
     std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", bind.c_str(), o.port,
@@ -107,8 +110,8 @@ int run_head(const server_options& o) {
   }
   std::string role = "head-" + std::to_string(*port);
   (void)write_pid_file(role);
-  std::printf("dtrain head listening on %s:%u, reachable at %s:%u (pid %d)\n", bind.c_str(), *port,
-              advertise.c_str(), *port, getpid());
+  std::printf("dtrain head listening on %s:%u, reachable at %s:%u (pid %d), experiment store %s\n",
+              bind.c_str(), *port, advertise.c_str(), *port, getpid(), store.c_str());
   std::fflush(stdout);
   write_file(o.port_file, advertise + ":" + std::to_string(*port));
   wait_for_stop(sys, caf::actor_addr{}, "");

@@ -20,6 +20,7 @@ struct server_options {
   int slots = 2;              // node: CPU slots offered
   int gpus = 0;               // node: GPUs offered
   std::string port_file;      // where to write "HOST:PORT" once listening
+  std::string store_path;     // head: its experiment store (empty: $DTRAIN_HOME/experiments.db)
 };
 
 /// Run in the foreground until SIGINT/SIGTERM (a node also until the head

@@ -11,7 +11,8 @@
 
 namespace dtrain::testing {
 
-child_process::child_process(const std::vector<std::string>& args, const std::string& log) {
+child_process::child_process(const std::vector<std::string>& args, const std::string& log,
+                             const std::string& input) {
   std::vector<char*> argv;
   for (auto& a : args)
     argv.push_back(const_cast<char*>(a.c_str()));
@@ -23,6 +24,13 @@ child_process::child_process(const std::vector<std::string>& args, const std::st
       dup2(fd, STDOUT_FILENO);
       dup2(fd, STDERR_FILENO);
       close(fd);
+    }
+    if (!input.empty()) {
+      int in = open(input.c_str(), O_RDONLY);
+      if (in >= 0) {
+        dup2(in, STDIN_FILENO);
+        close(in);
+      }
     }
     execv(argv[0], argv.data());
     _exit(127);

@@ -14,8 +14,10 @@ namespace dtrain::testing {
 class child_process {
 public:
   /// Starts `args` (args[0] is the program path) with stdout and stderr
-  /// appended to `log`.
-  child_process(const std::vector<std::string>& args, const std::string& log);
+  /// appended to `log`, and stdin read from `input` when given (else this
+  /// process's stdin).
+  child_process(const std::vector<std::string>& args, const std::string& log,
+                const std::string& input = "");
   ~child_process();
   child_process(const child_process&) = delete;
   child_process& operator=(const child_process&) = delete;

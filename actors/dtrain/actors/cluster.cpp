@@ -7,6 +7,8 @@
 #include <thread>
 
 #include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/experiments/client.hpp"
+#include "dtrain/actors/experiments/service.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/net.hpp"
 #include "dtrain/actors/head_actor.hpp"
@@ -66,7 +68,9 @@ status cluster::start_embedded(const options& o) {
   embedded_ = true;
   where_ = "embedded";
   DTRAIN_ASSIGN_OR_RETURN(auto gpus, offered_gpus(o.local_gpus));
-  head_ = spawn_head(*system_);
+  store_path_ = o.store_path.empty() ? experiments::default_store_path() : o.store_path;
+  head_ = spawn_head(*system_, o.open_store ? o.open_store : experiments::sqlite_opener(store_path_),
+                     store_path_);
   local_node_ = spawn_node(*system_);
   int cores = static_cast<int>(std::thread::hardware_concurrency());
   node_info info{net::host_name(), "", o.local_slots > 0 ? o.local_slots : std::max(2, cores),
@@ -109,6 +113,24 @@ status cluster::attach(const std::string& address, std::chrono::milliseconds tim
   return status::ok();
 }
 
+result<std::shared_ptr<store::experiment_store>> cluster::experiments() {
+  std::lock_guard<std::mutex> lock(experiments_mutex_);
+  if (experiments_)
+    return experiments_;
+  const std::string where = embedded_ ? store_path_ : "the head " + where_;
+  result<experiments::experiment_service> service{status(error_code::internal, "no reply")};
+  {
+    caf::scoped_actor self{*system_};
+    self->request(head_, std::chrono::seconds(30), experiments_atom::value)
+        .receive([&](experiments::experiment_service& s) { service = std::move(s); },
+                 [&](caf::error& e) { service = from_caf(e, "experiment store at " + where); });
+  }
+  if (!service)
+    return service.error();
+  experiments_ = std::make_shared<experiments::service_client>(*system_, *service, where);
+  return experiments_;
+}
+
 namespace {
 // A node that does not accept a TCP connection within this is unreachable.
 constexpr std::chrono::milliseconds connect_probe_timeout{3000};
@@ -142,6 +164,7 @@ result<replica_actor> cluster::spawn_replica(const assignment& a, const replica_
 }
 
 cluster::~cluster() {
+  experiments_.reset();
   stop_hosted_replicas();
   if (head_ && embedded_)
     caf::anon_send_exit(head_, caf::exit_reason::user_shutdown);

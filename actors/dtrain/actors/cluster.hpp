@@ -3,12 +3,14 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
 #include "dtrain/actors/messages.hpp"
 #include "dtrain/core/status.hpp"
+#include "dtrain/store/experiment_store.hpp"
 
 namespace dtrain::actors {
 
@@ -47,10 +49,24 @@ result<head_actor> connect_head(caf::actor_system& sys, const std::string& addre
 class cluster {
 public:
   struct options {
+    // A constructor for the first four, so that `{address, slots, gpus,
+    // timeout}` leaves the store settings at their defaults.
+    options(std::string address_ = "", int local_slots_ = 0, int local_gpus_ = -1,
+            std::chrono::milliseconds connect_timeout_ = std::chrono::milliseconds(10000))
+      : address(std::move(address_)), local_slots(local_slots_), local_gpus(local_gpus_),
+        connect_timeout(connect_timeout_) {}
+
     std::string address;          // empty: $DTRAIN_ADDRESS, else embedded
     int local_slots = 0;          // embedded: 0 = the number of cores (at least 2)
     int local_gpus = -1;          // embedded: CUDA devices offered (-1: all present)
     std::chrono::milliseconds connect_timeout{10000};
+    /// embedded: the in-process head's experiment store (empty:
+    /// experiments::default_store_path(), $DTRAIN_HOME/experiments.db).
+    /// A cluster's head keeps its own.
+    std::string store_path;
+    /// embedded: opens the store instead of the SQLite file at store_path
+    /// (tests hand in a store of their own); store_path still names it.
+    std::function<result<std::unique_ptr<store::experiment_store>>()> open_store;
   };
 
   static result<std::unique_ptr<cluster>> connect(const options& o);
@@ -63,6 +79,13 @@ public:
   bool embedded() const { return embedded_; }
   /// "embedded" or the head's address.
   const std::string& where() const { return where_; }
+
+  /// The cluster's experiment store, kept by the head (the embedded head's
+  /// file, or the store of the head this driver attached to), through an
+  /// experiments::service_client made once and kept. Errors: the head does
+  /// not answer. Store errors come from the store's calls. The client must
+  /// not be used after the cluster is gone.
+  result<std::shared_ptr<store::experiment_store>> experiments();
 
   /// Starts one replica on the node of `a`: remote spawn on a node process,
   /// or the node actor itself in an embedded cluster.
@@ -81,6 +104,9 @@ private:
   node_actor local_node_;
   bool embedded_ = false;
   std::string where_;
+  std::string store_path_;  // embedded
+  std::mutex experiments_mutex_;
+  std::shared_ptr<store::experiment_store> experiments_;
 };
 
 } // namespace dtrain::actors

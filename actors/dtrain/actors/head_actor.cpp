@@ -215,8 +215,16 @@ void suspect(head_actor::pointer self, head_state& s, int32_t index) {
 
 } // namespace
 
-head_actor::behavior_type head_impl(head_actor::pointer self) {
+head_actor::behavior_type head_impl(head_actor::pointer self,
+                                    experiments::store_opener open_store, std::string store_path) {
   auto state = std::make_shared<head_state>();
+  // It ends with the head, but not the other way round (no link): a store
+  // failure must not stop the cluster. Not detached (see service.hpp).
+  auto service = self->spawn(experiments::service_impl, std::move(open_store),
+                             std::move(store_path));
+  self->attach_functor([service](const caf::error&) {
+    caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
+  });
   self->set_down_handler([=](caf::down_msg& dm) {
     for (auto& node : state->nodes)
       if (node.addr == dm.source)
@@ -266,9 +274,13 @@ head_actor::behavior_type head_impl(head_actor::pointer self) {
         return to_caf(not_found("no live node " + std::to_string(index)));
       return state->nodes[index].handle;
     },
+    [=](experiments_atom) -> caf::result<experiments::experiment_service> { return service; },
   };
 }
 
-head_actor spawn_head(caf::actor_system& sys) { return sys.spawn(head_impl); }
+head_actor spawn_head(caf::actor_system& sys, experiments::store_opener open_store,
+                      std::string store_path) {
+  return sys.spawn(head_impl, std::move(open_store), std::move(store_path));
+}
 
 } // namespace dtrain::actors

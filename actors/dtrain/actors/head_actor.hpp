@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "caf/all.hpp"
+#include "dtrain/actors/experiments/service.hpp"
 #include "dtrain/actors/messages.hpp"
 
 namespace dtrain::actors {
@@ -35,7 +36,14 @@ constexpr std::chrono::milliseconds head_probe_timeout{1000};
 /// placed on it, and the head probes it every head_probe_interval (timers,
 /// never blocking) until it answers, which makes it usable again, or goes
 /// down. status lists the usable nodes with their CPU slots and GPUs in use.
-head_actor::behavior_type head_impl(head_actor::pointer self);
-head_actor spawn_head(caf::actor_system& sys);
+///
+/// The head owns the cluster's experiment service (experiments/service.hpp),
+/// spawned with it and stopped when it stops, over the store `open_store` opens
+/// (lazily; `store_path` for messages); `experiments` answers its handle.
+/// Without an opener every store request fails with unavailable.
+head_actor::behavior_type head_impl(head_actor::pointer self,
+                                    experiments::store_opener open_store, std::string store_path);
+head_actor spawn_head(caf::actor_system& sys, experiments::store_opener open_store = {},
+                      std::string store_path = "");
 
 } // namespace dtrain::actors

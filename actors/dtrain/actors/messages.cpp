@@ -18,6 +18,7 @@ void register_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<store_actor>("dtrain::store_actor");
   cfg.add_message_type<replica_actor>("dtrain::replica_actor");
   cfg.add_message_type<node_actor>("dtrain::node_actor");
+  experiments::register_experiment_types(cfg);  // before head_actor, whose interface has them
   cfg.add_message_type<head_actor>("dtrain::head_actor");
   cfg.add_error_category(dtrain_category, [](uint8_t code, caf::atom_value, const caf::message& ctx) {
     std::string text = to_string(static_cast<error_code>(code));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "caf/all.hpp"
+#include "dtrain/actors/experiments/protocol.hpp"
 
 /// The control plane's messages: atoms, message types with their inspect
 /// overloads, and the typed interfaces of the head, node, replica and store
@@ -35,6 +36,7 @@ using add_atom = caf::atom_constant<caf::atom("add")>;
 using unreach_atom = caf::atom_constant<caf::atom("unreach")>;
 using probe_atom = caf::atom_constant<caf::atom("probe")>;
 using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
+using experiments_atom = caf::atom_constant<caf::atom("experiment")>;
 
 /// A node as it registers with the head.
 struct node_info {
@@ -170,7 +172,8 @@ using head_actor = caf::typed_actor<
     caf::replies_to<unreach_atom, int32_t>::with<caf::ok_atom>,
     caf::reacts_to<probe_atom, int32_t>,  // the head's own timer (head_actor.hpp)
     caf::replies_to<status_atom>::with<cluster_status>,
-    caf::replies_to<caf::get_atom, int32_t>::with<node_actor>>;
+    caf::replies_to<caf::get_atom, int32_t>::with<node_actor>,
+    caf::replies_to<experiments_atom>::with<experiments::experiment_service>>;
 
 /// Registers every message type and handle type above (all processes).
 void register_types(caf::actor_system_config& cfg);

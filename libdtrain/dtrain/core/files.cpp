@@ -1,5 +1,6 @@
 #include "dtrain/core/files.hpp"
 
+#include <cstdlib>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +14,13 @@
 #include "dtrain/core/check.hpp"
 
 namespace dtrain {
+
+std::string dtrain_home() {
+  if (const char* home = std::getenv("DTRAIN_HOME"))
+    return home;
+  const char* user_home = std::getenv("HOME");
+  return std::string(user_home != nullptr ? user_home : "/tmp") + "/.dtrain";
+}
 
 std::string parent_of(const std::string& path) {
   const size_t slash = path.rfind('/');

@@ -16,6 +16,11 @@ namespace dtrain {
 /// "/" for "/c". Text only; nothing is looked up.
 std::string parent_of(const std::string& path);
 
+/// dtrain's own directory on this host: $DTRAIN_HOME, else ~/.dtrain
+/// ($HOME/.dtrain, /tmp/.dtrain without a HOME). Pid files and logs of
+/// `dtrain start`, and the experiment store. Not created here.
+std::string dtrain_home();
+
 /// "what path: strerror(err)" as a status: not_found for ENOENT, io_error
 /// for everything else.
 status os_error(const std::string& what, const std::string& path, int err);

@@ -1,0 +1,121 @@
+#include "dtrain/actors/experiments/client.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+
+#include "dtrain/actors/errors.hpp"
+#include "dtrain/core/net.hpp"
+
+namespace dtrain::actors::experiments {
+
+namespace {
+
+// Unique among the clients of one service: host, process, and a counter.
+std::string new_client_id() {
+  static std::atomic<int64_t> next{0};
+  return net::host_name() + " " + std::to_string(getpid()) + " " + std::to_string(++next);
+}
+
+} // namespace
+
+service_client::service_client(caf::actor_system& sys, experiment_service service,
+                               std::string where, std::chrono::milliseconds timeout)
+  // Hidden: a client someone forgot must not hold up the system's shutdown.
+  : self_(sys, true), service_(std::move(service)), where_(std::move(where)),
+    timeout_(timeout), id_(new_client_id()) {}
+
+std::string service_client::context(const char* op) const {
+  return "experiment store at " + where_ + ": " + op;
+}
+
+std::string service_client::error_context(const caf::error& e, const char* op) const {
+  // The service's own errors name the operation already (for a write's
+  // error returned by flush, the write's); CAF's (a timeout) do not.
+  if (e.category() == caf::atom("dtrain"))
+    return "experiment store at " + where_;
+  return context(op);
+}
+
+template <class T, class... Ts>
+result<T> service_client::ask(const char* op, const Ts&... xs) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  result<T> out{status(error_code::internal, context(op) + ": no reply")};
+  self_->request(service_, timeout_, xs...)
+      .receive([&](T& value) { out = std::move(value); },
+               [&](caf::error& e) { out = from_caf(e, error_context(e, op)); });
+  return out;
+}
+
+template <class... Ts>
+status service_client::tell(const Ts&... xs) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  self_->send(service_, xs...);
+  return status::ok();
+}
+
+result<int64_t> service_client::create_experiment(const store::experiment_row& e) {
+  return ask<int64_t>("create_experiment", create_atom::value, e);
+}
+
+status service_client::update_experiment(const store::experiment_row& e) {
+  return tell(update_atom::value, id_, e);
+}
+
+result<store::experiment_row> service_client::experiment(int64_t id) {
+  return ask<store::experiment_row>("experiment", read_atom::value, id);
+}
+
+result<std::vector<store::experiment_row>> service_client::experiments() {
+  return ask<std::vector<store::experiment_row>>("experiments", list_atom::value);
+}
+
+status service_client::delete_experiment(int64_t id) {
+  return ask<caf::ok_atom>("delete_experiment", delete_atom::value, id).to_status();
+}
+
+status service_client::put_trial(const store::trial_row& t) {
+  return tell(put_trial_atom::value, id_, t);
+}
+
+result<std::vector<store::trial_row>> service_client::trials(int64_t experiment) {
+  return ask<std::vector<store::trial_row>>("trials", trials_atom::value, experiment);
+}
+
+status service_client::add_metrics(const std::vector<store::metric_row>& rows) {
+  return tell(add_metrics_atom::value, id_, rows);
+}
+
+result<std::vector<store::metric_row>> service_client::metrics(int64_t experiment,
+                                                               const std::string& trial) {
+  return ask<std::vector<store::metric_row>>("metrics", metrics_atom::value, experiment, trial);
+}
+
+status service_client::put_checkpoint(const store::checkpoint_row& c) {
+  return tell(put_ckpt_atom::value, id_, c);
+}
+
+result<std::vector<store::checkpoint_row>> service_client::checkpoints(int64_t experiment,
+                                                                       const std::string& trial) {
+  return ask<std::vector<store::checkpoint_row>>("checkpoints", ckpts_atom::value, experiment,
+                                                 trial);
+}
+
+status service_client::add_lineage(const store::lineage_row& l) {
+  return tell(add_lineage_atom::value, id_, l);
+}
+
+result<std::vector<store::lineage_row>> service_client::lineage(int64_t experiment) {
+  return ask<std::vector<store::lineage_row>>("lineage", lineage_atom::value, experiment);
+}
+
+status service_client::flush() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  status out = status(error_code::internal, context("flush") + ": no reply");
+  self_->request(service_, timeout_, flush_atom::value, id_)
+      .receive([&](caf::ok_atom) { out = status::ok(); },
+               [&](caf::error& e) { out = from_caf(e, error_context(e, "flush")); });
+  return out;
+}
+
+} // namespace dtrain::actors::experiments

@@ -1,0 +1,68 @@
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <string>
+
+#include "caf/all.hpp"
+#include "dtrain/actors/experiments/protocol.hpp"
+#include "dtrain/store/experiment_store.hpp"
+
+namespace dtrain::actors::experiments {
+
+/// An experiment_store that lives in an experiment service (service.hpp),
+/// in this process or at the head of a cluster: what cluster::experiments()
+/// returns, so a driver writes the same way on both.
+///
+/// Reads, create_experiment and delete_experiment are requests, each with
+/// `timeout` (30 s by default); the writes (update_experiment, put_trial,
+/// add_metrics, put_checkpoint, add_lineage) are one-way sends that return
+/// ok at once, and their errors come back from the next flush(), a request.
+/// Every message goes from one actor of this client, so the service sees
+/// them in call order: a read sees every earlier write. Errors name the
+/// store and the operation: "experiment store at the head 10.0.0.1:7000:
+/// add_metrics: ...".
+///
+/// Thread-safe (calls are serialized). Must not outlive the actor system
+/// it was made with (cluster::experiments() keeps one per cluster).
+class service_client final : public store::experiment_store {
+public:
+  /// `where`: "the head HOST:PORT" or the store's path, for messages.
+  service_client(caf::actor_system& sys, experiment_service service, std::string where,
+                 std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  result<int64_t> create_experiment(const store::experiment_row& e) override;
+  status update_experiment(const store::experiment_row& e) override;
+  result<store::experiment_row> experiment(int64_t id) override;
+  result<std::vector<store::experiment_row>> experiments() override;
+  status delete_experiment(int64_t id) override;
+  status put_trial(const store::trial_row& t) override;
+  result<std::vector<store::trial_row>> trials(int64_t experiment) override;
+  status add_metrics(const std::vector<store::metric_row>& rows) override;
+  result<std::vector<store::metric_row>> metrics(int64_t experiment,
+                                                 const std::string& trial = "") override;
+  status put_checkpoint(const store::checkpoint_row& c) override;
+  result<std::vector<store::checkpoint_row>> checkpoints(int64_t experiment,
+                                                         const std::string& trial = "") override;
+  status add_lineage(const store::lineage_row& l) override;
+  result<std::vector<store::lineage_row>> lineage(int64_t experiment) override;
+  status flush() override;
+  std::string where() const override { return where_; }
+
+private:
+  template <class T, class... Ts>
+  result<T> ask(const char* op, const Ts&... xs);
+  template <class... Ts>
+  status tell(const Ts&... xs);
+  std::string context(const char* op) const;
+  std::string error_context(const caf::error& e, const char* op) const;
+
+  std::mutex mutex_;
+  caf::scoped_actor self_;
+  experiment_service service_;
+  std::string where_;
+  std::chrono::milliseconds timeout_;
+  std::string id_;  // this client's name at the service (its write errors)
+};
+
+} // namespace dtrain::actors::experiments

@@ -1,0 +1,61 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "caf/all.hpp"
+#include "dtrain/actors/experiments/protocol.hpp"
+#include "dtrain/core/status.hpp"
+#include "dtrain/store/experiment_store.hpp"
+
+namespace dtrain::actors::experiments {
+
+/// Opens the store the service keeps (called on the service's first
+/// request, and again on the next one after it failed).
+using store_opener = std::function<result<std::unique_ptr<store::experiment_store>>()>;
+
+/// $DTRAIN_HOME/experiments.db: where a head (embedded or `dtrain start
+/// --head`) keeps its store unless told otherwise.
+std::string default_store_path();
+
+/// open_sqlite_store(path) as a store_opener.
+store_opener sqlite_opener(const std::string& path);
+
+/// The service's state: the opener, the store once open, and the first
+/// write error of each client that has not flushed since.
+struct service_state {
+  store_opener open;
+  std::string path;  // for messages
+  std::unique_ptr<store::experiment_store> store;
+  std::map<std::string, status> write_errors;  // client id -> first write error
+};
+
+/// The experiment service: owns the experiment store of a cluster (the
+/// head spawns it, see head_actor.hpp) and answers one message per
+/// store::experiment_store call (protocol.hpp).
+///
+/// The store is opened lazily, on the first request: a database that
+/// cannot be opened (corrupt, newer schema, no permission) fails that
+/// request with the opener's error, which names `path`, and the next
+/// request tries again; it never stops the head or its trainers. Writes
+/// are one-way messages: an error is remembered as the first one of that
+/// client id ("add_metrics: ...") and returned by its next flush, which
+/// then forgets it (a client that never flushes leaves its entry behind).
+///
+/// Blocking: the store's own calls, on a scheduler thread: the SQLite store
+/// queues writes for its writer thread and answers reads from its file, so
+/// a call is short. Not a detached actor: in a head process that had
+/// answered remote requests, ~actor_system then sometimes waited forever
+/// for the detached actor's thread (private_thread::await_self_destroyed),
+/// a reference to it being kept somewhere in the middleman. Thread safety:
+/// an actor.
+experiment_service::behavior_type service_impl(experiment_service::stateful_pointer<service_state> self,
+                                               store_opener open, std::string path);
+
+/// Spawns a service (tests; the head spawns its own).
+experiment_service spawn_experiment_service(caf::actor_system& sys, store_opener open,
+                                            std::string path);
+
+} // namespace dtrain::actors::experiments

@@ -1,0 +1,467 @@
+// `dtrain experiments list | show | trials | best | delete`: the experiment
+// store read (and pruned) from the command line, through the head of a
+// cluster or from the local store file.
+#include "commands.hpp"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dtrain/actors/cluster.hpp"
+#include "dtrain/actors/experiments/service.hpp"
+#include "dtrain/core/check.hpp"
+#include "dtrain/core/files.hpp"
+#include "dtrain/store/experiment_store.hpp"
+
+namespace dtrain::cli {
+
+namespace {
+
+using store::checkpoint_row;
+using store::experiment_row;
+using store::trial_row;
+
+int fail(const status& s) {
+  std::fprintf(stderr, "error: %s\n", s.message().c_str());
+  return 1;
+}
+
+// The store the command reads: through the head (then the cluster
+// connection must live as long as the store), or a local file.
+struct opened_store {
+  std::unique_ptr<actors::cluster> cluster;
+  std::shared_ptr<store::experiment_store> store;
+};
+
+result<opened_store> open_store(const experiments_options& o) {
+  std::string address = o.address;
+  if (address.empty() && o.store.empty())
+    if (const char* env = std::getenv("DTRAIN_ADDRESS"))
+      address = env;
+  if (!address.empty() && !o.store.empty())
+    return invalid_argument("give --address or --store, not both");
+  opened_store out;
+  if (!address.empty()) {
+    actors::cluster::options co;
+    co.address = address;
+    DTRAIN_ASSIGN_OR_RETURN(out.cluster, actors::cluster::connect(co));
+    DTRAIN_ASSIGN_OR_RETURN(out.store, out.cluster->experiments());
+    return out;
+  }
+  const std::string path = o.store.empty() ? actors::experiments::default_store_path() : o.store;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    return not_found("no experiment store exists yet: looked for " + path +
+                     " (dtrain train and dtrain tune create it; --address HOST:PORT reads a "
+                     "cluster's)");
+  store::sqlite_options so;
+  so.read_only = o.action != "delete";
+  DTRAIN_ASSIGN_OR_RETURN(auto local, store::open_sqlite_store(path, so));
+  out.store = std::move(local);
+  return out;
+}
+
+// ---- values as text ------------------------------------------------------
+
+// TODO(issue 10): use dtrain::json (core/json.hpp, branch wt-store) once
+// merged; this is the minimum the command needs.
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// JSON has no NaN or infinity: those are null.
+std::string json_number(double x) {
+  if (!std::isfinite(x))
+    return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", x);
+  return buf;
+}
+
+// Hyperparameters are stored as JSON (tune::to_json): inline them as they are.
+std::string json_raw_or_string(const std::string& s) {
+  return !s.empty() && (s[0] == '{' || s[0] == '[') ? s : json_string(s);
+}
+
+std::string number_text(double x) {
+  if (std::isnan(x))
+    return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+std::string time_text(double unix_seconds) {
+  if (unix_seconds <= 0)
+    return "-";
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+std::string shortened(const std::string& s, size_t limit) {
+  std::string one_line = s;
+  for (char& c : one_line)
+    if (c == '\n' || c == '\t')
+      c = ' ';
+  return one_line.size() <= limit ? one_line : one_line.substr(0, limit - 3) + "...";
+}
+
+// Rows under a header, each column as wide as its widest cell.
+void print_table(const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(header.size());
+  for (size_t i = 0; i < header.size(); ++i)
+    width[i] = header[i].size();
+  for (auto& r : rows)
+    for (size_t i = 0; i < r.size() && i < width.size(); ++i)
+      width[i] = std::max(width[i], r[i].size());
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      out += cells[i];
+      if (i + 1 < cells.size())
+        out += std::string(width[i] - cells[i].size() + 2, ' ');
+    }
+    std::printf("%s\n", out.c_str());
+  };
+  line(header);
+  for (auto& r : rows)
+    line(r);
+}
+
+// ---- what the commands compute -------------------------------------------
+
+bool better(double a, double b, bool minimize) {
+  if (std::isnan(a))
+    return false;
+  if (std::isnan(b))
+    return true;
+  return minimize ? a < b : a > b;
+}
+
+// The trial with the best `best` by the experiment's direction; null if none has one.
+const trial_row* best_trial(const experiment_row& e, const std::vector<trial_row>& trials) {
+  const trial_row* out = nullptr;
+  for (auto& t : trials)
+    if (!std::isnan(t.best) && (!out || better(t.best, out->best, e.minimize)))
+      out = &t;
+  return out;
+}
+
+std::string experiment_json(const experiment_row& e, const std::vector<trial_row>& trials) {
+  const trial_row* best = best_trial(e, trials);
+  return "{\"id\": " + std::to_string(e.id) + ", \"name\": " + json_string(e.name) +
+         ", \"kind\": " + json_string(e.kind) + ", \"state\": " + json_string(e.state) +
+         ", \"trials\": " + std::to_string(trials.size()) + ", \"metric\": " +
+         json_string(e.metric) + ", \"minimize\": " + (e.minimize ? "true" : "false") +
+         ", \"best\": " + json_number(best ? best->best : store::no_value) +
+         ", \"best_trial\": " + (best ? json_string(best->id) : "null") +
+         ", \"created_at\": " + json_number(e.created_at) + ", \"updated_at\": " +
+         json_number(e.updated_at) + ", \"ended_at\": " + json_number(e.ended_at) +
+         ", \"storage\": " + json_string(e.storage) + ", \"config_hash\": " +
+         json_string(e.config_hash) + ", \"owner\": " + json_string(e.owner) +
+         ", \"message\": " + json_string(e.message) + "}";
+}
+
+std::string trial_json(const trial_row& t) {
+  return "{\"id\": " + json_string(t.id) + ", \"state\": " + json_string(t.state) +
+         ", \"epochs\": " + std::to_string(t.epochs) + ", \"best\": " + json_number(t.best) +
+         ", \"last\": " + json_number(t.last) + ", \"restarts\": " + std::to_string(t.restarts) +
+         ", \"hyperparameters\": " + json_raw_or_string(t.hyperparameters) +
+         ", \"error\": " + json_string(t.error) + ", \"checkpoint_dir\": " +
+         json_string(t.checkpoint_dir) + ", \"end_how\": " + json_string(t.end_how) + "}";
+}
+
+// ---- the subcommands: each returns the exit code ------------------------
+
+int list(store::experiment_store& s, const experiments_options& o) {
+  auto all = s.experiments();
+  if (!all)
+    return fail(all.error());
+  std::vector<std::vector<trial_row>> trials;
+  for (auto& e : *all) {
+    auto t = s.trials(e.id);
+    if (!t)
+      return fail(t.error());
+    trials.push_back(std::move(*t));
+  }
+  if (o.json) {
+    std::string out = "[";
+    for (size_t i = 0; i < all->size(); ++i)
+      out += (i ? ",\n " : "") + experiment_json((*all)[i], trials[i]);
+    std::printf("%s]\n", out.c_str());
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (size_t i = 0; i < all->size(); ++i) {
+    auto& e = (*all)[i];
+    const trial_row* best = best_trial(e, trials[i]);
+    rows.push_back({std::to_string(e.id), e.name, e.kind, e.state,
+                    std::to_string(trials[i].size()),
+                    best ? number_text(best->best) + " (" + e.metric + ")" : "-",
+                    time_text(e.created_at)});
+  }
+  print_table({"ID", "NAME", "KIND", "STATE", "TRIALS", "BEST", "CREATED"}, rows);
+  return 0;
+}
+
+int show(store::experiment_store& s, const experiments_options& o) {
+  auto e = s.experiment(o.id);
+  if (!e)
+    return fail(e.error());
+  auto trials = s.trials(o.id);
+  if (!trials)
+    return fail(trials.error());
+  std::map<std::string, int> by_state;
+  for (auto& t : *trials)
+    ++by_state[t.state];
+  const trial_row* best = best_trial(*e, *trials);
+  if (o.json) {
+    std::string counts = "{";
+    for (auto& [state, n] : by_state)
+      counts += (counts.size() > 1 ? ", " : "") + json_string(state) + ": " + std::to_string(n);
+    std::string out = experiment_json(*e, *trials);
+    out.pop_back();  // the closing brace: the fields below join it
+    out += ", \"configuration\": " + json_string(e->configuration) +
+           ", \"trial_states\": " + counts + "}, \"best_trial_row\": " +
+           (best ? trial_json(*best) : "null") + "}";
+    std::printf("%s\n", out.c_str());
+    return 0;
+  }
+  std::printf("experiment %lld: %s\n", static_cast<long long>(e->id), e->name.c_str());
+  std::printf("  kind       %s\n  state      %s%s\n", e->kind.c_str(), e->state.c_str(),
+              e->message.empty() ? "" : (" (" + e->message + ")").c_str());
+  std::printf("  metric     %s (%s)\n", e->metric.c_str(), e->minimize ? "min" : "max");
+  std::printf("  created    %s\n  updated    %s\n  ended      %s\n", time_text(e->created_at).c_str(),
+              time_text(e->updated_at).c_str(), time_text(e->ended_at).c_str());
+  std::printf("  storage    %s\n  hash       %s\n", e->storage.empty() ? "-" : e->storage.c_str(),
+              e->config_hash.c_str());
+  if (!e->owner.empty())
+    std::printf("  owner      %s\n", e->owner.c_str());
+  std::printf("  trials     %zu", trials->size());
+  for (auto& [state, n] : by_state)
+    std::printf("%s%d %s", &state == &by_state.begin()->first ? " (" : ", ", n, state.c_str());
+  std::printf("%s\n", by_state.empty() ? "" : ")");
+  if (best)
+    std::printf("  best       trial %s: %s %s %s\n", best->id.c_str(), e->metric.c_str(),
+                number_text(best->best).c_str(), best->hyperparameters.c_str());
+  std::printf("configuration:\n");
+  std::string config = e->configuration;
+  if (!config.empty() && config.back() != '\n')
+    config += '\n';
+  std::printf("%s", config.c_str());
+  return 0;
+}
+
+int trials(store::experiment_store& s, const experiments_options& o) {
+  if (auto e = s.experiment(o.id); !e)
+    return fail(e.error());
+  auto trials = s.trials(o.id);
+  if (!trials)
+    return fail(trials.error());
+  if (o.json) {
+    std::string out = "[";
+    for (size_t i = 0; i < trials->size(); ++i)
+      out += (i ? ",\n " : "") + trial_json((*trials)[i]);
+    std::printf("%s]\n", out.c_str());
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (auto& t : *trials)
+    rows.push_back({t.id, t.state, std::to_string(t.epochs), number_text(t.best),
+                    number_text(t.last), std::to_string(t.restarts),
+                    shortened(t.hyperparameters, 60), shortened(t.error, 40)});
+  print_table({"TRIAL", "STATE", "EPOCHS", "BEST", "LAST", "RESTARTS", "HYPERPARAMETERS", "ERROR"},
+              rows);
+  return 0;
+}
+
+// The best trial by `metric`'s best value over its metrics rows.
+const trial_row* best_by_metric(store::experiment_store& s, const std::vector<trial_row>& trials,
+                                int64_t id, const std::string& metric, bool minimize,
+                                double& value, status& error) {
+  auto rows = s.metrics(id, "");
+  if (!rows) {
+    error = rows.error();
+    return nullptr;
+  }
+  std::map<std::string, double> best;
+  for (auto& m : *rows)
+    if (m.name == metric && !std::isnan(m.value) &&
+        (!best.count(m.trial) || better(m.value, best[m.trial], minimize)))
+      best[m.trial] = m.value;
+  const trial_row* out = nullptr;
+  value = store::no_value;
+  for (auto& t : trials)
+    if (auto it = best.find(t.id); it != best.end() && (!out || better(it->second, value, minimize))) {
+      out = &t;
+      value = it->second;
+    }
+  return out;
+}
+
+int best(store::experiment_store& s, const experiments_options& o) {
+  auto e = s.experiment(o.id);
+  if (!e)
+    return fail(e.error());
+  auto trials = s.trials(o.id);
+  if (!trials)
+    return fail(trials.error());
+  std::string metric = o.metric.empty() ? e->metric : o.metric;
+  bool minimize = o.metric.empty() ? e->minimize : o.metric.find("loss") != std::string::npos;
+  std::string how = o.metric.empty()
+                        ? "by the experiment's metric " + metric + " (" +
+                              (minimize ? "min" : "max") + ")"
+                        : "by " + metric + "'s best value over its metrics (" +
+                              (minimize ? "min" : "max") + (minimize ? ": the name has \"loss\"" : "") +
+                              ")";
+  const trial_row* t = nullptr;
+  double value = store::no_value;
+  if (o.metric.empty()) {
+    t = best_trial(*e, *trials);
+    value = t ? t->best : value;
+  } else {
+    status error;
+    t = best_by_metric(s, *trials, o.id, metric, minimize, value, error);
+    if (!error)
+      return fail(error);
+  }
+  if (!t)
+    return fail(not_found("experiment " + std::to_string(o.id) + " has no trial with a value of " +
+                          metric + " in " + s.where()));
+  std::string checkpoint;
+  auto checkpoints = s.checkpoints(o.id, t->id);
+  if (!checkpoints)
+    return fail(checkpoints.error());
+  for (auto& c : *checkpoints)  // by seq: the last valid one is the newest
+    if (c.valid)
+      checkpoint = c.path;
+  if (o.json) {
+    std::printf("{\"experiment\": %lld, \"metric\": %s, \"minimize\": %s, \"value\": %s, "
+                "\"checkpoint\": %s, \"trial\": %s}\n",
+                static_cast<long long>(o.id), json_string(metric).c_str(),
+                minimize ? "true" : "false", json_number(value).c_str(),
+                checkpoint.empty() ? "null" : json_string(checkpoint).c_str(),
+                trial_json(*t).c_str());
+    return 0;
+  }
+  std::printf("best trial of experiment %lld %s: %s\n", static_cast<long long>(o.id), how.c_str(),
+              t->id.c_str());
+  std::printf("  %s          %s\n", metric.c_str(), number_text(value).c_str());
+  std::printf("  state           %s, %lld epochs\n", t->state.c_str(),
+              static_cast<long long>(t->epochs));
+  std::printf("  hyperparameters %s\n", t->hyperparameters.c_str());
+  std::printf("  checkpoint      %s\n", checkpoint.empty() ? "(none valid)" : checkpoint.c_str());
+  return 0;
+}
+
+// Why `dir` must not be removed recursively ("" if it may be).
+std::string unsafe_to_remove(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  if (p == p.root_path())
+    return "it is the root directory";
+  for (const char* home : {std::getenv("HOME")})
+    if (home != nullptr && p == fs::weakly_canonical(home, ec))
+      return "it is the home directory";
+  if (p == fs::weakly_canonical(dtrain_home(), ec))
+    return "it is dtrain's own directory";
+  return "";
+}
+
+int remove_experiment(store::experiment_store& s, const experiments_options& o) {
+  auto e = s.experiment(o.id);
+  if (!e)
+    return fail(e.error());
+  auto trials = s.trials(o.id);
+  if (!trials)
+    return fail(trials.error());
+  if (!e->storage.empty())
+    if (std::string why = unsafe_to_remove(e->storage); !why.empty())
+      return fail(invalid_argument("experiment " + std::to_string(o.id) + "'s storage directory " +
+                                   e->storage + " will not be removed: " + why +
+                                   "; nothing was deleted"));
+  const std::string what = "experiment " + std::to_string(o.id) + " (" + e->name + ") with " +
+                           std::to_string(trials->size()) + " trials and its checkpoints under " +
+                           (e->storage.empty() ? "(no directory)" : e->storage);
+  if (!o.yes) {
+    if (!isatty(STDIN_FILENO))
+      return fail(invalid_argument("refusing to delete " + what +
+                                   " without confirmation: stdin is not a terminal; pass --yes"));
+    std::printf("delete %s? [y/N] ", what.c_str());
+    std::fflush(stdout);
+    std::string answer;
+    std::getline(std::cin, answer);
+    if (answer != "y" && answer != "Y" && answer != "yes") {
+      std::printf("not deleted\n");
+      return 1;
+    }
+  }
+  if (status d = s.delete_experiment(o.id); !d)
+    return fail(d);
+  if (status f = s.flush(); !f)
+    return fail(f);
+  if (!e->storage.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(e->storage, ec);
+    if (ec)
+      return fail(io_error("experiment " + std::to_string(o.id) + " is deleted from " + s.where() +
+                           " but its directory " + e->storage + " was not removed: " +
+                           ec.message()));
+  }
+  std::printf("deleted %s\n", what.c_str());
+  return 0;
+}
+
+} // namespace
+
+int run_experiments(const experiments_options& o) {
+  auto opened = open_store(o);
+  if (!opened)
+    return fail(opened.error());
+  store::experiment_store& s = *opened->store;
+  if (o.action == "list")
+    return list(s, o);
+  if (o.action == "show")
+    return show(s, o);
+  if (o.action == "trials")
+    return trials(s, o);
+  if (o.action == "best")
+    return best(s, o);
+  if (o.action == "delete")
+    return remove_experiment(s, o);
+  return fail(invalid_argument("dtrain experiments: unknown action " + o.action));
+}
+
+} // namespace dtrain::cli
