@@ -147,12 +147,12 @@ BOOST_AUTO_TEST_CASE(each_run_is_a_new_experiment_and_a_changed_file_never_inher
   BOOST_TEST(b.log.find("resumed") == std::string::npos, b.log);
   // The first-issue case: the learning rate changed, a new experiment that
   // trains from epoch 1 (before, it "resumed" the old run's 15 epochs).
-  const std::string changed = regression_experiment(dir, "0.5", 3);
+  const std::string changed = regression_experiment(dir, "0.1", 3);
   ran c = run_dtrain({"train", changed}, dir.file("c.log"));
   BOOST_TEST_REQUIRE(c.code == 0, c.log);
   BOOST_TEST(experiment_id_in(c.log) == 3);
   BOOST_TEST(c.log.find("epoch 1/3") != std::string::npos, c.log);
-  BOOST_TEST(c.log.find("lr 0.50000") != std::string::npos, c.log);
+  BOOST_TEST(c.log.find("lr 0.10000") != std::string::npos, c.log);
   // Checkpoints of each under <storage>/<id>/00000.
   for (int id : {1, 2, 3})
     BOOST_TEST(std::filesystem::exists(dir.file("ckpt/" + std::to_string(id) + "/00000")), id);
@@ -178,10 +178,10 @@ BOOST_AUTO_TEST_CASE(a_resume_of_a_changed_file_is_refused_naming_the_keys_unles
   temp_dir dir;
   ran a = run_dtrain({"train", regression_experiment(dir, "0.01", 2)}, dir.file("a.log"));
   BOOST_TEST_REQUIRE(a.code == 0, a.log);
-  const std::string changed = regression_experiment(dir, "0.5", 4);
+  const std::string changed = regression_experiment(dir, "0.1", 4);
   ran refused = run_dtrain({"train", changed, "--resume", "1"}, dir.file("refused.log"));
   BOOST_TEST(refused.code != 0);
-  BOOST_TEST(refused.log.find("hyperparameters.lr: 0.01 -> 0.5") != std::string::npos, refused.log);
+  BOOST_TEST(refused.log.find("hyperparameters.lr: 0.01 -> 0.1") != std::string::npos, refused.log);
   BOOST_TEST(refused.log.find("epochs: 2 -> 4") != std::string::npos, refused.log);
   BOOST_TEST(refused.log.find("--force") != std::string::npos, refused.log);
   // An unknown id, and a train experiment resumed by tune, are named.
@@ -245,6 +245,11 @@ BOOST_AUTO_TEST_CASE(a_sweep_whose_driver_is_killed_resumes_to_the_same_trials_a
   }
   auto before = outcome_of(*reader(home.db()), killed_id);
   BOOST_TEST(before.states.size() < 10u, "the sweep ended before the kill");
+  int ended_before = 0;
+  for (const auto& [trial, state] : before.states)
+    ended_before += state == "STOPPED" || state == "TERMINATED";
+  BOOST_TEST_MESSAGE("killed with " << before.states.size() << " trials created, " << ended_before
+                                    << " ended");
   BOOST_TEST(reader(home.db())->experiment(killed_id)->state == "running");
 
   ran resumed = run_dtrain({"tune", sweep, "--resume", std::to_string(killed_id), "--local-slots", "1",
@@ -252,6 +257,8 @@ BOOST_AUTO_TEST_CASE(a_sweep_whose_driver_is_killed_resumes_to_the_same_trials_a
                            dir.file("resumed.log"));
   BOOST_TEST_REQUIRE(resumed.code == 0, resumed.log);
   BOOST_TEST(resumed.log.find("resuming experiment 2") != std::string::npos, resumed.log);
+  // The trial that was running when the driver died went on from a checkpoint.
+  BOOST_TEST(resumed.log.find(" resumed from ") != std::string::npos, resumed.log);
 
   auto s = reader(home.db());
   const sweep_outcome a = outcome_of(*s, 1), b = outcome_of(*s, killed_id);

@@ -346,12 +346,6 @@ BOOST_AUTO_TEST_CASE(an_embedded_cluster_writes_the_sqlite_file_at_its_store_pat
     auto c = cluster::connect(o).value();
     auto s = c->experiments().value();
     auto created = s->create_experiment(an_experiment("embedded"));
-    // TEMPORARY, until wt-store (the SQLite store) is merged.
-    if (!created.is_ok() &&
-        created.error().message().find("built without the SQLite store") != std::string::npos) {
-      BOOST_TEST_MESSAGE("SKIPPED (no SQLite store in this build)");
-      return;
-    }
     BOOST_REQUIRE_MESSAGE(created.is_ok(), created.error().to_string());
     id = *created;
     write_rows(*s, id);
@@ -373,13 +367,6 @@ BOOST_AUTO_TEST_CASE(a_driver_writes_through_a_head_process_and_another_reads_it
     BOOST_REQUIRE_MESSAGE(s.is_ok(), s.error().to_string());
     BOOST_TEST((*s)->where() == "the head " + head.address);
     auto created = (*s)->create_experiment(an_experiment("through the head"));
-    // TEMPORARY, until wt-store (the SQLite store) is merged: the head
-    // process has no store of its own to write to.
-    if (!created.is_ok() &&
-        created.error().message().find("built without the SQLite store") != std::string::npos) {
-      BOOST_TEST_MESSAGE("SKIPPED (no SQLite store in this build)");
-      return;
-    }
     BOOST_REQUIRE_MESSAGE(created.is_ok(), created.error().to_string());
     id = *created;
     write_rows(**s, id);
