@@ -231,8 +231,10 @@ BOOST_AUTO_TEST_CASE(the_shipped_asha_sweep_runs_at_most_40_percent_of_the_fifo_
   for (const char* name : {"lr", "hidden", "optimizer", "dropout"})
     BOOST_TEST((std::find(searched.begin(), searched.end(), name) != searched.end()), name);
 
-  // Its checkpoints go to a temporary directory, not the shipped path.
+  // Its checkpoints go to a temporary directory, not the shipped path, and
+  // its experiment store to a fresh DTRAIN_HOME.
   temp_dir dir;
+  setenv("DTRAIN_HOME", dir.path().c_str(), 1);
   std::string text = dtrain::testing::read_file(shipped);
   text = std::regex_replace(text, std::regex("host_path: .*"), "host_path: " + dir.file("ckpt"));
   std::string copy = dir.file("asha.yaml");
