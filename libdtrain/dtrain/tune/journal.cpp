@@ -95,11 +95,13 @@ store::trial_row journal::row(const trial_record& r) const {
   t.id = r.id;
   auto c = created_seq_.find(r.id);
   t.seq_created = c == created_seq_.end() ? 0 : c->second;
-  t.hyperparameters = to_json(r.configuration);
+  auto json = json_.find(r.id);
+  t.hyperparameters = json != json_.end() ? json->second : to_json(r.configuration);
   t.state = state_name(r);
   t.restarts = r.restarts;
   t.error = r.error;
-  t.best = r.best(metric_, direction_);
+  auto best = best_.find(r.id);
+  t.best = best != best_.end() ? best->second : r.best(metric_, direction_);
   t.last = r.last(metric_);
   t.epochs = r.epochs();
   t.checkpoint_dir = r.checkpoint_dir;
@@ -129,6 +131,7 @@ void journal::adopt(const std::vector<store::trial_row>& rows) {
 
 void journal::created(const trial_record& r) {
   created_seq_[r.id] = seq_++;
+  json_[r.id] = to_json(r.configuration);
   ended_seq_.erase(r.id);
   (void)store_->put_trial(row(r));
 }
@@ -142,6 +145,18 @@ void journal::reported(const trial_record& r, const report& rep) {
   rows.reserve(rep.metrics.size());
   for (const auto& [name, value] : rep.metrics)
     rows.push_back({experiment_, r.id, rep.epoch, name, value, seq, now});
+  // The best so far: the whole history once (a continued trial), then
+  // one comparison per report.
+  auto best = best_.find(r.id);
+  if (best == best_.end()) {
+    best_[r.id] = r.best(metric_, direction_);
+  } else {
+    auto it = rep.metrics.find(metric_);
+    if (it != rep.metrics.end() && !std::isnan(it->second) &&
+        (std::isnan(best->second) ||
+         (direction_ == mode::max ? it->second > best->second : it->second < best->second)))
+      best->second = it->second;
+  }
   (void)store_->add_metrics(rows);
   (void)store_->put_trial(row(r));
 }
@@ -189,6 +204,7 @@ void journal::exploited(const trial_record& r, const std::string& source, int64_
   l.source_epoch = source_epoch;
   l.before = to_json(before);
   l.after = after != nullptr ? to_json(*after) : "";
+  json_[r.id] = to_json(r.configuration);
   l.time = unix_now();
   (void)store_->add_lineage(l);
   (void)store_->put_trial(row(r));

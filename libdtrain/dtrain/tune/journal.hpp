@@ -81,6 +81,11 @@ private:
   std::map<std::string, int64_t> created_seq_;
   std::map<std::string, int64_t> ended_seq_;
   std::map<std::string, std::string> end_how_;
+  // Per trial, kept as reports come so that a report costs the same at
+  // epoch 2,000 as at epoch 2: the best value so far and the
+  // configuration's JSON (changed only by an exploit).
+  std::map<std::string, double> best_;
+  std::map<std::string, std::string> json_;
 };
 
 /// A sweep rebuilt from the store (replay()).
