@@ -19,6 +19,7 @@
 #include "dtrain/actors/experiments/service.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
+#include "dtrain/core/json.hpp"
 #include "dtrain/store/experiment_store.hpp"
 
 namespace dtrain::cli {
@@ -71,31 +72,10 @@ result<opened_store> open_store(const experiments_options& o) {
 
 // ---- values as text ------------------------------------------------------
 
-// TODO(issue 10): use dtrain::json (core/json.hpp, branch wt-store) once
-// merged; this is the minimum the command needs.
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
+std::string json_string(const std::string& s) { return json::quoted(s); }
 
-// JSON has no NaN or infinity: those are null.
+// Strict JSON for scripts (jq, Python, Boost's parser): NaN and the
+// infinities are null here (the store itself keeps them as they were).
 std::string json_number(double x) {
   if (!std::isfinite(x))
     return "null";

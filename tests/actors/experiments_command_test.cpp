@@ -29,17 +29,12 @@ namespace pt = boost::property_tree;
 struct filled_home {
   temp_dir home;
   std::string storage = home.file("checkpoints/1");
-  bool have_sqlite = true;
   int runs = 0;
 
   filled_home() {
     setenv("DTRAIN_HOME", home.path().c_str(), 1);
     unsetenv("DTRAIN_ADDRESS");
     auto opened = store::open_sqlite_store(home.file("experiments.db"));
-    if (!opened && opened.error().message().find("without the SQLite store") != std::string::npos) {
-      have_sqlite = false;  // TEMPORARY until wt-store is merged
-      return;
-    }
     BOOST_REQUIRE_MESSAGE(opened.is_ok(), opened.error().to_string());
     fill(**opened);
   }
@@ -123,11 +118,6 @@ struct filled_home {
   }
 };
 
-#define SKIP_WITHOUT_SQLITE(h)                                                  \
-  if (!(h).have_sqlite) {                                                       \
-    BOOST_TEST_MESSAGE("SKIPPED (no SQLite store in this build)");              \
-    return;                                                                     \
-  }
 
 } // namespace
 
@@ -147,7 +137,6 @@ BOOST_AUTO_TEST_CASE(a_missing_store_says_none_exists_yet_and_where_it_looked) {
 
 BOOST_AUTO_TEST_CASE(list_prints_a_table_and_its_json_reads_back) {
   filled_home h;
-  SKIP_WITHOUT_SQLITE(h);
   std::string out;
   BOOST_REQUIRE(h.run({"list"}, out) == 0);
   BOOST_TEST(out.find("ID  NAME        KIND   STATE      TRIALS  BEST") == 0u, out);
@@ -168,7 +157,6 @@ BOOST_AUTO_TEST_CASE(list_prints_a_table_and_its_json_reads_back) {
 
 BOOST_AUTO_TEST_CASE(show_and_trials_print_the_experiment_and_its_trials) {
   filled_home h;
-  SKIP_WITHOUT_SQLITE(h);
   std::string out;
   BOOST_REQUIRE(h.run({"show", "1"}, out) == 0);
   BOOST_TEST(out.find("searcher:\n  name: random") != std::string::npos, out);
@@ -189,7 +177,6 @@ BOOST_AUTO_TEST_CASE(show_and_trials_print_the_experiment_and_its_trials) {
 
 BOOST_AUTO_TEST_CASE(best_ranks_by_the_experiment_metric_or_by_a_named_one) {
   filled_home h;
-  SKIP_WITHOUT_SQLITE(h);
   std::string out;
   BOOST_REQUIRE(h.run({"best", "1"}, out) == 0);
   BOOST_TEST(out.find(": 00002") != std::string::npos, out);
@@ -205,7 +192,6 @@ BOOST_AUTO_TEST_CASE(best_ranks_by_the_experiment_metric_or_by_a_named_one) {
 
 BOOST_AUTO_TEST_CASE(an_unknown_id_is_named_with_the_store) {
   filled_home h;
-  SKIP_WITHOUT_SQLITE(h);
   std::string out;
   BOOST_TEST(h.run({"show", "42"}, out) == 1);
   BOOST_TEST(out.find("42") != std::string::npos, out);
@@ -214,7 +200,6 @@ BOOST_AUTO_TEST_CASE(an_unknown_id_is_named_with_the_store) {
 
 BOOST_AUTO_TEST_CASE(delete_without_a_terminal_needs_yes_and_then_removes_rows_and_checkpoints) {
   filled_home h;
-  SKIP_WITHOUT_SQLITE(h);
   std::string out;
   BOOST_TEST(h.run({"delete", "1"}, out) == 1);
   BOOST_TEST(out.find("not a terminal") != std::string::npos, out);
