@@ -226,14 +226,26 @@ int show(store::experiment_store& s, const experiments_options& o) {
   for (auto& t : *trials)
     ++by_state[t.state];
   const trial_row* best = best_trial(*e, *trials);
+  auto lineage = s.lineage(o.id);
+  if (!lineage)
+    return fail(lineage.error());
   if (o.json) {
+    std::string exploits = "[";
+    for (const auto& l : *lineage)
+      exploits += (exploits.size() > 1 ? ", " : "") + std::string("{\"trial\": ") + json_string(l.trial) +
+                  ", \"epoch\": " + std::to_string(l.epoch) + ", \"source\": " + json_string(l.source) +
+                  ", \"source_epoch\": " + std::to_string(l.source_epoch) +
+                  ", \"before\": " + json_raw_or_string(l.before) +
+                  ", \"after\": " + (l.after.empty() ? std::string("null") : json_raw_or_string(l.after)) +
+                  ", \"time\": " + json_number(l.time) + "}";
+    exploits += "]";
     std::string counts = "{";
     for (auto& [state, n] : by_state)
       counts += (counts.size() > 1 ? ", " : "") + json_string(state) + ": " + std::to_string(n);
     std::string out = experiment_json(*e, *trials);
     out.pop_back();  // the closing brace: the fields below join it
     out += ", \"configuration\": " + json_string(e->configuration) +
-           ", \"trial_states\": " + counts + "}, \"best_trial_row\": " +
+           ", \"trial_states\": " + counts + "}, \"lineage\": " + exploits + ", \"best_trial_row\": " +
            (best ? trial_json(*best) : "null") + "}";
     std::printf("%s\n", out.c_str());
     return 0;
@@ -255,6 +267,18 @@ int show(store::experiment_store& s, const experiments_options& o) {
   if (best)
     std::printf("  best       trial %s: %s %s %s\n", best->id.c_str(), e->metric.c_str(),
                 number_text(best->best).c_str(), best->hyperparameters.c_str());
+  if (!lineage->empty()) {
+    // PBT's exploits: who copied whom, when, and the values it went on with.
+    std::printf("lineage (PBT exploits):\n");
+    for (const auto& l : *lineage)
+      if (l.after.empty())
+        std::printf("  trial %s at epoch %lld could not copy trial %s; it went on unchanged\n",
+                    l.trial.c_str(), static_cast<long long>(l.epoch), l.source.c_str());
+      else
+        std::printf("  trial %s at epoch %lld copied trial %s's epoch %lld: %s -> %s\n", l.trial.c_str(),
+                    static_cast<long long>(l.epoch), l.source.c_str(),
+                    static_cast<long long>(l.source_epoch), l.before.c_str(), l.after.c_str());
+  }
   std::printf("configuration:\n");
   std::string config = e->configuration;
   if (!config.empty() && config.back() != '\n')

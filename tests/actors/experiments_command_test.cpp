@@ -92,6 +92,16 @@ struct filled_home {
       c.seq = 100 + epoch;
       BOOST_REQUIRE(s.put_checkpoint(c).is_ok());
     }
+    store::lineage_row l;  // a PBT exploit: 00001 copied 00002
+    l.experiment = 1;
+    l.trial = "00001";
+    l.seq = 200;
+    l.epoch = 2;
+    l.source = "00002";
+    l.source_epoch = 2;
+    l.before = "{\"lr\": 0.01}";
+    l.after = "{\"lr\": 0.0016}";
+    BOOST_REQUIRE(s.add_lineage(l).is_ok());
     BOOST_REQUIRE(s.flush().is_ok());
   }
 
@@ -162,6 +172,10 @@ BOOST_AUTO_TEST_CASE(show_and_trials_print_the_experiment_and_its_trials) {
   BOOST_TEST(out.find("searcher:\n  name: random") != std::string::npos, out);
   BOOST_TEST(out.find("3 (2 completed, 1 failed)") != std::string::npos, out);
   BOOST_TEST(out.find("trial 00002") != std::string::npos, out);
+  BOOST_TEST(out.find("trial 00001 at epoch 2 copied trial 00002's epoch 2: {\"lr\": 0.01} -> "
+                      "{\"lr\": 0.0016}") != std::string::npos, out);
+  auto shown = h.json({"show", "1", "--json"});
+  BOOST_TEST(shown.get<double>("lineage..after.lr", 0) == 0.0016);
   BOOST_REQUIRE(h.run({"trials", "1"}, out) == 0);
   BOOST_TEST(out.find("the end") == std::string::npos, "errors are shortened in the table");
   auto trials = h.json({"trials", "1", "--json"});

@@ -419,7 +419,8 @@ void on_end(tuner_pointer self, const std::string& id, int32_t restarts, const s
   tune::trial_record& r = s.record(id);
   r.restarts = restarts;
   r.ended_at = s.elapsed();
-  r.seconds = std::chrono::duration<double>(clock_type::now() - lt->second.since).count();
+  // Every run of the trial counts (a PBT exploit or a resume starts another).
+  r.seconds += std::chrono::duration<double>(clock_type::now() - lt->second.since).count();
   bool decided = lt->second.decided;
   const bool exploit = lt->second.exploit && error.empty() && !s.finishing;
   const tune::exploit_plan plan = lt->second.plan;
