@@ -324,6 +324,7 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
                                                     " comes before the trial was created");
       trial_record& r = out.trials[it->second];
       r.history.push_back(rep);
+      out.exploited_epochs.erase(r.id);
       const int64_t ckpt = checkpointed.count({rep.trial, rep.epoch}) != 0 ? rep.epoch : 0;
       verdict v = judge(search, sched, stoppers, settings, rep, ckpt, 0.0);
       if (v.ended) {
@@ -357,6 +358,7 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
         exploit_plan done{l.source, after};
         sched.on_exploited(l.trial, done);
         out.trials[it->second].configuration = after;
+        out.exploited_epochs[l.trial] = l.source_epoch;
       }
       out.pending_exploits.erase(plan);
       break;

@@ -96,6 +96,9 @@ struct replayed_sweep {
   std::map<std::string, exploit_plan> pending_exploits;  // decided, not carried out
   std::map<std::string, int64_t> checkpoint_epochs;      // trial -> newest epoch seen
   std::set<std::string> decided;             // ended at a report (judge)
+  // trial -> the epoch of the checkpoint its exploit copied, when that
+  // exploit came after its last report: it continues from the copy.
+  std::map<std::string, int64_t> exploited_epochs;
   int failed = 0;
   int64_t next_seq = 1;
   int64_t next_trial = 0;                    // the number of the next new trial
