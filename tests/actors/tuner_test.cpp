@@ -362,4 +362,51 @@ BOOST_AUTO_TEST_CASE(a_resumed_trial_continues_from_the_checkpoint_its_exploit_c
   BOOST_TEST(tune::to_json(g->trials.at(0).configuration) == tune::to_json(after));
 }
 
+// The driver died after the store had trial 00000's last report (the
+// max_epochs stopper ends it there) but not its end: the resumed sweep
+// does not run it again, and records the end the replay decided, so the
+// store never keeps a finished trial RUNNING.
+BOOST_AUTO_TEST_CASE(a_resume_records_the_end_of_a_trial_whose_end_was_lost) {
+  embedded e(2);
+  auto db = std::make_shared<dtrain::testing::memory_store>();
+  store::experiment_row row;
+  row.name = "scripted";
+  row.kind = "tune";
+  tune::space s;
+  s.add("a", tune::uniform(0.5, 0.9));
+  tune_config c = quiet(1, 2);
+  c.store = db;
+  c.experiment_id = db->create_experiment(row).value();
+  auto search = tune::make_searcher(s, c);
+  tune::journal j(db, c.experiment_id, c.metric, c.direction);
+  tune::trial_record r;
+  r.id = "00000";
+  r.configuration = search->suggest(r.id).configuration;
+  j.created(r);
+  r.status = tune::trial_status::running;
+  j.updated(r);
+  for (int64_t epoch = 1; epoch <= 2; ++epoch) {
+    tune::report rep{r.id, epoch, {{"validation_accuracy", 0.5}}};
+    r.history.push_back(rep);
+    j.reported(r, rep);
+  }
+  BOOST_REQUIRE(j.flush().is_ok());
+
+  c.resume = true;
+  auto n = std::make_shared<launch_counters>();
+  tuner t(*e.c, scripted_template(), s, c);
+  t.set_launcher(dtrain::testing::scripted_trials(n));
+  auto g = t.fit();
+  BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
+  BOOST_TEST(n->launched.load() == 0);
+  BOOST_REQUIRE(g->trials.size() == 1u);
+  BOOST_TEST(g->trials[0].status == tune::trial_status::terminated);
+  auto stored = db->trials(c.experiment_id);
+  BOOST_REQUIRE(stored.is_ok());
+  BOOST_REQUIRE(stored->size() == 1u);
+  BOOST_TEST(stored->at(0).state == "TERMINATED");
+  BOOST_TEST(stored->at(0).end_how == "completed");
+  BOOST_TEST(stored->at(0).seq_ended > 0);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -667,6 +667,15 @@ result<tune::result_grid> tuner::fit() {
     sw->journal = std::make_unique<tune::journal>(config_.store, config_.experiment_id,
                                                   config_.metric, config_.direction, next_seq);
     sw->journal->adopt(sw->resumed.rows);
+    // A trial that ended at a report whose end record was lost with the
+    // driver (the replay ended it in the searcher and scheduler already):
+    // its end is recorded now, or the store would keep it RUNNING.
+    for (const auto& row : sw->resumed.rows)
+      if (row.seq_ended == 0 && sw->resumed.decided.count(row.id) != 0)
+        for (const auto& r : sw->resumed.trials)
+          if (r.id == row.id)
+            sw->journal->ended(r, r.status == tune::trial_status::stopped ? tune::trial_end::stopped
+                                                                          : tune::trial_end::completed);
   }
   if (config_.verbosity > 0) {
     if (config_.resume) {
