@@ -305,10 +305,11 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
         return invalid_argument(where + ": trial " + row.id + " was " + to_json(original) +
                                 " but the searcher now suggests " + to_json(next.configuration) +
                                 ": the sweep's settings differ");
-      sched.on_add(row.id, next.configuration);
       trial_record r;
       r.id = row.id;
       r.configuration = check_configs ? next.configuration : original;
+      // What the trial runs (forced: the stored one), as the tuner told it.
+      sched.on_add(row.id, r.configuration);
       r.checkpoint_dir = row.checkpoint_dir;
       r.restarts = row.restarts;
       r.error = row.error;
@@ -343,7 +344,9 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
       const store::lineage_row& l = lineage[e.index];
       auto it = index.find(l.trial);
       auto plan = out.pending_exploits.find(l.trial);
-      if (it == index.end() || plan == out.pending_exploits.end())
+      // Forced, an exploit the scheduler no longer decides stands as
+      // stored, like a stored configuration.
+      if (it == index.end() || (check_configs && plan == out.pending_exploits.end()))
         return invalid_argument(where + ": the stored exploit of trial " + l.trial +
                                 " (seq " + std::to_string(l.seq) +
                                 ") was not decided in the replay: the sweep's settings differ");
@@ -360,7 +363,7 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
         out.trials[it->second].configuration = after;
         out.exploited_epochs[l.trial] = l.source_epoch;
       }
-      out.pending_exploits.erase(plan);
+      out.pending_exploits.erase(l.trial);
       break;
     }
     case end: {

@@ -112,7 +112,9 @@ struct replayed_sweep {
 /// did), every report goes through judge(), every exploit and end through
 /// the same calls the tuner made. With `check_configs`, a suggestion that
 /// differs from the stored configuration is an error naming the trial (the
-/// sweep is not the one stored); without, the stored one wins.
+/// sweep is not the one stored); without, the stored one wins (the
+/// scheduler's on_add hears it too), and so does a stored exploit the
+/// scheduler no longer decides.
 result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, searcher& search,
                               scheduler& sched, std::vector<std::unique_ptr<stopper>>& stoppers,
                               const sweep_config& config, bool check_configs);
