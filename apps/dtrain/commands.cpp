@@ -115,8 +115,11 @@ int run_train(const train_options& o) {
   if (run->resumed) {
     auto seq = tune::next_sequence(**store, id);
     auto rows = (*store)->metrics(id, trial.id);
-    if (!seq || !rows)
-      return fail(!seq ? seq.error() : rows.error());
+    if (!seq || !rows) {
+      const status s = !seq ? seq.error() : rows.error();
+      end_experiment(*run, "failed", s.to_string());  // never left running
+      return fail(s);
+    }
     next_seq = *seq;
     for (const auto& m : *rows) {
       if (trial.history.empty() || trial.history.back().epoch != m.epoch)
@@ -125,14 +128,19 @@ int run_train(const train_options& o) {
     }
   }
   tune::journal journal(*store, id, e->sweep.metric, e->sweep.direction, next_seq);
+  bool stored = false;  // the trial's row: a driver killed at once may have lost it
   if (run->resumed) {
     auto rows = (*store)->trials(id);
-    if (!rows)
+    if (!rows) {
+      end_experiment(*run, "failed", rows.error().to_string());
       return fail(rows.error());
+    }
     journal.adopt(*rows);
-  } else {
-    journal.created(trial);
+    for (const auto& row : *rows)
+      stored = stored || row.id == trial.id;
   }
+  if (!stored)
+    journal.created(trial);
   auto failed = [&](const status& s) {
     trial.status = tune::trial_status::error;
     trial.error = s.to_string();

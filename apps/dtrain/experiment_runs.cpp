@@ -80,12 +80,17 @@ result<experiment_run> begin_experiment(std::shared_ptr<store::experiment_store>
     row.created_at = row.updated_at = unix_now();
     row.owner = owner_of_this_process();
     DTRAIN_ASSIGN_OR_RETURN(row.id, s->create_experiment(row));
-    if (!e.checkpoint_dir.empty()) {
-      row.storage = e.checkpoint_dir + "/" + std::to_string(row.id);
-      DTRAIN_RETURN_IF_ERROR(clear_stale_directory(row.storage));
-      DTRAIN_RETURN_IF_ERROR(s->update_experiment(row));
-    }
     run.row = row;
+    if (!e.checkpoint_dir.empty()) {
+      run.row.storage = e.checkpoint_dir + "/" + std::to_string(row.id);
+      status ready = clear_stale_directory(run.row.storage);
+      if (ready)
+        ready = s->update_experiment(run.row);
+      if (!ready) {  // the experiment exists now: never left running
+        end_experiment(run, "failed", ready.to_string());
+        return ready;
+      }
+    }
     return run;
   }
   DTRAIN_ASSIGN_OR_RETURN(store::experiment_row row, s->experiment(resume_id));

@@ -206,6 +206,35 @@ BOOST_AUTO_TEST_CASE(a_resume_of_a_changed_file_is_refused_naming_the_keys_unles
   BOOST_TEST(experiments->size() == 1u);  // no new experiment was made by the refusals
 }
 
+// A driver killed right after it made the experiment may have lost the
+// trial's creation with it: the resume creates the trial's row (with its
+// creation number), instead of writing one that was never created.
+BOOST_AUTO_TEST_CASE(a_resume_whose_trial_was_never_recorded_creates_it) {
+  home_dir home;
+  temp_dir dir;
+  const std::string file = regression_experiment(dir, "0.01", 2);
+  ran a = run_dtrain({"train", file}, dir.file("a.log"));
+  BOOST_TEST_REQUIRE(a.code == 0, a.log);
+  {
+    auto opened = store::open_sqlite_store(home.db());
+    BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
+    store::experiment_row e = (*opened)->experiment(1).value();
+    e.state = "running";
+    e.owner.clear();
+    e.storage.clear();
+    BOOST_TEST_REQUIRE((*opened)->create_experiment(e).value() == 2);
+  }
+  ran resumed = run_dtrain({"train", file, "--resume", "2"}, dir.file("resumed.log"));
+  BOOST_TEST_REQUIRE(resumed.code == 0, resumed.log);
+  auto s = reader(home.db());
+  auto trials = s->trials(2);
+  BOOST_TEST_REQUIRE(trials.is_ok());
+  BOOST_TEST_REQUIRE(trials->size() == 1u);
+  BOOST_TEST(trials->front().seq_created > 0);
+  BOOST_TEST(trials->front().seq_created < trials->front().seq_ended);
+  BOOST_TEST(trials->front().state == "TERMINATED");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(sweep_resume)

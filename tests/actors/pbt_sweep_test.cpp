@@ -112,6 +112,22 @@ swept run(cluster& c, const std::string& scheduler, uint64_t seed) {
   return out;
 }
 
+// Trial 00000, then trial 00001 starting from 00000's newest checkpoint
+// (a population searcher's restore_from), both with the same rate.
+class continue_first final : public tune::searcher {
+public:
+  tune::suggestion suggest(const std::string& id) override {
+    tune::suggestion s;
+    if (id > "00001")
+      return s;
+    s.what = tune::suggestion::kind::trial;
+    s.configuration["lr"] = 0.01;
+    if (id == "00001")
+      s.restore_from = "00000";
+    return s;
+  }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(pbt_sweep)
@@ -154,6 +170,31 @@ BOOST_AUTO_TEST_CASE(pbt_without_checkpoints_is_refused) {
   auto grid = t.fit();
   BOOST_TEST_REQUIRE(!grid.is_ok());
   BOOST_TEST(grid.error().message().find("checkpoint") != std::string::npos, grid.error().message());
+}
+
+// A trial restored from a checkpoint of the last epoch (an exploit's
+// source that finished meanwhile) trains no epoch past max_epochs.
+BOOST_AUTO_TEST_CASE(a_trial_restored_at_the_last_epoch_trains_no_further) {
+  cluster::options o;
+  o.local_slots = 2;
+  auto c = cluster::connect(o);
+  BOOST_TEST_REQUIRE(c.is_ok(), c.error().to_string());
+  temp_dir dir;
+  tune::space s;
+  s.add("lr", tune::loguniform(1e-3, 0.1));
+  tune_config config = population("fifo", 1);
+  config.num_samples = 2;
+  config.max_epochs = 2;
+  config.max_concurrent_trials = 1;
+  tuner t(**c, regression(dir.file("ckpt")), s, config);
+  t.set_searcher(std::make_unique<continue_first>());
+  auto grid = t.fit();
+  BOOST_TEST_REQUIRE(grid.is_ok(), grid.error().to_string());
+  BOOST_TEST_REQUIRE(grid->trials.size() == 2u);
+  BOOST_TEST(grid->trials[0].epochs() == 2);
+  for (const auto& rep : grid->trials[1].history)
+    BOOST_TEST(rep.epoch <= 2, "trial 00001 reported epoch " << rep.epoch);
+  BOOST_TEST(grid->trials[1].status != tune::trial_status::error, grid->trials[1].error);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -9,11 +9,18 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <mutex>
 #include <thread>
 
+#include "actors/memory_store.hpp"
 #include "actors/scripted_trials.hpp"
 #include "dtrain/actors/tuner/tuner.hpp"
+#include "dtrain/checkpoint/checkpoint.hpp"
+#include "dtrain/tune/journal.hpp"
+#include "test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;
@@ -54,6 +61,50 @@ int count(const tune::result_grid& g, tune::trial_status s) {
   return static_cast<int>(std::count_if(g.trials.begin(), g.trials.end(),
                                         [&](const auto& t) { return t.status == s; }));
 }
+
+// A scheduler with one scripted decision: trial 00000 exploits trial 00001
+// at its epoch 2 (with `after`); every other report goes on.
+class exploit_once final : public tune::scheduler {
+public:
+  explicit exploit_once(tune::config after) : after_(std::move(after)) {}
+  tune::decision on_result(const std::string& trial, int64_t epoch, double) override {
+    if (trial != "00000" || epoch != 2 || decided_)
+      return tune::decision::go_on;
+    decided_ = true;
+    return tune::decision::exploit;
+  }
+  void on_end(const std::string&, tune::trial_end) override {}
+  tune::exploit_plan exploit(const std::string&) override { return {"00001", after_}; }
+  std::string describe() const override { return "exploit once"; }
+
+private:
+  tune::config after_;
+  bool decided_ = false;
+};
+
+// A checkpoint directory that checkpoint::checkpoint_dirs lists.
+std::string fake_checkpoint(const std::string& root, int64_t epoch) {
+  const std::string dir = root + "/" + checkpoint::checkpoint_name(epoch);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/manifest.capnp") << "x";
+  return dir;
+}
+
+// Launches scripted trials and remembers where each trial's first launch
+// restored from.
+struct restore_log {
+  std::mutex mutex;
+  std::map<std::string, std::string> first;
+  trial_launcher wrap(trial_launcher inner) {
+    return [this, inner](caf::actor_system& sys, const caf::actor& tuner, const trial_launch& l) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        first.emplace(l.id, l.restore_from);
+      }
+      return inner(sys, tuner, l);
+    };
+  }
+};
 
 } // namespace
 
@@ -250,6 +301,112 @@ BOOST_AUTO_TEST_CASE(an_unknown_metric_is_refused_before_any_trial_starts) {
   BOOST_REQUIRE(!g.is_ok());
   BOOST_TEST(g.error().message().find("val_acc") != std::string::npos);
   BOOST_TEST(n->launched.load() == 0);
+}
+
+// The driver died after trial 00000's exploit copied trial 00001's epoch-4
+// checkpoint into its directory (the lineage is stored) and before 00000
+// reported again: the resumed sweep continues 00000 from that copy, as the
+// sweep that ran through did, not from its first epoch.
+BOOST_AUTO_TEST_CASE(a_resumed_trial_continues_from_the_checkpoint_its_exploit_copied) {
+  embedded e(4);
+  dtrain::testing::temp_dir dir;
+  auto db = std::make_shared<dtrain::testing::memory_store>();
+  store::experiment_row row;
+  row.name = "scripted";
+  row.kind = "tune";
+  tune::space s;
+  s.add("a", tune::uniform(0.5, 0.9));
+  tune_config c = quiet(2, 6);
+  c.max_concurrent_trials = 2;
+  c.store = db;
+  c.experiment_id = db->create_experiment(row).value();
+  c.storage = dir.path();
+  const std::string root = dir.path() + "/" + std::to_string(c.experiment_id);
+  // What the first driver recorded: both trials, 00001's epochs 1-4,
+  // 00000's epochs 1-2, and the exploit of 00001's epoch 4 by 00000.
+  auto search = tune::make_searcher(s, c);
+  tune::journal j(db, c.experiment_id, c.metric, c.direction);
+  std::vector<tune::trial_record> trials(2);
+  for (int i = 0; i < 2; ++i) {
+    trials[i].id = i == 0 ? "00000" : "00001";
+    trials[i].configuration = search->suggest(trials[i].id).configuration;
+    trials[i].checkpoint_dir = root + "/" + trials[i].id;
+    j.created(trials[i]);
+  }
+  auto report = [&](tune::trial_record& r, int64_t epoch) {
+    tune::report rep{r.id, epoch, {{"validation_accuracy", 0.5}}};
+    r.history.push_back(rep);
+    j.reported(r, rep);
+  };
+  for (int64_t epoch = 1; epoch <= 4; ++epoch)
+    report(trials[1], epoch);
+  report(trials[0], 1);
+  report(trials[0], 2);
+  tune::config after = trials[1].configuration;
+  after["a"] = 0.6;
+  const tune::config before = trials[0].configuration;
+  trials[0].configuration = after;
+  j.exploited(trials[0], "00001", 4, before, &trials[0].configuration);
+  BOOST_REQUIRE(j.flush().is_ok());
+  fake_checkpoint(trials[1].checkpoint_dir, 4);
+  const std::string copy = fake_checkpoint(trials[0].checkpoint_dir, 4);
+
+  c.resume = true;
+  tuner t(*e.c, scripted_template(), s, c);
+  t.set_scheduler(std::make_unique<exploit_once>(after));
+  restore_log log;
+  t.set_launcher(log.wrap(dtrain::testing::scripted_trials(std::make_shared<launch_counters>())));
+  auto g = t.fit();
+  BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
+  BOOST_TEST(log.first.at("00000") == copy);
+  BOOST_TEST(tune::to_json(g->trials.at(0).configuration) == tune::to_json(after));
+}
+
+// The driver died after the store had trial 00000's last report (the
+// max_epochs stopper ends it there) but not its end: the resumed sweep
+// does not run it again, and records the end the replay decided, so the
+// store never keeps a finished trial RUNNING.
+BOOST_AUTO_TEST_CASE(a_resume_records_the_end_of_a_trial_whose_end_was_lost) {
+  embedded e(2);
+  auto db = std::make_shared<dtrain::testing::memory_store>();
+  store::experiment_row row;
+  row.name = "scripted";
+  row.kind = "tune";
+  tune::space s;
+  s.add("a", tune::uniform(0.5, 0.9));
+  tune_config c = quiet(1, 2);
+  c.store = db;
+  c.experiment_id = db->create_experiment(row).value();
+  auto search = tune::make_searcher(s, c);
+  tune::journal j(db, c.experiment_id, c.metric, c.direction);
+  tune::trial_record r;
+  r.id = "00000";
+  r.configuration = search->suggest(r.id).configuration;
+  j.created(r);
+  r.status = tune::trial_status::running;
+  j.updated(r);
+  for (int64_t epoch = 1; epoch <= 2; ++epoch) {
+    tune::report rep{r.id, epoch, {{"validation_accuracy", 0.5}}};
+    r.history.push_back(rep);
+    j.reported(r, rep);
+  }
+  BOOST_REQUIRE(j.flush().is_ok());
+
+  c.resume = true;
+  auto n = std::make_shared<launch_counters>();
+  tuner t(*e.c, scripted_template(), s, c);
+  t.set_launcher(dtrain::testing::scripted_trials(n));
+  auto g = t.fit();
+  BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
+  BOOST_TEST(n->launched.load() == 0);
+  BOOST_REQUIRE(g->trials.size() == 1u);
+  BOOST_TEST(g->trials[0].status == tune::trial_status::terminated);
+  auto stored = db->trials(c.experiment_id);
+  BOOST_REQUIRE(stored.is_ok());
+  BOOST_REQUIRE(stored->size() == 1u);
+  BOOST_TEST(stored->at(0).state == "TERMINATED");
+  BOOST_TEST(stored->at(0).end_how == "completed");
+  BOOST_TEST(stored->at(0).seq_ended > 0);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

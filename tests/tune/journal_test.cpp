@@ -155,6 +155,19 @@ int64_t new_experiment(store::experiment_store& db) {
   return *id;
 }
 
+// A scheduler that only remembers what it was told (a fifo otherwise).
+class recording_scheduler final : public scheduler {
+public:
+  decision on_result(const std::string&, int64_t, double) override { return decision::go_on; }
+  void on_end(const std::string&, trial_end) override {}
+  void on_add(const std::string& trial, const config& c) override { added[trial] = to_json(c); }
+  void on_exploited(const std::string& trial, const exploit_plan& plan) override {
+    exploited[trial] = plan.source + " " + to_json(plan.configuration);
+  }
+  std::string describe() const override { return "recording"; }
+  std::map<std::string, std::string> added, exploited;
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(sweep_journal)
@@ -213,6 +226,76 @@ BOOST_AUTO_TEST_CASE(a_resume_with_other_settings_is_refused_naming_the_trial) {
   auto stored = db->trials(id);
   BOOST_TEST_REQUIRE(stored.is_ok());
   BOOST_TEST(to_json(forced->trials.front().configuration) == stored->front().hyperparameters);
+}
+
+// --force: the stored configurations win, in the scheduler too (PBT
+// explores from what a trial runs, not from what the searcher suggests now).
+BOOST_AUTO_TEST_CASE(a_forced_replay_tells_the_scheduler_the_stored_configurations) {
+  testing::temp_dir dir;
+  auto opened = store::open_sqlite_store(dir.file("experiments.db"));
+  BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
+  std::shared_ptr<store::experiment_store> db = std::move(*opened);
+  const int64_t id = new_experiment(*db);
+  (void)run(*db, db, id, "asha", false, 10);
+  sweep_config c = settings("asha");
+  c.seed = 8;  // another seed: other suggestions
+  const space s = sweep_space();
+  auto search = make_searcher(s, c);
+  recording_scheduler sched;
+  auto stoppers = make_stoppers(c);
+  auto forced = replay(*db, id, *search, sched, stoppers, c, false);
+  BOOST_TEST_REQUIRE(forced.is_ok(), forced.error().to_string());
+  auto stored = db->trials(id);
+  BOOST_TEST_REQUIRE(stored.is_ok());
+  BOOST_TEST_REQUIRE(!stored->empty());
+  for (const auto& t : *stored)
+    BOOST_TEST(sched.added[t.id] == t.hyperparameters, t.id);
+}
+
+// --force with settings whose scheduler no longer decides a stored exploit
+// (another PBT interval, another scheduler): the stored exploit still
+// stands (the trial runs the copied configuration), as a stored
+// configuration does; without --force it is refused.
+BOOST_AUTO_TEST_CASE(a_forced_replay_keeps_a_stored_exploit_its_scheduler_did_not_decide) {
+  testing::temp_dir dir;
+  auto opened = store::open_sqlite_store(dir.file("experiments.db"));
+  BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
+  std::shared_ptr<store::experiment_store> db = std::move(*opened);
+  const int64_t id = new_experiment(*db);
+  const space s = sweep_space();
+  const sweep_config c = settings("asha");
+  auto search = make_searcher(s, c);
+  journal j(db, id, c.metric, c.direction);
+  std::vector<trial_record> trials(2);
+  for (int i = 0; i < 2; ++i) {
+    trials[i].id = i == 0 ? "00000" : "00001";
+    trials[i].configuration = search->suggest(trials[i].id).configuration;
+    j.created(trials[i]);
+    for (int64_t epoch = 1; epoch <= 2; ++epoch) {
+      report rep{trials[i].id, epoch, {{"validation_accuracy", 0.5 + 0.1 * i}}};
+      trials[i].history.push_back(rep);
+      j.reported(trials[i], rep);
+    }
+  }
+  const config before = trials[0].configuration;
+  trials[0].configuration = trials[1].configuration;
+  j.exploited(trials[0], "00001", 2, before, &trials[0].configuration);
+  BOOST_TEST_REQUIRE(j.flush().is_ok());
+
+  for (const bool check : {true, false}) {
+    auto search2 = make_searcher(s, c);
+    recording_scheduler sched;
+    auto stoppers = make_stoppers(c);
+    auto r = replay(*db, id, *search2, sched, stoppers, c, check);
+    if (check) {
+      BOOST_TEST(!r.is_ok());
+      continue;
+    }
+    BOOST_TEST_REQUIRE(r.is_ok(), r.error().to_string());
+    BOOST_TEST(to_json(r->trials.at(0).configuration) == to_json(trials[1].configuration));
+    BOOST_TEST(sched.exploited["00000"] == "00001 " + to_json(trials[1].configuration));
+    BOOST_TEST(r->unfinished.count("00000") == 1u);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -305,10 +305,11 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
         return invalid_argument(where + ": trial " + row.id + " was " + to_json(original) +
                                 " but the searcher now suggests " + to_json(next.configuration) +
                                 ": the sweep's settings differ");
-      sched.on_add(row.id, next.configuration);
       trial_record r;
       r.id = row.id;
       r.configuration = check_configs ? next.configuration : original;
+      // What the trial runs (forced: the stored one), as the tuner told it.
+      sched.on_add(row.id, r.configuration);
       r.checkpoint_dir = row.checkpoint_dir;
       r.restarts = row.restarts;
       r.error = row.error;
@@ -324,6 +325,7 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
                                                     " comes before the trial was created");
       trial_record& r = out.trials[it->second];
       r.history.push_back(rep);
+      out.exploited_epochs.erase(r.id);
       const int64_t ckpt = checkpointed.count({rep.trial, rep.epoch}) != 0 ? rep.epoch : 0;
       verdict v = judge(search, sched, stoppers, settings, rep, ckpt, 0.0);
       if (v.ended) {
@@ -342,7 +344,9 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
       const store::lineage_row& l = lineage[e.index];
       auto it = index.find(l.trial);
       auto plan = out.pending_exploits.find(l.trial);
-      if (it == index.end() || plan == out.pending_exploits.end())
+      // Forced, an exploit the scheduler no longer decides stands as
+      // stored, like a stored configuration.
+      if (it == index.end() || (check_configs && plan == out.pending_exploits.end()))
         return invalid_argument(where + ": the stored exploit of trial " + l.trial +
                                 " (seq " + std::to_string(l.seq) +
                                 ") was not decided in the replay: the sweep's settings differ");
@@ -357,8 +361,9 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
         exploit_plan done{l.source, after};
         sched.on_exploited(l.trial, done);
         out.trials[it->second].configuration = after;
+        out.exploited_epochs[l.trial] = l.source_epoch;
       }
-      out.pending_exploits.erase(plan);
+      out.pending_exploits.erase(l.trial);
       break;
     }
     case end: {

@@ -96,6 +96,9 @@ struct replayed_sweep {
   std::map<std::string, exploit_plan> pending_exploits;  // decided, not carried out
   std::map<std::string, int64_t> checkpoint_epochs;      // trial -> newest epoch seen
   std::set<std::string> decided;             // ended at a report (judge)
+  // trial -> the epoch of the checkpoint its exploit copied, when that
+  // exploit came after its last report: it continues from the copy.
+  std::map<std::string, int64_t> exploited_epochs;
   int failed = 0;
   int64_t next_seq = 1;
   int64_t next_trial = 0;                    // the number of the next new trial
@@ -109,7 +112,9 @@ struct replayed_sweep {
 /// did), every report goes through judge(), every exploit and end through
 /// the same calls the tuner made. With `check_configs`, a suggestion that
 /// differs from the stored configuration is an error naming the trial (the
-/// sweep is not the one stored); without, the stored one wins.
+/// sweep is not the one stored); without, the stored one wins (the
+/// scheduler's on_add hears it too), and so does a stored exploit the
+/// scheduler no longer decides.
 result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, searcher& search,
                               scheduler& sched, std::vector<std::unique_ptr<stopper>>& stoppers,
                               const sweep_config& config, bool check_configs);

@@ -74,10 +74,18 @@ void run_trial(caf::blocking_actor* self, cluster* c, trial_launch launch, caf::
   self->send(tuner, trial_up_atom::value, launch.id);
   std::string error;
   bool interrupted = false;
-  if (!launch.restore_from.empty())
-    if (status s = t->restore(launch.restore_from); !s)
-      error = s.with_context("restoring " + launch.restore_from).to_string();
   int64_t epoch = 0;
+  if (!launch.restore_from.empty()) {
+    if (status s = t->restore(launch.restore_from); !s) {
+      error = s.with_context("restoring " + launch.restore_from).to_string();
+    } else if (auto v = t->validate(); !v) {
+      error = v.error().with_context("validating after restoring " + launch.restore_from).to_string();
+    } else {
+      // Where the restored group stands: a checkpoint of the last epoch (an
+      // exploit's source that finished meanwhile) leaves nothing to train.
+      epoch = v->epoch;
+    }
+  }
   while (error.empty() && epoch < launch.max_epochs) {
     auto m = t->train();
     if (!m) {

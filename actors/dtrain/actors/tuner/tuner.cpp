@@ -204,12 +204,20 @@ void launch_trial(tuner_pointer self, const std::string& id, const std::string& 
 // Where an unfinished trial of a resumed sweep starts again: its newest
 // checkpoint no newer than its last stored report (a checkpoint whose
 // report was lost with the driver is trained again, so the scheduler hears
-// that epoch), or "" to start over.
+// that epoch), or "" to start over. A trial whose exploit copied a
+// checkpoint after its last report stands at the copy's epoch instead
+// (the copy replaced its own checkpoints).
 std::string resume_point(tuner_state& s, const tune::trial_record& r) {
   auto on_disk = checkpoint::checkpoint_dirs(r.checkpoint_dir);
   s.checkpoints[r.id] = on_disk;
+  int64_t stands_at = r.epochs();
+  auto& exploited = s.sw->resumed.exploited_epochs;
+  if (auto it = exploited.find(r.id); it != exploited.end()) {
+    stands_at = it->second;
+    exploited.erase(it);  // once: its next reports count again
+  }
   for (auto it = on_disk.rbegin(); it != on_disk.rend(); ++it)
-    if (it->first <= r.epochs())
+    if (it->first <= stands_at)
       return it->second;
   return "";
 }
@@ -660,6 +668,15 @@ result<tune::result_grid> tuner::fit() {
     sw->journal = std::make_unique<tune::journal>(config_.store, config_.experiment_id,
                                                   config_.metric, config_.direction, next_seq);
     sw->journal->adopt(sw->resumed.rows);
+    // A trial that ended at a report whose end record was lost with the
+    // driver (the replay ended it in the searcher and scheduler already):
+    // its end is recorded now, or the store would keep it RUNNING.
+    for (const auto& row : sw->resumed.rows)
+      if (row.seq_ended == 0 && sw->resumed.decided.count(row.id) != 0)
+        for (const auto& r : sw->resumed.trials)
+          if (r.id == row.id)
+            sw->journal->ended(r, r.status == tune::trial_status::stopped ? tune::trial_end::stopped
+                                                                          : tune::trial_end::completed);
   }
   if (config_.verbosity > 0) {
     if (config_.resume) {
