@@ -276,7 +276,10 @@ int run_tune(const tune_options& o) {
   signal_watch watch([&] { sweep.stop("interrupted by a signal"); });
   auto grid = sweep.fit();
   if (!grid) {
-    end_experiment(*run, "failed", grid.error().to_string());
+    // A resume refused before any trial ran (the replay disagrees, the
+    // cluster is too small) leaves the experiment as it was, resumable.
+    const bool refused = run->resumed && grid.error().code() == error_code::invalid_argument;
+    end_experiment(*run, refused ? run->previous_state : "failed", grid.error().to_string());
     return fail(grid.error());
   }
   if (!grid->stop_reason.empty() && grid->stop_reason == "interrupted by a signal")

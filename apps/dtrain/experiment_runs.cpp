@@ -97,7 +97,8 @@ result<experiment_run> begin_experiment(std::shared_ptr<store::experiment_store>
   const std::string id = std::to_string(resume_id);
   if (row.kind != kind)
     return invalid_argument("experiment " + id + " (" + row.name + ") is a `dtrain " + row.kind +
-                            "` experiment: resume it with `dtrain " + row.kind + " --resume " + id + "`");
+                            "` experiment: resume it with `dtrain " + row.kind +
+                            " EXPERIMENT.yaml --resume " + id + "`");
   if (row.state == "running")
     if (pid_t pid = live_owner_here(row.owner); pid != 0)
       return invalid_argument("experiment " + id + " is running now in process " +
@@ -107,16 +108,22 @@ result<experiment_run> begin_experiment(std::shared_ptr<store::experiment_store>
     std::string listed;
     for (const std::string& d : config::config_differences(row.configuration, yaml))
       listed += "\n  " + d;
-    if (!force)
+    // Texts that differ with every key equal (another dtrain's spelling of
+    // the same YAML) are the same experiment.
+    if (listed.empty())
+      force = true;
+    else if (!force)
       return invalid_argument("experiment " + id + " (" + row.name + ") was run with another "
                               "configuration; these keys differ (stored -> now):" + listed +
                               "\nrun the file as a new experiment (without --resume), or pass "
                               "--force to continue experiment " + id + " with the new configuration");
-    std::fprintf(stderr, "dtrain: --force: experiment %s continues with the new configuration; "
-                         "changed:%s\n", id.c_str(), listed.c_str());
+    if (!listed.empty())
+      std::fprintf(stderr, "dtrain: --force: experiment %s continues with the new configuration; "
+                           "changed:%s\n", id.c_str(), listed.c_str());
     row.configuration = yaml;
     row.config_hash = hash;
   }
+  run.previous_state = row.state;
   row.state = "running";
   row.message.clear();
   row.ended_at = 0;

@@ -16,6 +16,7 @@ struct experiment_run {
   std::shared_ptr<store::experiment_store> store;
   store::experiment_row row;
   bool resumed = false;
+  std::string previous_state;  // a resumed experiment's state before this run
 };
 
 /// Without `resume_id` (0): a new experiment of `kind` ("train" or "tune")

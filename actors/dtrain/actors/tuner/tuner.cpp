@@ -216,10 +216,16 @@ std::string resume_point(tuner_state& s, const tune::trial_record& r) {
     stands_at = it->second;
     exploited.erase(it);  // once: its next reports count again
   }
-  for (auto it = on_disk.rbegin(); it != on_disk.rend(); ++it)
-    if (it->first <= stands_at)
-      return it->second;
-  return "";
+  // Checkpoints past that epoch were saved by a run whose reports of them
+  // were lost: those epochs train again, and the trainer's own recovery
+  // must not jump to them.
+  for (auto it = on_disk.upper_bound(stands_at); it != on_disk.end();) {
+    std::error_code ec;
+    std::filesystem::remove_all(it->second, ec);
+    it = on_disk.erase(it);
+  }
+  s.checkpoints[r.id] = on_disk;
+  return on_disk.empty() ? "" : on_disk.rbegin()->second;
 }
 
 void start_exploit(tuner_pointer self, const std::string& id, const tune::exploit_plan& plan);
@@ -425,7 +431,7 @@ void on_end(tuner_pointer self, const std::string& id, int32_t restarts, const s
   if (lt == s.live.end())
     return;
   tune::trial_record& r = s.record(id);
-  r.restarts = restarts;
+  r.restarts += restarts;  // every run of the trial counts
   r.ended_at = s.elapsed();
   // Every run of the trial counts (a PBT exploit or a resume starts another).
   r.seconds += std::chrono::duration<double>(clock_type::now() - lt->second.since).count();
