@@ -346,7 +346,11 @@ void exploit_done(tuner_pointer self, const std::string& id, const std::string& 
                           "); it goes on as it was");
     restore_from = resume_point(s, r);
   }
-  s.checkpoints[id] = checkpoint::checkpoint_dirs(r.checkpoint_dir);
+  // The copy replaced the trial's own checkpoints: the store hears both.
+  auto now = checkpoint::checkpoint_dirs(r.checkpoint_dir);
+  if (s.sw->journal)
+    s.sw->journal->checkpoints_changed(r, s.checkpoints[id], now);
+  s.checkpoints[id] = std::move(now);
   if (s.finishing) {  // the sweep ends: a resume continues it from here
     r.interrupted = true;
     r.status = tune::trial_status::stopped;
