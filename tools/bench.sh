@@ -11,6 +11,8 @@
 #                             PyTorch on the same space (about 4 minutes here)
 #   tools/bench.sh tpe        the TPE searcher against Optuna 3.1's TPESampler on Branin,
 #                             Hartmann-6 and a noisy Branin, 20 seeds x 50 trials (under a minute)
+#   tools/bench.sh pbt        PBT against random search on Fashion-MNIST's learning rate,
+#                             3 seeds (about 4 minutes here)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${DTRAIN_BUILD_DIR:-$root/build}/bin
@@ -26,6 +28,7 @@ case "$what" in
   store) "$bin/dtrain-bench-store" "$@" ;;
   tune-peer) "$root/tools/bench_tune_peer.sh" "$@" ;;
   tpe) "$bin/dtrain-bench-tpe" "$@" ;;
+  pbt) "$root/tools/bench_pbt.sh" "$@" ;;
   all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-allreduce"; "$bin/dtrain-bench-trainer" ;;
-  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, all)" >&2; exit 2 ;;
+  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, pbt, all)" >&2; exit 2 ;;
 esac
