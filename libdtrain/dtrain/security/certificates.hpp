@@ -1,0 +1,151 @@
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "dtrain/core/status.hpp"
+
+/// A cluster's certificate authority and the certificates of its processes
+/// (OpenSSL's libcrypto; CAF-free). `dtrain cert` is a thin layer over this.
+///
+/// Every certificate carries its role (head, node or client) as a URI
+/// subjectAltName "urn:dtrain:role:<role>", and an extendedKeyUsage that
+/// matches what the role does on the wire: head and node certificates are
+/// TLS servers and clients (serverAuth, clientAuth), a client (driver)
+/// certificate is a TLS client only (clientAuth), so OpenSSL itself refuses
+/// it as a server. Keys are ECDSA P-256, written with mode 0600.
+namespace dtrain::security {
+
+enum class role { head, node, client };
+
+const char* role_name(role r);                      // "head", "node", "client"
+result<role> parse_role(const std::string& name);   // errors name the word
+
+/// The files one process presents and trusts.
+struct tls_files {
+  std::string certificate;  // PEM chain, leaf first
+  std::string key;          // PEM private key (mode 0600)
+  std::string ca;           // the cluster CA's certificate (PEM)
+
+  /// All three given.
+  bool complete() const { return !certificate.empty() && !key.empty() && !ca.empty(); }
+  /// None given.
+  bool empty() const { return certificate.empty() && key.empty() && ca.empty(); }
+};
+
+/// $DTRAIN_HOME/tls: where `dtrain cert` writes by default.
+std::string default_tls_dir();
+
+/// The default files of a process of role `r` in `dir`: ca.pem, and
+/// <role>.pem / <role>-key.pem. Only files that exist are filled in, so
+/// complete() says whether the defaults are usable and empty() whether
+/// there are none at all.
+tls_files default_tls_files(role r, const std::string& dir = default_tls_dir());
+
+/// What a certificate says about itself.
+struct certificate_info {
+  std::string subject;       // one line, "CN=node-1,O=dtrain"
+  std::string common_name;
+  std::string issuer;        // one line
+  bool has_role = false;
+  role role_ = role::client; // valid when has_role
+  bool is_ca = false;
+  std::time_t not_before = 0;
+  std::time_t not_after = 0;
+  std::string fingerprint;   // SHA-256 of the DER, lowercase hex
+  std::string serial;        // hex
+  std::string pem;           // the leaf certificate, PEM
+};
+
+/// The first certificate of a PEM file or string. Errors name the file and
+/// say what is wrong (no such file, not a PEM certificate).
+result<certificate_info> read_certificate(const std::string& pem_path);
+result<certificate_info> parse_certificate(const std::string& pem);
+
+/// Validity window for new certificates: from now + not_before_offset_s
+/// for `days` days. Tests make expired certificates with a negative offset.
+struct validity {
+  int days = 825;
+  int64_t not_before_offset_s = -300;  // a little slack for clock skew
+};
+
+/// Creates a self-signed CA in `dir` (ca.pem, ca-key.pem; the directory is
+/// made with mode 0700). Refuses to overwrite an existing CA unless
+/// `force` (an overwritten CA orphans every certificate it signed).
+struct ca_request {
+  std::string dir = default_tls_dir();
+  std::string name = "dtrain cluster CA";
+  validity valid{3650, -300};
+  bool force = false;
+};
+result<certificate_info> create_ca(const ca_request& r);
+
+/// Creates a key and a certificate of `role_` signed by the CA in ca_dir,
+/// written to out_dir as <file_stem>.pem and <file_stem>-key.pem
+/// (file_stem: the name, else the role's name). `hosts` become DNS/IP
+/// subjectAltNames (informational: CAF does not check host names).
+/// Refuses to overwrite existing files unless `force`.
+struct certificate_request {
+  role role_ = role::client;
+  std::string name;            // common name; empty: "<role>@<host name>"
+  std::string ca_dir = default_tls_dir();
+  std::string out_dir = default_tls_dir();
+  std::string file_stem;       // empty: the name if given, else the role's name
+  std::vector<std::string> hosts;
+  validity valid;
+  bool force = false;
+};
+struct created_certificate {
+  certificate_info info;
+  std::string certificate_path;
+  std::string key_path;
+};
+result<created_certificate> create_certificate(const certificate_request& r);
+
+/// Checks a certificate (PEM) against the CA certificate in ca_file: signed
+/// by that CA, inside its validity window now, and of one of the `allowed`
+/// roles (an empty list allows any role). The error is
+/// error_code::invalid_argument and names the certificate's subject and
+/// the reason: "is not signed by the cluster CA 'X' (it was issued by 'Y')",
+/// "expired on 2026-11-20 10:00:00 UTC", "is a client certificate; a node
+/// needs a node certificate", "carries no dtrain role".
+result<certificate_info> verify_certificate(const std::string& cert_pem, const std::string& ca_file,
+                                            const std::vector<role>& allowed);
+
+/// A key and certificate that belong together and are usable by a process
+/// of `expected` role: the checks of verify_certificate plus "the key
+/// matches the certificate" and "the key file is not readable by others".
+/// What `dtrain cert check` and every dtrain process run on their own
+/// files before they use them.
+result<certificate_info> check_own_files(const tls_files& files, role expected);
+
+/// Proof that the caller holds the private key of a certificate, bound to
+/// a challenge (a fresh random string chosen by the verifier) and to a
+/// purpose (e.g. "join head-3f2a"), so that a signature made for one
+/// purpose cannot be replayed for another.
+struct identity_proof {
+  std::string certificate_pem;
+  std::string signature;  // over "dtrain-identity-v1\n" + purpose + "\n" + challenge, base64 or hex
+};
+result<identity_proof> prove_identity(const tls_files& files, const std::string& purpose,
+                                      const std::string& challenge);
+/// Checks a proof: verify_certificate(proof.certificate_pem, ca_file,
+/// allowed) and the signature over the same purpose and challenge. Errors
+/// name the subject and the reason.
+result<certificate_info> check_identity(const identity_proof& proof, const std::string& purpose,
+                                        const std::string& challenge, const std::string& ca_file,
+                                        const std::vector<role>& allowed);
+
+/// `bytes` cryptographically random bytes, as lowercase hex.
+std::string random_hex(size_t bytes);
+
+/// SHA-256, lowercase hex.
+std::string sha256_hex(const void* data, size_t size);
+result<std::string> sha256_file(const std::string& path);
+
+/// "2026-11-20 10:00:00 UTC"
+std::string format_utc(std::time_t t);
+
+} // namespace dtrain::security
