@@ -109,11 +109,16 @@ result<created_certificate> create_certificate(const certificate_request& r);
 
 /// Checks a certificate (PEM) against the CA certificate in ca_file: signed
 /// by that CA, inside its validity window now, and of one of the `allowed`
-/// roles (an empty list allows any role). The error is
-/// error_code::invalid_argument and names the certificate's subject and
+/// roles (an empty list allows any role, and no role). A certificate that
+/// is refused gives error_code::invalid_argument naming its subject and
 /// the reason: "is not signed by the cluster CA 'X' (it was issued by 'Y')",
-/// "expired on 2026-11-20 10:00:00 UTC", "is a client certificate; a node
-/// needs a node certificate", "carries no dtrain role".
+/// "expired on 2026-11-20 10:00:00 UTC", "is a client certificate; this
+/// needs a node certificate", "carries no dtrain role", "is a CA
+/// certificate" (a CA is never a process's identity), and a role whose
+/// extendedKeyUsage does not fit it (hand-made certificates). A cert_pem
+/// that does not decode gives corrupt_data; a ca_file that cannot be read
+/// not_found or io_error, one that holds no CA invalid_argument naming it.
+/// Blocks on reading ca_file only; thread-safe.
 result<certificate_info> verify_certificate(const std::string& cert_pem, const std::string& ca_file,
                                             const std::vector<role>& allowed);
 
