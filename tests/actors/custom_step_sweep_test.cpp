@@ -13,6 +13,7 @@
 #include "dtrain/actors/cluster.hpp"
 #include "dtrain/actors/trainer.hpp"
 #include "dtrain/actors/tuner/tuner.hpp"
+#include "dtrain/core/check.hpp"
 #include "dtrain/core/threads.hpp"
 #include "train/step_operators.hpp"
 
