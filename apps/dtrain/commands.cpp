@@ -29,11 +29,22 @@ int fail(const status& s) {
 }
 
 void print_epoch(int64_t epochs, const metrics_msg& m, const metrics_msg& v) {
+  // The operator's own metrics, as the tuner names them.
+  std::string extra;
+  char value[64];
+  for (const auto& [name, x] : m.extra) {
+    std::snprintf(value, sizeof value, " %.4f", x);
+    extra += "  " + name + value;
+  }
+  for (const auto& [name, x] : v.extra) {
+    std::snprintf(value, sizeof value, " %.4f", x);
+    extra += "  validation_" + name + value;
+  }
   std::printf("[chief] epoch %lld/%lld  %lld steps  lr %.5f  train loss %.4f acc %.4f  "
-              "validation loss %.4f acc %.4f  %.2f s  %.0f samples/s\n",
+              "validation loss %.4f acc %.4f%s  %.2f s  %.0f samples/s\n",
               static_cast<long long>(m.epoch), static_cast<long long>(epochs),
               static_cast<long long>(m.steps), static_cast<double>(m.lr), m.loss, m.accuracy,
-              v.loss, v.accuracy, m.seconds, m.samples_per_second);
+              v.loss, v.accuracy, extra.c_str(), m.seconds, m.samples_per_second);
   std::fflush(stdout);
 }
 

@@ -288,18 +288,18 @@ BOOST_AUTO_TEST_CASE(the_same_seed_gives_the_same_trials) {
   BOOST_TEST((runs[0] == runs[1]));
 }
 
-BOOST_AUTO_TEST_CASE(an_unknown_metric_is_refused_before_any_trial_starts) {
+BOOST_AUTO_TEST_CASE(a_malformed_metric_is_refused_before_any_trial_starts) {
   embedded e(2);
   auto n = std::make_shared<launch_counters>();
   tune::space s;
   s.add("a", tune::uniform(0.5, 0.9));
   tune_config c = quiet(2, 2);
-  c.metric = "val_acc";
+  c.metric = "val-acc";
   tuner t(*e.c, scripted_template(), s, c);
   t.set_launcher(dtrain::testing::scripted_trials(n));
   auto g = t.fit();
   BOOST_REQUIRE(!g.is_ok());
-  BOOST_TEST(g.error().message().find("val_acc") != std::string::npos);
+  BOOST_TEST(g.error().message().find("val-acc") != std::string::npos);
   BOOST_TEST(n->launched.load() == 0);
 }
 

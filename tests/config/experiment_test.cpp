@@ -514,8 +514,8 @@ BOOST_AUTO_TEST_CASE(a_typed_hyperparameter_without_a_searching_searcher_is_refu
 
 BOOST_AUTO_TEST_CASE(malformed_searches_are_errors_naming_the_key) {
   const std::string metric =
-      error_of(minimal("searcher:\n  name: random\n  max_trials: 2\n  metric: val_acc\n"));
-  BOOST_TEST(starts_with(metric, "experiment.yaml: searcher.metric: 'val_acc'"), metric);
+      error_of(minimal("searcher:\n  name: random\n  max_trials: 2\n  metric: val-acc\n"));
+  BOOST_TEST(starts_with(metric, "experiment.yaml: searcher.metric: 'val-acc'"), metric);
   BOOST_TEST(metric.find("validation_accuracy") != std::string::npos, metric);
   BOOST_TEST(starts_with(error_of(minimal("searcher:\n  name: random\n")),
                          "experiment.yaml: searcher.max_trials: missing required key"));

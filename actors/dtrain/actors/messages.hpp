@@ -113,12 +113,15 @@ struct metrics_msg {
   int32_t rank = 0;
   bool preempted = false;      // the epoch stopped early (see trainer::preempt)
   int64_t resume_batch = 0;
+  /// The operator's own metrics by name (train::epoch_metrics::extra).
+  std::map<std::string, double> extra;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metrics_msg& x) {
   return f(caf::meta::type_name("metrics_msg"), x.epoch, x.steps, x.samples, x.loss, x.accuracy,
-           x.seconds, x.samples_per_second, x.lr, x.rank, x.preempted, x.resume_batch);
+           x.seconds, x.samples_per_second, x.lr, x.rank, x.preempted, x.resume_batch,
+           x.extra);
 }
 
 /// What `dtrain status` prints.

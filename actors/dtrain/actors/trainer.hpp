@@ -81,11 +81,12 @@ public:
   ~trainer();
 
   /// One epoch on every replica; the chief's metrics (averaged over the
-  /// group when average_training_metrics). After a failure and recovery
+  /// group when average_training_metrics), the operator's own in `extra`. After a failure and recovery
   /// the epoch number may go back to the restored checkpoint's: drive
   /// loops by metrics_msg::epoch, not by counting calls.
   result<metrics_msg> train();
-  /// Validation metrics (the chief's; all replicas hold the same model).
+  /// Validation metrics (the chief's; all replicas hold the same model),
+  /// the operator's validation_step() metrics in `extra`.
   result<metrics_msg> validate();
   status save(const std::string& path);
   status restore(const std::string& path);

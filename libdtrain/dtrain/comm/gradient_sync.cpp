@@ -133,6 +133,7 @@ result<std::unique_ptr<gradient_sync>> gradient_sync::create(
 gradient_sync::micro_batch gradient_sync::begin_micro_batch() {
   syncing_ = micro_ == options_.aggregation_frequency - 1;
   backward_done_ = false;
+  held_ = false;
   if (syncing_) {
     next_launch_ = 0;
     early_launches_ = 0;
@@ -140,8 +141,16 @@ gradient_sync::micro_batch gradient_sync::begin_micro_batch() {
   return {micro_ > 0, syncing_};
 }
 
+status gradient_sync::hold() {
+  if (syncing_ && next_launch_ > 0)
+    return invalid_argument("gradient sync: held after backward had launched " +
+                            std::to_string(next_launch_) + " bucket(s) of this step; hold before the first backward");
+  held_ = true;
+  return status::ok();
+}
+
 void gradient_sync::on_ready(int64_t offset) {
-  if (!syncing_)
+  if (!syncing_ || held_)
     return;
   while (next_launch_ < buckets_.size() && buckets_[next_launch_].begin >= offset) {
     launch(buckets_[next_launch_++]);

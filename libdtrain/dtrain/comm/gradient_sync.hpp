@@ -61,6 +61,12 @@ public:
     bool syncs;       // this micro-batch ends the aggregation period
   };
   micro_batch begin_micro_batch();
+  /// Launches nothing while backward runs in this micro-batch: finish()
+  /// reduces every bucket. For a step that changes gradients() after
+  /// backward() or calls backward() more than once (train::step_context::
+  /// hold_gradient_sync()). invalid_argument when a bucket of this
+  /// micro-batch was already launched: it may be in flight.
+  status hold();
   /// Completes the micro-batch: on a syncing one, waits for every bucket;
   /// returns whether the gradients are now synchronized (step the optimizer).
   result<bool> finish();
@@ -89,6 +95,7 @@ private:
   int micro_ = 0;                // micro-batches into the current period
   bool syncing_ = false;
   bool backward_done_ = false;
+  bool held_ = false;            // hold() in this micro-batch
   int early_launches_ = 0;
 };
 

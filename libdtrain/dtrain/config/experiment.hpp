@@ -45,7 +45,7 @@ namespace dtrain::config {
 ///       act: {type: const, val: relu}                        # = act: relu
 ///     searcher:
 ///       name: asha          # single | grid | random | asha | adaptive_asha (= asha)
-///       metric: validation_accuracy   # one of tune::known_metrics()
+///       metric: validation_accuracy   # tune::check_metric(): built-in or the operator's own
 ///       smaller_is_better: false      # default: false for *accuracy metrics, else true
 ///       max_trials: 16      # random/asha: trials (alias num_samples)
 ///       num_samples: 1      # grid: repetitions of the grid

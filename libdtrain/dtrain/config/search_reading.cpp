@@ -137,11 +137,8 @@ status read_tpe_knobs(const section& s, const std::string& name, tune::sweep_con
 // false for an *accuracy metric and true otherwise.
 status read_metric(const section& s, bool searching, tune::sweep_config& sweep) {
   DTRAIN_RETURN_IF_ERROR(read_string(s, "metric", sweep.metric));
-  const auto& known = tune::known_metrics();
-  if (searching && std::find(known.begin(), known.end(), sweep.metric) == known.end())
-    return invalid_argument(s.path_of("metric") + ": '" + sweep.metric +
-                            "' is not reported by the trainer (available: " + join(known, ", ") +
-                            ")");
+  if (searching)
+    DTRAIN_RETURN_IF_ERROR(tune::check_metric(sweep.metric).with_context(s.path_of("metric")));
   bool smaller = sweep.metric.find("accuracy") == std::string::npos;
   DTRAIN_RETURN_IF_ERROR(read_bool(s, "smaller_is_better", smaller));
   sweep.direction = smaller ? tune::mode::min : tune::mode::max;

@@ -8,11 +8,16 @@
 #include "dtrain/comm/communicator.hpp"
 #include "dtrain/core/status.hpp"
 #include "dtrain/data/dataset.hpp"
+#include "dtrain/data/loader.hpp"
 #include "dtrain/nn/loss.hpp"
 #include "dtrain/nn/model.hpp"
 #include "dtrain/optim/lr_schedule.hpp"
 #include "dtrain/optim/optimizer.hpp"
 #include "dtrain/train/hyperparameters.hpp"
+
+namespace dtrain::comm {
+class gradient_sync;
+}
 
 namespace dtrain::train {
 
@@ -61,16 +66,93 @@ struct operator_parts {
   bool classification = true;  // count accuracy against class-index targets
 };
 
+/// One named metric of one batch, reported by a step beside its loss: the
+/// batch's `value` as a mean over `weight` items (the batch's samples, or
+/// whatever the metric averages over; weight > 0). Over an epoch the
+/// framework reports sum(value * weight) / sum(weight), the sums taken over
+/// every batch of every replica (with average_training_metrics; else over
+/// this replica's): a per-sample mean when weight is the batch size.
+///
+/// Names are letters, digits and '_', and not loss, accuracy, lr, nor
+/// validation_*: the trainer, the tuner and the experiment store show a
+/// training metric as NAME and a validation metric as validation_NAME,
+/// beside the built-in loss, accuracy, validation_loss, validation_accuracy.
+struct step_metric {
+  std::string name;
+  double value = 0;
+  double weight = 0;
+};
+
+/// What a step reports about its batch.
+struct step_result {
+  double loss = 0;                   // the batch's mean loss (must be finite)
+  int64_t correct = -1;              // correct predictions, or -1: not counted
+  std::vector<step_metric> metrics;  // extra metrics (empty: nothing allocated)
+};
+
+/// What one training or validation step works on; built by the replica for
+/// each batch, valid only during the call.
+struct step_context {
+  nn::model& model;            // the replica's model (parts.model)
+  const data::batch& batch;    // this replica's batch, on the model's device
+  nn::loss_function& loss;     // parts.loss
+  replica_context& replica;
+  nn::accuracy_counter& accuracy;  // scratch for counting, reused across batches
+  int64_t epoch = 0;           // training: the epoch being trained (1-based);
+                               // validation: the epochs completed
+  bool classification = true;  // parts.classification
+  /// Training only: pass to model.backward(). False: overwrite gradients()
+  /// (the first micro-batch after an optimizer step); true: add into them
+  /// (aggregation_frequency > 1).
+  bool accumulate = false;
+  comm::gradient_sync* sync = nullptr;  // the framework's; null in validation
+  /// The model's output for this batch, set by the standard steps, so that
+  /// an override calling one can add a metric without a second forward.
+  const tensor* output = nullptr;
+
+  /// Holds this step's gradient sync until the step returns: buckets that
+  /// backward() reports ready are then all-reduced after the step instead of
+  /// during backward. A step calls it BEFORE its first backward() when it
+  /// changes gradients() after a backward() (an extra term added by hand)
+  /// or calls backward() more than once; otherwise a bucket already being
+  /// reduced could be written meanwhile. Costs the overlap of communication
+  /// with backward for this step. invalid_argument when a bucket was
+  /// already launched in this step; a no-op in validation.
+  status hold_gradient_sync();
+};
+
 /// The user's extension point (Ray's TrainingOperator): build the model,
 /// optimizer, loss and data of one replica from a config and the replica
-/// context; optionally customize one batch of training or validation and
-/// carry extra state in checkpoints. The framework shards the data, runs
-/// the epoch loop, synchronizes gradients and aggregates metrics.
+/// context; optionally replace the training step and the validation step
+/// of one batch, and carry extra state in checkpoints.
 ///
 /// Every replica of a group creates its own operator and calls setup() with
 /// the same hyperparameters; setup() must build identical models (use
 /// ctx.seed()). Errors are returned, never thrown: an exception escaping an
 /// operator is caught by the replica and reported as an internal error.
+///
+/// What the framework does around the steps (replica_runner): it shards
+/// the training data across the replicas and builds the batches (each
+/// replica's share of the global batch); per training batch it begins the
+/// gradient sync's micro-batch (deciding `accumulate`), calls train_step(),
+/// then finishes the sync: gradients() is averaged over the replicas, in
+/// buckets that backward()'s gradient-ready hook starts as each layer is
+/// done, and every bucket not reported by then (a step that wrote
+/// gradients() itself, without backward()) is reduced at the end, so a
+/// step may write its gradient either way (see hold_gradient_sync()). Then
+/// it steps the optimizer with the schedule's lr (every
+/// aggregation_frequency batches), checks for preemption, and at the end of
+/// the epoch sums loss, correct predictions and the step's metrics over the
+/// replicas (one all-reduce; one more all_gather and all-reduce when a step
+/// reported metrics). validate() runs validation_step() over the whole
+/// validation set on every replica (no gradients, no sync). Checkpoints
+/// hold the model, the optimizer and save_state().
+///
+/// An error returned (or an exception thrown) by a step ends the epoch on
+/// that replica and is reported naming the replica, the operator and the
+/// step; replicas that did not fail alike fail when their next collective
+/// times out. The group is then restored or rebuilt (as the trainer does),
+/// not trained on.
 class training_operator {
 public:
   virtual ~training_operator() = default;
@@ -78,10 +160,31 @@ public:
   virtual status setup(const hyperparameters& config, replica_context& ctx,
                        operator_parts& parts) = 0;
 
+  /// One training batch: forward in training mode, the loss, and its
+  /// gradient with respect to the parameters into ctx.model.gradients()
+  /// (through backward(grad, ctx.accumulate), or written directly, honouring
+  /// ctx.accumulate). Must not step the optimizer. The default is
+  /// standard_train_step().
+  virtual result<step_result> train_step(step_context& ctx);
+  /// One validation batch: forward in evaluation mode, the loss, and any
+  /// metrics; no gradients. The default is standard_validation_step().
+  virtual result<step_result> validation_step(step_context& ctx);
+
   /// Extra state for checkpoints (e.g. a running statistic); empty by default.
   virtual bytes save_state() const { return {}; }
   virtual status load_state(const bytes& state) { return status::ok(); }
 };
+
+/// The built-in training step, for overrides to build on: forward
+/// (training), loss with its gradient, a non-finite loss is a
+/// numerical_error naming the epoch, correct predictions
+/// counted when ctx.classification, backward(loss.grad(), ctx.accumulate).
+/// Sets ctx.output.
+result<step_result> standard_train_step(step_context& ctx);
+/// The built-in validation step: forward (evaluation), loss, a non-finite
+/// loss is a numerical_error naming the loss, correct predictions counted
+/// when ctx.classification. Sets ctx.output.
+result<step_result> standard_validation_step(step_context& ctx);
 
 using operator_factory = std::function<std::unique_ptr<training_operator>()>;
 

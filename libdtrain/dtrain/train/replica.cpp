@@ -8,7 +8,7 @@
 #include <exception>
 
 #include "dtrain/core/check.hpp"
-#include "dtrain/train/supervised.hpp"
+#include "dtrain/train/step_totals.hpp"
 
 namespace dtrain::train {
 
@@ -17,11 +17,6 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 // Optimizer steps between should_preempt() checks (one tiny broadcast each).
 constexpr int64_t preempt_check_steps = 16;
-
-// A tensor on a device `comm` accepts, holding `host`'s values.
-tensor for_comm(comm::communicator& comm, const tensor& host, device where) {
-  return comm.supports(device::cpu()) ? host : host.to(where);
-}
 
 } // namespace
 
@@ -229,8 +224,8 @@ result<epoch_metrics> replica_runner::train_epoch() {
   resume_batch_ = 0;
   nn::model& model = *parts_.model;
   nn::accuracy_counter counter;
-  double loss_sum = 0;
-  int64_t correct = 0, samples = 0, steps = 0;
+  step_totals totals;
+  int64_t steps = 0;
   bool preempted = false;
   auto last_report = clock_type::now();
   while (const data::batch* batch = train_loader_->next()) {
@@ -244,24 +239,16 @@ result<epoch_metrics> replica_runner::train_epoch() {
                   ctx_->rank(), static_cast<long long>(epoch_ + 1),
                   static_cast<long long>(batch_index),
                   static_cast<long long>(train_loader_->batches_per_epoch()),
-                  samples > 0 ? loss_sum / static_cast<double>(samples) : 0.0,
-                  elapsed > 0 ? static_cast<double>(samples) / elapsed : 0.0);
+                  totals.mean_loss(),
+                  elapsed > 0 ? static_cast<double>(totals.samples()) / elapsed : 0.0);
       std::fflush(stdout);
     }
     auto mb = sync_->begin_micro_batch();
-    DTRAIN_ASSIGN_OR_RETURN(const tensor* out, model.forward(batch->features, true));
-    DTRAIN_ASSIGN_OR_RETURN(float loss, parts_.loss->compute(*out, batch->targets, true));
-    if (!std::isfinite(loss))
-      return status(error_code::numerical_error, "replica " + std::to_string(ctx_->rank()) +
-                                              ": the loss is not finite in epoch " +
-                                              std::to_string(epoch_ + 1) + "; lower the lr");
-    if (parts_.classification) {
-      DTRAIN_ASSIGN_OR_RETURN(int64_t c, counter.count(*out, batch->targets));
-      correct += c;
-    }
-    loss_sum += static_cast<double>(loss) * static_cast<double>(batch->size());
-    samples += batch->size();
-    DTRAIN_RETURN_IF_ERROR(model.backward(parts_.loss->grad(), mb.accumulate));
+    step_context sc{model,   *batch, *parts_.loss,          *ctx_,          counter,
+                    epoch_ + 1, parts_.classification, mb.accumulate, sync_.get()};
+    DTRAIN_ASSIGN_OR_RETURN(step_result r, run_step(sc, true));
+    if (status s = totals.add(r, batch->size()); !s)
+      return s.with_context(step_error_context(true));
     DTRAIN_ASSIGN_OR_RETURN(bool synced, sync_->finish());
     if (synced) {
       DTRAIN_RETURN_IF_ERROR(parts_.optimizer->step(model.parameters(), model.gradients(), lr));
@@ -280,53 +267,55 @@ result<epoch_metrics> replica_runner::train_epoch() {
   } else {
     ++epoch_;
   }
-  double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
-  DTRAIN_ASSIGN_OR_RETURN(auto m, aggregate(loss_sum, correct, samples, seconds, steps));
+  if (options_.average_training_metrics)
+    DTRAIN_RETURN_IF_ERROR(totals.reduce(*ctx_));
+  epoch_metrics m;
+  m.epoch = epoch_;
+  m.steps = steps;
+  m.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  totals.report(m);
+  m.samples_per_second = m.seconds > 0 ? static_cast<double>(m.samples) / m.seconds : 0;
   m.lr = lr;
   m.preempted = preempted;
   m.resume_batch = resume_batch_;
   return m;
 }
 
-result<epoch_metrics> replica_runner::aggregate(double loss_sum, int64_t correct,
-                                                int64_t samples, double seconds,
-                                                int64_t steps) {
-  epoch_metrics m;
-  m.epoch = epoch_;
-  m.steps = steps;
-  m.seconds = seconds;
-  if (options_.average_training_metrics && ctx_->world_size() > 1) {
-    comm::communicator& c = ctx_->communicator();
-    tensor sums = for_comm(c, tensor::from_vector({static_cast<float>(loss_sum),
-                                                   static_cast<float>(correct),
-                                                   static_cast<float>(samples)}, {3}),
-                           ctx_->where());
-    DTRAIN_RETURN_IF_ERROR(c.all_reduce(sums, comm::reduce_op::sum)->wait());
-    auto v = sums.to_vector();
-    loss_sum = v[0];
-    correct = static_cast<int64_t>(std::llround(v[1]));
-    samples = static_cast<int64_t>(std::llround(v[2]));
+std::string replica_runner::step_error_context(bool training) const {
+  return "replica " + std::to_string(ctx_->rank()) + ", operator '" + options_.operator_name +
+         "' " + (training ? "train_step" : "validation_step");
+}
+
+result<step_result> replica_runner::run_step(step_context& ctx, bool training) {
+  try {
+    result<step_result> r = training ? op_->train_step(ctx) : op_->validation_step(ctx);
+    if (!r)
+      return r.error().with_context(step_error_context(training));
+    return r;
+  } catch (const std::exception& e) {
+    return status(error_code::internal, step_error_context(training) + " threw: " + e.what());
   }
-  m.samples = samples;
-  m.loss = samples > 0 ? loss_sum / static_cast<double>(samples) : 0;
-  m.accuracy = samples > 0 ? static_cast<double>(correct) / static_cast<double>(samples) : 0;
-  m.samples_per_second = seconds > 0 ? static_cast<double>(samples) / seconds : 0;
-  return m;
 }
 
 result<epoch_metrics> replica_runner::validate() {
   if (!validation_loader_)
     return not_found("operator '" + options_.operator_name + "' set no validation_data");
+  auto start = clock_type::now();
   validation_loader_->begin_epoch(0);
-  DTRAIN_ASSIGN_OR_RETURN(auto totals, evaluate(*parts_.model, *parts_.loss, *validation_loader_,
-                                                {parts_.classification}));
+  nn::accuracy_counter counter;
+  step_totals totals;
+  while (const data::batch* batch = validation_loader_->next()) {
+    step_context sc{*parts_.model, *batch, *parts_.loss, *ctx_, counter, epoch_,
+                    parts_.classification};
+    DTRAIN_ASSIGN_OR_RETURN(step_result r, run_step(sc, false));
+    if (status s = totals.add(r, batch->size()); !s)
+      return s.with_context(step_error_context(false));
+  }
   epoch_metrics m;
   m.epoch = epoch_;
-  m.samples = totals.samples;
-  m.loss = totals.mean_loss();
-  m.accuracy = totals.accuracy();
-  m.seconds = totals.seconds;
-  m.samples_per_second = totals.samples_per_second();
+  m.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  totals.report(m);
+  m.samples_per_second = m.seconds > 0 ? static_cast<double>(m.samples) / m.seconds : 0;
   return m;
 }
 

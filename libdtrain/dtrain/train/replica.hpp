@@ -57,6 +57,9 @@ struct epoch_metrics {
   /// resumes at that batch.
   bool preempted = false;
   int64_t resume_batch = 0;
+  /// The operator's own metrics (step_result::metrics), by name: weighted
+  /// means over the samples counted (operator.hpp's step_metric).
+  std::map<std::string, double> extra;
 };
 
 /// The CAF-free core of a replica: an operator's model, optimizer and data
@@ -73,11 +76,14 @@ public:
                                                         std::unique_ptr<replica_context> ctx);
   ~replica_runner();
 
-  /// Trains the next epoch (1, 2, ...). Metrics are averaged over the group
-  /// when options.average_training_metrics, else this replica's.
+  /// Trains the next epoch (1, 2, ...), one operator train_step() per batch
+  /// (operator.hpp says what happens around it). Metrics are averaged over
+  /// the group when options.average_training_metrics, else this
+  /// replica's. A step's error is returned naming the operator.
   result<epoch_metrics> train_epoch();
-  /// Loss and accuracy over the whole validation set (every replica
-  /// evaluates all of it: the parameters are the same everywhere).
+  /// Loss, accuracy and the operator's metrics over the whole validation
+  /// set, by the operator's validation_step() (every replica evaluates all
+  /// of it: the parameters are the same everywhere).
   result<epoch_metrics> validate();
 
   /// A sharded checkpoint in a new directory root/checkpoint_name(
@@ -120,8 +126,11 @@ public:
 private:
   replica_runner(const replica_options& options, std::unique_ptr<replica_context> ctx);
   status build();
-  result<epoch_metrics> aggregate(double loss_sum, int64_t correct, int64_t samples,
-                                  double seconds, int64_t steps);
+  /// One step of the operator's (train_step, or validation_step when
+  /// `training` is false), exceptions caught and errors naming the operator.
+  result<step_result> run_step(step_context& ctx, bool training);
+  /// "replica R, operator 'NAME' train_step" (or validation_step).
+  std::string step_error_context(bool training) const;
   // Checkpoints (replica_checkpoint.cpp).
   std::vector<std::pair<std::string, tensor*>> checkpoint_buffers();
   result<std::vector<bytes>> write_shard(const std::string& dir);

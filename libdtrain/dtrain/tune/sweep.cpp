@@ -1,6 +1,7 @@
 #include "dtrain/tune/sweep.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "dtrain/core/check.hpp"
@@ -54,11 +55,22 @@ const std::vector<std::string>& known_metrics() {
   return names;
 }
 
+status check_metric(const std::string& metric) {
+  const auto& known = known_metrics();
+  if (std::find(known.begin(), known.end(), metric) != known.end())
+    return status::ok();
+  bool well_formed = !metric.empty();
+  for (char c : metric)
+    well_formed = well_formed && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+  if (well_formed)
+    return status::ok();
+  return invalid_argument("'" + metric + "' is not a metric the trainer reports (built-in: " +
+                          join(known) + "; an operator's own: NAME or validation_NAME, " +
+                          "letters, digits and '_')");
+}
+
 status validate(const sweep_config& c) {
-  const auto& metrics = known_metrics();
-  if (std::find(metrics.begin(), metrics.end(), c.metric) == metrics.end())
-    return invalid_argument("metric: '" + c.metric + "' is not reported by the trainer " +
-                            "(available: " + join(metrics) + ")");
+  DTRAIN_RETURN_IF_ERROR(check_metric(c.metric).with_context("metric"));
   DTRAIN_RETURN_IF_ERROR(one_of("searcher", c.searcher, {"random", "grid", "tpe"}));
   DTRAIN_RETURN_IF_ERROR(one_of("scheduler", c.scheduler, {"fifo", "asha", "median", "pbt"}));
   DTRAIN_RETURN_IF_ERROR(at_least("num_samples", c.num_samples, 1));

@@ -39,8 +39,13 @@ struct sweep_config {
   uint64_t seed = 0;
 };
 
-/// Metric names the trainer reports each epoch, for validating `metric`.
+/// Metric names the trainer reports each epoch for every operator.
 const std::vector<std::string>& known_metrics();
+/// A sweep's metric: one of known_metrics(), or an operator's own metric
+/// (NAME or validation_NAME: letters, digits and '_'), which only a trial
+/// can confirm (a trial whose reports lack it fails, naming what they
+/// hold). An error lists the built-in names.
+status check_metric(const std::string& metric);
 
 /// Checks the settings (metric known, counts positive, scheduler knobs);
 /// errors name the field.

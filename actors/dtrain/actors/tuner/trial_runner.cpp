@@ -46,11 +46,30 @@ private:
 std::map<std::string, double> metrics_of(const metrics_msg& train, const metrics_msg& validation) {
   // lr: the rate the epoch trained with, so the record shows what a PBT
   // exploit's new hyperparameters did.
-  return {{"loss", train.loss},
-          {"accuracy", train.accuracy},
-          {"validation_loss", validation.loss},
-          {"validation_accuracy", validation.accuracy},
-          {"lr", static_cast<double>(train.lr)}};
+  std::map<std::string, double> out{{"loss", train.loss},
+                                    {"accuracy", train.accuracy},
+                                    {"validation_loss", validation.loss},
+                                    {"validation_accuracy", validation.accuracy},
+                                    {"lr", static_cast<double>(train.lr)}};
+  // The operator's own metrics; the replica refuses names that would
+  // collide with the ones above.
+  for (const auto& [name, value] : train.extra)
+    out[name] = value;
+  for (const auto& [name, value] : validation.extra)
+    out["validation_" + name] = value;
+  return out;
+}
+
+// Empty when `metrics` holds the sweep's `metric`, else why not.
+std::string missing_metric(const std::string& metric, const std::string& operator_name,
+                           const std::map<std::string, double>& metrics) {
+  if (metric.empty() || metrics.count(metric) != 0)
+    return "";
+  std::string reported;
+  for (const auto& [name, value] : metrics)
+    reported += (reported.empty() ? "" : ", ") + name;
+  return "the sweep's metric '" + metric + "' is not reported by operator '" + operator_name +
+         "' (it reports " + reported + ")";
 }
 
 // The life of one trial, on its own thread: create the group, train and
@@ -105,8 +124,12 @@ void run_trial(caf::blocking_actor* self, cluster* c, trial_launch launch, caf::
     bool go_on = false;
     // The tuner answers at once; the bound only guards against a tuner
     // that is gone (its down message may not have reached us yet).
+    auto metrics = metrics_of(*m, *v);
+    error = missing_metric(launch.metric, launch.config.operator_name, metrics);
+    if (!error.empty())
+      break;
     self->request(tuner, std::chrono::seconds(60), trial_report_atom::value, launch.id, epoch,
-                  metrics_of(*m, *v))
+                  std::move(metrics))
         .receive([&](bool answer) { go_on = answer; },
                  [&](caf::error&) { interrupted = true; });
     if (!go_on)

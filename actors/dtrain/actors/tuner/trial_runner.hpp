@@ -31,6 +31,9 @@ struct trial_launch {
   trainer_config config;
   std::string restore_from;  // a checkpoint directory ("" none)
   int64_t max_epochs = 1;
+  /// The sweep's metric: a report without it fails the trial, naming the
+  /// metrics the operator does report ("" checks nothing).
+  std::string metric;
 };
 
 /// A started trial: its runner (the tuner monitors it) and a way to stop it
@@ -51,7 +54,10 @@ using trial_launcher =
 /// Runs each trial as a trainer group on `c`, on a detached actor of its
 /// own (trainer calls block; the tuner's thread never does). Metrics per
 /// epoch: loss, accuracy (training, the chief's or the group's average),
-/// validation_loss, validation_accuracy, and lr (the epoch's learning rate). `c` must outlive every trial.
+/// validation_loss, validation_accuracy, lr (the epoch's learning rate),
+/// and the operator's own: its training metrics by name, its validation
+/// metrics as validation_NAME (operator.hpp's step_metric). `c` must
+/// outlive every trial.
 trial_launcher trainer_launcher(cluster& c);
 
 } // namespace dtrain::actors

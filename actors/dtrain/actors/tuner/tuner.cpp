@@ -193,6 +193,7 @@ void launch_trial(tuner_pointer self, const std::string& id, const std::string& 
   launch.config.checkpoint_dir = r.checkpoint_dir;
   launch.restore_from = restore_from;
   launch.max_epochs = s.sw->config.max_epochs;
+  launch.metric = s.sw->config.metric;
   live_trial t;
   t.handle = s.sw->launch(self->system(), caf::actor_cast<caf::actor>(self), launch);
   t.since = clock_type::now();

@@ -1,0 +1,23 @@
+#pragma once
+
+/// Training operators with their own steps, for the custom-step suites
+/// (tests/train/custom_step_test.cpp, tests/actors/custom_step_sweep_test.cpp).
+///
+///  - "weighted_l2_regression": linear regression (keys samples, features,
+///    lr, l2, direct) trained by plain SGD on a hand-written loss: the
+///    weighted MSE (1/B) sum w_i (y_i - t_i)^2, w_i = 1.5 where t_i > 0 else
+///    1, plus l2/2 |theta|^2. Its gradient goes through backward() and the
+///    L2 term is added into gradients() afterwards (the step holds the
+///    sync), or, with direct = true, the whole gradient is written into
+///    gradients() by hand without backward(). Reports "mae" (mean absolute
+///    error) in training and validation.
+///  - "failing_step": a tiny regression whose step fails as `fail` says:
+///    train (an error at batch 3), throw (an exception at batch 3),
+///    validation (an error in validation_step), reserved (a metric named
+///    "loss"), late_hold (hold_gradient_sync() after backward()).
+namespace dtrain::testing {
+
+/// Registers both (idempotent; any thread).
+void register_step_operators();
+
+} // namespace dtrain::testing
