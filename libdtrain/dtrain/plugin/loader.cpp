@@ -87,7 +87,9 @@ result<std::string> read_whole_file(const std::string& path) {
   return bytes;
 }
 
-std::string sha256_hex(const void* data, size_t size) {
+} // namespace
+
+std::string content_hash(const void* data, size_t size) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   DTRAIN_CHECK(EVP_Digest(data, size, digest, &length, EVP_sha256(), nullptr) == 1,
@@ -100,6 +102,8 @@ std::string sha256_hex(const void* data, size_t size) {
   }
   return out;
 }
+
+namespace {
 
 // The tag after the first marker that carries one (the marker's own text
 // may appear elsewhere too, e.g. in a library that embeds this loader).
@@ -124,7 +128,18 @@ std::string version_of(const std::string& tag) {
   return tag.substr(7, end == std::string::npos ? std::string::npos : end - 7);
 }
 
-bool is_sha256_hex(const std::string& s) {
+// The library's tag is this process's (plugin.hpp: why they must match).
+status check_abi(std::string_view bytes, const std::string& path) {
+  DTRAIN_ASSIGN_OR_RETURN(std::string tag, find_abi_tag(bytes, path));
+  const std::string own = abi_tag();
+  if (tag != own)
+    return invalid_argument("plugin '" + path + "' was built against dtrain " + version_of(tag) +
+                            " (" + tag + "), this process runs dtrain " + version_of(own) +
+                            " (" + own + "): rebuild it against this dtrain");
+  return status::ok();
+}
+
+bool is_content_hash(const std::string& s) {
   if (s.size() != 64)
     return false;
   for (char c : s)
@@ -198,17 +213,12 @@ result<std::string> read_abi_tag(const std::string& path) {
 
 result<loaded_plugin> load_plugin(const std::string& path) {
   DTRAIN_ASSIGN_OR_RETURN(std::string bytes, read_whole_file(path));
-  const std::string hash = sha256_hex(bytes.data(), bytes.size());
+  const std::string hash = content_hash(bytes.data(), bytes.size());
   if (auto known = lookup(hash))
     return known->info;
   // The tag is checked before dlopen: a library of another ABI must not
   // run any code here, not even its static initializers.
-  DTRAIN_ASSIGN_OR_RETURN(std::string tag, find_abi_tag(bytes, path));
-  const std::string own = abi_tag();
-  if (tag != own)
-    return invalid_argument("plugin '" + path + "' was built against dtrain " + version_of(tag) +
-                            " (" + tag + "), this process runs dtrain " + version_of(own) +
-                            " (" + own + "): rebuild it against this dtrain");
+  DTRAIN_RETURN_IF_ERROR(check_abi(bytes, path));
   auto& t = table();
   std::lock_guard<std::mutex> lock(t.mutex);
   if (auto it = t.loaded.find(hash); it != t.loaded.end())
@@ -232,19 +242,21 @@ std::string default_plugin_dir() { return dtrain_home() + "/plugins"; }
 
 result<loaded_plugin> install_plugin(const std::string& dir, const std::string& hash,
                                      const std::vector<char>& bytes) {
-  if (!is_sha256_hex(hash))
+  if (!is_content_hash(hash))
     return invalid_argument("plugin hash '" + hash.substr(0, 80) +
                             "' is not a SHA-256 in lowercase hex");
-  const std::string actual = sha256_hex(bytes.data(), bytes.size());
+  const std::string actual = content_hash(bytes.data(), bytes.size());
   if (actual != hash)
     return corrupt_data("plugin " + hash + ": the " + std::to_string(bytes.size()) +
                         " bytes received hash to " + actual);
+  // A library this process would refuse is not kept either.
+  const std::string path = dir + "/" + hash + ".so";
+  DTRAIN_RETURN_IF_ERROR(check_abi(std::string_view(bytes.data(), bytes.size()), path));
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return os_error("cannot create the plugin directory", dir, errno);
-  const std::string path = dir + "/" + hash + ".so";
   bool have_file = false;
   if (auto existing = read_whole_file(path))
-    have_file = sha256_hex(existing->data(), existing->size()) == hash;
+    have_file = content_hash(existing->data(), existing->size()) == hash;
   if (!have_file)
     DTRAIN_RETURN_IF_ERROR(
         write_file_atomically(path, bytes.data(), bytes.size(), durability::file));
