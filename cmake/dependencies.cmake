@@ -32,6 +32,15 @@ add_library(CAF::io UNKNOWN IMPORTED)
 set_target_properties(CAF::io PROPERTIES
   IMPORTED_LOCATION "${CAF_IO_LIBRARY}"
   INTERFACE_LINK_LIBRARIES CAF::core)
+# caf::openssl (TLS between processes; Debian's build links libssl 3 itself).
+find_library(CAF_OPENSSL_LIBRARY caf_openssl)
+if(NOT CAF_OPENSSL_LIBRARY OR NOT EXISTS "${CAF_INCLUDE_DIR}/caf/openssl/all.hpp")
+  message(FATAL_ERROR "CAF's openssl module not found: run tools/install-deps.sh (libcaf-dev)")
+endif()
+add_library(CAF::openssl UNKNOWN IMPORTED)
+set_target_properties(CAF::openssl PROPERTIES
+  IMPORTED_LOCATION "${CAF_OPENSSL_LIBRARY}"
+  INTERFACE_LINK_LIBRARIES CAF::io)
 file(STRINGS "${CAF_INCLUDE_DIR}/caf/config.hpp" _caf_ver REGEX "^#define CAF_VERSION [0-9]+")
 string(REGEX REPLACE ".* ([0-9]+)$" "\\1" CAF_VERSION_NUM "${_caf_ver}")
 message(STATUS "dtrain: CAF version ${CAF_VERSION_NUM}")
@@ -41,7 +50,7 @@ find_package(Gloo CONFIG REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(SQLite3 REQUIRED)   # the experiment store; CMake's module: SQLite::SQLite3
-find_package(OpenSSL REQUIRED)   # libcrypto: SHA-256 of plugins (OpenSSL::Crypto)
+find_package(OpenSSL 3.0 REQUIRED)  # libcrypto (OpenSSL::Crypto): cluster certificates, SHA-256 of plugins
 # Not found here until an issue uses it: spdlog (nothing logs through it yet).
 
 set(DTRAIN_HAS_NCCL 0)

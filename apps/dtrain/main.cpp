@@ -12,6 +12,10 @@
 //                                                   run its hyperparameter sweep
 //   dtrain experiments list | show ID | trials ID | best ID [--metric NAME]
 //         | delete ID [--yes]  [--address HOST:PORT | --store PATH] [--json]
+//   dtrain cert ca create [--dir DIR] [--name NAME] [--days N] [--force]
+//   dtrain cert create --head|--node|--client [--name NAME] [--host H ...]
+//         [--days N] [--dir DIR] [--out DIR] [--force]  a key and certificate
+//   dtrain cert check [FILE ...] [--dir DIR] [--ca FILE]
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -19,6 +23,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "cert_command.hpp"
 #include "commands.hpp"
 #include "processes.hpp"
 #include "servers.hpp"
@@ -140,7 +145,12 @@ int main(int argc, char** argv) {
   action("delete", "delete an experiment's rows and its checkpoint directory", true)
       ->add_flag("--yes", eo.yes, "do not ask");
 
+  cert_options co;
+  auto* cert = add_cert_command(app, co);
+
   CLI11_PARSE(app, argc, argv);
+  if (cert->parsed())
+    return run_cert(co);
   if (experiments->parsed())
     return run_experiments(eo);
   if (tune->parsed())
