@@ -13,12 +13,14 @@
 #include "actors/child_process.hpp"
 #include "actors/loopback_cluster.hpp"
 #include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/node_actor.hpp"
 #include "dtrain/actors/node_secret.hpp"
 #include "dtrain/actors/plugin_shipping.hpp"
 #include "dtrain/actors/trainer.hpp"
 #include "dtrain/config.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/plugin/loader.hpp"
+#include "dtrain/security/certificates.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -227,6 +229,66 @@ BOOST_AUTO_TEST_CASE(a_node_started_with_a_plugin_preloads_it) {
   const std::string bad_log = dtrain::testing::read_file(lc.home.file("bad-node.log"));
   BOOST_TEST(contains(bad_log, "--plugin"), bad_log);
   BOOST_TEST(contains(bad_log, "undefined symbol"), bad_log);
+}
+
+BOOST_AUTO_TEST_CASE(on_tls_a_client_certificate_proof_is_the_credential_and_is_single_use) {
+  dtrain::testing::temp_dir dir;
+  security::ca_request ca;
+  ca.dir = dir.file("tls");
+  BOOST_REQUIRE_MESSAGE(security::create_ca(ca).is_ok(), "create_ca");
+  auto make = [&](security::role r, const std::string& stem) {
+    security::certificate_request req;
+    req.role_ = r;
+    req.name = stem;
+    req.ca_dir = ca.dir;
+    req.out_dir = ca.dir;
+    auto made = security::create_certificate(req);
+    BOOST_REQUIRE_MESSAGE(made.is_ok(), made.error().to_string());
+    return security::tls_files{made->certificate_path, made->key_path, ca.dir + "/ca.pem"};
+  };
+  const security::tls_files client = make(security::role::client, "driver");
+  const security::tls_files node_files = make(security::role::node, "node-1");
+
+  system_config cfg;
+  caf::actor_system sys{cfg};
+  node_options o;
+  o.plugin_dir = dir.file("plugins");
+  o.address = "127.0.0.1:7777";
+  o.ca_file = ca.dir + "/ca.pem";
+  auto node = spawn_node(sys, o);
+  const std::string hash = hash_of(DTRAIN_TEST_PLUGIN);
+  const auto bytes = bytes_of(DTRAIN_TEST_PLUGIN);
+  auto send = [&](const plugin_credential& c) {
+    caf::scoped_actor self{sys};
+    status out;
+    self->request(node, std::chrono::seconds(30), plugin_atom::value, hash, bytes, c)
+        .receive([](std::vector<std::string>&) {}, [&](caf::error& e) { out = from_caf(e, "ship"); });
+    return out;
+  };
+  auto proof = identity_credential(sys, node, hash, o.address, client, milliseconds(5000));
+  BOOST_REQUIRE_MESSAGE(proof.is_ok(), proof.error().to_string());
+  status accepted = send(*proof);
+  BOOST_TEST(accepted.is_ok(), accepted.to_string());
+  BOOST_TEST(exists(o.plugin_dir + "/" + hash + ".so"));
+  // The same proof again: its challenge is spent.
+  status replayed = send(*proof);
+  BOOST_TEST(contains(replayed.message(), "was used already"), replayed.message());
+  // A proof for another node's address does not hold here.
+  auto elsewhere = identity_credential(sys, node, hash, "127.0.0.1:1", client, milliseconds(5000));
+  BOOST_REQUIRE(elsewhere.is_ok());
+  status moved = send(*elsewhere);
+  BOOST_TEST(contains(moved.message(), "identity proof does not hold"), moved.message());
+  // A node certificate is not a driver's.
+  auto as_node = identity_credential(sys, node, hash, o.address, node_files, milliseconds(5000));
+  BOOST_REQUIRE(as_node.is_ok());
+  status wrong_role = send(*as_node);
+  BOOST_TEST(contains(wrong_role.message(), "plugin refused"), wrong_role.message());
+  // And a same-user secret means nothing to a node without one.
+  plugin_credential same_user;
+  same_user.kind = "same-user";
+  same_user.secret = "guess";
+  BOOST_TEST(contains(send(same_user).message(), same_user_refusal));
+  caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

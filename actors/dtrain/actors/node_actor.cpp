@@ -9,6 +9,7 @@
 #include "dtrain/actors/replica_actor.hpp"
 #include "dtrain/cuda/runtime.hpp"
 #include "dtrain/plugin/loader.hpp"
+#include "dtrain/security/certificates.hpp"
 
 namespace dtrain::actors {
 
@@ -46,13 +47,13 @@ status authorize(node_state& st, const std::string& hash, const plugin_credentia
       return invalid_argument("plugin refused: this node runs without TLS and accepts no "
                               "identity proof (drivers of a plain cluster present a same-user "
                               "credential)");
-    // TLS SEAM: once dtrain/security/certificates.cpp is merged, check
-    //   security::check_identity({c.certificate_pem, c.signature},
-    //       "plugin " + hash + " " + st.options.address, c.challenge,
-    //       st.options.ca_file, {security::role::client, ...})
-    // here. Until then no TLS node exists to set ca_file.
-    return status(error_code::unavailable,
-                  "plugin refused: identity proofs are not implemented in this build");
+    auto who = security::check_identity({c.certificate_pem, c.signature},
+                                        plugin_proof_purpose(hash, st.options.address),
+                                        c.challenge, st.options.ca_file, {security::role::client});
+    if (!who)
+      return invalid_argument("plugin refused: the driver's identity proof does not hold: " +
+                              who.error().message());
+    return status::ok();
   }
   return invalid_argument("plugin refused: unknown credential kind '" + c.kind + "'");
 }
@@ -76,6 +77,10 @@ void install_worker(caf::blocking_actor* self, std::string dir) {
 }
 
 } // namespace
+
+std::string plugin_proof_purpose(const std::string& hash, const std::string& node_address) {
+  return "plugin " + hash + " " + node_address;
+}
 
 node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> self,
                                     node_options options) {
@@ -111,14 +116,12 @@ node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> sel
       return promise;
     },
     [=](challenge_atom) -> caf::result<std::string> {
-      auto challenge = random_hex(32);
-      if (!challenge)
-        return to_caf(challenge.error());
+      std::string challenge = security::random_hex(32);
       auto& open = self->state.challenges;
-      open.push_back(*challenge);
+      open.push_back(challenge);
       if (open.size() > max_open_challenges)
         open.pop_front();
-      return *challenge;
+      return challenge;
     },
   };
 }

@@ -46,6 +46,11 @@ node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> sel
                                     node_options options);
 node_actor spawn_node(caf::actor_system& sys, node_options options = {});
 
+/// What an identity-proof credential for a plugin signs (with the node's
+/// challenge): "plugin <hash> <node address>", so that a proof made for one
+/// library or node is worth nothing for another.
+std::string plugin_proof_purpose(const std::string& hash, const std::string& node_address);
+
 /// The CUDA device indices a node offers when asked for `requested` GPUs:
 /// 0 .. requested-1, or every device this process sees when requested is
 /// negative. Asking for more than there are is an error naming both counts

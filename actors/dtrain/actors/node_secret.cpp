@@ -1,7 +1,6 @@
 #include "dtrain/actors/node_secret.hpp"
 
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
+#include "dtrain/security/certificates.hpp"
 
 namespace dtrain::actors {
 
@@ -42,26 +42,6 @@ status check_private_directory(const std::string& dir) {
 
 } // namespace
 
-result<std::string> random_hex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  size_t done = 0;
-  while (done < bytes) {
-    const ssize_t n = ::getrandom(raw.data() + done, bytes - done, 0);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return io_error(std::string("getrandom: ") + std::strerror(errno));
-    done += static_cast<size_t>(n);
-  }
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
-}
-
 std::string default_secret_dir() { return dtrain_home() + "/secrets"; }
 
 result<node_secret> node_secret::create(const std::string& dir, const std::string& name) {
@@ -70,7 +50,7 @@ result<node_secret> node_secret::create(const std::string& dir, const std::strin
     return os_error("cannot create", parent_of(dir), errno);
   DTRAIN_RETURN_IF_ERROR(check_private_directory(dir));
   node_secret s;
-  DTRAIN_ASSIGN_OR_RETURN(s.value_, random_hex(32));
+  s.value_ = security::random_hex(32);
   s.path_ = dir + "/" + name + ".secret";
   ::unlink(s.path_.c_str());  // a stale file of an earlier process of that name
   const int fd = ::open(s.path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

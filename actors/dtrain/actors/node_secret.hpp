@@ -50,7 +50,4 @@ result<std::string> read_node_secret(const std::string& path);
 /// Compares two secrets in time that depends only on their lengths.
 bool secrets_equal(const std::string& a, const std::string& b);
 
-/// `bytes` random bytes from the kernel, as lowercase hex.
-result<std::string> random_hex(size_t bytes);
-
 } // namespace dtrain::actors

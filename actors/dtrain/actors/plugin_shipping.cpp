@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/node_actor.hpp"
 #include "dtrain/actors/node_secret.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
@@ -64,10 +65,6 @@ result<std::vector<plugin_package>> prepare_plugins(const std::vector<std::strin
 }
 
 result<plugin_credential> credential_for(const node_info& node) {
-  // TLS SEAM: on a TLS cluster (the driver holds a client certificate) ask
-  // the node for a challenge (challenge_atom) and present
-  // security::prove_identity(files, "plugin <hash> <node address>", challenge)
-  // as kind "identity-proof" instead.
   DTRAIN_ASSIGN_OR_RETURN(std::string secret, read_node_secret(node.secret_file));
   plugin_credential c;
   c.kind = "same-user";
@@ -75,9 +72,32 @@ result<plugin_credential> credential_for(const node_info& node) {
   return c;
 }
 
+result<plugin_credential> identity_credential(caf::actor_system& sys, const node_actor& node,
+                                              const std::string& hash,
+                                              const std::string& node_address,
+                                              const security::tls_files& client,
+                                              std::chrono::milliseconds timeout) {
+  caf::scoped_actor self{sys};
+  result<std::string> challenge{status(error_code::internal, "no reply")};
+  self->request(node, timeout, challenge_atom::value)
+      .receive([&](std::string& c) { challenge = std::move(c); },
+               [&](caf::error& e) { challenge = from_caf(e, "asking the node for a challenge"); });
+  if (!challenge)
+    return challenge.error();
+  DTRAIN_ASSIGN_OR_RETURN(
+      security::identity_proof proof,
+      security::prove_identity(client, plugin_proof_purpose(hash, node_address), *challenge));
+  plugin_credential c;
+  c.kind = "identity-proof";
+  c.challenge = std::move(*challenge);
+  c.certificate_pem = std::move(proof.certificate_pem);
+  c.signature = std::move(proof.signature);
+  return c;
+}
+
 result<int> ensure_plugins(caf::actor_system& sys, const node_actor& node, const assignment& a,
                            const std::vector<plugin_package>& plugins,
-                           std::chrono::milliseconds timeout) {
+                           const security::tls_files& client, std::chrono::milliseconds timeout) {
   if (a.info.address.empty() || plugins.empty())
     return 0;  // an in-process node shares this process's plugins
   int sent = 0;
@@ -93,7 +113,9 @@ result<int> ensure_plugins(caf::actor_system& sys, const node_actor& node, const
       continue;
     if (asked.code() != error_code::not_found)
       return asked;
-    auto credential = credential_for(a.info);
+    auto credential = client.complete()
+                          ? identity_credential(sys, node, p.hash, a.info.address, client, timeout)
+                          : credential_for(a.info);
     if (!credential)
       return credential.error().with_context(what);
     status installed;

@@ -9,6 +9,7 @@
 #include "dtrain/actors/cluster.hpp"
 #include "dtrain/actors/messages.hpp"
 #include "dtrain/core/status.hpp"
+#include "dtrain/security/certificates.hpp"
 
 /// The driver's side of plugins (plugin/plugin.hpp): a trainer loads the
 /// libraries it names in its own process and ships them to the node
@@ -33,18 +34,29 @@ struct plugin_package {
 /// max_plugin_bytes.
 result<std::vector<plugin_package>> prepare_plugins(const std::vector<std::string>& paths);
 
-/// The credential this process presents to `node` (node_secret.hpp: the
-/// same-user rule). The error starts with same_user_refusal.
+/// The same-user credential this process presents to `node`
+/// (node_secret.hpp). The error starts with same_user_refusal.
 result<plugin_credential> credential_for(const node_info& node);
+
+/// The TLS cluster's credential: asks `node` for a challenge and proves
+/// that this process holds the key of the client certificate `client`
+/// (security::prove_identity over plugin_proof_purpose(hash, address)).
+result<plugin_credential> identity_credential(caf::actor_system& sys, const node_actor& node,
+                                              const std::string& hash,
+                                              const std::string& node_address,
+                                              const security::tls_files& client,
+                                              std::chrono::milliseconds timeout);
 
 /// Makes sure `node` (the node process of placement `a`; an in-process
 /// node needs nothing) has every plugin loaded: asks it by hash and sends
 /// the bytes of those it lacks with this process's credential. Returns how
-/// many libraries were sent. Errors name the plugin file, the node and
-/// the reason (the node's refusal, the loader's message); a node that does
-/// not answer within `timeout` is error_code::timeout.
+/// many libraries were sent. The credential is an identity proof with
+/// `client` when it is complete (a TLS cluster), else the same-user
+/// secret. Errors name the plugin file, the node and the reason (the
+/// node's refusal, the loader's message); a node that does not answer
+/// within `timeout` is error_code::timeout.
 result<int> ensure_plugins(caf::actor_system& sys, const node_actor& node, const assignment& a,
                            const std::vector<plugin_package>& plugins,
-                           std::chrono::milliseconds timeout);
+                           const security::tls_files& client, std::chrono::milliseconds timeout);
 
 } // namespace dtrain::actors

@@ -139,7 +139,9 @@ status trainer::equip_node(const assignment& a) {
   auto node = cluster_.node_of(a, timeout);
   if (!node)
     return node.error();
-  auto sent = ensure_plugins(cluster_.system(), *node, a, plugins_, timeout);
+  // A plain cluster: the same-user secret. Once connections use TLS the
+  // cluster's client certificate files go here (an identity proof).
+  auto sent = ensure_plugins(cluster_.system(), *node, a, plugins_, security::tls_files{}, timeout);
   if (!sent)
     return sent.error();
   plugins_sent_ += *sent;

@@ -5,8 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -16,6 +14,7 @@
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
 #include "dtrain/plugin/plugin.hpp"
+#include "dtrain/security/certificates.hpp"
 
 namespace dtrain::plugin {
 
@@ -90,17 +89,7 @@ result<std::string> read_whole_file(const std::string& path) {
 } // namespace
 
 std::string content_hash(const void* data, size_t size) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  DTRAIN_CHECK(EVP_Digest(data, size, digest, &length, EVP_sha256(), nullptr) == 1,
-               "EVP_Digest(sha256) failed");
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < length; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
-  }
-  return out;
+  return security::sha256_hex(data, size);
 }
 
 namespace {
