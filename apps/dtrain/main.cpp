@@ -2,6 +2,7 @@
 //
 //   dtrain start --head [--port P] [--detach]       run a head (127.0.0.1)
 //   dtrain start --address HOST:PORT [--slots N]    run a node joining it
+//         [--plugin LIB.so ...]                    (operator libraries it preloads)
 //         [--bind ADDR] [--advertise ADDR]         (where it listens; what peers use)
 //   dtrain status --address HOST:PORT               nodes, slots, trainers
 //   dtrain stop                                     stop what this host started
@@ -86,6 +87,9 @@ int main(int argc, char** argv) {
   start->add_option("--port-file", so.port_file, "write HOST:PORT here once listening");
   start->add_option("--store", so.store_path,
                     "head: its experiment store file (default: $DTRAIN_HOME/experiments.db)");
+  start->add_option("--plugin", so.plugins,
+                    "node: load this plugin library at start (repeatable); drivers that name "
+                    "it need not ship it");
   start->add_flag("--detach", detach, "run in the background (log and pid in $DTRAIN_HOME)");
 
   std::string status_address;
