@@ -1,5 +1,7 @@
 #include "dtrain/actors/head_auth.hpp"
 
+#include "dtrain/core/check.hpp"
+
 namespace dtrain::actors {
 
 namespace {

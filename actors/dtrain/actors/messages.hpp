@@ -205,7 +205,7 @@ using head_actor = caf::typed_actor<
     caf::replies_to<caf::get_atom, int32_t>::with<node_actor>,
     caf::replies_to<experiments_atom>::with<experiments::experiment_service>,
     caf::replies_to<hello_atom, std::string>::with<head_hello>,
-    caf::replies_to<prove_atom, std::string, identity_msg>::with<caf::ok_atom>>;
+    caf::replies_to<prove_atom, std::string, std::string, identity_msg>::with<caf::ok_atom>>;
 
 /// Registers every message type and handle type above (all processes).
 void register_types(caf::actor_system_config& cfg);
