@@ -50,6 +50,7 @@ find_package(Gloo CONFIG REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(SQLite3 REQUIRED)   # the experiment store; CMake's module: SQLite::SQLite3
+find_package(OpenSSL 3.0 REQUIRED)  # cluster certificates: OpenSSL::Crypto (libcrypto)
 # Not found here until an issue uses it: spdlog (nothing logs through it yet).
 
 set(DTRAIN_HAS_NCCL 0)

@@ -52,6 +52,9 @@ struct certificate_info {
   bool has_role = false;
   role role_ = role::client; // valid when has_role
   bool is_ca = false;
+  bool server_auth = false;  // extendedKeyUsage allows TLS server (or has no EKU)
+  bool client_auth = false;  // extendedKeyUsage allows TLS client (or has no EKU)
+  std::vector<std::string> hosts;  // DNS and IP subjectAltNames
   std::time_t not_before = 0;
   std::time_t not_after = 0;
   std::string fingerprint;   // SHA-256 of the DER, lowercase hex
@@ -121,13 +124,20 @@ result<certificate_info> verify_certificate(const std::string& cert_pem, const s
 /// files before they use them.
 result<certificate_info> check_own_files(const tls_files& files, role expected);
 
+/// The key half of check_own_files: the key file at `key_path` is not
+/// accessible by group or others (the error says "chmod 600 PATH"), is an
+/// unencrypted PEM private key, and matches the leaf of `cert_pem`.
+status check_key_file(const std::string& key_path, const std::string& cert_pem);
+
 /// Proof that the caller holds the private key of a certificate, bound to
 /// a challenge (a fresh random string chosen by the verifier) and to a
 /// purpose (e.g. "join head-3f2a"), so that a signature made for one
-/// purpose cannot be replayed for another.
+/// purpose cannot be replayed for another. A purpose holds no newline (it
+/// would make purpose and challenge ambiguous); both calls refuse one.
 struct identity_proof {
   std::string certificate_pem;
-  std::string signature;  // over "dtrain-identity-v1\n" + purpose + "\n" + challenge, base64 or hex
+  std::string signature;  // over "dtrain-identity-v1\n" + purpose + "\n" + challenge;
+                          // ECDSA with SHA-256, DER, lowercase hex
 };
 result<identity_proof> prove_identity(const tls_files& files, const std::string& purpose,
                                       const std::string& challenge);
