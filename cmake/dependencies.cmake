@@ -35,8 +35,8 @@ set_target_properties(CAF::io PROPERTIES
   INTERFACE_LINK_LIBRARIES CAF::core)
 # Mutual TLS between dtrain processes (libcaf_openssl.so, linked against
 # OpenSSL 3; it comes before caf_io on the link line through this target).
-# dtrain's own TLS code (actors/tls.cpp) uses libssl directly.
-find_package(OpenSSL REQUIRED)
+# dtrain's own TLS code (actors/tls.cpp) uses libssl directly (OpenSSL is
+# found below).
 add_library(CAF::openssl UNKNOWN IMPORTED)
 set_target_properties(CAF::openssl PROPERTIES
   IMPORTED_LOCATION "${CAF_OPENSSL_LIBRARY}"

@@ -16,6 +16,7 @@
 
 #include "actors/child_process.hpp"
 #include "dtrain/actors/cluster.hpp"
+#include "dtrain/actors/errors.hpp"
 #include "dtrain/actors/trainer.hpp"
 #include "dtrain/core/threads.hpp"
 #include "test_util.hpp"
@@ -220,7 +221,7 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_serves_its_driver_and_refuses_every_other_pee
   tls_processes tc;
   auto& pki = tc.pki;
   const auto alice = pki.files("alice", pki.ca_dir);
-  BOOST_TEST(contains(tc.head_log(), "mutual TLS as 'CN=head'"));
+  BOOST_TEST(contains(tc.head_log(), "mutual TLS as 'CN=head,O=dtrain'"));
   train_one_epoch(tc.address, alice, "before");
 
   // No certificate: a dtrain driver speaks plain remoting, which the TLS
@@ -238,13 +239,13 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_serves_its_driver_and_refuses_every_other_pee
   // the head sees the refusal. With our CA trusted but its certificate
   // from the other one, the head refuses it.
   refused_driver(tc.address, pki.files("mallory", pki.other_dir),
-                 "certificate 'CN=head' is not from the cluster CA");
+                 "certificate 'CN=head,O=dtrain' is not from the cluster CA");
   BOOST_TEST(wait_for_text(tc.home.file("head.log"), "the peer refused us (alert: unknown CA)",
                            milliseconds(5000)),
              tc.head_log());
   BOOST_TEST(!raw_tls_client_gets_in(tc.address, pki.files("mallory", pki.other_dir, pki.ca_dir)));
   BOOST_TEST(wait_for_text(tc.home.file("head.log"),
-                           "certificate 'CN=mallory' is not from the cluster CA",
+                           "certificate 'CN=mallory,O=dtrain' is not from the cluster CA",
                            milliseconds(5000)),
              tc.head_log());
 
@@ -252,7 +253,7 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_serves_its_driver_and_refuses_every_other_pee
   // is refused by the head.
   refused_driver(tc.address, pki.files("bob", pki.ca_dir), "expired");
   BOOST_TEST(!raw_tls_client_gets_in(tc.address, pki.files("bob", pki.ca_dir)));
-  BOOST_TEST(wait_for_text(tc.home.file("head.log"), "certificate 'CN=bob' has expired",
+  BOOST_TEST(wait_for_text(tc.home.file("head.log"), "certificate 'CN=bob,O=dtrain' has expired",
                            milliseconds(5000)),
              tc.head_log());
 
@@ -274,7 +275,7 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_serves_its_driver_and_refuses_every_other_pee
     tls_identity id;
     id.files = alice;
     id.role_ = sec::role::node;  // pretends to be a node
-    id.subject = "CN=alice";
+    id.subject = "CN=alice,O=dtrain";
     system_config cfg{id};
     caf::actor_system sys{cfg};
     auto head = connect_head(sys, tc.address, milliseconds(5000), {}, id);
@@ -282,7 +283,8 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_serves_its_driver_and_refuses_every_other_pee
     status joined = authenticate(sys, *head, id, tc.address, milliseconds(5000));
     BOOST_REQUIRE(!joined.is_ok());
     BOOST_TEST_MESSAGE("joining with a client certificate: " << joined.message());
-    BOOST_TEST(contains(joined.message(), "is a client certificate; a node needs a node certificate"));
+    BOOST_TEST(contains(joined.message(), "is a client certificate; this needs a node certificate"),
+               joined.message());
     BOOST_TEST(wait_for_text(tc.home.file("head.log"), "cannot join", milliseconds(5000)),
                tc.head_log());
     // Registering without a proof is refused too, nothing registered.

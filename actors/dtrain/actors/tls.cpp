@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "dtrain/core/net.hpp"
+#include "dtrain/security/openssl_util.hpp"  // name_line: subjects as certificates.hpp writes them
 
 namespace dtrain::actors {
 
@@ -121,6 +122,7 @@ std::map<std::string, std::string> client_failures;  // guarded; "ip:port" -> re
 // What one connection's handshake recorded (SSL ex_data, freed with the SSL).
 struct handshake_note {
   std::string verify_failure;  // the peer's certificate and why it was refused
+  std::string peer;            // "ip:port", taken at the first event (a closed socket has none)
   bool reported = false;
 };
 
@@ -146,15 +148,7 @@ handshake_note* note_of(const SSL* ssl, bool create) {
 }
 
 std::string subject_of(X509* cert) {
-  if (!cert)
-    return "(none)";
-  BIO* bio = BIO_new(BIO_s_mem());
-  X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253);
-  char* data = nullptr;
-  long size = BIO_get_mem_data(bio, &data);
-  std::string out(data, static_cast<size_t>(size));
-  BIO_free(bio);
-  return out;
+  return cert ? security::detail::name_line(X509_get_subject_name(cert)) : "(none)";
 }
 
 std::string describe_refused_certificate(X509* cert, int err) {
@@ -230,20 +224,28 @@ std::string own_refusal_reason(const handshake_note* note, int alert) {
   return std::string("handshake failed (alert: ") + SSL_alert_desc_string_long(alert) + ")";
 }
 
-void on_handshake_event(const SSL* ssl, int where, int ret) {
-  if (!(where & SSL_CB_ALERT) || (ret >> 8) != SSL3_AL_FATAL || SSL_is_init_finished(ssl))
-    return;
-  handshake_note* note = note_of(ssl, true);
-  if (note && note->reported)
-    return;
+// A peer that connected and closed without sending a byte (a port probe,
+// like the one dtrain makes before each connect) is not worth a line.
+bool closed_silently(const SSL* ssl) {
+  unsigned long e = ERR_peek_last_error();
+  return BIO_number_read(SSL_get_rbio(ssl)) == 0 && ERR_GET_LIB(e) == ERR_LIB_SSL &&
+         ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING;
+}
+
+// Called by OpenSSL during every handshake. A failure shows as a fatal alert
+// we send or receive, or (when OpenSSL sends none, e.g. to a peer that does
+// not speak TLS) as the handshake's exit with an error on the queue.
+void report_failure(const SSL* ssl, handshake_note* note, bool fatal_alert, bool we_refused,
+                    int ret) {
   if (note)
     note->reported = true;
-  const bool we_refused = (where & SSL_CB_WRITE) != 0;
+  if (we_refused && closed_silently(ssl))
+    return;
   const std::string reason =
-      we_refused ? own_refusal_reason(note, ret)
+      we_refused ? own_refusal_reason(note, fatal_alert ? ret : SSL_AD_HANDSHAKE_FAILURE)
                  : std::string("the peer refused us (alert: ") + SSL_alert_desc_string_long(ret) +
                        "): it does not accept our certificate, or it trusts another CA";
-  const std::string peer = peer_of(ssl);
+  const std::string peer = note ? note->peer : peer_of(ssl);
   std::lock_guard<std::mutex> lock(diagnostics_mutex);
   if (SSL_is_server(ssl)) {
     std::fprintf(stderr, "%s: %s a TLS connection from %s: %s\n", diagnostics_label.c_str(),
@@ -252,6 +254,30 @@ void on_handshake_event(const SSL* ssl, int where, int ret) {
   } else {
     client_failures[peer] = (we_refused ? "we refused the peer: " : "") + reason;
   }
+}
+
+void on_handshake_event(const SSL* ssl, int where, int ret) {
+  handshake_note* note = note_of(ssl, true);
+  if (note && note->peer.empty())
+    note->peer = peer_of(ssl);  // now: once the peer has gone there is no address
+  if (where & SSL_CB_HANDSHAKE_DONE) {
+    if (note)
+      note->reported = true;  // established: later events are not handshake failures
+    return;
+  }
+  const bool fatal_alert = (where & SSL_CB_ALERT) && (ret >> 8) == SSL3_AL_FATAL;
+  const bool failed_exit =
+      (where & SSL_CB_EXIT) && ret <= 0 && SSL_get_error(ssl, ret) == SSL_ERROR_SSL;
+  if ((fatal_alert || failed_exit) && !(note && note->reported))
+    report_failure(ssl, note, fatal_alert, failed_exit || (where & SSL_CB_WRITE) != 0, ret);
+  // CAF 0.17.6 leaves a failed handshake's errors on this thread's OpenSSL
+  // error queue; the next SSL_get_error of any other connection served by
+  // the same thread then reads them as its own failure, and CAF closes that
+  // connection too (one port probe dropped every node of a head). The
+  // handshake has failed either way: clearing the queue here, where the
+  // failure ends, keeps the other connections.
+  if (failed_exit)
+    ERR_clear_error();
 }
 
 using set_verify_fn = void (*)(SSL_CTX*, int, SSL_verify_cb);
@@ -269,6 +295,8 @@ set_verify_fn real_set_verify() {
 } // namespace
 
 void enable_tls_diagnostics(const std::string& label) {
+  if (const char* off = std::getenv("DTRAIN_TLS_DIAGNOSTICS"); off && std::string(off) == "0")
+    return;  // CAF's own handshake, untouched (to rule dtrain's callbacks out)
   std::lock_guard<std::mutex> lock(diagnostics_mutex);
   diagnostics_label = label;
   diagnostics_on = !label.empty();
