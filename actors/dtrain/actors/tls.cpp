@@ -270,25 +270,21 @@ void on_handshake_event(const SSL* ssl, int where, int ret) {
       (where & SSL_CB_EXIT) && ret <= 0 && SSL_get_error(ssl, ret) == SSL_ERROR_SSL;
   if ((fatal_alert || failed_exit) && !(note && note->reported))
     report_failure(ssl, note, fatal_alert, failed_exit || (where & SSL_CB_WRITE) != 0, ret);
-  // CAF 0.17.6 leaves a failed handshake's errors on this thread's OpenSSL
-  // error queue; the next SSL_get_error of any other connection served by
-  // the same thread then reads them as its own failure, and CAF closes that
-  // connection too (one port probe dropped every node of a head). The
-  // handshake has failed either way: clearing the queue here, where the
-  // failure ends, keeps the other connections.
-  if (failed_exit)
-    ERR_clear_error();
+}
+
+// libssl's definition of `name`, the one after this executable's.
+template <class Fn>
+Fn next_definition(const char* name) {
+  void* f = dlvsym(RTLD_NEXT, name, "OPENSSL_3.0.0");
+  if (!f)
+    f = dlsym(RTLD_NEXT, name);
+  return reinterpret_cast<Fn>(f);
 }
 
 using set_verify_fn = void (*)(SSL_CTX*, int, SSL_verify_cb);
 
 set_verify_fn real_set_verify() {
-  static const set_verify_fn real = [] {
-    void* f = dlvsym(RTLD_NEXT, "SSL_CTX_set_verify", "OPENSSL_3.0.0");
-    if (!f)
-      f = dlsym(RTLD_NEXT, "SSL_CTX_set_verify");
-    return reinterpret_cast<set_verify_fn>(f);
-  }();
+  static const set_verify_fn real = next_definition<set_verify_fn>("SSL_CTX_set_verify");
   return real;
 }
 
@@ -322,6 +318,28 @@ std::string take_tls_client_failure(const std::string& host, uint16_t port) {
 // that keeps OpenSSL's verdict and only records it, and an info callback
 // that reports the failed handshake. Calls without SSL_VERIFY_PEER, with a
 // callback of their own, or before enable_tls_diagnostics pass through.
+//
+// CAF 0.17.6 also calls SSL_read/SSL_write/SSL_accept/SSL_connect without
+// clearing the thread's OpenSSL error queue first, which OpenSSL requires
+// for SSL_get_error to be right. A connection that ends in an error (a port
+// probe, a refused handshake, a peer gone without close_notify) leaves its
+// errors there; the next SSL_get_error of any other connection served by
+// the same thread reads them as its own failure, and CAF closes that one
+// too: one port probe or one departing driver dropped the head's nodes.
+// These four wrappers clear the queue first, as OpenSSL asks, and hand on.
+#define DTRAIN_CLEARING_WRAPPER(name, params, args)                         \
+  extern "C" int name params {                                             \
+    using fn = int(*) params;                                              \
+    static const fn real = dtrain::actors::next_definition<fn>(#name);     \
+    ERR_clear_error();                                                     \
+    return real args;                                                      \
+  }
+DTRAIN_CLEARING_WRAPPER(SSL_read, (SSL* ssl, void* buf, int num), (ssl, buf, num))
+DTRAIN_CLEARING_WRAPPER(SSL_write, (SSL* ssl, const void* buf, int num), (ssl, buf, num))
+DTRAIN_CLEARING_WRAPPER(SSL_accept, (SSL* ssl), (ssl))
+DTRAIN_CLEARING_WRAPPER(SSL_connect, (SSL* ssl), (ssl))
+#undef DTRAIN_CLEARING_WRAPPER
+
 extern "C" void SSL_CTX_set_verify(SSL_CTX* ctx, int mode, SSL_verify_cb callback) {
   auto real = dtrain::actors::real_set_verify();
   if (!real)
