@@ -263,6 +263,7 @@ int main(int argc, char** argv) {
   try {
     pki certs(tmp + "/pki");
     std::printf("dtrain-bench-tls: loopback, two processes, plain CAF remoting vs mutual TLS\n\n");
+    std::fflush(stdout);  // the children it forks must not repeat it
     auto plain = measure_remoting(argv[0], nullptr, tmp, round_trips, bulk_repeats);
     auto tls = measure_remoting(argv[0], &certs, tmp, round_trips, bulk_repeats);
     double plain_start = measure_first_step(nullptr, tmp, drivers);
