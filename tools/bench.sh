@@ -13,6 +13,8 @@
 #                             Hartmann-6 and a noisy Branin, 20 seeds x 50 trials (under a minute)
 #   tools/bench.sh pbt        PBT against random search on Fashion-MNIST's learning rate,
 #                             3 seeds (about 4 minutes here)
+#   tools/bench.sh tls        plain remoting against mutual TLS: latency, 64 MiB throughput,
+#                             driver connect to first step (under a minute)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${DTRAIN_BUILD_DIR:-$root/build}/bin
@@ -29,6 +31,7 @@ case "$what" in
   tune-peer) "$root/tools/bench_tune_peer.sh" "$@" ;;
   tpe) "$bin/dtrain-bench-tpe" "$@" ;;
   pbt) "$root/tools/bench_pbt.sh" "$@" ;;
+  tls) "$bin/dtrain-bench-tls" "$@" ;;
   all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-allreduce"; "$bin/dtrain-bench-trainer" ;;
-  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, pbt, all)" >&2; exit 2 ;;
+  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, pbt, tls, all)" >&2; exit 2 ;;
 esac

@@ -50,9 +50,10 @@ void print_epoch(int64_t epochs, const metrics_msg& m, const metrics_msg& v) {
 
 } // namespace
 
-int run_status(const std::string& address) {
+int run_status(const std::string& address, const security::tls_files& tls) {
   cluster::options o;
   o.address = address;
+  o.tls = tls;
   if (o.address.empty() && std::getenv("DTRAIN_ADDRESS") == nullptr)
     return fail(invalid_argument("dtrain status needs --address HOST:PORT (or $DTRAIN_ADDRESS)"));
   auto c = cluster::connect(o);
@@ -94,6 +95,7 @@ int run_train(const train_options& o) {
   }
   cluster::options co;
   co.address = o.address;
+  co.tls = o.tls;
   co.local_slots = std::max(o.local_slots, e->slots_per_trial);
   auto c = cluster::connect(co);
   if (!c)
@@ -256,6 +258,7 @@ int run_tune(const tune_options& o) {
                                  "asha) and nothing to search: run it with `dtrain train`"));
   cluster::options co;
   co.address = o.address;
+  co.tls = o.tls;
   // 0 leaves the embedded cluster its default (the cores, at least 2) so
   // that trials run side by side; max(0, slots_per_trial) would have made
   // it one trial's worth and the sweep one trial at a time.

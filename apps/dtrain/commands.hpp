@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include "dtrain/security/certificates.hpp"
+
 namespace dtrain::cli {
 
 struct train_options {
@@ -11,6 +13,7 @@ struct train_options {
   int local_slots = 0;   // embedded cluster size (0: the experiment's slots)
   int64_t resume = 0;    // continue this experiment (0: a new one)
   bool force = false;    // resume even when the file's configuration changed
+  security::tls_files tls;  // --tls-*: empty: $DTRAIN_HOME/tls, else plain (loopback only)
 };
 
 struct tune_options {
@@ -20,6 +23,7 @@ struct tune_options {
   int verbosity = 2;     // 0 quiet, 1 trial starts and ends, 2 every epoch
   int64_t resume = 0;    // continue this experiment (0: a new one)
   bool force = false;    // resume even when the file's configuration changed
+  security::tls_files tls;  // --tls-*: empty: $DTRAIN_HOME/tls, else plain (loopback only)
 };
 
 /// `dtrain experiments ACTION [ID]` (experiments_command.cpp).
@@ -31,9 +35,10 @@ struct experiments_options {
   bool json = false;     // JSON instead of tables
   std::string metric;    // best: rank by this metric's rows instead of the experiment's
   bool yes = false;      // delete: without asking
+  security::tls_files tls;  // --tls-*: empty: $DTRAIN_HOME/tls, else plain (loopback only)
 };
 
-int run_status(const std::string& address);
+int run_status(const std::string& address, const security::tls_files& tls);
 int run_experiments(const experiments_options& o);
 int run_train(const train_options& o);
 int run_tune(const tune_options& o);

@@ -53,6 +53,7 @@ result<opened_store> open_store(const experiments_options& o) {
   if (!address.empty()) {
     actors::cluster::options co;
     co.address = address;
+    co.tls = o.tls;
     DTRAIN_ASSIGN_OR_RETURN(out.cluster, actors::cluster::connect(co));
     DTRAIN_ASSIGN_OR_RETURN(out.store, out.cluster->experiments());
     return out;

@@ -4,6 +4,8 @@
 //   dtrain start --address HOST:PORT [--slots N]    run a node joining it
 //         [--plugin LIB.so ...]                    (operator libraries it preloads)
 //         [--bind ADDR] [--advertise ADDR]         (where it listens; what peers use)
+//   every command that listens or connects: [--tls-cert PEM --tls-key PEM --tls-ca PEM]
+//         (default: $DTRAIN_HOME/tls; required for anything but loopback)
 //   dtrain status --address HOST:PORT               nodes, slots, trainers
 //   dtrain stop                                     stop what this host started
 //   dtrain train EXPERIMENT.yaml [--address ...] [--resume ID [--force]]
@@ -31,6 +33,14 @@
 using namespace dtrain::cli;
 
 namespace {
+
+// --tls-cert/--tls-key/--tls-ca on every command that listens or connects.
+void add_tls_options(CLI::App* cmd, dtrain::security::tls_files& tls) {
+  cmd->add_option("--tls-cert", tls.certificate,
+                  "this process's certificate (PEM; default: $DTRAIN_HOME/tls/<role>.pem)");
+  cmd->add_option("--tls-key", tls.key, "its private key (default: $DTRAIN_HOME/tls/<role>-key.pem)");
+  cmd->add_option("--tls-ca", tls.ca, "the cluster CA's certificate (default: $DTRAIN_HOME/tls/ca.pem)");
+}
 
 int run_start(bool head, bool detach, server_options o) {
   if (head == !o.address.empty()) {
@@ -80,8 +90,6 @@ int main(int argc, char** argv) {
                     "that routes to the head; 0.0.0.0: all)");
   start->add_option("--advertise", so.advertise,
                     "address peers reach this process at (default: the bind address)");
-  start->add_flag("--allow-insecure-bind", so.allow_insecure,
-                  "allow a non-loopback --bind without TLS (prints a warning)");
   start->add_option("--slots", so.slots, "CPU slots this node offers")->capture_default_str();
   start->add_option("--gpus", so.gpus, "GPUs this node offers")->capture_default_str();
   start->add_option("--port-file", so.port_file, "write HOST:PORT here once listening");
@@ -91,10 +99,13 @@ int main(int argc, char** argv) {
                     "node: load this plugin library at start (repeatable); drivers that name "
                     "it need not ship it");
   start->add_flag("--detach", detach, "run in the background (log and pid in $DTRAIN_HOME)");
+  add_tls_options(start, so.tls);
 
   std::string status_address;
   auto* status_cmd = app.add_subcommand("status", "show the cluster's nodes and trainers");
   status_cmd->add_option("--address", status_address, "the head's HOST:PORT");
+  dtrain::security::tls_files status_tls;
+  add_tls_options(status_cmd, status_tls);
 
   int grace_ms = 5000;
   auto* stop = app.add_subcommand("stop", "stop the dtrain processes started on this host");
@@ -107,6 +118,7 @@ int main(int argc, char** argv) {
   train->add_option("--local-slots", to.local_slots, "embedded cluster slots");
   train->add_option("--resume", to.resume, "continue experiment ID (see `dtrain experiments list`)");
   train->add_flag("--force", to.force, "with --resume: continue even if the file changed");
+  add_tls_options(train, to.tls);
 
   tune_options tuo;
   auto* tune = app.add_subcommand("tune", "run an experiment file's hyperparameter sweep");
@@ -118,6 +130,7 @@ int main(int argc, char** argv) {
   tune->add_option("--verbosity", tuo.verbosity,
                    "0 quiet, 1 trial starts and ends, 2 also every epoch")
       ->capture_default_str();
+  add_tls_options(tune, tuo.tls);
 
   experiments_options eo;
   auto* experiments = app.add_subcommand("experiments", "list and inspect the experiment store");
@@ -128,6 +141,7 @@ int main(int argc, char** argv) {
   experiments->add_option("--store", eo.store,
                           "a local store file (default: $DTRAIN_HOME/experiments.db)");
   experiments->add_flag("--json", eo.json, "JSON instead of tables");
+  add_tls_options(experiments, eo.tls);
   auto action = [&](const char* name, const char* what, bool with_id) {
     auto* sub = experiments->add_subcommand(name, what);
     sub->fallthrough();  // --address, --store and --json after the action too
@@ -158,7 +172,7 @@ int main(int argc, char** argv) {
   if (start->parsed())
     return run_start(head, detach, so);
   if (status_cmd->parsed())
-    return run_status(status_address);
+    return run_status(status_address, status_tls);
   if (stop->parsed()) {
     int n = stop_recorded_processes(grace_ms);
     std::printf("stopped %d dtrain processes\n", n);

@@ -29,10 +29,11 @@ namespace {
 using namespace dtrain::actors;
 
 // The address to listen on and the one to advertise, from --bind,
-// --advertise and (for a node) the head's address; non-loopback needs
-// --allow-insecure-bind until the cluster has TLS.
+// --advertise and (for a node) the head's address; anything but loopback
+// needs TLS.
 result<std::pair<std::string, std::string>> choose_addresses(const server_options& o,
-                                                             const std::string& head_host) {
+                                                             const std::string& head_host,
+                                                             const tls_identity& tls) {
   std::string bind = o.bind;
   if (bind.empty() && (head_host.empty() || net::is_loopback(head_host)))
     bind = "127.0.0.1";
@@ -56,14 +57,9 @@ result<std::pair<std::string, std::string>> choose_addresses(const server_option
   if (net::is_loopback(bind) && !net::is_loopback(advertise))
     return invalid_argument("--advertise " + advertise + " with --bind " + bind +
                             ": peers on other hosts cannot reach a loopback listener");
-  if (!net::is_loopback(bind)) {
-    if (!o.allow_insecure)
-      return invalid_argument("--bind " + bind + ": listening on anything but loopback exposes an "
-                              "unauthenticated cluster (anyone who reaches the port can spawn "
-                              "actors); pass --allow-insecure-bind to do it anyway");
-    std::fprintf(stderr, "dtrain: WARNING: listening on %s without TLS: anyone who can reach "
-                 "this port controls this process\n", bind.c_str());
-  }
+  // A wildcard bind is not loopback either.
+  DTRAIN_RETURN_IF_ERROR(require_tls_off_loopback(tls, net::is_wildcard(bind) ? "0.0.0.0" : bind,
+                                                  "--bind " + bind));
   return std::make_pair(bind, advertise);
 }
 
@@ -96,18 +92,25 @@ int run_head(const server_options& o) {
     std::fprintf(stderr, "error: --plugin is for nodes (they host the replicas), not the head\n");
     return 2;
   }
-  auto addresses = choose_addresses(o, "");
+  auto tls = load_tls_identity(o.tls, security::role::head);
+  if (!tls) {
+    std::fprintf(stderr, "error: %s\n", tls.error().message().c_str());
+    return 2;
+  }
+  auto addresses = choose_addresses(o, "", *tls);
   if (!addresses) {
     std::fprintf(stderr, "error: %s\n", addresses.error().message().c_str());
     return 2;
   }
   const auto& [bind, advertise] = *addresses;
-  system_config cfg;
+  if (tls->enabled())
+    enable_tls_diagnostics("dtrain head");
+  system_config cfg{*tls};
   caf::actor_system sys{cfg};
   const std::string store =
       o.store_path.empty() ? experiments::default_store_path() : o.store_path;
-  auto head = spawn_head(sys, experiments::sqlite_opener(store), store);
-  auto port = sys.middleman().publish(head, o.port, net::is_wildcard(bind) ? nullptr : bind.c_str(), true);
+  auto head = spawn_head(sys, experiments::sqlite_opener(store), store, *tls);
+  auto port = publish_actor(sys, head, o.port, net::is_wildcard(bind) ? "" : bind);
   if (!port) {
     std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", bind.c_str(), o.port,
                  caf::to_string(port.error()).c_str());
@@ -116,8 +119,11 @@ int run_head(const server_options& o) {
   }
   std::string role = "head-" + std::to_string(*port);
   (void)write_pid_file(role);
-  std::printf("dtrain head listening on %s:%u, reachable at %s:%u (pid %d), experiment store %s\n",
-              bind.c_str(), *port, advertise.c_str(), *port, getpid(), store.c_str());
+  std::printf("dtrain head listening on %s:%u, reachable at %s:%u (pid %d), experiment store %s, "
+              "%s\n",
+              bind.c_str(), *port, advertise.c_str(), *port, getpid(), store.c_str(),
+              tls->enabled() ? ("mutual TLS as '" + tls->subject + "'").c_str()
+                             : "plain remoting (loopback only)");
   std::fflush(stdout);
   write_file(o.port_file, advertise + ":" + std::to_string(*port));
   wait_for_stop(sys, caf::actor_addr{}, "");
@@ -139,9 +145,18 @@ int run_node(const server_options& o) {
     std::fprintf(stderr, "error: --address: %s\n", hp.error().message().c_str());
     return 2;
   }
-  auto addresses = choose_addresses(o, hp->first);
+  auto tls = load_tls_identity(o.tls, security::role::node);
+  if (!tls) {
+    std::fprintf(stderr, "error: %s\n", tls.error().message().c_str());
+    return 2;
+  }
+  auto addresses = choose_addresses(o, hp->first, *tls);
   if (!addresses) {
     std::fprintf(stderr, "error: %s\n", addresses.error().message().c_str());
+    return 2;
+  }
+  if (auto s = require_tls_off_loopback(*tls, hp->first, "the head at " + o.address); !s) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
     return 2;
   }
   const auto& [bind, advertise] = *addresses;
@@ -158,24 +173,13 @@ int run_node(const server_options& o) {
     std::printf("dtrain node: preloaded plugin %s (%s) with operators%s\n", path.c_str(),
                 p->hash.c_str(), names.c_str());
   }
-  system_config cfg;
+  if (tls->enabled())
+    enable_tls_diagnostics("dtrain node");
+  system_config cfg{*tls};
   caf::actor_system sys{cfg};
-  auto port = sys.middleman().open(o.port, net::is_wildcard(bind) ? nullptr : bind.c_str(), true);
-  if (!port) {
-    std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", bind.c_str(), o.port,
-                 caf::to_string(port.error()).c_str());
-    return 1;
-  }
-  auto reached = connect_head(sys, o.address, std::chrono::seconds(10), stop_requested);
-  if (!reached) {
-    std::fprintf(stderr, "error: %s\n", reached.error().message().c_str());
-    return 1;
-  }
-  head_actor head = *reached;
   // Drivers of this user prove it with the secret in this file (it goes
-  // when the node does).
-  auto secret = node_secret::create(default_secret_dir(),
-                                    "node-" + std::to_string(getpid()) + "-" + std::to_string(*port));
+  // when the node does); drivers of a TLS cluster with a client certificate.
+  auto secret = node_secret::create(default_secret_dir(), "node-" + std::to_string(getpid()));
   if (!secret) {
     std::fprintf(stderr, "error: %s\n", secret.error().message().c_str());
     return 1;
@@ -183,8 +187,31 @@ int run_node(const server_options& o) {
   node_options no;
   no.plugin_dir = plugin::default_plugin_dir();
   no.secret = secret->value();
-  no.address = advertise + ":" + std::to_string(*port);
+  no.identity = node_proof_name(net::host_identity(), static_cast<int32_t>(getpid()));
+  if (tls->enabled())
+    no.ca_file = tls->files.ca;
   auto node = spawn_node(sys, no);
+  const char* in = net::is_wildcard(bind) ? nullptr : bind.c_str();
+  // Plain: a bare BASP port (drivers remote-spawn through it). TLS: the
+  // node actor is published, since CAF connects over TLS only to a
+  // published actor; the remote spawn then takes that route.
+  auto port = tls->enabled() ? publish_actor(sys, node, o.port, in ? bind : "")
+                             : sys.middleman().open(o.port, in, true);
+  if (!port) {
+    std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", bind.c_str(), o.port,
+                 caf::to_string(port.error()).c_str());
+    caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+    return 1;
+  }
+  auto reached = connect_head(sys, o.address, std::chrono::seconds(10), stop_requested, *tls);
+  status joined = reached ? authenticate(sys, *reached, *tls, o.address, std::chrono::seconds(10))
+                          : reached.error();
+  if (!joined) {
+    std::fprintf(stderr, "error: %s\n", joined.message().c_str());
+    caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+    return 1;
+  }
+  head_actor head = *reached;
   node_info info{net::host_name(), advertise + ":" + std::to_string(*port), o.slots,
                  static_cast<int32_t>(gpus->size()), static_cast<int32_t>(getpid()),
                  net::host_identity(), *gpus, secret->path()};

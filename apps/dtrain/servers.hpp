@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "dtrain/security/certificates.hpp"
+
 namespace dtrain::cli {
 
 struct server_options {
@@ -16,7 +18,9 @@ struct server_options {
   /// the head; their replicas' communicators bind and publish it). Empty:
   /// the bind address, or for a wildcard bind the interface towards the head.
   std::string advertise;
-  bool allow_insecure = false;  // bind to a non-loopback address without TLS
+  /// --tls-cert/--tls-key/--tls-ca; all empty: $DTRAIN_HOME/tls's files
+  /// for the role, else plain remoting, which may bind loopback only.
+  security::tls_files tls;
   uint16_t port = 0;          // 0: any free port
   int slots = 2;              // node: CPU slots offered
   int gpus = 0;               // node: GPUs offered

@@ -5,8 +5,10 @@
 // replicas on two hosts train over Gloo with identical parameters, that a
 // host whose node is killed is survived with fewer replicas (no spare
 // node) and the group grows back when it returns, and that a cut cable is
-// found through heartbeats. Skipped, saying why, where the machine does not
-// allow network namespaces.
+// found through heartbeats. Every process speaks mutual TLS (certificates
+// made by the test in $DTRAIN_HOME/tls, the default place), since dtrain
+// refuses plain remoting off loopback. Skipped, saying why, where the
+// machine does not allow network namespaces.
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
@@ -22,6 +24,7 @@
 #include "actors/netns_lab.hpp"
 #include "dtrain/actors/trainer.hpp"
 #include "dtrain/config/experiment.hpp"
+#include "dtrain/security/certificates.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -39,6 +42,33 @@ std::string trimmed(std::string s) {
   return s;
 }
 
+/// A fresh DTRAIN_HOME (set in the environment, so that the head, the
+/// nodes and this driver find them) with a cluster CA and head, node and
+/// client certificates in its tls/ directory.
+struct tls_home {
+  dtrain::testing::temp_dir home;
+
+  tls_home() {
+    setenv("DTRAIN_HOME", home.path().c_str(), 1);
+    const std::string dir = security::default_tls_dir();
+    security::ca_request ca;
+    ca.dir = dir;
+    auto made = security::create_ca(ca);
+    BOOST_REQUIRE_MESSAGE(made.is_ok(), made.error().to_string());
+    for (auto role : {security::role::head, security::role::node, security::role::client}) {
+      security::certificate_request r;
+      r.role_ = role;
+      r.name = std::string("multi-host ") + security::role_name(role);
+      r.file_stem = security::role_name(role);
+      r.ca_dir = dir;
+      r.out_dir = dir;
+      auto cert = security::create_certificate(r);
+      BOOST_REQUIRE_MESSAGE(cert.is_ok(), cert.error().to_string());
+    }
+  }
+  std::string file(const std::string& name) const { return home.file(name); }
+};
+
 bool lab_or_skip() {
   std::string why = netns_lab::unavailable_reason();
   if (why.empty())
@@ -52,7 +82,7 @@ bool lab_or_skip() {
 /// addresses); the driver (this thread) sits in host 0's namespace.
 struct lab_cluster {
   netns_lab lab;
-  dtrain::testing::temp_dir home;
+  tls_home home;
   std::unique_ptr<child_process> head;
   std::vector<std::unique_ptr<child_process>> nodes;
   std::string address;
@@ -60,10 +90,9 @@ struct lab_cluster {
 
   explicit lab_cluster(int hosts) : lab(hosts) {
     BOOST_REQUIRE_MESSAGE(lab.ok(), lab.error());
-    setenv("DTRAIN_HOME", home.path().c_str(), 1);
     head = std::make_unique<child_process>(
-        lab.on_host(0, {DTRAIN_BINARY, "start", "--head", "--bind", lab.address(0),
-                        "--allow-insecure-bind", "--port", "0", "--port-file", home.file("head.address")}),
+        lab.on_host(0, {DTRAIN_BINARY, "start", "--head", "--bind", lab.address(0), "--port", "0",
+                        "--port-file", home.file("head.address")}),
         home.file("head.log"));
     address = trimmed(dtrain::testing::wait_for_file(home.file("head.address"), milliseconds(10000)));
     BOOST_REQUIRE_MESSAGE(address == lab.address(0) + address.substr(address.find(':')),
@@ -81,8 +110,8 @@ struct lab_cluster {
     std::string port_file = home.file("node" + std::to_string(h) + "-" +
                                       std::to_string(clock_type::now().time_since_epoch().count()));
     nodes[h] = std::make_unique<child_process>(
-        lab.on_host(h, {DTRAIN_BINARY, "start", "--address", address, "--allow-insecure-bind",
-                        "--slots", "1", "--port-file", port_file}),
+        lab.on_host(h, {DTRAIN_BINARY, "start", "--address", address, "--slots", "1",
+                        "--port-file", port_file}),
         home.file("node" + std::to_string(h) + ".log"));
     std::string at = trimmed(dtrain::testing::wait_for_file(port_file, milliseconds(10000)));
     BOOST_REQUIRE_MESSAGE(at.rfind(lab.address(h) + ":", 0) == 0,
@@ -265,6 +294,7 @@ BOOST_AUTO_TEST_CASE(a_head_address_that_never_answers_is_an_error_within_the_co
     return;
   netns_lab lab(1);
   BOOST_REQUIRE_MESSAGE(lab.ok(), lab.error());
+  tls_home home;  // a driver without certificates would be refused at once
   netns_lab::enter inside(lab, 0);
   BOOST_REQUIRE(inside.ok());
   // Nobody has this address on the lab's network: the connection attempt

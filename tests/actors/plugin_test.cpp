@@ -253,7 +253,7 @@ BOOST_AUTO_TEST_CASE(on_tls_a_client_certificate_proof_is_the_credential_and_is_
   caf::actor_system sys{cfg};
   node_options o;
   o.plugin_dir = dir.file("plugins");
-  o.address = "127.0.0.1:7777";
+  o.identity = "127.0.0.1:7777";
   o.ca_file = ca.dir + "/ca.pem";
   auto node = spawn_node(sys, o);
   const std::string hash = hash_of(DTRAIN_TEST_PLUGIN);
@@ -265,7 +265,7 @@ BOOST_AUTO_TEST_CASE(on_tls_a_client_certificate_proof_is_the_credential_and_is_
         .receive([](std::vector<std::string>&) {}, [&](caf::error& e) { out = from_caf(e, "ship"); });
     return out;
   };
-  auto proof = identity_credential(sys, node, hash, o.address, client, milliseconds(5000));
+  auto proof = identity_credential(sys, node, hash, o.identity, client, milliseconds(5000));
   BOOST_REQUIRE_MESSAGE(proof.is_ok(), proof.error().to_string());
   status accepted = send(*proof);
   BOOST_TEST(accepted.is_ok(), accepted.to_string());
@@ -279,7 +279,7 @@ BOOST_AUTO_TEST_CASE(on_tls_a_client_certificate_proof_is_the_credential_and_is_
   status moved = send(*elsewhere);
   BOOST_TEST(contains(moved.message(), "identity proof does not hold"), moved.message());
   // A node certificate is not a driver's.
-  auto as_node = identity_credential(sys, node, hash, o.address, node_files, milliseconds(5000));
+  auto as_node = identity_credential(sys, node, hash, o.identity, node_files, milliseconds(5000));
   BOOST_REQUIRE(as_node.is_ok());
   status wrong_role = send(*as_node);
   BOOST_TEST(contains(wrong_role.message(), "plugin refused"), wrong_role.message());

@@ -18,7 +18,9 @@
 
 namespace dtrain::actors {
 
-system_config::system_config() {
+system_config::system_config() : system_config(tls_identity{}) {}
+
+system_config::system_config(const tls_identity& tls) {
   register_types(*this);
   add_actor_type("replica", replica_front);
   set("scheduler.max-threads", 2);
@@ -27,7 +29,15 @@ system_config::system_config() {
   set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(500)});
   set("middleman.connection-timeout", caf::timespan{hang_timeout()});
   load<caf::io::middleman>();
+  if (tls.enabled()) {
+    openssl_certificate = tls.files.certificate;
+    openssl_key = tls.files.key;
+    openssl_cafile = tls.files.ca;
+    load<caf::openssl::manager>();  // after the middleman, or construction throws
+  }
 }
+
+bool uses_tls(caf::actor_system& sys) { return sys.has_openssl_manager(); }
 
 std::chrono::milliseconds hang_timeout() {
   if (const char* env = std::getenv("DTRAIN_HANG_TIMEOUT_MS")) {
@@ -51,12 +61,20 @@ result<std::pair<std::string, uint16_t>> parse_address(const std::string& addres
 
 result<std::unique_ptr<cluster>> cluster::connect(const options& o) {
   std::unique_ptr<cluster> c(new cluster());
-  c->config_ = std::make_unique<system_config>();
-  c->system_ = std::make_unique<caf::actor_system>(*c->config_);
   std::string address = o.address;
   if (address.empty())
     if (const char* env = std::getenv("DTRAIN_ADDRESS"))
       address = env;
+  if (!address.empty()) {
+    // An embedded cluster never leaves this process: no TLS to set up.
+    DTRAIN_ASSIGN_OR_RETURN(c->tls_, load_tls_identity(o.tls, security::role::client));
+    DTRAIN_ASSIGN_OR_RETURN(auto hp, parse_address(address));
+    DTRAIN_RETURN_IF_ERROR(require_tls_off_loopback(c->tls_, hp.first, "the head at " + address));
+    if (c->tls_.enabled())
+      enable_tls_diagnostics("dtrain driver");
+  }
+  c->config_ = std::make_unique<system_config>(c->tls_);
+  c->system_ = std::make_unique<caf::actor_system>(*c->config_);
   if (address.empty())
     DTRAIN_RETURN_IF_ERROR(c->start_embedded(o));
   else
@@ -83,9 +101,42 @@ status cluster::start_embedded(const options& o) {
   return out;
 }
 
+namespace {
+
+// One connection attempt to a published actor, over TLS when `sys` uses
+// it. A failed TLS handshake is final (a refused certificate stays
+// refused): that error comes back as error_code::invalid_argument, with
+// what the diagnostics saw and our identity.
+template <class Handle>
+result<Handle> reach(caf::actor_system& sys, const tls_identity& tls, const std::string& host,
+                     uint16_t port, const std::string& address) {
+  if (!uses_tls(sys)) {
+    auto h = sys.middleman().remote_actor<Handle>(host, port);
+    if (h)
+      return *h;
+    status why = from_caf(h.error(), "connecting");
+    if (h.error() == caf::sec::disconnect_during_handshake)
+      return invalid_argument(why.message() + " (does " + address +
+                              " use TLS? then give this process --tls-cert, --tls-key and "
+                              "--tls-ca, or put them in " + security::default_tls_dir() + ")");
+    return why;
+  }
+  (void)take_tls_client_failure(host, port);  // an older attempt's
+  auto h = caf::openssl::remote_actor<Handle>(sys, host, port);
+  if (h)
+    return *h;
+  const std::string seen = take_tls_client_failure(host, port);
+  if (h.error() == caf::sec::disconnect_during_handshake || !seen.empty())
+    return invalid_argument(
+        explain_tls_connect_failure(tls, address, caf::to_string(h.error()), seen));
+  return from_caf(h.error(), "connecting");
+}
+
+} // namespace
+
 result<head_actor> connect_head(caf::actor_system& sys, const std::string& address,
                                 std::chrono::milliseconds timeout,
-                                const std::function<bool()>& give_up) {
+                                const std::function<bool()>& give_up, const tls_identity& tls) {
   using std::chrono::milliseconds;
   DTRAIN_ASSIGN_OR_RETURN(auto hp, parse_address(address));
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -94,10 +145,12 @@ result<head_actor> connect_head(caf::actor_system& sys, const std::string& addre
     status why = net::probe_tcp(hp.first, hp.second,
                                 std::clamp(left, milliseconds(100), milliseconds(3000)));
     if (why) {
-      auto head = sys.middleman().remote_actor<head_actor>(hp.first, hp.second);
+      auto head = reach<head_actor>(sys, tls, hp.first, hp.second, address);
       if (head)
         return *head;
-      why = from_caf(head.error(), "connecting");
+      if (head.error().code() == error_code::invalid_argument)
+        return head.error().with_context("cannot connect to the dtrain head at " + address);
+      why = head.error();
     }
     if (std::chrono::steady_clock::now() >= deadline || (give_up && give_up()))
       return status(error_code::unavailable,
@@ -107,10 +160,47 @@ result<head_actor> connect_head(caf::actor_system& sys, const std::string& addre
   }
 }
 
+status authenticate(caf::actor_system& sys, const head_actor& head, const tls_identity& tls,
+                    const std::string& address, std::chrono::milliseconds timeout) {
+  if (!tls.enabled())
+    return status::ok();
+  const bool node = tls.role_ == security::role::node;
+  const std::string what = node ? "join" : "attach";
+  const std::string nonce = security::random_hex(16);
+  caf::scoped_actor self{sys};
+  result<head_hello> hello{status(error_code::internal, "no reply")};
+  self->request(head, timeout, hello_atom::value, nonce)
+      .receive([&](head_hello& h) { hello = std::move(h); },
+               [&](caf::error& e) { hello = from_caf(e, "asking the head at " + address + " for a challenge"); });
+  if (!hello)
+    return hello.error();
+  if (!hello->tls)
+    return invalid_argument("the head at " + address + " answered over TLS but says it does not use it");
+  security::identity_proof head_proof;
+  head_proof.certificate_pem = hello->proof.certificate_pem;
+  head_proof.signature = hello->proof.signature;
+  auto head_cert = security::check_identity(head_proof, "head " + hello->head_id, nonce, tls.files.ca,
+                                            {security::role::head});
+  if (!head_cert)
+    return head_cert.error().with_context("the process at " + address +
+                                          " did not prove that it is the cluster's head");
+  DTRAIN_ASSIGN_OR_RETURN(auto mine, security::prove_identity(tls.files, what + " " + hello->head_id,
+                                                              hello->challenge));
+  status out;
+  self->request(head, timeout, prove_atom::value, what, hello->challenge,
+                identity_msg{mine.certificate_pem, mine.signature})
+      .receive([](caf::ok_atom) {},
+               [&](caf::error& e) {
+                 out = from_caf(e, "the head at " + address + " refused to let '" + tls.subject +
+                                       "' " + what);
+               });
+  return out;
+}
+
 status cluster::attach(const std::string& address, std::chrono::milliseconds timeout) {
   where_ = address;
-  DTRAIN_ASSIGN_OR_RETURN(head_, connect_head(*system_, address, timeout));
-  return status::ok();
+  DTRAIN_ASSIGN_OR_RETURN(head_, connect_head(*system_, address, timeout, {}, tls_));
+  return authenticate(*system_, head_, tls_, address, std::chrono::seconds(10));
 }
 
 result<std::shared_ptr<store::experiment_store>> cluster::experiments() {
@@ -153,11 +243,20 @@ result<replica_actor> cluster::spawn_replica(const assignment& a, const replica_
   DTRAIN_ASSIGN_OR_RETURN(auto hp, parse_address(a.info.address));
   DTRAIN_RETURN_IF_ERROR(net::probe_tcp(hp.first, hp.second, std::min(timeout, connect_probe_timeout))
                              .with_context(what));
-  auto node = system_->middleman().connect(hp.first, hp.second);
-  if (!node)
-    return from_caf(node.error(), what + ": cannot connect to " + a.info.address);
+  caf::node_id node;
+  if (uses_tls(*system_)) {
+    // The node publishes its node actor over TLS; the route to its
+    // process that reaching it opens carries the remote spawn.
+    DTRAIN_ASSIGN_OR_RETURN(auto reached, reach_node(a, what));
+    node = reached.node();
+  } else {
+    auto plain = system_->middleman().connect(hp.first, hp.second);
+    if (!plain)
+      return from_caf(plain.error(), what + ": cannot connect to " + a.info.address);
+    node = *plain;
+  }
   auto spawned = system_->middleman().remote_spawn<replica_actor>(
-      *node, "replica", caf::make_message(spec, owner, store), timeout);
+      node, "replica", caf::make_message(spec, owner, store), timeout);
   if (!spawned)
     return from_caf(spawned.error(), what + " by remote spawn");
   return *spawned;
@@ -171,8 +270,12 @@ result<node_actor> cluster::node_of(const assignment& a, std::chrono::millisecon
   DTRAIN_ASSIGN_OR_RETURN(auto hp, parse_address(a.info.address));
   DTRAIN_RETURN_IF_ERROR(net::probe_tcp(hp.first, hp.second, std::min(timeout, connect_probe_timeout))
                              .with_context(what));
-  // The direct route first: CAF sends to a proxy over the connection to its
-  // node when there is one, else through whoever introduced it (the head).
+  // TLS: the node publishes its node actor on its port.
+  if (uses_tls(*system_))
+    return reach_node(a, what);
+  // Plain: the port is a bare BASP port. The direct route first: CAF sends
+  // to a proxy over the connection to its node when there is one, else
+  // through whoever introduced it (the head).
   auto node = system_->middleman().connect(hp.first, hp.second);
   if (!node)
     return from_caf(node.error(), what + ": cannot connect to " + a.info.address);
@@ -187,7 +290,26 @@ result<node_actor> cluster::node_of(const assignment& a, std::chrono::millisecon
   return out;
 }
 
+result<node_actor> cluster::reach_node(const assignment& a, const std::string& what) {
+  // By address and process: a node restarted on the same port is another
+  // process, reached anew.
+  const std::string key = a.info.address + " " + std::to_string(a.info.pid);
+  std::lock_guard<std::mutex> lock(nodes_mutex_);
+  if (auto it = nodes_.find(key); it != nodes_.end())
+    return it->second;
+  DTRAIN_ASSIGN_OR_RETURN(auto hp, parse_address(a.info.address));
+  auto node = reach<node_actor>(*system_, tls_, hp.first, hp.second, a.info.address);
+  if (!node)
+    return node.error().with_context(what + ": cannot connect to the node at " + a.info.address);
+  nodes_[key] = *node;
+  return *node;
+}
+
 cluster::~cluster() {
+  {
+    std::lock_guard<std::mutex> lock(nodes_mutex_);
+    nodes_.clear();
+  }
   experiments_.reset();
   stop_hosted_replicas();
   if (head_ && embedded_)

@@ -2,13 +2,16 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "caf/all.hpp"
 #include "caf/io/all.hpp"
+#include "caf/openssl/all.hpp"
 #include "dtrain/actors/messages.hpp"
+#include "dtrain/actors/tls.hpp"
 #include "dtrain/core/status.hpp"
 #include "dtrain/store/experiment_store.hpp"
 
@@ -22,9 +25,25 @@ std::chrono::milliseconds hang_timeout();
 /// The actor-system configuration every dtrain process uses: the message
 /// types, the "replica" actor type (for remote spawn), the middleman, and
 /// few scheduler threads (blocking work runs on detached actors).
+///
+/// With an enabled tls_identity it also loads CAF's openssl module with the
+/// identity's certificate, key and CA (mutual TLS: peers must present a
+/// certificate from that CA). Without one the module is not loaded at all:
+/// CAF would otherwise speak anonymous TLS, encrypted but open to anyone.
 struct system_config : caf::actor_system_config {
   system_config();
+  explicit system_config(const tls_identity& tls);
 };
+
+/// Whether `sys` speaks mutual TLS (its config was made with an enabled
+/// tls_identity).
+bool uses_tls(caf::actor_system& sys);
+
+/// Publishes `h` on bind:port (bind "" or a wildcard: every interface),
+/// over TLS when `sys` uses it. The bound port, or CAF's error.
+template <class Handle>
+caf::expected<uint16_t> publish_actor(caf::actor_system& sys, const Handle& h, uint16_t port,
+                                      const std::string& bind);
 
 /// "HOST:PORT" split and checked; errors name the address.
 result<std::pair<std::string, uint16_t>> parse_address(const std::string& address);
@@ -33,10 +52,21 @@ result<std::pair<std::string, uint16_t>> parse_address(const std::string& addres
 /// (or `give_up` says so). Every attempt is bounded: the port is probed
 /// with a deadline first, since CAF's own connect has none (minutes
 /// against a host that drops packets). Errors name the address and the
-/// last reason.
+/// last reason. Over TLS when `sys` uses it (uses_tls); a TLS handshake
+/// that fails is not retried: the error (invalid_argument) explains it
+/// with `tls` (tls.hpp, explain_tls_connect_failure).
 result<head_actor> connect_head(caf::actor_system& sys, const std::string& address,
                                 std::chrono::milliseconds timeout,
-                                const std::function<bool()>& give_up = {});
+                                const std::function<bool()>& give_up = {},
+                                const tls_identity& tls = {});
+
+/// On a TLS cluster (tls.enabled()), the exchange of head_actor.hpp's
+/// authentication: checks that the head proves role head, then proves
+/// this process's role (node: "join", else "attach"). Every request has
+/// `timeout`. Errors name the address and the head's reason. A no-op
+/// without TLS.
+status authenticate(caf::actor_system& sys, const head_actor& head, const tls_identity& tls,
+                    const std::string& address, std::chrono::milliseconds timeout);
 
 /// A driver's connection to a cluster: its actor system, the head, and the
 /// way to start replicas on nodes.
@@ -64,6 +94,10 @@ public:
     /// experiments::default_store_path(), $DTRAIN_HOME/experiments.db).
     /// A cluster's head keeps its own.
     std::string store_path;
+    /// attach: this driver's TLS files (all empty: the defaults in
+    /// $DTRAIN_HOME/tls, else plain remoting, which only reaches a head on
+    /// loopback). See tls.hpp.
+    security::tls_files tls;
     /// embedded: opens the store instead of the SQLite file at store_path
     /// (tests hand in a store of their own); store_path still names it.
     std::function<result<std::unique_ptr<store::experiment_store>>()> open_store;
@@ -99,11 +133,16 @@ public:
   /// plugins, do not pass through the head). Errors name the node.
   result<node_actor> node_of(const assignment& a, std::chrono::milliseconds timeout);
 
+  /// This process's TLS identity (disabled on a plain cluster).
+  const tls_identity& tls() const { return tls_; }
+
 private:
   cluster() = default;
   status start_embedded(const options& o);
   status attach(const std::string& address, std::chrono::milliseconds timeout);
+  result<node_actor> reach_node(const assignment& a, const std::string& what);
 
+  tls_identity tls_;
   std::unique_ptr<system_config> config_;
   std::unique_ptr<caf::actor_system> system_;
   head_actor head_;
@@ -113,6 +152,17 @@ private:
   std::string store_path_;  // embedded
   std::mutex experiments_mutex_;
   std::shared_ptr<store::experiment_store> experiments_;
+  std::mutex nodes_mutex_;
+  std::map<std::string, node_actor> nodes_;  // TLS: node actors reached, by "address pid"
 };
+
+template <class Handle>
+caf::expected<uint16_t> publish_actor(caf::actor_system& sys, const Handle& h, uint16_t port,
+                                      const std::string& bind) {
+  const char* in = bind.empty() || bind == "0.0.0.0" ? nullptr : bind.c_str();
+  if (uses_tls(sys))
+    return caf::openssl::publish(h, port, in, true);
+  return sys.middleman().publish(h, port, in, true);
+}
 
 } // namespace dtrain::actors

@@ -1,9 +1,14 @@
 #include "dtrain/actors/head_actor.hpp"
 
+#include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
+#include "caf/io/middleman.hpp"
+
 #include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/head_auth.hpp"
 #include "dtrain/core/check.hpp"
 
 namespace dtrain::actors {
@@ -213,11 +218,48 @@ void suspect(head_actor::pointer self, head_state& s, int32_t index) {
   }
 }
 
+// The sender's process, for authentication (none for an anonymous send).
+caf::node_id sender_node(head_actor::pointer self) {
+  const auto& sender = self->current_sender();
+  return sender ? sender->node() : caf::node_id{};
+}
+
+// One stderr line on the head for every refusal, naming the peer's process
+// and, once the middleman answers, its address.
+void report_refusal(head_actor::pointer self, const caf::node_id& peer, const std::string& text) {
+  auto print = [peer, text](const std::string& where) {
+    std::fprintf(stderr, "dtrain head: refused %s (process %s): %s\n", where.c_str(),
+                 caf::to_string(peer).c_str(), text.c_str());
+    std::fflush(stderr);
+  };
+  auto mm = self->system().middleman().actor_handle();
+  self->request(mm, std::chrono::seconds(1), caf::get_atom::value, peer)
+      .then([=](const caf::node_id&, const std::string& host,
+                uint16_t port) { print(host.empty() ? "a peer" : host + ":" + std::to_string(port)); },
+            [=](caf::error&) { print("a peer"); });
+}
+
+// The guard of every request but hello and prove: an error reply (and a
+// line on the head) unless the sender may ask it.
+template <class T>
+std::optional<caf::result<T>> refuse(head_actor::pointer self, const head_auth& auth,
+                                     security::role needed, const std::string& request) {
+  const caf::node_id peer = sender_node(self);
+  status s = auth.allowed(peer, self->node(), needed, request);
+  if (s)
+    return std::nullopt;
+  report_refusal(self, peer, s.message());
+  return caf::result<T>(to_caf(s));
+}
+
 } // namespace
 
 head_actor::behavior_type head_impl(head_actor::pointer self,
-                                    experiments::store_opener open_store, std::string store_path) {
+                                    experiments::store_opener open_store, std::string store_path,
+                                    tls_identity tls) {
+  using security::role;
   auto state = std::make_shared<head_state>();
+  auto auth = std::make_shared<head_auth>(std::move(tls), head_challenge_lifetime);
   // It ends with the head, but not the other way round (no link): a store
   // failure must not stop the cluster. Not detached (see service.hpp).
   auto service = self->spawn(experiments::service_impl, std::move(open_store),
@@ -238,6 +280,8 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
   });
   return {
     [=](register_atom, node_info& info, node_actor& handle) -> caf::result<int32_t> {
+      if (auto no = refuse<int32_t>(self, *auth, role::node, "registering node " + info.host))
+        return *no;
       if (auto s = check_registration(info); !s)
         return to_caf(s);
       self->monitor(handle);
@@ -250,6 +294,9 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
     },
     [=](place_atom, const std::string& trainer, int32_t n, bool gpu,
         caf::actor& owner) -> caf::result<std::vector<assignment>> {
+      if (auto no = refuse<std::vector<assignment>>(self, *auth, role::client,
+                                                    "placing trainer " + trainer))
+        return *no;
       if (n < 1)
         return to_caf(invalid_argument("a trainer needs at least one replica"));
       release(*state, trainer);  // a re-placement (restart) replaces the old one
@@ -259,28 +306,61 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
       return placed;
     },
     [=](release_atom, const std::string& trainer) -> caf::result<caf::ok_atom> {
+      if (auto no = refuse<caf::ok_atom>(self, *auth, role::client, "releasing trainer " + trainer))
+        return *no;
       release(*state, trainer);
       return caf::ok_atom::value;
     },
     [=](unreach_atom, int32_t index) -> caf::result<caf::ok_atom> {
+      if (auto no = refuse<caf::ok_atom>(self, *auth, role::client, "reporting a node unreachable"))
+        return *no;
       suspect(self, *state, index);
       return caf::ok_atom::value;
     },
     [=](probe_atom, int32_t index) { probe(self, state, index); },
-    [=](status_atom) -> caf::result<cluster_status> { return make_status(*state); },
+    [=](status_atom) -> caf::result<cluster_status> {
+      if (auto no = refuse<cluster_status>(self, *auth, role::client, "the cluster's status"))
+        return *no;
+      return make_status(*state);
+    },
     [=](caf::get_atom, int32_t index) -> caf::result<node_actor> {
+      if (auto no = refuse<node_actor>(self, *auth, role::client, "looking up a node"))
+        return *no;
       if (index < 0 || index >= static_cast<int32_t>(state->nodes.size()) ||
           !usable(state->nodes[index]))
         return to_caf(not_found("no live node " + std::to_string(index)));
       return state->nodes[index].handle;
     },
-    [=](experiments_atom) -> caf::result<experiments::experiment_service> { return service; },
+    [=](experiments_atom) -> caf::result<experiments::experiment_service> {
+      if (auto no = refuse<experiments::experiment_service>(self, *auth, role::client,
+                                                            "the experiment store"))
+        return *no;
+      return service;
+    },
+    [=](hello_atom, const std::string& nonce) -> caf::result<head_hello> {
+      auto h = auth->hello(nonce);
+      if (!h)
+        return to_caf(h.error());
+      return *h;
+    },
+    [=](prove_atom, const std::string& what, const std::string& challenge,
+        const identity_msg& proof) -> caf::result<caf::ok_atom> {
+      const caf::node_id peer = sender_node(self);
+      auto checked = auth->prove(peer, what, challenge, proof);
+      if (!checked) {
+        report_refusal(self, peer, "cannot " + what + ": " + checked.error().message());
+        return to_caf(checked.error());
+      }
+      std::fprintf(stderr, "dtrain head: process %s proved '%s' (%s)\n", caf::to_string(peer).c_str(),
+                   checked->subject.c_str(), what == "join" ? "node" : "client");
+      return caf::ok_atom::value;
+    },
   };
 }
 
 head_actor spawn_head(caf::actor_system& sys, experiments::store_opener open_store,
-                      std::string store_path) {
-  return sys.spawn(head_impl, std::move(open_store), std::move(store_path));
+                      std::string store_path, tls_identity tls) {
+  return sys.spawn(head_impl, std::move(open_store), std::move(store_path), std::move(tls));
 }
 
 } // namespace dtrain::actors

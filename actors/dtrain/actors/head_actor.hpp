@@ -5,6 +5,7 @@
 #include "caf/all.hpp"
 #include "dtrain/actors/experiments/service.hpp"
 #include "dtrain/actors/messages.hpp"
+#include "dtrain/actors/tls.hpp"
 
 namespace dtrain::actors {
 
@@ -41,9 +42,30 @@ constexpr std::chrono::milliseconds head_probe_timeout{1000};
 /// spawned with it and stopped when it stops, over the store `open_store` opens
 /// (lazily; `store_path` for messages); `experiments` answers its handle.
 /// Without an opener every store request fails with unavailable.
+///
+/// Authentication (a head with an enabled tls_identity): TLS has checked
+/// that a peer's certificate is from the cluster CA, but not its role. So
+/// a process first asks hello with a random challenge of its own; the head
+/// answers with its id, a fresh challenge (single use, valid
+/// head_challenge_lifetime) and its proof of role head over "head <id>" and
+/// the caller's challenge. The caller checks that proof, then sends prove
+/// with "join" (a node) or "attach" (a driver), the head's challenge, and
+/// its identity proof over "<join|attach> <id>" and that challenge. The
+/// head checks it (security::check_identity: cluster CA, validity, role
+/// node for join and client for attach) and remembers the caller's process
+/// (caf::node_id) with its role. Afterwards a TLS head serves register
+/// only to processes that proved role node, and placement, release,
+/// status, node lookup and the experiment store only to processes that
+/// proved role client (its own process is always trusted). A refusal is an
+/// error reply naming the certificate and the reason, and one stderr line
+/// on the head naming the peer. A head without TLS (loopback only) skips
+/// all of this: hello answers tls = false.
+constexpr std::chrono::seconds head_challenge_lifetime{30};
+
 head_actor::behavior_type head_impl(head_actor::pointer self,
-                                    experiments::store_opener open_store, std::string store_path);
+                                    experiments::store_opener open_store, std::string store_path,
+                                    tls_identity tls);
 head_actor spawn_head(caf::actor_system& sys, experiments::store_opener open_store = {},
-                      std::string store_path = "");
+                      std::string store_path = "", tls_identity tls = {});
 
 } // namespace dtrain::actors

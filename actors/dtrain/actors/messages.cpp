@@ -14,6 +14,8 @@ void register_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<replica_spec>("dtrain::replica_spec");
   cfg.add_message_type<metrics_msg>("dtrain::metrics_msg");
   cfg.add_message_type<cluster_status>("dtrain::cluster_status");
+  cfg.add_message_type<identity_msg>("dtrain::identity_msg");
+  cfg.add_message_type<head_hello>("dtrain::head_hello");
   cfg.add_message_type<std::vector<int32_t>>("std::vector<int32_t>");
   cfg.add_message_type<plugin_credential>("dtrain::plugin_credential");
   cfg.add_message_type<store_actor>("dtrain::store_actor");

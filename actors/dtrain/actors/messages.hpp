@@ -39,6 +39,8 @@ using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
 using experiments_atom = caf::atom_constant<caf::atom("experiment")>;
 using plugin_atom = caf::atom_constant<caf::atom("plugin")>;
 using challenge_atom = caf::atom_constant<caf::atom("challenge")>;
+using hello_atom = caf::atom_constant<caf::atom("hello")>;
+using prove_atom = caf::atom_constant<caf::atom("prove")>;
 
 /// A node as it registers with the head.
 struct node_info {
@@ -167,6 +169,34 @@ typename Inspector::result_type inspect(Inspector& f, cluster_status& x) {
            x.gpus_used);
 }
 
+/// A security::identity_proof on the wire: a certificate (PEM) and a
+/// signature, made with its key, over a purpose and a challenge.
+struct identity_msg {
+  std::string certificate_pem;
+  std::string signature;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, identity_msg& x) {
+  return f(caf::meta::type_name("identity_msg"), x.certificate_pem, x.signature);
+}
+
+/// The head's answer to hello (head_actor.hpp, authentication): whether it
+/// speaks TLS, its id (part of every purpose signed for it), a fresh
+/// single-use challenge for the caller to sign, and the head's own proof
+/// of role head over "head <id>" and the caller's challenge.
+struct head_hello {
+  bool tls = false;
+  std::string head_id;
+  std::string challenge;
+  identity_msg proof;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, head_hello& x) {
+  return f(caf::meta::type_name("head_hello"), x.tls, x.head_id, x.challenge, x.proof);
+}
+
 /// The rendezvous store of one trainer (comm::store semantics, see
 /// store_actor.hpp). get and wait answer when the key(s) exist, or with
 /// error_code::timeout after the store's park limit; status answers how
@@ -212,7 +242,9 @@ using head_actor = caf::typed_actor<
     caf::reacts_to<probe_atom, int32_t>,  // the head's own timer (head_actor.hpp)
     caf::replies_to<status_atom>::with<cluster_status>,
     caf::replies_to<caf::get_atom, int32_t>::with<node_actor>,
-    caf::replies_to<experiments_atom>::with<experiments::experiment_service>>;
+    caf::replies_to<experiments_atom>::with<experiments::experiment_service>,
+    caf::replies_to<hello_atom, std::string>::with<head_hello>,
+    caf::replies_to<prove_atom, std::string, std::string, identity_msg>::with<caf::ok_atom>>;
 
 /// Registers every message type and handle type above (all processes).
 void register_types(caf::actor_system_config& cfg);

@@ -48,7 +48,7 @@ status authorize(node_state& st, const std::string& hash, const plugin_credentia
                               "identity proof (drivers of a plain cluster present a same-user "
                               "credential)");
     auto who = security::check_identity({c.certificate_pem, c.signature},
-                                        plugin_proof_purpose(hash, st.options.address),
+                                        plugin_proof_purpose(hash, st.options.identity),
                                         c.challenge, st.options.ca_file, {security::role::client});
     if (!who)
       return invalid_argument("plugin refused: the driver's identity proof does not hold: " +
@@ -78,8 +78,12 @@ void install_worker(caf::blocking_actor* self, std::string dir) {
 
 } // namespace
 
-std::string plugin_proof_purpose(const std::string& hash, const std::string& node_address) {
-  return "plugin " + hash + " " + node_address;
+std::string node_proof_name(const std::string& host_id, int32_t pid) {
+  return host_id + "/" + std::to_string(pid);
+}
+
+std::string plugin_proof_purpose(const std::string& hash, const std::string& node_name) {
+  return "plugin " + hash + " " + node_name;
 }
 
 node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> self,

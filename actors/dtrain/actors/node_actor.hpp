@@ -17,9 +17,10 @@ struct node_options {
   /// code with a same-user credential (an embedded cluster's node: its
   /// driver is its own process and loads plugins itself).
   std::string secret;
-  /// The address drivers reach the node at: part of what an identity
-  /// proof signs ("plugin <hash> <address>").
-  std::string address;
+  /// The node process's name in identity proofs, node_proof_name(): part
+  /// of what a proof signs ("plugin <hash> <name>"). Known before the node
+  /// listens (a TLS node publishes this actor to learn its port).
+  std::string identity;
   /// TLS clusters: the CA file identity proofs are checked against; empty:
   /// identity proofs are refused (a plain cluster).
   std::string ca_file;
@@ -46,10 +47,14 @@ node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> sel
                                     node_options options);
 node_actor spawn_node(caf::actor_system& sys, node_options options = {});
 
+/// A node process's name in identity proofs: "<host identity>/<pid>"
+/// (node_info's host_id and pid).
+std::string node_proof_name(const std::string& host_id, int32_t pid);
+
 /// What an identity-proof credential for a plugin signs (with the node's
-/// challenge): "plugin <hash> <node address>", so that a proof made for one
-/// library or node is worth nothing for another.
-std::string plugin_proof_purpose(const std::string& hash, const std::string& node_address);
+/// challenge): "plugin <hash> <node proof name>", so that a proof made for
+/// one library or node process is worth nothing for another.
+std::string plugin_proof_purpose(const std::string& hash, const std::string& node_name);
 
 /// The CUDA device indices a node offers when asked for `requested` GPUs:
 /// 0 .. requested-1, or every device this process sees when requested is

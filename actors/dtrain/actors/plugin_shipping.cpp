@@ -74,7 +74,7 @@ result<plugin_credential> credential_for(const node_info& node) {
 
 result<plugin_credential> identity_credential(caf::actor_system& sys, const node_actor& node,
                                               const std::string& hash,
-                                              const std::string& node_address,
+                                              const std::string& node_name,
                                               const security::tls_files& client,
                                               std::chrono::milliseconds timeout) {
   caf::scoped_actor self{sys};
@@ -86,7 +86,7 @@ result<plugin_credential> identity_credential(caf::actor_system& sys, const node
     return challenge.error();
   DTRAIN_ASSIGN_OR_RETURN(
       security::identity_proof proof,
-      security::prove_identity(client, plugin_proof_purpose(hash, node_address), *challenge));
+      security::prove_identity(client, plugin_proof_purpose(hash, node_name), *challenge));
   plugin_credential c;
   c.kind = "identity-proof";
   c.challenge = std::move(*challenge);
@@ -114,7 +114,7 @@ result<int> ensure_plugins(caf::actor_system& sys, const node_actor& node, const
     if (asked.code() != error_code::not_found)
       return asked;
     auto credential = client.complete()
-                          ? identity_credential(sys, node, p.hash, a.info.address, client, timeout)
+                          ? identity_credential(sys, node, p.hash, node_proof_name(a.info.host_id, a.info.pid), client, timeout)
                           : credential_for(a.info);
     if (!credential)
       return credential.error().with_context(what);

@@ -40,10 +40,10 @@ result<plugin_credential> credential_for(const node_info& node);
 
 /// The TLS cluster's credential: asks `node` for a challenge and proves
 /// that this process holds the key of the client certificate `client`
-/// (security::prove_identity over plugin_proof_purpose(hash, address)).
+/// (security::prove_identity over plugin_proof_purpose(hash, node_name), node_name from node_proof_name()).
 result<plugin_credential> identity_credential(caf::actor_system& sys, const node_actor& node,
                                               const std::string& hash,
-                                              const std::string& node_address,
+                                              const std::string& node_name,
                                               const security::tls_files& client,
                                               std::chrono::milliseconds timeout);
 

@@ -139,9 +139,11 @@ status trainer::equip_node(const assignment& a) {
   auto node = cluster_.node_of(a, timeout);
   if (!node)
     return node.error();
-  // A plain cluster: the same-user secret. Once connections use TLS the
-  // cluster's client certificate files go here (an identity proof).
-  auto sent = ensure_plugins(cluster_.system(), *node, a, plugins_, security::tls_files{}, timeout);
+  // A plain cluster: the same-user secret; a TLS cluster: an identity
+  // proof with this driver's client certificate.
+  const security::tls_files client =
+      cluster_.tls().enabled() ? cluster_.tls().files : security::tls_files{};
+  auto sent = ensure_plugins(cluster_.system(), *node, a, plugins_, client, timeout);
   if (!sent)
     return sent.error();
   plugins_sent_ += *sent;

@@ -1,0 +1,64 @@
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "caf/node_id.hpp"
+#include "dtrain/actors/messages.hpp"
+#include "dtrain/actors/tls.hpp"
+
+namespace dtrain::actors {
+
+/// The head's side of authentication (head_actor.hpp describes the
+/// exchange): its challenges and the processes that proved a role. Plain
+/// state, touched only by the head actor's handlers (not thread-safe).
+/// With TLS off every check passes and hello says so.
+class head_auth {
+public:
+  using clock = std::chrono::steady_clock;
+
+  explicit head_auth(tls_identity tls, std::chrono::seconds challenge_lifetime);
+
+  bool enabled() const { return tls_.enabled(); }
+  const std::string& head_id() const { return head_id_; }
+
+  /// The answer to hello: a fresh challenge and the head's proof over
+  /// `nonce` (the caller's challenge: 16 to 256 characters). Errors:
+  /// invalid_argument for a bad nonce; the head cannot sign.
+  result<head_hello> hello(const std::string& nonce, clock::time_point now = clock::now());
+
+  /// Checks `proof` of a process `peer` that wants to `what` ("join": role
+  /// node; "attach": role client) with a challenge from hello. The
+  /// challenge is used up either way. On success the process is
+  /// remembered with that role. Errors (invalid_argument) name the
+  /// certificate and the reason.
+  result<security::certificate_info> prove(const caf::node_id& peer, const std::string& what,
+                                           const std::string& challenge, const identity_msg& proof,
+                                           clock::time_point now = clock::now());
+
+  /// ok when TLS is off, when `peer` is the head's own process, or when it
+  /// proved `needed`; else an error saying what is missing, for `request`
+  /// (e.g. "placing replicas").
+  status allowed(const caf::node_id& peer, const caf::node_id& self, security::role needed,
+                 const std::string& request) const;
+
+  /// The subject a process proved, or "".
+  std::string subject_of(const caf::node_id& peer) const;
+
+private:
+  void expire(clock::time_point now);
+
+  struct proven {
+    security::role role_;
+    std::string subject;
+  };
+
+  tls_identity tls_;
+  std::chrono::seconds lifetime_;
+  std::string head_id_;
+  std::map<std::string, clock::time_point> challenges_;  // challenge -> issued
+  std::map<caf::node_id, proven> proven_;
+};
+
+} // namespace dtrain::actors

@@ -1,0 +1,366 @@
+// Mutual TLS on loopback: a head and a node started with the dtrain command
+// line and certificates from a test CA; a driver with a client certificate
+// trains. Refused, each with its reason on both sides and nothing spawned or
+// registered: a driver with no certificate, one from another CA, an expired
+// one, a client certificate used to join as a node, and a plain CAF client
+// remote-spawning a replica on the node. The legit driver still trains after
+// all of them. Also: a non-loopback bind without certificates is refused.
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+
+#include "actors/child_process.hpp"
+#include "dtrain/actors/cluster.hpp"
+#include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/trainer.hpp"
+#include "dtrain/core/threads.hpp"
+#include "test_util.hpp"
+
+using namespace dtrain;
+using namespace dtrain::actors;
+using dtrain::testing::child_process;
+using dtrain::testing::read_file;
+using dtrain::testing::wait_for_file;
+using std::chrono::milliseconds;
+namespace sec = dtrain::security;
+
+namespace {
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Polls `path` until it contains `part` or `timeout` passes.
+bool wait_for_text(const std::string& path, const std::string& part, milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (contains(read_file(path), part))
+      return true;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return false;
+}
+
+/// A cluster CA with head, node and client certificates, a second CA with a
+/// client certificate of its own, and an expired client certificate, all
+/// made with security::create_ca / create_certificate.
+struct test_pki {
+  dtrain::testing::temp_dir dir;
+  std::string ca_dir, other_dir;
+
+  test_pki() : ca_dir(dir.file("cluster")), other_dir(dir.file("other")) {
+    make_ca(ca_dir, "test cluster CA");
+    make_ca(other_dir, "someone else's CA");
+    issue(sec::role::head, "head", ca_dir, {});
+    issue(sec::role::node, "node-1", ca_dir, {});
+    issue(sec::role::client, "alice", ca_dir, {});
+    issue(sec::role::client, "mallory", other_dir, {});
+    sec::validity expired;
+    expired.days = 1;
+    expired.not_before_offset_s = -3 * 86400;  // valid two days ago, for a day
+    issue(sec::role::client, "bob", ca_dir, expired);
+  }
+
+  static void make_ca(const std::string& at, const std::string& name) {
+    sec::ca_request r;
+    r.dir = at;
+    r.name = name;
+    auto ca = sec::create_ca(r);
+    BOOST_REQUIRE_MESSAGE(ca.is_ok(), ca.error().to_string());
+  }
+
+  static void issue(sec::role role, const std::string& name, const std::string& ca,
+                    sec::validity valid) {
+    sec::certificate_request r;
+    r.role_ = role;
+    r.name = name;
+    r.ca_dir = ca;
+    r.out_dir = ca;
+    r.valid = valid;
+    auto made = sec::create_certificate(r);
+    BOOST_REQUIRE_MESSAGE(made.is_ok(), made.error().to_string());
+  }
+
+  // `name`'s files, trusting the CA in `ca` (default: the one that signed it).
+  sec::tls_files files(const std::string& name, const std::string& signer,
+                       const std::string& trusted = "") const {
+    return {signer + "/" + name + ".pem", signer + "/" + name + "-key.pem",
+            (trusted.empty() ? signer : trusted) + "/ca.pem"};
+  }
+
+  static std::vector<std::string> flags(const sec::tls_files& f) {
+    return {"--tls-cert", f.certificate, "--tls-key", f.key, "--tls-ca", f.ca};
+  }
+};
+
+/// A TLS head and one TLS node (2 slots) on loopback, in a fresh
+/// DTRAIN_HOME without default certificates (every process names its
+/// files). The child_process objects kill both when it goes.
+struct tls_processes {
+  test_pki pki;
+  dtrain::testing::temp_dir home;
+  std::unique_ptr<child_process> head, node;
+  std::string address, node_address;
+
+  tls_processes() {
+    setenv("DTRAIN_HOME", home.path().c_str(), 1);
+    std::vector<std::string> args{DTRAIN_BINARY, "start", "--head", "--port", "0",
+                                  "--port-file", home.file("head.address")};
+    for (auto& f : test_pki::flags(pki.files("head", pki.ca_dir)))
+      args.push_back(f);
+    head = std::make_unique<child_process>(args, home.file("head.log"));
+    address = trimmed(wait_for_file(home.file("head.address"), milliseconds(10000)));
+    BOOST_REQUIRE_MESSAGE(!address.empty(), "the head did not start: " << head_log());
+    args = {DTRAIN_BINARY, "start", "--address", address, "--slots", "2",
+            "--port-file", home.file("node.address")};
+    for (auto& f : test_pki::flags(pki.files("node-1", pki.ca_dir)))
+      args.push_back(f);
+    node = std::make_unique<child_process>(args, home.file("node.log"));
+    node_address = trimmed(wait_for_file(home.file("node.address"), milliseconds(10000)));
+    BOOST_REQUIRE_MESSAGE(!node_address.empty(), "the node did not join: " << node_log());
+  }
+
+  std::string head_log() const { return read_file(home.file("head.log")); }
+  std::string node_log() const { return read_file(home.file("node.log")); }
+
+  ~tls_processes() {
+    node->stop(SIGTERM, milliseconds(5000));
+    head->stop(SIGTERM, milliseconds(5000));
+  }
+};
+
+trainer_config tiny(const std::string& name) {
+  trainer_config t;
+  t.name = name;
+  t.operator_name = "linear_regression";
+  t.config = {{"planted", "true"}, {"lr", "0.01"}};
+  t.num_replicas = 2;
+  t.global_batch_size = 64;
+  t.seed = 3;
+  t.collective_timeout = milliseconds(10000);
+  t.placement_timeout = milliseconds(2000);
+  return t;
+}
+
+// A driver with `files` trains one epoch on the cluster at `address`.
+void train_one_epoch(const std::string& address, const sec::tls_files& files,
+                     const std::string& name) {
+  cluster::options o{address, 0, 0, milliseconds(10000)};
+  o.tls = files;
+  auto c = cluster::connect(o);
+  BOOST_REQUIRE_MESSAGE(c.is_ok(), c.error().to_string());
+  auto t = trainer::create(**c, tiny(name));
+  BOOST_REQUIRE_MESSAGE(t.is_ok(), t.error().to_string());
+  auto m = (*t)->train();
+  BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
+  BOOST_TEST(m->epoch == 1);
+  BOOST_REQUIRE((*t)->shutdown().is_ok());
+}
+
+// A driver with `files` is refused; its error, which must name `reason`.
+std::string refused_driver(const std::string& address, const sec::tls_files& files,
+                           const std::string& reason) {
+  cluster::options o{address, 0, 0, milliseconds(3000)};
+  o.tls = files;
+  auto c = cluster::connect(o);
+  BOOST_REQUIRE_MESSAGE(!c.is_ok(), "a driver with " << files.certificate << " was let in");
+  BOOST_TEST_MESSAGE("driver refused: " << c.error().message());
+  BOOST_TEST(contains(c.error().message(), reason), c.error().message());
+  return c.error().message();
+}
+
+// A raw CAF client with the given openssl settings (no dtrain checks of
+// its own files) connects to `address`; false when the handshake failed.
+bool raw_tls_client_gets_in(const std::string& address, const sec::tls_files& files) {
+  tls_identity id;
+  id.files = files;
+  system_config cfg{id};
+  caf::actor_system sys{cfg};
+  auto hp = parse_address(address).value();
+  auto head = caf::openssl::remote_actor<head_actor>(sys, hp.first, hp.second);
+  return static_cast<bool>(head);
+}
+
+// The node's replica count, asked over the legit TLS route.
+int32_t replicas_on(const std::string& node_address, const sec::tls_files& files) {
+  tls_identity id;
+  id.files = files;
+  system_config cfg{id};
+  caf::actor_system sys{cfg};
+  auto hp = parse_address(node_address).value();
+  auto node = caf::openssl::remote_actor<node_actor>(sys, hp.first, hp.second);
+  if (!node) {
+    const std::string why = caf::to_string(node.error());
+    BOOST_ERROR("cannot reach the node at " << node_address << ": " << why);
+    return -1;
+  }
+  int32_t count = -1;
+  caf::scoped_actor self{sys};
+  self->request(*node, std::chrono::seconds(5), status_atom::value)
+      .receive([&](int32_t n) { count = n; }, [&](caf::error&) {});
+  return count;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(tls_cluster)
+
+BOOST_AUTO_TEST_CASE(a_tls_cluster_serves_its_driver_and_refuses_every_other_peer_with_a_reason) {
+  set_blas_threads(1);
+  tls_processes tc;
+  auto& pki = tc.pki;
+  const auto alice = pki.files("alice", pki.ca_dir);
+  BOOST_TEST(contains(tc.head_log(), "mutual TLS as 'CN=head,O=dtrain'"));
+  train_one_epoch(tc.address, alice, "before");
+
+  // No certificate: a dtrain driver speaks plain remoting, which the TLS
+  // head cannot understand; a TLS client without a certificate is refused
+  // by the head's handshake.
+  refused_driver(tc.address, {}, "does " + tc.address + " use TLS?");
+  BOOST_TEST(wait_for_text(tc.home.file("head.log"), "not a TLS client", milliseconds(5000)),
+             tc.head_log());
+  // CAF refuses to be a TLS client without a certificate; OpenSSL's own
+  // client is one.
+  auto hp = parse_address(tc.address).value();
+  const std::string s_client = "timeout 10 openssl s_client -connect 127.0.0.1:" +
+                               std::to_string(hp.second) + " -CAfile " + pki.ca_dir +
+                               "/ca.pem < /dev/null > " + tc.home.file("s_client.log") + " 2>&1";
+  BOOST_TEST(std::system(s_client.c_str()) != -1);
+  BOOST_TEST(wait_for_text(tc.home.file("head.log"), "the peer sent no certificate",
+                           milliseconds(5000)),
+             tc.head_log());
+
+  // Another CA: our driver refuses the head (not from its CA) and says so;
+  // the head sees the refusal. With our CA trusted but its certificate
+  // from the other one, the head refuses it.
+  refused_driver(tc.address, pki.files("mallory", pki.other_dir),
+                 "certificate 'CN=head,O=dtrain' is not from the cluster CA");
+  BOOST_TEST(wait_for_text(tc.home.file("head.log"), "the peer refused us (alert: unknown CA)",
+                           milliseconds(5000)),
+             tc.head_log());
+  BOOST_TEST(!raw_tls_client_gets_in(tc.address, pki.files("mallory", pki.other_dir, pki.ca_dir)));
+  BOOST_TEST(wait_for_text(tc.home.file("head.log"),
+                           "certificate 'CN=mallory,O=dtrain' is not from the cluster CA",
+                           milliseconds(5000)),
+             tc.head_log());
+
+  // Expired: the driver refuses to use it; a client that sends it anyway
+  // is refused by the head.
+  BOOST_TEST(!contains(tc.node_log(), "is gone"), "after another CA");
+  refused_driver(tc.address, pki.files("bob", pki.ca_dir), "expired");
+  BOOST_TEST(!raw_tls_client_gets_in(tc.address, pki.files("bob", pki.ca_dir)));
+  BOOST_TEST(wait_for_text(tc.home.file("head.log"), "certificate 'CN=bob,O=dtrain' has expired",
+                           milliseconds(5000)),
+             tc.head_log());
+
+  BOOST_TEST(!contains(tc.node_log(), "is gone"), "after expired");
+  // A client certificate cannot join as a node: `dtrain start` refuses it
+  // itself, and a process that tries anyway (TLS is fine: it is from the
+  // cluster CA) is refused by the head's role check, at prove and at
+  // register. The cluster keeps its one node.
+  {
+    std::vector<std::string> args{DTRAIN_BINARY, "start", "--address", tc.address,
+                                  "--port-file", tc.home.file("bad-node.address")};
+    for (auto& f : test_pki::flags(alice))
+      args.push_back(f);
+    child_process bad(args, tc.home.file("bad-node.log"));
+    BOOST_TEST(bad.wait(milliseconds(10000)) == 2);
+    std::string log = read_file(tc.home.file("bad-node.log"));
+    BOOST_TEST(contains(log, "is a client certificate; a node needs a node certificate"), log);
+  }
+  BOOST_TEST(!contains(tc.node_log(), "is gone"), "after dtrain start with a client certificate");
+  {
+    tls_identity id;
+    id.files = alice;
+    id.role_ = sec::role::node;  // pretends to be a node
+    id.subject = "CN=alice,O=dtrain";
+    system_config cfg{id};
+    caf::actor_system sys{cfg};
+    auto head = connect_head(sys, tc.address, milliseconds(5000), {}, id);
+    BOOST_REQUIRE_MESSAGE(head.is_ok(), head.error().to_string());
+    status joined = authenticate(sys, *head, id, tc.address, milliseconds(5000));
+    BOOST_REQUIRE(!joined.is_ok());
+    BOOST_TEST_MESSAGE("joining with a client certificate: " << joined.message());
+    BOOST_TEST(contains(joined.message(), "is a client certificate; this needs a node certificate"),
+               joined.message());
+    BOOST_TEST(wait_for_text(tc.home.file("head.log"), "cannot join", milliseconds(5000)),
+               tc.head_log());
+    // Registering without a proof is refused too, nothing registered.
+    caf::scoped_actor self{sys};
+    node_info info{"intruder", "127.0.0.1:1", 8, 0, 1, "x", {}};
+    bool registered = false;
+    std::string why;
+    self->request(*head, std::chrono::seconds(5), register_atom::value, info, node_actor{})
+        .receive([&](int32_t) { registered = true; },
+                 [&](caf::error& e) { why = from_caf(e, "register").message(); });
+    BOOST_TEST(!registered);
+    BOOST_TEST(contains(why, "needs a process that proved a node certificate"), why);
+    BOOST_TEST(!contains(tc.node_log(), "is gone"), "before the impostor leaves");
+  }
+  std::this_thread::sleep_for(milliseconds(500));
+  BOOST_TEST(!contains(tc.node_log(), "is gone"), "after the impostor left");
+
+  // A plain CAF client cannot reach the node's port to remote-spawn a
+  // replica: the node refuses it at the TLS layer; nothing was spawned.
+  {
+    system_config cfg;
+    caf::actor_system sys{cfg};
+    auto hp = parse_address(tc.node_address).value();
+    auto node = sys.middleman().connect(hp.first, hp.second);
+    BOOST_TEST(!node);
+  }
+  BOOST_TEST(wait_for_text(tc.home.file("node.log"), "dtrain node: refused a TLS connection from",
+                           milliseconds(5000)),
+             tc.node_log());
+  BOOST_TEST(replicas_on(tc.node_address, alice) == 0);
+
+  // The legit driver still trains, and the cluster still has one node.
+  train_one_epoch(tc.address, alice, "after");
+  BOOST_TEST(tc.head->running());
+  BOOST_TEST(tc.node->running());
+  BOOST_TEST_MESSAGE("head log:\n" << tc.head_log());
+}
+
+BOOST_AUTO_TEST_CASE(a_non_loopback_bind_without_certificates_is_refused) {
+  dtrain::testing::temp_dir home;
+  setenv("DTRAIN_HOME", home.path().c_str(), 1);
+  child_process head({DTRAIN_BINARY, "start", "--head", "--bind", "0.0.0.0", "--port", "0"},
+                     home.file("head.log"));
+  BOOST_TEST(head.wait(milliseconds(10000)) == 2);
+  std::string log = read_file(home.file("head.log"));
+  BOOST_TEST(contains(log, "plain remoting is allowed on loopback only"), log);
+  BOOST_TEST(contains(log, "dtrain cert ca create"), log);
+  // Some TLS files but not all: the error names what is missing.
+  child_process half({DTRAIN_BINARY, "start", "--head", "--tls-cert", home.file("x.pem")},
+                     home.file("half.log"));
+  BOOST_TEST(half.wait(milliseconds(10000)) == 2);
+  log = read_file(home.file("half.log"));
+  BOOST_TEST(contains(log, "missing: --tls-key, --tls-ca"), log);
+}
+
+BOOST_AUTO_TEST_CASE(with_certificates_a_head_may_listen_on_every_interface) {
+  test_pki pki;
+  dtrain::testing::temp_dir home;
+  setenv("DTRAIN_HOME", home.path().c_str(), 1);
+  std::vector<std::string> args{DTRAIN_BINARY, "start", "--head", "--bind", "0.0.0.0",
+                                "--port", "0", "--port-file", home.file("head.address")};
+  for (auto& f : test_pki::flags(pki.files("head", pki.ca_dir)))
+    args.push_back(f);
+  child_process head(args, home.file("head.log"));
+  std::string address = trimmed(wait_for_file(home.file("head.address"), milliseconds(10000)));
+  BOOST_TEST(!address.empty(), read_file(home.file("head.log")));
+  BOOST_TEST(head.stop(SIGTERM, milliseconds(5000)));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
