@@ -1,5 +1,6 @@
 // dtrain: the command line.
 //
+//   dtrain --version                                print the version
 //   dtrain start --head [--port P] [--detach]       run a head (127.0.0.1)
 //   dtrain start --address HOST:PORT [--slots N]    run a node joining it
 //         [--bind ADDR] [--advertise ADDR]         (where it listens; what peers use)
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "commands.hpp"
+#include "dtrain/config.hpp"
 #include "processes.hpp"
 #include "servers.hpp"
 
@@ -62,6 +64,7 @@ int run_start(bool head, bool detach, server_options o) {
 int main(int argc, char** argv) {
   CLI::App app{"dtrain: data-parallel training on actors"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "dtrain " DTRAIN_VERSION);
 
   server_options so;
   bool head = false, detach = false;
