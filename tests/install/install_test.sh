@@ -17,7 +17,8 @@
 #     builds with find_package(dtrain) and -DCMAKE_PREFIX_PATH=<prefix>,
 #     its compile commands naming neither the source nor the build tree;
 #  5. its driver trains the plugin's operator on an embedded cluster for
-#     one epoch with two replicas, which end with equal parameter hashes.
+#     one epoch with two replicas, which end with equal parameter hashes;
+#  6. the prefix moved elsewhere still works (rpath, pkg-config paths).
 set -euo pipefail
 
 build=$(cd "$1" && pwd)
@@ -134,5 +135,13 @@ echo "$out" | grep -qE "^epoch 1: train loss [0-9.]+ accuracy [0-9.]+, validatio
 hashes=$(echo "$out" | sed -n 's/^replica [01]: parameters hash \([0-9a-f]\{16\}\)$/\1/p')
 [ "$(echo "$hashes" | wc -l)" = 2 ] || fail "expected two replicas' hashes, got: $hashes"
 [ "$(echo "$hashes" | sort -u | wc -l)" = 1 ] || fail "the replicas' parameters differ: $hashes"
+
+# ---- 6. a moved tree ----------------------------------------------------------
+step "the prefix, moved"
+mv "$prefix" "$tmp/moved"
+out=$(env -u LD_LIBRARY_PATH "$tmp/moved/bin/dtrain" --version) || fail "the moved dtrain does not run"
+[ "$out" = "dtrain $version" ] || fail "the moved dtrain printed '$out'"
+out=$(PKG_CONFIG_PATH=$tmp/moved/$libdir/pkgconfig pkg-config --variable=libdir dtrain)
+[ "$(cd "$out" && pwd)" = "$tmp/moved/$libdir" ] || fail "the moved dtrain.pc names libdir $out"
 
 echo "PASS: dtrain $version installs and serves an out-of-tree project"
