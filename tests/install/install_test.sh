@@ -120,6 +120,10 @@ plugin=$tmp/example-build/libmy_operators.so
 if nm -D --defined-only "$plugin" | grep -q " T dtrain_plugin_init_v1$"; then :; else
   fail "the plugin does not export dtrain_plugin_init_v1"
 fi
+needed=$(readelf -d "$plugin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+echo "$needed" | grep -qx "libdtrain_core.so.$version" ||
+  fail "the plugin does not link libdtrain_core.so.$version: $needed"
+if echo "$needed" | grep -q "caf"; then fail "the plugin links CAF (dtrain::plugin should not)"; fi
 grep -qa "dtrain-plugin-abi:dtrain $version;" "$plugin" ||
   fail "the plugin does not carry the ABI tag of dtrain $version"
 
