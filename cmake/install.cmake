@@ -18,6 +18,15 @@ install(TARGETS dtrain_core dtrain_serialization dtrain_actors dtrain_plugin dtr
 install(TARGETS dtrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 install(EXPORT dtrainTargets NAMESPACE dtrain:: DESTINATION ${DTRAIN_CMAKE_DIR} COMPONENT dev)
 
+# The CAF components the package needs: those dtrain_actors links publicly
+# (io now; openssl too once the actors headers expose CAF's TLS).
+get_target_property(_dtrain_actors_public dtrain_actors INTERFACE_LINK_LIBRARIES)
+set(DTRAIN_CAF_COMPONENTS core io)
+if("CAF::openssl" IN_LIST _dtrain_actors_public)
+  list(APPEND DTRAIN_CAF_COMPONENTS openssl)
+endif()
+list(JOIN DTRAIN_CAF_COMPONENTS " " DTRAIN_CAF_COMPONENTS_TEXT)
+
 configure_package_config_file(cmake/dtrainConfig.cmake.in
   "${CMAKE_BINARY_DIR}/package/dtrainConfig.cmake"
   INSTALL_DESTINATION ${DTRAIN_CMAKE_DIR})
@@ -47,7 +56,11 @@ if(NOT CAF_INCLUDE_DIR IN_LIST CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)
   set(DTRAIN_PC_CAF_CFLAGS " -I${CAF_INCLUDE_DIR}")
 endif()
 get_filename_component(_dtrain_caf_libdir "${CAF_CORE_LIBRARY}" DIRECTORY)
-set(DTRAIN_PC_CAF_LIBS "-lcaf_io -lcaf_core")
+set(DTRAIN_PC_CAF_LIBS "")
+foreach(_dtrain_caf IN LISTS DTRAIN_CAF_COMPONENTS)
+  string(PREPEND DTRAIN_PC_CAF_LIBS "-lcaf_${_dtrain_caf} ")   # dependents first
+endforeach()
+string(STRIP "${DTRAIN_PC_CAF_LIBS}" DTRAIN_PC_CAF_LIBS)
 if(NOT _dtrain_caf_libdir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
   set(DTRAIN_PC_CAF_LIBS "-L${_dtrain_caf_libdir} ${DTRAIN_PC_CAF_LIBS}")
 endif()

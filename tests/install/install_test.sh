@@ -8,7 +8,7 @@
 #  1. the installed tree: headers, versioned libraries, bin/dtrain only
 #     (no tests or benchmarks), the CMake package, dtrain.pc; no installed
 #     header includes a private dependency (Gloo, OpenBLAS, yaml-cpp,
-#     SQLite, Cap'n Proto, CUDA, NCCL);
+#     SQLite, Cap'n Proto, CUDA, NCCL, OpenSSL);
 #  2. bin/dtrain runs from the prefix (its rpath finds the prefix's
 #     libdtrain_core) and prints VERSION;
 #  3. pkg-config knows VERSION, a program built with only its flags links
@@ -61,7 +61,7 @@ programs=$(ls "$prefix/bin")
 grep -q "#define DTRAIN_VERSION \"$version\"" "$prefix/include/dtrain/config.hpp" ||
   fail "the installed config.hpp does not say version $version"
 
-leaks=$(grep -rlE '#include *[<"](yaml-cpp/|sqlite3\.h|kj/|capnp/|gloo/|cblas|cuda|cublas|nccl\.h)' \
+leaks=$(grep -rlE '#include *[<"](yaml-cpp/|sqlite3\.h|kj/|capnp/|gloo/|cblas|cuda|cublas|nccl\.h|openssl/)' \
           "$prefix/include" || true)
 [ -z "$leaks" ] || fail "installed headers include private dependencies: $leaks"
 
