@@ -18,10 +18,10 @@ set_target_properties(dtrain::openblas PROPERTIES
 
 # CAF 0.17.6: Debian ships no CMake config, no FindCAF and no .pc file, so
 # cmake/modules/FindCAF.cmake finds it (the installed package ships the
-# same module): CAF::core, CAF::io and, when libcaf-openssl is there,
-# CAF::openssl.
+# same module): CAF::core, CAF::io and CAF::openssl (TLS between
+# processes; Debian's build links libssl 3 itself).
 list(APPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_LIST_DIR}/modules")
-find_package(CAF 0.17 REQUIRED COMPONENTS core io OPTIONAL_COMPONENTS openssl)
+find_package(CAF 0.17 REQUIRED COMPONENTS core io openssl)
 message(STATUS "dtrain: CAF ${CAF_VERSION}")
 
 find_package(CapnProto CONFIG REQUIRED)
@@ -29,6 +29,7 @@ find_package(Gloo CONFIG REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(SQLite3 REQUIRED)   # the experiment store; CMake's module: SQLite::SQLite3
+find_package(OpenSSL 3.0 REQUIRED)  # libcrypto (OpenSSL::Crypto): cluster certificates, SHA-256 of plugins
 # Not found here until an issue uses it: spdlog (nothing logs through it yet).
 
 set(DTRAIN_HAS_NCCL 0)

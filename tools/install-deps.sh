@@ -18,6 +18,7 @@ packages=(
   libyaml-cpp-dev                 # experiment files
   libcli11-dev                    # command-line parsing
   libsqlite3-dev                  # the experiment store
+  libssl-dev openssl              # cluster certificates (libcrypto); the CLI in their tests
   dataset-fashion-mnist           # the real data set
 )
 for arg in "$@"; do

@@ -3,6 +3,7 @@
 //   dtrain --version                                print the version
 //   dtrain start --head [--port P] [--detach]       run a head (127.0.0.1)
 //   dtrain start --address HOST:PORT [--slots N]    run a node joining it
+//         [--plugin LIB.so ...]                    (operator libraries it preloads)
 //         [--bind ADDR] [--advertise ADDR]         (where it listens; what peers use)
 //   dtrain status --address HOST:PORT               nodes, slots, trainers
 //   dtrain stop                                     stop what this host started
@@ -12,6 +13,10 @@
 //                                                   run its hyperparameter sweep
 //   dtrain experiments list | show ID | trials ID | best ID [--metric NAME]
 //         | delete ID [--yes]  [--address HOST:PORT | --store PATH] [--json]
+//   dtrain cert ca create [--dir DIR] [--name NAME] [--days N] [--force]
+//   dtrain cert create --head|--node|--client [--name NAME] [--host H ...]
+//         [--days N] [--dir DIR] [--out DIR] [--force]  a key and certificate
+//   dtrain cert check [FILE ...] [--dir DIR] [--ca FILE]
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -19,6 +24,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "cert_command.hpp"
 #include "commands.hpp"
 #include "dtrain/config.hpp"
 #include "processes.hpp"
@@ -84,6 +90,9 @@ int main(int argc, char** argv) {
   start->add_option("--port-file", so.port_file, "write HOST:PORT here once listening");
   start->add_option("--store", so.store_path,
                     "head: its experiment store file (default: $DTRAIN_HOME/experiments.db)");
+  start->add_option("--plugin", so.plugins,
+                    "node: load this plugin library at start (repeatable); drivers that name "
+                    "it need not ship it");
   start->add_flag("--detach", detach, "run in the background (log and pid in $DTRAIN_HOME)");
 
   std::string status_address;
@@ -139,7 +148,12 @@ int main(int argc, char** argv) {
   action("delete", "delete an experiment's rows and its checkpoint directory", true)
       ->add_flag("--yes", eo.yes, "do not ask");
 
+  cert_options co;
+  auto* cert = add_cert_command(app, co);
+
   CLI11_PARSE(app, argc, argv);
+  if (cert->parsed())
+    return run_cert(co);
   if (experiments->parsed())
     return run_experiments(eo);
   if (tune->parsed())

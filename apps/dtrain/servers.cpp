@@ -14,10 +14,12 @@
 #include "dtrain/actors/experiments/service.hpp"
 #include "dtrain/actors/head_actor.hpp"
 #include "dtrain/actors/node_actor.hpp"
+#include "dtrain/actors/node_secret.hpp"
 #include "dtrain/actors/replica_actor.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
 #include "dtrain/core/net.hpp"
+#include "dtrain/plugin/loader.hpp"
 #include "processes.hpp"
 
 namespace dtrain::cli {
@@ -90,6 +92,10 @@ void wait_for_stop(caf::actor_system& sys, const caf::actor_addr& watched, const
 } // namespace
 
 int run_head(const server_options& o) {
+  if (!o.plugins.empty()) {
+    std::fprintf(stderr, "error: --plugin is for nodes (they host the replicas), not the head\n");
+    return 2;
+  }
   auto addresses = choose_addresses(o, "");
   if (!addresses) {
     std::fprintf(stderr, "error: %s\n", addresses.error().message().c_str());
@@ -139,6 +145,19 @@ int run_node(const server_options& o) {
     return 2;
   }
   const auto& [bind, advertise] = *addresses;
+  // Plugins first: a library that does not load is a startup error.
+  for (const auto& path : o.plugins) {
+    auto p = plugin::load_plugin(path);
+    if (!p) {
+      std::fprintf(stderr, "error: --plugin %s: %s\n", path.c_str(), p.error().message().c_str());
+      return 2;
+    }
+    std::string names;
+    for (const auto& op : p->operators)
+      names += " " + op;
+    std::printf("dtrain node: preloaded plugin %s (%s) with operators%s\n", path.c_str(),
+                p->hash.c_str(), names.c_str());
+  }
   system_config cfg;
   caf::actor_system sys{cfg};
   auto port = sys.middleman().open(o.port, net::is_wildcard(bind) ? nullptr : bind.c_str(), true);
@@ -153,10 +172,22 @@ int run_node(const server_options& o) {
     return 1;
   }
   head_actor head = *reached;
-  auto node = spawn_node(sys);
+  // Drivers of this user prove it with the secret in this file (it goes
+  // when the node does).
+  auto secret = node_secret::create(default_secret_dir(),
+                                    "node-" + std::to_string(getpid()) + "-" + std::to_string(*port));
+  if (!secret) {
+    std::fprintf(stderr, "error: %s\n", secret.error().message().c_str());
+    return 1;
+  }
+  node_options no;
+  no.plugin_dir = plugin::default_plugin_dir();
+  no.secret = secret->value();
+  no.address = advertise + ":" + std::to_string(*port);
+  auto node = spawn_node(sys, no);
   node_info info{net::host_name(), advertise + ":" + std::to_string(*port), o.slots,
                  static_cast<int32_t>(gpus->size()), static_cast<int32_t>(getpid()),
-                 net::host_identity(), *gpus};
+                 net::host_identity(), *gpus, secret->path()};
   int32_t index = -1;
   {
     caf::scoped_actor self{sys};

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace dtrain::cli {
 
@@ -21,6 +22,7 @@ struct server_options {
   int gpus = 0;               // node: GPUs offered
   std::string port_file;      // where to write "HOST:PORT" once listening
   std::string store_path;     // head: its experiment store (empty: $DTRAIN_HOME/experiments.db)
+  std::vector<std::string> plugins;  // node: plugin libraries loaded at start
 };
 
 /// Run in the foreground until SIGINT/SIGTERM (a node also until the head

@@ -41,6 +41,14 @@ node_actor::behavior_type fake_node(node_actor::stateful_pointer<fake_node_state
       self->state.parked.push_back(promise);
       return promise;
     },
+    [=](plugin_atom, const std::string&) -> caf::result<std::vector<std::string>> {
+      return to_caf(status(error_code::not_found, "the fake node loads no plugins"));
+    },
+    [=](plugin_atom, const std::string&, std::vector<char>&,
+        const plugin_credential&) -> caf::result<std::vector<std::string>> {
+      return to_caf(status(error_code::invalid_argument, "the fake node loads no plugins"));
+    },
+    [=](challenge_atom) -> caf::result<std::string> { return std::string("none"); },
   };
 }
 
@@ -67,7 +75,7 @@ struct head_fixture {
 
   result<int32_t> add_node(const std::string& host, int32_t slots, std::vector<int32_t> gpus,
                            node_actor handle = {}) {
-    node_info info{host, "", slots, static_cast<int32_t>(gpus.size()), 1, host, std::move(gpus)};
+    node_info info{host, "", slots, static_cast<int32_t>(gpus.size()), 1, host, std::move(gpus), ""};
     return register_node(info, handle ? handle : spawn_fake_node());
   }
 
@@ -207,7 +215,7 @@ BOOST_FIXTURE_TEST_CASE(a_gpu_request_on_nodes_without_gpus_is_a_placement_error
 
 BOOST_FIXTURE_TEST_CASE(a_registration_whose_gpu_count_differs_from_its_device_list_is_refused,
                         head_fixture) {
-  node_info info{"h", "", 1, 2, 1, "h", {0}};
+  node_info info{"h", "", 1, 2, 1, "h", {0}, ""};
   auto r = register_node(info, spawn_fake_node());
   BOOST_REQUIRE(!r.is_ok());
   BOOST_TEST(r.error().message().find("offers 2 GPUs but lists 1") != std::string::npos,

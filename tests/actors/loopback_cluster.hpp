@@ -38,14 +38,15 @@ struct loopback_cluster {
       add_node(slots);
   }
 
-  /// Starts one more node (e.g. a replacement for a killed one).
-  void add_node(int slots = 1) {
+  /// Starts one more node (e.g. a replacement for a killed one), with
+  /// `extra` arguments for `dtrain start`.
+  void add_node(int slots = 1, const std::vector<std::string>& extra = {}) {
     const std::string i = std::to_string(nodes.size());
     std::string port_file = home.file("node" + i + ".address");
-    nodes.push_back(std::make_unique<child_process>(
-        std::vector<std::string>{DTRAIN_BINARY, "start", "--address", address, "--slots",
-                                 std::to_string(slots), "--port-file", port_file},
-        home.file("node" + i + ".log")));
+    std::vector<std::string> args{DTRAIN_BINARY, "start", "--address", address, "--slots",
+                                  std::to_string(slots), "--port-file", port_file};
+    args.insert(args.end(), extra.begin(), extra.end());
+    nodes.push_back(std::make_unique<child_process>(args, home.file("node" + i + ".log")));
     node_addresses.push_back(trimmed(wait_for_file(port_file, std::chrono::milliseconds(10000))));
     BOOST_REQUIRE_MESSAGE(!node_addresses.back().empty(), "node " << i << " did not join");
   }

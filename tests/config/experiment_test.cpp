@@ -51,7 +51,7 @@ bool same(const experiment& a, const experiment& b) {
     return std::tie(e.name, e.operator_name, e.hyperparameters, e.slots_per_trial, e.use_gpu,
                     e.backend, e.global_batch_size, e.epochs, e.aggregation_frequency,
                     e.average_training_metrics, e.gradient_compression, e.checkpoint_dir,
-                    e.checkpoint_keep, e.seed, e.max_failures);
+                    e.checkpoint_keep, e.seed, e.max_failures, e.plugins);
   };
   return fields(a) == fields(b);
 }
@@ -137,6 +137,27 @@ BOOST_AUTO_TEST_CASE(shipped_linear_regression_experiment_parses_with_its_values
   BOOST_TEST(loaded->hyperparameters.at("gamma") == "0.1");
   BOOST_TEST(loaded->hyperparameters.at("lr") == "0.001");
   BOOST_TEST(loaded->hyperparameters.at("optimizer") == "adam");
+}
+
+BOOST_AUTO_TEST_CASE(plugins_are_a_list_of_paths_relative_to_the_file) {
+  dtrain::testing::temp_dir dir;
+  const std::string path = dir.file("exp.yaml");
+  write_file(path, "name: p\noperator: my_op\nglobal_batch_size: 8\n"
+                   "plugins: [build/libmy_ops.so, /opt/ops/libother.so]\n");
+  auto loaded = load_experiment(path);
+  BOOST_TEST_REQUIRE(loaded.is_ok(), loaded.error().to_string());
+  BOOST_TEST(loaded->plugins ==
+             (std::vector<std::string>{dir.file("build/libmy_ops.so"), "/opt/ops/libother.so"}));
+  // As written when parsed from text; a single path is a list of one.
+  auto one = parse("name: p\nglobal_batch_size: 8\nplugins: libmy_ops.so\n");
+  BOOST_TEST_REQUIRE(one.is_ok(), one.error().to_string());
+  BOOST_TEST(one->plugins == std::vector<std::string>{"libmy_ops.so"});
+  // to_yaml writes them back.
+  auto again = parse(to_yaml(*loaded));
+  BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string());
+  BOOST_TEST(same(*loaded, *again));
+  const std::string bad = error_of("name: p\nglobal_batch_size: 8\nplugins: {a: b}\n");
+  BOOST_TEST(bad.find("plugins: expected a list of plugin library paths") != std::string::npos, bad);
 }
 
 BOOST_AUTO_TEST_CASE(a_minimal_file_takes_the_documented_defaults) {

@@ -75,7 +75,7 @@ status cluster::start_embedded(const options& o) {
   int cores = static_cast<int>(std::thread::hardware_concurrency());
   node_info info{net::host_name(), "", o.local_slots > 0 ? o.local_slots : std::max(2, cores),
                  static_cast<int32_t>(gpus.size()), static_cast<int32_t>(getpid()),
-                 net::host_identity(), gpus};
+                 net::host_identity(), gpus, /*secret_file=*/""};
   caf::scoped_actor self{*system_};
   status out;
   self->request(head_, std::chrono::seconds(10), register_atom::value, info, local_node_)
@@ -161,6 +161,30 @@ result<replica_actor> cluster::spawn_replica(const assignment& a, const replica_
   if (!spawned)
     return from_caf(spawned.error(), what + " by remote spawn");
   return *spawned;
+}
+
+result<node_actor> cluster::node_of(const assignment& a, std::chrono::milliseconds timeout) {
+  if (a.info.address.empty())
+    return local_node_;
+  const std::string what = "node " + std::to_string(a.node) + " (" + a.info.host + ", " +
+                           a.info.address + ")";
+  DTRAIN_ASSIGN_OR_RETURN(auto hp, parse_address(a.info.address));
+  DTRAIN_RETURN_IF_ERROR(net::probe_tcp(hp.first, hp.second, std::min(timeout, connect_probe_timeout))
+                             .with_context(what));
+  // The direct route first: CAF sends to a proxy over the connection to its
+  // node when there is one, else through whoever introduced it (the head).
+  auto node = system_->middleman().connect(hp.first, hp.second);
+  if (!node)
+    return from_caf(node.error(), what + ": cannot connect to " + a.info.address);
+  caf::scoped_actor self{*system_};
+  result<node_actor> out{status(error_code::internal, "no reply")};
+  self->request(head_, timeout, caf::get_atom::value, a.node)
+      .receive([&](node_actor& n) { out = std::move(n); },
+               [&](caf::error& e) { out = from_caf(e, what + ": asking the head for it"); });
+  if (out && out->node() != *node)
+    return status(error_code::unavailable, what + ": the head's node " + std::to_string(a.node) +
+                                               " is no longer the process at " + a.info.address);
+  return out;
 }
 
 cluster::~cluster() {

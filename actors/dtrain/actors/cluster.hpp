@@ -93,6 +93,12 @@ public:
                                       const caf::actor& owner, const store_actor& store,
                                       std::chrono::milliseconds timeout);
 
+  /// The node actor of `a`'s node: this process's own in an embedded
+  /// cluster, else the head's handle of it, reached over a direct
+  /// connection to the node's address (so that large messages, such as
+  /// plugins, do not pass through the head). Errors name the node.
+  result<node_actor> node_of(const assignment& a, std::chrono::milliseconds timeout);
+
 private:
   cluster() = default;
   status start_embedded(const options& o);

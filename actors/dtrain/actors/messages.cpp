@@ -15,6 +15,7 @@ void register_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<metrics_msg>("dtrain::metrics_msg");
   cfg.add_message_type<cluster_status>("dtrain::cluster_status");
   cfg.add_message_type<std::vector<int32_t>>("std::vector<int32_t>");
+  cfg.add_message_type<plugin_credential>("dtrain::plugin_credential");
   cfg.add_message_type<store_actor>("dtrain::store_actor");
   cfg.add_message_type<replica_actor>("dtrain::replica_actor");
   cfg.add_message_type<node_actor>("dtrain::node_actor");

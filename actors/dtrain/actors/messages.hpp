@@ -37,6 +37,8 @@ using unreach_atom = caf::atom_constant<caf::atom("unreach")>;
 using probe_atom = caf::atom_constant<caf::atom("probe")>;
 using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
 using experiments_atom = caf::atom_constant<caf::atom("experiment")>;
+using plugin_atom = caf::atom_constant<caf::atom("plugin")>;
+using challenge_atom = caf::atom_constant<caf::atom("challenge")>;
 
 /// A node as it registers with the head.
 struct node_info {
@@ -47,12 +49,38 @@ struct node_info {
   int32_t pid = 0;
   std::string host_id;       // net::host_identity(): ranks compare these
   std::vector<int32_t> gpu_devices;  // CUDA device indices offered (node_actor.hpp: offered_gpus)
+  /// A file only the node's user can read, holding the secret a driver of
+  /// the same user presents to ship plugins (node_secret.hpp); empty: none.
+  std::string secret_file;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
   return f(caf::meta::type_name("node_info"), x.host, x.address, x.cpu_slots, x.gpus, x.pid,
-           x.host_id, x.gpu_devices);
+           x.host_id, x.gpu_devices, x.secret_file);
+}
+
+/// What a driver presents with a plugin it ships to a node (node_actor.hpp):
+/// proof that it may run code there.
+///   kind "same-user": `secret` is the content of the node's secret file
+///     (node_info::secret_file), readable only by the node's user: the
+///     plain (loopback) cluster's rule.
+///   kind "identity-proof": a security::identity_proof of a client
+///     certificate of the cluster's CA (certificate_pem, signature) over the
+///     purpose "plugin <hash> <node address>" and `challenge`, a single-use
+///     string the node handed out (challenge_atom): the TLS cluster's rule.
+struct plugin_credential {
+  std::string kind;
+  std::string secret;
+  std::string challenge;
+  std::string certificate_pem;
+  std::string signature;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, plugin_credential& x) {
+  return f(caf::meta::type_name("plugin_credential"), x.kind, x.secret, x.challenge,
+           x.certificate_pem, x.signature);
 }
 
 /// One replica's place: the node (index into the head's table and its
@@ -83,6 +111,7 @@ struct replica_spec {
   int32_t gpu = -1;           // CUDA device, or -1 for the CPU
   int64_t timeout_ms = 30000; // collectives and rendezvous
   std::string operator_name;
+  std::vector<std::string> plugins;  // hashes of the plugins the operator may come from
   std::map<std::string, std::string> config;
   int64_t global_batch_size = 128;
   int32_t aggregation_frequency = 1;
@@ -96,7 +125,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, replica_spec& x) {
   return f(caf::meta::type_name("replica_spec"), x.trainer, x.generation, x.rank, x.world_size,
            x.local_rank, x.node_rank, x.host, x.bind_address, x.backend, x.gpu, x.timeout_ms, x.operator_name,
-           x.config, x.global_batch_size, x.aggregation_frequency, x.average_training_metrics,
+           x.plugins, x.config, x.global_batch_size, x.aggregation_frequency, x.average_training_metrics,
            x.compression, x.seed, x.progress_seconds);
 }
 
@@ -159,10 +188,17 @@ using replica_actor = caf::typed_actor<
     caf::replies_to<hash_atom>::with<uint64_t>,
     caf::replies_to<preempt_atom>::with<caf::ok_atom>>;
 
-/// A node agent (node_actor.hpp): hosts replicas.
+/// A node agent (node_actor.hpp): hosts replicas and the plugins they need.
+/// plugin(hash): the operators of that plugin when it is loaded here, else
+/// not_found; plugin(hash, bytes, credential): installs and loads it;
+/// challenge: a single-use string for an identity-proof credential.
 using node_actor = caf::typed_actor<
     caf::replies_to<spawn_atom, replica_spec, caf::actor, store_actor>::with<replica_actor>,
-    caf::replies_to<status_atom>::with<int32_t>>;
+    caf::replies_to<status_atom>::with<int32_t>,
+    caf::replies_to<plugin_atom, std::string>::with<std::vector<std::string>>,
+    caf::replies_to<plugin_atom, std::string, std::vector<char>, plugin_credential>::with<
+        std::vector<std::string>>,
+    caf::replies_to<challenge_atom>::with<std::string>>;
 
 /// The head (head_actor.hpp): node registry, resources, placement.
 using head_actor = caf::typed_actor<

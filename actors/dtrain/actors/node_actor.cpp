@@ -1,11 +1,90 @@
 #include "dtrain/actors/node_actor.hpp"
 
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+
+#include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/node_secret.hpp"
 #include "dtrain/actors/replica_actor.hpp"
 #include "dtrain/cuda/runtime.hpp"
+#include "dtrain/plugin/loader.hpp"
+#include "dtrain/security/certificates.hpp"
 
 namespace dtrain::actors {
 
-node_actor::behavior_type node_impl(node_actor::pointer self) {
+/// A node's own bookkeeping: the challenges handed out and not yet used.
+struct node_state {
+  node_options options;
+  std::deque<std::string> challenges;  // oldest first; bounded
+};
+
+namespace {
+
+constexpr size_t max_open_challenges = 64;
+// Writing and loading a library of up to 256 MiB.
+constexpr std::chrono::seconds install_timeout{120};
+
+// Whether the driver may ship code to this node (node_actor.hpp).
+status authorize(node_state& st, const std::string& hash, const plugin_credential& c) {
+  if (c.kind == "same-user") {
+    if (st.options.secret.empty())
+      return invalid_argument(std::string(same_user_refusal) +
+                              " (this node accepts no same-user credential)");
+    if (!secrets_equal(c.secret, st.options.secret))
+      return invalid_argument(std::string(same_user_refusal) +
+                              " (the secret it presented is not the node's)");
+    return status::ok();
+  }
+  if (c.kind == "identity-proof") {
+    // Single use: a challenge is consumed whether or not the proof holds.
+    auto it = std::find(st.challenges.begin(), st.challenges.end(), c.challenge);
+    if (c.challenge.empty() || it == st.challenges.end())
+      return invalid_argument("plugin refused: the challenge of the identity proof was not "
+                              "handed out by this node or was used already");
+    st.challenges.erase(it);
+    if (st.options.ca_file.empty())
+      return invalid_argument("plugin refused: this node runs without TLS and accepts no "
+                              "identity proof (drivers of a plain cluster present a same-user "
+                              "credential)");
+    auto who = security::check_identity({c.certificate_pem, c.signature},
+                                        plugin_proof_purpose(hash, st.options.address),
+                                        c.challenge, st.options.ca_file, {security::role::client});
+    if (!who)
+      return invalid_argument("plugin refused: the driver's identity proof does not hold: " +
+                              who.error().message());
+    return status::ok();
+  }
+  return invalid_argument("plugin refused: unknown credential kind '" + c.kind + "'");
+}
+
+// Installs on a detached thread of its own (file I/O and dlopen block) and
+// answers the operators.
+void install_worker(caf::blocking_actor* self, std::string dir) {
+  self->receive([&](const std::string& hash,
+                    const std::vector<char>& bytes) -> caf::result<std::vector<std::string>> {
+    auto p = plugin::install_plugin(dir, hash, bytes);
+    if (!p)
+      return to_caf(p.error());
+    std::printf("dtrain node: installed plugin %s (%s) with operators", hash.c_str(),
+                p->path.c_str());
+    for (const auto& op : p->operators)
+      std::printf(" %s", op.c_str());
+    std::printf("\n");
+    std::fflush(stdout);
+    return p->operators;
+  });
+}
+
+} // namespace
+
+std::string plugin_proof_purpose(const std::string& hash, const std::string& node_address) {
+  return "plugin " + hash + " " + node_address;
+}
+
+node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> self,
+                                    node_options options) {
+  self->state.options = std::move(options);
   return {
     [=](spawn_atom, replica_spec& spec, caf::actor& owner,
         store_actor& store) -> caf::result<replica_actor> {
@@ -13,10 +92,45 @@ node_actor::behavior_type node_impl(node_actor::pointer self) {
                                   std::move(store));
     },
     [=](status_atom) -> caf::result<int32_t> { return hosted_replica_count(); },
+    [=](plugin_atom, const std::string& hash) -> caf::result<std::vector<std::string>> {
+      auto p = plugin::find_plugin(hash);
+      if (!p)
+        return to_caf(p.error());
+      return p->operators;
+    },
+    [=](plugin_atom, const std::string& hash, std::vector<char>& bytes,
+        const plugin_credential& credential) -> caf::result<std::vector<std::string>> {
+      if (status allowed = authorize(self->state, hash, credential); !allowed) {
+        std::fprintf(stderr, "dtrain node: %s\n", allowed.message().c_str());
+        return to_caf(allowed);
+      }
+      auto promise = self->make_response_promise<std::vector<std::string>>();
+      auto worker = self->spawn<caf::detached>(install_worker, self->state.options.plugin_dir);
+      self->request(worker, install_timeout, hash, std::move(bytes))
+          .then([=](std::vector<std::string>& operators) mutable { promise.deliver(operators); },
+                [=](caf::error& e) mutable {
+                  std::fprintf(stderr, "dtrain node: plugin %s: %s\n", hash.c_str(),
+                               from_caf(e, "install").message().c_str());
+                  promise.deliver(e);
+                });
+      return promise;
+    },
+    [=](challenge_atom) -> caf::result<std::string> {
+      std::string challenge = security::random_hex(32);
+      auto& open = self->state.challenges;
+      open.push_back(challenge);
+      if (open.size() > max_open_challenges)
+        open.pop_front();
+      return challenge;
+    },
   };
 }
 
-node_actor spawn_node(caf::actor_system& sys) { return sys.spawn(node_impl); }
+node_actor spawn_node(caf::actor_system& sys, node_options options) {
+  if (options.plugin_dir.empty())
+    options.plugin_dir = plugin::default_plugin_dir();
+  return sys.spawn(node_impl, std::move(options));
+}
 
 result<std::vector<int32_t>> offered_gpus(int32_t requested) {
   const int32_t present = cuda::device_count();

@@ -105,6 +105,7 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
   auto ctx = std::make_unique<train::comm_replica_context>(std::move(comm), where, nullptr);
   train::replica_options ro;
   ro.operator_name = spec.operator_name;
+  ro.plugins = spec.plugins;
   ro.config = train::hyperparameters(spec.config);
   ro.global_batch_size = spec.global_batch_size;
   ro.aggregation_frequency = spec.aggregation_frequency;

@@ -36,6 +36,7 @@ trainer_config trainer_config_from(const config::experiment& e) {
   trainer_config t;
   t.name = e.name;
   t.operator_name = e.operator_name;
+  t.plugins = e.plugins;
   t.config = e.hyperparameters;
   t.num_replicas = e.slots_per_trial;
   t.min_replicas = e.min_slots_per_trial;
@@ -59,6 +60,12 @@ result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_confi
     return invalid_argument("trainer '" + config.name + "': no training operator named");
   std::unique_ptr<trainer> t(new trainer(c, config));
   t->id_ = unique_id(config.name);
+  auto plugins = prepare_plugins(config.plugins);
+  if (!plugins)
+    return plugins.error().with_context("trainer '" + config.name + "'");
+  t->plugins_ = std::move(*plugins);
+  for (const auto& p : t->plugins_)
+    t->plugin_hashes_.push_back(p.hash);
   auto start = clock_type::now();
   status started = t->start(false);
   if (!started) {
@@ -120,9 +127,39 @@ status trainer::place(bool recovering) {
   }
 }
 
+// Ships the trainer's plugins to the node process of `a` once (a node
+// that restarted is another process: it gets them again).
+status trainer::equip_node(const assignment& a) {
+  if (plugins_.empty() || a.info.address.empty())
+    return status::ok();
+  const std::string key = a.info.address + " " + std::to_string(a.info.pid);
+  if (equipped_nodes_.count(key) != 0)
+    return status::ok();
+  const auto timeout = std::chrono::milliseconds(10000);
+  auto node = cluster_.node_of(a, timeout);
+  if (!node)
+    return node.error();
+  // A plain cluster: the same-user secret. Once connections use TLS the
+  // cluster's client certificate files go here (an identity proof).
+  auto sent = ensure_plugins(cluster_.system(), *node, a, plugins_, security::tls_files{}, timeout);
+  if (!sent)
+    return sent.error();
+  plugins_sent_ += *sent;
+  equipped_nodes_.insert(key);
+  return status::ok();
+}
+
 status trainer::spawn_all() {
   for (size_t rank = 0; rank < placement_.size(); ++rank) {
     const assignment& a = placement_[rank];
+    if (status equipped = equip_node(a); !equipped) {
+      // A node that does not answer is treated like one that cannot take
+      // a replica; a refusal (credential, ABI, loader) is the answer.
+      const auto c = equipped.code();
+      if (c == error_code::timeout || c == error_code::unavailable || c == error_code::aborted)
+        unreachable_node_ = a.node;
+      return equipped;
+    }
     replica_spec spec;
     spec.trainer = id_;
     spec.generation = generation_;
@@ -139,6 +176,7 @@ status trainer::spawn_all() {
     spec.gpu = a.gpu;
     spec.timeout_ms = config_.collective_timeout.count();
     spec.operator_name = config_.operator_name;
+    spec.plugins = plugin_hashes_;
     spec.config = config_.config;
     spec.global_batch_size = config_.global_batch_size;
     spec.aggregation_frequency = config_.aggregation_frequency;

@@ -7,11 +7,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "dtrain/actors/cluster.hpp"
 #include "dtrain/actors/messages.hpp"
+#include "dtrain/actors/plugin_shipping.hpp"
 #include "dtrain/config/experiment.hpp"
 #include "dtrain/core/status.hpp"
 
@@ -21,7 +23,13 @@ namespace dtrain::actors {
 /// Determined's experiment fields).
 struct trainer_config {
   std::string name = "trainer";
-  std::string operator_name;                   // a registered training operator
+  std::string operator_name;                   // a registered training operator, or one of `plugins`
+  /// Shared libraries of training operators (plugin/plugin.hpp). The
+  /// driver loads each (a library built against another dtrain is refused
+  /// naming both versions) and ships it to every node process that hosts a
+  /// replica, content-addressed; the operator is looked up in these first,
+  /// then among the built-in ones.
+  std::vector<std::string> plugins;
   std::map<std::string, std::string> config;   // its hyperparameters
   int num_replicas = 1;
   /// Elastic training (Ray's num_workers=(min, max)): when the cluster can
@@ -122,6 +130,9 @@ public:
   const std::vector<assignment>& placement() const { return placement_; }
   /// Seconds from create() to the replicas being ready.
   double startup_seconds() const { return startup_seconds_; }
+  /// How many plugin libraries this trainer sent to nodes (a node that has
+  /// a plugin loaded already is not sent it again).
+  int plugins_sent() const { return plugins_sent_; }
 
 private:
   trainer(cluster& c, const trainer_config& config) : cluster_(c), config_(config) {}
@@ -129,6 +140,7 @@ private:
   status place(bool recovering);
   status try_place(int n);
   status spawn_all();
+  status equip_node(const assignment& a);
   status recover(status cause);
   status reform();
   status maybe_grow();
@@ -159,6 +171,10 @@ private:
   std::mutex chief_mutex_;
   replica_actor chief_;
   std::vector<failure> failures_;
+  std::vector<plugin_package> plugins_;
+  std::vector<std::string> plugin_hashes_;
+  std::set<std::string> equipped_nodes_;  // "address pid" of nodes that have plugins_
+  int plugins_sent_ = 0;
 };
 
 } // namespace dtrain::actors

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dtrain/core/check.hpp"
+#include "dtrain/core/files.hpp"
 
 #include "dtrain/config/search_reading.hpp"
 #include "dtrain/config/yaml_reading.hpp"
@@ -99,6 +100,23 @@ status read_hyperparameters(const YAML::Node& node, experiment& exp) {
   return status::ok();
 }
 
+// plugins: a list of library paths (a single path is a list of one).
+status read_plugins(const YAML::Node& node, experiment& exp) {
+  const std::string expected = "a list of plugin library paths";
+  if (node.IsScalar() && !node.Scalar().empty()) {
+    exp.plugins.push_back(node.Scalar());
+    return status::ok();
+  }
+  if (!node.IsSequence())
+    return wrong_type("plugins", expected, node);
+  for (size_t i = 0; i < node.size(); ++i) {
+    if (!node[i].IsScalar() || node[i].Scalar().empty())
+      return wrong_type("plugins[" + std::to_string(i) + "]", "a library path", node[i]);
+    exp.plugins.push_back(node[i].Scalar());
+  }
+  return status::ok();
+}
+
 status read_aliased(const section& top, experiment& exp) {
   DTRAIN_ASSIGN_OR_RETURN(auto epochs, read_optional_int<int64_t>(top, "epochs", 1));
   std::optional<int64_t> searcher_epochs;
@@ -144,11 +162,13 @@ result<experiment> read_experiment(const YAML::Node& root) {
                                            "global_batch_size", "epochs", "searcher",
                                            "optimizations", "checkpoint_storage",
                                            "reproducibility", "seed", "max_restarts",
-                                           "max_failures"}));
+                                           "max_failures", "plugins"}));
   experiment exp;
   DTRAIN_RETURN_IF_ERROR(require(top, "name"));
   DTRAIN_RETURN_IF_ERROR(read_string(top, "name", exp.name));
   DTRAIN_RETURN_IF_ERROR(read_string(top, "operator", exp.operator_name));
+  if (const YAML::Node* node = top.find("plugins"))
+    DTRAIN_RETURN_IF_ERROR(read_plugins(*node, exp));
   if (const YAML::Node* node = top.find("resources"))
     DTRAIN_RETURN_IF_ERROR(read_resources(*node, exp));
   DTRAIN_RETURN_IF_ERROR(require(top, "global_batch_size"));
@@ -397,7 +417,12 @@ result<experiment> load_experiment(const std::string& path) {
   std::fclose(file);
   if (failed)
     return io_error(path + ": cannot read: " + std::strerror(err));
-  return parse_experiment(text, path);
+  DTRAIN_ASSIGN_OR_RETURN(experiment exp, parse_experiment(text, path));
+  const std::string dir = parent_of(path);
+  for (auto& plugin : exp.plugins)
+    if (plugin.front() != '/' && dir != ".")
+      plugin = dir + "/" + plugin;
+  return exp;
 }
 
 std::string searcher_name(const experiment& exp) {
@@ -433,6 +458,12 @@ std::string to_yaml(const experiment& exp) {
   out << YAML::Key << "save_trial_latest" << YAML::Value << exp.checkpoint_keep << YAML::EndMap;
   out << YAML::Key << "seed" << YAML::Value << exp.seed;
   out << YAML::Key << "max_restarts" << YAML::Value << exp.max_failures;
+  if (!exp.plugins.empty()) {
+    out << YAML::Key << "plugins" << YAML::Value << YAML::BeginSeq;
+    for (const auto& plugin : exp.plugins)
+      out << plugin;
+    out << YAML::EndSeq;
+  }
   out << YAML::EndMap;
   DTRAIN_CHECK(out.good(), out.GetLastError().c_str());
   return std::string(out.c_str()) + "\n";

@@ -30,6 +30,11 @@ namespace dtrain::config {
 ///     checkpoint_storage: {host_path: /tmp/ckpt, save_trial_latest: 1}
 ///     seed: 0                          # or reproducibility.experiment_seed
 ///     max_restarts: 3                  # or max_failures (Ray's name)
+///     plugins: [build/libmy_ops.so]    # operator libraries (plugin/plugin.hpp)
+///
+/// `plugins` lists shared libraries of training operators that the trainer
+/// loads and ships to the nodes; load_experiment resolves relative paths
+/// against the experiment file's directory.
 ///
 /// `checkpoint_storage` may carry Determined's `type: shared_fs`, so that a
 /// Determined file loads; it is checked and then ignored.
@@ -84,6 +89,7 @@ struct experiment {
   int checkpoint_keep = 1;                             // checkpoint_storage.save_trial_latest, >= 0
   uint64_t seed = 0;
   int max_failures = 3;                                // max_restarts, >= 0
+  std::vector<std::string> plugins;                    // operator libraries, as written
   /// The typed, searched hyperparameters (never constants); empty unless
   /// has_search.
   tune::space space;
@@ -99,7 +105,8 @@ std::string searcher_name(const experiment& exp);
 
 /// Reads and parses the experiment file at `path`. A missing file is
 /// not_found, an unreadable one io_error; everything else as in
-/// `parse_experiment` with the path as the source name.
+/// `parse_experiment` with the path as the source name; relative `plugins`
+/// become paths relative to the file's directory.
 result<experiment> load_experiment(const std::string& path);
 
 /// Parses `yaml_text`. Every error is invalid_argument and its message

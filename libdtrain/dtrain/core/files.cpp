@@ -77,9 +77,9 @@ status sync_directory(const std::string& dir) {
 atomic_file::atomic_file(std::string path, std::string temp, int fd)
   : path_(std::move(path)), temp_(std::move(temp)), fd_(fd) {}
 
-result<atomic_file> atomic_file::create(const std::string& path) {
+result<atomic_file> atomic_file::create(const std::string& path, unsigned mode) {
   std::string temp = temp_name(path);
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0)
     return os_error("cannot create a temporary file for", path, errno);
   return atomic_file(path, std::move(temp), fd);
@@ -112,8 +112,9 @@ status atomic_file::commit(durability d) {
   return d == durability::file_and_directory ? sync_directory(parent_of(path_)) : status::ok();
 }
 
-status write_file_atomically(const std::string& path, const void* data, size_t n, durability d) {
-  DTRAIN_ASSIGN_OR_RETURN(atomic_file file, atomic_file::create(path));
+status write_file_atomically(const std::string& path, const void* data, size_t n, durability d,
+                             unsigned mode) {
+  DTRAIN_ASSIGN_OR_RETURN(atomic_file file, atomic_file::create(path, mode));
   if (status s = write_all(file.fd(), data, n, path); !s.is_ok())
     return s;
   return file.commit(d);

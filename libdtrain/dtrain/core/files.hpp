@@ -42,11 +42,13 @@ enum class durability { visible, file, file_and_directory };
 /// (".NAME.tmp-PID-N", hidden and unique per process and call), and
 /// commit() makes them as durable as asked and renames the file over
 /// `path`; readers see the old file or the new one, never a part.
-/// Destroying an uncommitted file removes the temporary. Errors name
-/// `path`. Move-only; one thread at a time.
+/// Destroying an uncommitted file removes the temporary. The temporary is
+/// created with `mode` (less the umask), so a secret is never readable by
+/// others, not even for a moment. Errors name `path`. Move-only; one
+/// thread at a time.
 class atomic_file {
 public:
-  static result<atomic_file> create(const std::string& path);
+  static result<atomic_file> create(const std::string& path, unsigned mode = 0644);
 
   atomic_file(atomic_file&& other) noexcept;
   atomic_file& operator=(atomic_file&&) = delete;
@@ -65,8 +67,10 @@ private:
   int fd_ = -1;
 };
 
-/// atomic_file in one call: `path` holds [data, data + n) afterwards.
-status write_file_atomically(const std::string& path, const void* data, size_t n, durability d);
+/// atomic_file in one call: `path` holds [data, data + n) afterwards, with
+/// `mode` (less the umask).
+status write_file_atomically(const std::string& path, const void* data, size_t n, durability d,
+                             unsigned mode = 0644);
 
 /// Renames the directory `from` to `to`, refusing (io_error naming both)
 /// when `to` already exists, then fsyncs the directory of `to` so that the

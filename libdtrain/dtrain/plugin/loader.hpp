@@ -25,6 +25,9 @@ struct loaded_plugin {
   std::vector<std::string> operators;  // the names its init registered
 };
 
+/// The content hash plugins are known by: SHA-256, lowercase hex.
+std::string content_hash(const void* data, size_t size);
+
 /// Loads the library at `path`: hashes it, returns the earlier result when
 /// a library of the same hash is loaded already, checks its ABI tag against
 /// abi_tag() (invalid_argument naming both versions), dlopen()s it
@@ -37,7 +40,8 @@ result<loaded_plugin> load_plugin(const std::string& path);
 std::string default_plugin_dir();
 
 /// A library received over the wire: checks that `bytes` hash to `hash`
-/// (corrupt_data otherwise), writes them atomically to <dir>/<hash>.so
+/// (corrupt_data otherwise) and carry this process's ABI tag (as
+/// load_plugin; nothing is written otherwise), writes them atomically to <dir>/<hash>.so
 /// (mode 0700 directory; an existing file of that name is reused after its
 /// hash is checked) and loads it with load_plugin.
 result<loaded_plugin> install_plugin(const std::string& dir, const std::string& hash,

@@ -47,8 +47,8 @@ public:
 
 #define DTRAIN_PLUGIN(registrar_name)                                                  \
   extern "C" {                                                                         \
-  __attribute__((visibility("default"), used)) extern const char dtrain_plugin_abi[];  \
-  __attribute__((visibility("default"), used)) const char dtrain_plugin_abi[] =        \
+  /* extern: a namespace-scope const would have internal linkage */                    \
+  __attribute__((visibility("default"), used)) extern const char dtrain_plugin_abi[] = \
       DTRAIN_PLUGIN_ABI_MARKER DTRAIN_ABI_TAG;                                         \
   __attribute__((visibility("default"))) void dtrain_plugin_init_v1(                   \
       ::dtrain::plugin::registrar& r);                                                 \

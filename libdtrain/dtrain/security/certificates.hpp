@@ -52,6 +52,9 @@ struct certificate_info {
   bool has_role = false;
   role role_ = role::client; // valid when has_role
   bool is_ca = false;
+  bool server_auth = false;  // extendedKeyUsage allows TLS server (or has no EKU)
+  bool client_auth = false;  // extendedKeyUsage allows TLS client (or has no EKU)
+  std::vector<std::string> hosts;  // DNS and IP subjectAltNames
   std::time_t not_before = 0;
   std::time_t not_after = 0;
   std::string fingerprint;   // SHA-256 of the DER, lowercase hex
@@ -106,11 +109,16 @@ result<created_certificate> create_certificate(const certificate_request& r);
 
 /// Checks a certificate (PEM) against the CA certificate in ca_file: signed
 /// by that CA, inside its validity window now, and of one of the `allowed`
-/// roles (an empty list allows any role). The error is
-/// error_code::invalid_argument and names the certificate's subject and
+/// roles (an empty list allows any role, and no role). A certificate that
+/// is refused gives error_code::invalid_argument naming its subject and
 /// the reason: "is not signed by the cluster CA 'X' (it was issued by 'Y')",
-/// "expired on 2026-11-20 10:00:00 UTC", "is a client certificate; a node
-/// needs a node certificate", "carries no dtrain role".
+/// "expired on 2026-11-20 10:00:00 UTC", "is a client certificate; this
+/// needs a node certificate", "carries no dtrain role", "is a CA
+/// certificate" (a CA is never a process's identity), and a role whose
+/// extendedKeyUsage does not fit it (hand-made certificates). A cert_pem
+/// that does not decode gives corrupt_data; a ca_file that cannot be read
+/// not_found or io_error, one that holds no CA invalid_argument naming it.
+/// Blocks on reading ca_file only; thread-safe.
 result<certificate_info> verify_certificate(const std::string& cert_pem, const std::string& ca_file,
                                             const std::vector<role>& allowed);
 
@@ -121,13 +129,20 @@ result<certificate_info> verify_certificate(const std::string& cert_pem, const s
 /// files before they use them.
 result<certificate_info> check_own_files(const tls_files& files, role expected);
 
+/// The key half of check_own_files: the key file at `key_path` is not
+/// accessible by group or others (the error says "chmod 600 PATH"), is an
+/// unencrypted PEM private key, and matches the leaf of `cert_pem`.
+status check_key_file(const std::string& key_path, const std::string& cert_pem);
+
 /// Proof that the caller holds the private key of a certificate, bound to
 /// a challenge (a fresh random string chosen by the verifier) and to a
 /// purpose (e.g. "join head-3f2a"), so that a signature made for one
-/// purpose cannot be replayed for another.
+/// purpose cannot be replayed for another. A purpose holds no newline (it
+/// would make purpose and challenge ambiguous); both calls refuse one.
 struct identity_proof {
   std::string certificate_pem;
-  std::string signature;  // over "dtrain-identity-v1\n" + purpose + "\n" + challenge, base64 or hex
+  std::string signature;  // over "dtrain-identity-v1\n" + purpose + "\n" + challenge;
+                          // ECDSA with SHA-256, DER, lowercase hex
 };
 result<identity_proof> prove_identity(const tls_files& files, const std::string& purpose,
                                       const std::string& challenge);

@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "dtrain/core/check.hpp"
+#include "dtrain/plugin/loader.hpp"
 #include "dtrain/train/supervised.hpp"
 
 namespace dtrain::train {
@@ -174,7 +175,7 @@ result<std::unique_ptr<replica_runner>> replica_runner::create(
 }
 
 status replica_runner::build() {
-  DTRAIN_ASSIGN_OR_RETURN(op_, make_operator(options_.operator_name));
+  DTRAIN_ASSIGN_OR_RETURN(op_, plugin::make_operator(options_.operator_name, options_.plugins));
   try {
     DTRAIN_RETURN_IF_ERROR(op_->setup(options_.config, *ctx_, parts_));
   } catch (const std::exception& e) {

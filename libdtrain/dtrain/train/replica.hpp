@@ -19,6 +19,9 @@ namespace dtrain::train {
 /// How a replica trains; the same on every replica of a group.
 struct replica_options {
   std::string operator_name;
+  /// Hashes of loaded plugins (plugin/loader.hpp) the operator is looked
+  /// up in first; then the process-wide registry.
+  std::vector<std::string> plugins;
   hyperparameters config;
   /// Split evenly across replicas; the remainder is dropped (a global batch
   /// of 257 on 2 replicas trains 128 per replica). Must give >= 1 each.

@@ -1,0 +1,133 @@
+#include "dtrain/actors/plugin_shipping.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+
+#include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/node_actor.hpp"
+#include "dtrain/actors/node_secret.hpp"
+#include "dtrain/core/check.hpp"
+#include "dtrain/core/files.hpp"
+#include "dtrain/plugin/loader.hpp"
+
+namespace dtrain::actors {
+
+namespace {
+
+// Writing and loading a large library on the node takes longer than a
+// question does.
+constexpr std::chrono::seconds install_time{120};
+
+result<std::vector<char>> read_bytes(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return os_error("cannot read plugin", path, errno);
+  if (static_cast<size_t>(st.st_size) > max_plugin_bytes)
+    return invalid_argument("plugin '" + path + "' is " + std::to_string(st.st_size >> 20) +
+                            " MiB; libraries over " + std::to_string(max_plugin_bytes >> 20) +
+                            " MiB are not shipped (strip its debug information?)");
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr)
+    return os_error("cannot read plugin", path, errno);
+  std::vector<char> bytes(static_cast<size_t>(st.st_size));
+  const size_t n = std::fread(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  if (n != bytes.size())
+    return io_error("cannot read plugin " + path + ": short read");
+  return bytes;
+}
+
+std::string node_name(const assignment& a) {
+  return "node " + std::to_string(a.node) + " (" + a.info.host + ", " + a.info.address + ")";
+}
+
+} // namespace
+
+result<std::vector<plugin_package>> prepare_plugins(const std::vector<std::string>& paths) {
+  std::vector<plugin_package> out;
+  for (const auto& path : paths) {
+    DTRAIN_ASSIGN_OR_RETURN(auto bytes, read_bytes(path));
+    DTRAIN_ASSIGN_OR_RETURN(plugin::loaded_plugin p, plugin::load_plugin(path));
+    if (plugin::content_hash(bytes.data(), bytes.size()) != p.hash)
+      return io_error("plugin '" + path + "' changed while it was being loaded; try again");
+    bool again = false;
+    for (const auto& earlier : out)
+      again = again || earlier.hash == p.hash;
+    if (again)
+      continue;  // the same library twice (two names of one file)
+    out.push_back({path, p.hash, p.operators,
+                   std::make_shared<const std::vector<char>>(std::move(bytes))});
+  }
+  return out;
+}
+
+result<plugin_credential> credential_for(const node_info& node) {
+  DTRAIN_ASSIGN_OR_RETURN(std::string secret, read_node_secret(node.secret_file));
+  plugin_credential c;
+  c.kind = "same-user";
+  c.secret = std::move(secret);
+  return c;
+}
+
+result<plugin_credential> identity_credential(caf::actor_system& sys, const node_actor& node,
+                                              const std::string& hash,
+                                              const std::string& node_address,
+                                              const security::tls_files& client,
+                                              std::chrono::milliseconds timeout) {
+  caf::scoped_actor self{sys};
+  result<std::string> challenge{status(error_code::internal, "no reply")};
+  self->request(node, timeout, challenge_atom::value)
+      .receive([&](std::string& c) { challenge = std::move(c); },
+               [&](caf::error& e) { challenge = from_caf(e, "asking the node for a challenge"); });
+  if (!challenge)
+    return challenge.error();
+  DTRAIN_ASSIGN_OR_RETURN(
+      security::identity_proof proof,
+      security::prove_identity(client, plugin_proof_purpose(hash, node_address), *challenge));
+  plugin_credential c;
+  c.kind = "identity-proof";
+  c.challenge = std::move(*challenge);
+  c.certificate_pem = std::move(proof.certificate_pem);
+  c.signature = std::move(proof.signature);
+  return c;
+}
+
+result<int> ensure_plugins(caf::actor_system& sys, const node_actor& node, const assignment& a,
+                           const std::vector<plugin_package>& plugins,
+                           const security::tls_files& client, std::chrono::milliseconds timeout) {
+  if (a.info.address.empty() || plugins.empty())
+    return 0;  // an in-process node shares this process's plugins
+  int sent = 0;
+  caf::scoped_actor self{sys};
+  for (const auto& p : plugins) {
+    const std::string what = "plugin '" + p.path + "' on " + node_name(a);
+    status asked;
+    bool loaded = false;
+    self->request(node, timeout, plugin_atom::value, p.hash)
+        .receive([&](std::vector<std::string>&) { loaded = true; },
+                 [&](caf::error& e) { asked = from_caf(e, what); });
+    if (loaded)
+      continue;
+    if (asked.code() != error_code::not_found)
+      return asked;
+    auto credential = client.complete()
+                          ? identity_credential(sys, node, p.hash, a.info.address, client, timeout)
+                          : credential_for(a.info);
+    if (!credential)
+      return credential.error().with_context(what);
+    status installed;
+    self->request(node, std::max<std::chrono::milliseconds>(timeout, install_time), plugin_atom::value,
+                  p.hash, *p.bytes, *credential)
+        .receive([&](std::vector<std::string>&) {},
+                 [&](caf::error& e) { installed = from_caf(e, what); });
+    if (!installed)
+      return installed;
+    ++sent;
+  }
+  return sent;
+}
+
+} // namespace dtrain::actors

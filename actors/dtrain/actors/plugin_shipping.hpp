@@ -1,0 +1,62 @@
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dtrain/actors/cluster.hpp"
+#include "dtrain/actors/messages.hpp"
+#include "dtrain/core/status.hpp"
+#include "dtrain/security/certificates.hpp"
+
+/// The driver's side of plugins (plugin/plugin.hpp): a trainer loads the
+/// libraries it names in its own process and ships them to the node
+/// processes that host its replicas (node_actor.hpp, plugin handlers).
+namespace dtrain::actors {
+
+/// Libraries larger than this are refused before anything is sent.
+constexpr size_t max_plugin_bytes = size_t{256} << 20;
+
+/// One plugin a trainer needs: where the driver found it, its content hash
+/// and operators, and its bytes (shared: every node gets the same copy).
+struct plugin_package {
+  std::string path;
+  std::string hash;
+  std::vector<std::string> operators;
+  std::shared_ptr<const std::vector<char>> bytes;
+};
+
+/// Loads each library in this process (plugin::load_plugin: the ABI check,
+/// and the operators become usable by replicas of an embedded cluster) and
+/// reads its bytes. Errors name the file: the loader's, or one over
+/// max_plugin_bytes.
+result<std::vector<plugin_package>> prepare_plugins(const std::vector<std::string>& paths);
+
+/// The same-user credential this process presents to `node`
+/// (node_secret.hpp). The error starts with same_user_refusal.
+result<plugin_credential> credential_for(const node_info& node);
+
+/// The TLS cluster's credential: asks `node` for a challenge and proves
+/// that this process holds the key of the client certificate `client`
+/// (security::prove_identity over plugin_proof_purpose(hash, address)).
+result<plugin_credential> identity_credential(caf::actor_system& sys, const node_actor& node,
+                                              const std::string& hash,
+                                              const std::string& node_address,
+                                              const security::tls_files& client,
+                                              std::chrono::milliseconds timeout);
+
+/// Makes sure `node` (the node process of placement `a`; an in-process
+/// node needs nothing) has every plugin loaded: asks it by hash and sends
+/// the bytes of those it lacks with this process's credential. Returns how
+/// many libraries were sent. The credential is an identity proof with
+/// `client` when it is complete (a TLS cluster), else the same-user
+/// secret. Errors name the plugin file, the node and the reason (the
+/// node's refusal, the loader's message); a node that does not answer
+/// within `timeout` is error_code::timeout.
+result<int> ensure_plugins(caf::actor_system& sys, const node_actor& node, const assignment& a,
+                           const std::vector<plugin_package>& plugins,
+                           const security::tls_files& client, std::chrono::milliseconds timeout);
+
+} // namespace dtrain::actors
