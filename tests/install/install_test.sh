@@ -16,8 +16,10 @@
 #  4. examples/custom-operator, copied out of the tree, configures and
 #     builds with find_package(dtrain) and -DCMAKE_PREFIX_PATH=<prefix>,
 #     its compile commands naming neither the source nor the build tree;
-#  5. its driver trains the plugin's operator on an embedded cluster for
-#     one epoch with two replicas, which end with equal parameter hashes;
+#  5. its driver trains the plugin's operator for one epoch with two
+#     replicas, which end with equal parameter hashes: on an embedded
+#     cluster, then on the installed dtrain's head and two one-slot nodes
+#     (on loopback, without TLS), which receive the plugin from the driver;
 #  6. the prefix moved elsewhere still works (rpath, pkg-config paths).
 set -euo pipefail
 
@@ -26,8 +28,16 @@ source=$(cd "$2" && pwd)
 version=$3
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-install-test.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
+export DTRAIN_HOME=$tmp/home   # pid files, logs, plugins: this test's own
+unset DTRAIN_ADDRESS
+cleanup() {
+  # The cluster of step 5, if a failure left it running (`dtrain stop`
+  # stops only what DTRAIN_HOME records).
+  if [ -x "$prefix/bin/dtrain" ]; then "$prefix/bin/dtrain" stop > /dev/null 2>&1 || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
 
 fail() {
   echo "FAIL: $*" >&2
@@ -129,8 +139,6 @@ grep -qa "dtrain-plugin-abi:dtrain $version;" "$plugin" ||
 
 # ---- 5. the driver on an embedded cluster ---------------------------------------
 step "my_driver --epochs 1 (embedded cluster, 2 replicas)"
-export DTRAIN_HOME=$tmp/home
-unset DTRAIN_ADDRESS
 out=$(env -u LD_LIBRARY_PATH "$tmp/example-build/my_driver" --epochs 1 --replicas 2 2>&1) ||
   { echo "$out"; fail "my_driver failed"; }
 echo "$out"
@@ -139,6 +147,22 @@ echo "$out" | grep -qE "^epoch 1: train loss [0-9.]+ accuracy [0-9.]+, validatio
 hashes=$(echo "$out" | sed -n 's/^replica [01]: parameters hash \([0-9a-f]\{16\}\)$/\1/p')
 [ "$(echo "$hashes" | wc -l)" = 2 ] || fail "expected two replicas' hashes, got: $hashes"
 [ "$(echo "$hashes" | sort -u | wc -l)" = 1 ] || fail "the replicas' parameters differ: $hashes"
+
+step "my_driver --epochs 1 against the installed dtrain: a head and two one-slot nodes"
+"$prefix/bin/dtrain" start --head --port 0 --port-file "$tmp/head.address" --detach
+head=$(cat "$tmp/head.address")
+"$prefix/bin/dtrain" start --address "$head" --slots 1 --detach
+"$prefix/bin/dtrain" start --address "$head" --slots 1 --detach
+out=$(timeout 120 env -u LD_LIBRARY_PATH "$tmp/example-build/my_driver" --address "$head" \
+        --epochs 1 --replicas 2 2>&1) || { echo "$out"; fail "my_driver on the cluster failed"; }
+echo "$out"
+echo "$out" | grep -q "^cluster $head, 2 replicas of spiral_mlp" || fail "not run on $head"
+hashes=$(echo "$out" | sed -n 's/^replica [01]: parameters hash \([0-9a-f]\{16\}\)$/\1/p')
+[ "$(echo "$hashes" | sort -u | wc -l)" = 1 ] && [ "$(echo "$hashes" | wc -l)" = 2 ] ||
+  fail "the replicas on the cluster end with different parameters: $hashes"
+shipped=$(ls "$DTRAIN_HOME/plugins" 2> /dev/null | grep -c '\.so$' || true)
+[ "$shipped" -ge 1 ] || fail "no node received the plugin under $DTRAIN_HOME/plugins"
+"$prefix/bin/dtrain" stop > /dev/null
 
 # ---- 6. a moved tree ----------------------------------------------------------
 step "the prefix, moved"
