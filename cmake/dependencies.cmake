@@ -16,34 +16,13 @@ set_target_properties(dtrain::openblas PROPERTIES
   IMPORTED_LOCATION "${OPENBLAS_LIBRARY}"
   INTERFACE_INCLUDE_DIRECTORIES "${OPENBLAS_INCLUDE_DIR}")
 
-# CAF 0.17.6: Debian ships no CMake config, no FindCAF and no .pc file.
-find_path(CAF_INCLUDE_DIR caf/all.hpp)
-find_library(CAF_CORE_LIBRARY caf_core)
-find_library(CAF_IO_LIBRARY caf_io)
-find_library(CAF_OPENSSL_LIBRARY caf_openssl)
-if(NOT CAF_INCLUDE_DIR OR NOT CAF_CORE_LIBRARY OR NOT CAF_IO_LIBRARY OR NOT CAF_OPENSSL_LIBRARY)
-  message(FATAL_ERROR "CAF not found: run tools/install-deps.sh (libcaf-dev)")
-endif()
-add_library(CAF::core UNKNOWN IMPORTED)
-set_target_properties(CAF::core PROPERTIES
-  IMPORTED_LOCATION "${CAF_CORE_LIBRARY}"
-  INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
-  INTERFACE_LINK_LIBRARIES Threads::Threads)
-add_library(CAF::io UNKNOWN IMPORTED)
-set_target_properties(CAF::io PROPERTIES
-  IMPORTED_LOCATION "${CAF_IO_LIBRARY}"
-  INTERFACE_LINK_LIBRARIES CAF::core)
-# Mutual TLS between dtrain processes (libcaf_openssl.so, linked against
-# OpenSSL 3; it comes before caf_io on the link line through this target).
-# dtrain's own TLS code (actors/tls.cpp) uses libssl directly (OpenSSL is
-# found below).
-add_library(CAF::openssl UNKNOWN IMPORTED)
-set_target_properties(CAF::openssl PROPERTIES
-  IMPORTED_LOCATION "${CAF_OPENSSL_LIBRARY}"
-  INTERFACE_LINK_LIBRARIES "CAF::io;OpenSSL::SSL")
-file(STRINGS "${CAF_INCLUDE_DIR}/caf/config.hpp" _caf_ver REGEX "^#define CAF_VERSION [0-9]+")
-string(REGEX REPLACE ".* ([0-9]+)$" "\\1" CAF_VERSION_NUM "${_caf_ver}")
-message(STATUS "dtrain: CAF version ${CAF_VERSION_NUM}")
+# CAF 0.17.6: Debian ships no CMake config, no FindCAF and no .pc file, so
+# cmake/modules/FindCAF.cmake finds it (the installed package ships the
+# same module): CAF::core, CAF::io and CAF::openssl (TLS between
+# processes; Debian's build links libssl 3 itself).
+list(APPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_LIST_DIR}/modules")
+find_package(CAF 0.17 REQUIRED COMPONENTS core io openssl)
+message(STATUS "dtrain: CAF ${CAF_VERSION}")
 
 find_package(CapnProto CONFIG REQUIRED)
 find_package(Gloo CONFIG REQUIRED)

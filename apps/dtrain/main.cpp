@@ -1,5 +1,6 @@
 // dtrain: the command line.
 //
+//   dtrain --version                                print the version
 //   dtrain start --head [--port P] [--detach]       run a head (127.0.0.1)
 //   dtrain start --address HOST:PORT [--slots N]    run a node joining it
 //         [--plugin LIB.so ...]                    (operator libraries it preloads)
@@ -27,6 +28,7 @@
 
 #include "cert_command.hpp"
 #include "commands.hpp"
+#include "dtrain/config.hpp"
 #include "processes.hpp"
 #include "servers.hpp"
 
@@ -78,6 +80,7 @@ int run_start(bool head, bool detach, server_options o) {
 int main(int argc, char** argv) {
   CLI::App app{"dtrain: data-parallel training on actors"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "dtrain " DTRAIN_VERSION);
 
   server_options so;
   bool head = false, detach = false;
