@@ -1,12 +1,16 @@
 // The driver: trains the plugin's "spiral_mlp" operator data-parallel on a
-// dtrain cluster and prints each epoch's metrics and every replica's
-// parameter hash (equal hashes: the replicas hold bitwise the same model).
+// dtrain cluster and prints each epoch's metrics and, after every epoch,
+// every replica's parameter hash and node (equal hashes: the replicas hold
+// bitwise the same model).
 //
 //   my_driver [--address HOST:PORT] [--plugin PATH] [--epochs N] [--replicas N]
 //
 // Without --address (and $DTRAIN_ADDRESS unset) the cluster is embedded in
 // this process. The trainer loads the plugin here and ships it to the
-// nodes its replicas are placed on: nothing has to be copied to them.
+// nodes its replicas are placed on: nothing has to be copied to them. On a
+// TLS cluster the driver presents the client certificate in
+// $DTRAIN_HOME/tls (client.pem, client-key.pem, ca.pem: `dtrain cert
+// create --client`), or the files named by cluster::options::tls.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -89,13 +93,20 @@ int main(int argc, char** argv) {
     std::printf("epoch %lld: train loss %.4f accuracy %.3f, validation loss %.4f accuracy %.3f\n",
                 static_cast<long long>(train->epoch), train->loss, train->accuracy, valid->loss,
                 valid->accuracy);
+    // Every replica's parameters, hashed where they live: equal hashes
+    // after every epoch mean the replicas hold bitwise the same model.
+    auto hashes = (*trainer)->parameter_hashes();
+    if (!hashes)
+      return fail(hashes.error());
+    const auto& placed = (*trainer)->placement();
+    for (size_t rank = 0; rank < hashes->size(); ++rank)
+      std::printf("replica %zu: parameters hash %016llx (node %d, %s)\n", rank,
+                  static_cast<unsigned long long>((*hashes)[rank]),
+                  rank < placed.size() ? placed[rank].node : -1,
+                  rank < placed.size() && !placed[rank].info.address.empty()
+                      ? placed[rank].info.address.c_str()
+                      : "this process");
   }
-  auto hashes = (*trainer)->parameter_hashes();
-  if (!hashes)
-    return fail(hashes.error());
-  for (size_t rank = 0; rank < hashes->size(); ++rank)
-    std::printf("replica %zu: parameters hash %016llx\n", rank,
-                static_cast<unsigned long long>((*hashes)[rank]));
   auto stopped = (*trainer)->shutdown();
   return stopped.is_ok() ? 0 : fail(stopped);
 }

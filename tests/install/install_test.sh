@@ -18,8 +18,10 @@
 #     its compile commands naming neither the source nor the build tree;
 #  5. its driver trains the plugin's operator for one epoch with two
 #     replicas, which end with equal parameter hashes: on an embedded
-#     cluster, then on the installed dtrain's head and two one-slot nodes
-#     (on loopback, without TLS), which receive the plugin from the driver;
+#     cluster, then (two epochs, equal hashes after each) on the installed
+#     dtrain's head and two one-slot nodes on loopback over mutual TLS with
+#     certificates made by the installed `dtrain cert`; both nodes receive
+#     the plugin from the driver;
 #  6. the prefix moved elsewhere still works (rpath, pkg-config paths).
 set -euo pipefail
 
@@ -142,26 +144,46 @@ step "my_driver --epochs 1 (embedded cluster, 2 replicas)"
 out=$(env -u LD_LIBRARY_PATH "$tmp/example-build/my_driver" --epochs 1 --replicas 2 2>&1) ||
   { echo "$out"; fail "my_driver failed"; }
 echo "$out"
-echo "$out" | grep -qE "^epoch 1: train loss [0-9.]+ accuracy [0-9.]+, validation loss [0-9.]+ accuracy [0-9.]+$" ||
-  fail "no metrics line for epoch 1"
-hashes=$(echo "$out" | sed -n 's/^replica [01]: parameters hash \([0-9a-f]\{16\}\)$/\1/p')
+echo "$out" | grep -q "^cluster embedded, 2 replicas of spiral_mlp" || fail "not an embedded run"
+hashes=$(echo "$out" | sed -n 's/^replica [01]: parameters hash \([0-9a-f]\{16\}\) .*$/\1/p')
 [ "$(echo "$hashes" | wc -l)" = 2 ] || fail "expected two replicas' hashes, got: $hashes"
 [ "$(echo "$hashes" | sort -u | wc -l)" = 1 ] || fail "the replicas' parameters differ: $hashes"
 
-step "my_driver --epochs 1 against the installed dtrain: a head and two one-slot nodes"
+step "certificates from the installed dtrain: a cluster CA, a head, a node and a client certificate"
+"$prefix/bin/dtrain" cert ca create > "$tmp/cert.log" || { cat "$tmp/cert.log"; fail "cert ca create"; }
+for role in head node client; do
+  "$prefix/bin/dtrain" cert create --$role >> "$tmp/cert.log" ||
+    { cat "$tmp/cert.log"; fail "cert create --$role"; }
+done
+"$prefix/bin/dtrain" cert check > "$tmp/check.log" || { cat "$tmp/check.log"; fail "cert check"; }
+[ "$(stat -c %a "$DTRAIN_HOME/tls/client-key.pem")" = 600 ] || fail "the client key is not mode 600"
+
+step "my_driver --epochs 2 on the installed dtrain over mutual TLS: a head and two one-slot nodes"
+# Each process finds its certificate in $DTRAIN_HOME/tls by its role.
 "$prefix/bin/dtrain" start --head --port 0 --port-file "$tmp/head.address" --detach
 head=$(cat "$tmp/head.address")
 "$prefix/bin/dtrain" start --address "$head" --slots 1 --detach
 "$prefix/bin/dtrain" start --address "$head" --slots 1 --detach
-out=$(timeout 120 env -u LD_LIBRARY_PATH "$tmp/example-build/my_driver" --address "$head" \
-        --epochs 1 --replicas 2 2>&1) || { echo "$out"; fail "my_driver on the cluster failed"; }
+grep -q "mutual TLS as 'CN=head" "$DTRAIN_HOME"/head-*.log || fail "the head does not run TLS"
+out=$(timeout 180 env -u LD_LIBRARY_PATH "$tmp/example-build/my_driver" --address "$head" \
+        --epochs 2 --replicas 2 2>&1) || { echo "$out"; fail "my_driver on the TLS cluster failed"; }
 echo "$out"
 echo "$out" | grep -q "^cluster $head, 2 replicas of spiral_mlp" || fail "not run on $head"
-hashes=$(echo "$out" | sed -n 's/^replica [01]: parameters hash \([0-9a-f]\{16\}\)$/\1/p')
-[ "$(echo "$hashes" | sort -u | wc -l)" = 1 ] && [ "$(echo "$hashes" | wc -l)" = 2 ] ||
-  fail "the replicas on the cluster end with different parameters: $hashes"
+# After each epoch: two replicas, on two different nodes, with equal parameters.
+lines=$(echo "$out" | grep -c '^replica [01]: parameters hash')
+[ "$lines" = 4 ] || fail "expected 2 epochs x 2 replicas' hashes, got $lines lines"
+for epoch in 1 2; do
+  block=$(echo "$out" | grep -A2 "^epoch $epoch:" | grep '^replica ')
+  hashes=$(echo "$block" | sed -n 's/^replica [01]: parameters hash \([0-9a-f]\{16\}\) .*$/\1/p')
+  nodes=$(echo "$block" | sed -n 's/^.*(node \([0-9]*\), .*$/\1/p')
+  [ "$(echo "$hashes" | wc -l)" = 2 ] && [ "$(echo "$hashes" | sort -u | wc -l)" = 1 ] ||
+    fail "epoch $epoch: the replicas' parameters differ: $hashes"
+  [ "$(echo "$nodes" | sort -u | wc -l)" = 2 ] || fail "epoch $epoch: replicas not on two nodes: $nodes"
+done
+installs=$(grep -l "installed plugin" "$DTRAIN_HOME"/node-*.log 2> /dev/null | wc -l)
+[ "$installs" = 2 ] || fail "expected both nodes to receive the plugin, $installs did"
 shipped=$(ls "$DTRAIN_HOME/plugins" 2> /dev/null | grep -c '\.so$' || true)
-[ "$shipped" -ge 1 ] || fail "no node received the plugin under $DTRAIN_HOME/plugins"
+[ "$shipped" -ge 1 ] || fail "no node kept the plugin under $DTRAIN_HOME/plugins"
 "$prefix/bin/dtrain" stop > /dev/null
 
 # ---- 6. a moved tree ----------------------------------------------------------
