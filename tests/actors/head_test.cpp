@@ -226,6 +226,18 @@ BOOST_FIXTURE_TEST_CASE(a_registration_whose_gpu_count_differs_from_its_device_l
   BOOST_TEST(status_now().nodes.empty());
 }
 
+// A registration must bring the node actor of the registering process: a
+// null handle would be placed on and handed to trainers.
+BOOST_FIXTURE_TEST_CASE(a_registration_without_a_node_actor_is_refused, head_fixture) {
+  node_info info{"h", "", 2, 0, 1, "h", {}, ""};
+  auto r = register_node(info, node_actor{});
+  BOOST_REQUIRE(!r.is_ok());
+  BOOST_TEST(r.error().message().find("no node actor given") != std::string::npos,
+             r.error().message());
+  BOOST_TEST(status_now().nodes.empty());
+  BOOST_TEST(!place("t", 1, false).is_ok());
+}
+
 BOOST_AUTO_TEST_CASE(asking_for_more_gpus_than_the_machine_has_is_an_error_not_an_abort) {
   const int present = cuda::device_count();
   auto none = offered_gpus(0);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -205,6 +206,38 @@ BOOST_AUTO_TEST_CASE(refused_libraries_name_the_reason_and_the_nodes_stay_up) {
   auto t = actors::trainer::create(*c, plugin_trainer(2, {DTRAIN_TEST_PLUGIN}));
   BOOST_REQUIRE_MESSAGE(t.is_ok(), t.error().to_string());
   train_epochs(**t, 1, 2);
+}
+
+// The secret file's path comes from the node's registration: whoever
+// registered as a node must not get another of this user's files (a private
+// key) sent to it as the credential. Only a node-PID.secret of this user,
+// closed to others and holding a secret, is read.
+BOOST_AUTO_TEST_CASE(the_same_user_credential_is_read_only_from_a_node_secret_file) {
+  dtrain::testing::temp_dir dir;
+  auto write = [](const std::string& path, const std::string& text, mode_t mode) {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    BOOST_REQUIRE(f != nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    BOOST_REQUIRE(::chmod(path.c_str(), mode) == 0);
+  };
+  const std::string key_text = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n";
+  node_info info;
+  info.secret_file = dir.file("id_ed25519");
+  write(info.secret_file, key_text, 0600);
+  auto leaked = credential_for(info);
+  BOOST_REQUIRE(!leaked.is_ok());
+  BOOST_TEST(leaked.error().message().find("MIIE") == std::string::npos);
+  info.secret_file = dir.file("node-12.secret");  // named like one, but a key inside
+  write(info.secret_file, key_text, 0600);
+  BOOST_TEST(!credential_for(info).is_ok());
+  const std::string secret = security::random_hex(32);
+  write(info.secret_file, secret, 0644);  // open to others: not trusted
+  BOOST_TEST(!credential_for(info).is_ok());
+  write(info.secret_file, secret, 0600);
+  auto good = credential_for(info);
+  BOOST_REQUIRE_MESSAGE(good.is_ok(), good.error().to_string());
+  BOOST_TEST(good->secret == secret);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_started_with_a_plugin_preloads_it) {

@@ -332,6 +332,13 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_serves_its_driver_and_refuses_every_other_pee
   BOOST_TEST_MESSAGE("head log:\n" << tc.head_log());
 }
 
+// libcaf_openssl's SSL_* calls must reach dtrain's wrappers (tls.cpp) in
+// this binary too, now that they live in libdtrain_actors.so: lookup order
+// is the executable, then its DT_NEEDED breadth-first.
+BOOST_AUTO_TEST_CASE(the_tls_wrappers_take_the_place_of_libssls_functions) {
+  BOOST_TEST(tls_wrappers_in_effect());
+}
+
 BOOST_AUTO_TEST_CASE(a_non_loopback_bind_without_certificates_is_refused) {
   dtrain::testing::temp_dir home;
   setenv("DTRAIN_HOME", home.path().c_str(), 1);

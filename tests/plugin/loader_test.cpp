@@ -172,4 +172,29 @@ BOOST_AUTO_TEST_CASE(install_writes_the_library_under_its_hash) {
   BOOST_TEST(plugin::install_plugin(dir, good->hash, bytes_of(DTRAIN_TEST_PLUGIN)).is_ok());
 }
 
+// Others must not be able to swap a library between its hash check and
+// dlopen(): a plugin directory that is a link, or writable by others, is
+// refused and nothing is written.
+BOOST_AUTO_TEST_CASE(install_refuses_a_plugin_directory_others_may_write_to_or_a_link) {
+  temp_dir home;
+  auto good = plugin::load_plugin(DTRAIN_TEST_PLUGIN);
+  BOOST_REQUIRE(good.is_ok());
+  const std::string open_dir = home.file("open");
+  BOOST_REQUIRE(::mkdir(open_dir.c_str(), 0700) == 0);
+  BOOST_REQUIRE(::chmod(open_dir.c_str(), 0777) == 0);
+  auto refused = plugin::install_plugin(open_dir, good->hash, bytes_of(DTRAIN_TEST_PLUGIN));
+  BOOST_REQUIRE(!refused.is_ok());
+  BOOST_TEST(contains(refused.error().message(), "writable by no one else"),
+             refused.error().message());
+  BOOST_TEST(!exists(open_dir + "/" + good->hash + ".so"));
+  const std::string target = home.file("target");
+  BOOST_REQUIRE(::mkdir(target.c_str(), 0700) == 0);
+  const std::string link = home.file("link");
+  BOOST_REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
+  auto via_link = plugin::install_plugin(link, good->hash, bytes_of(DTRAIN_TEST_PLUGIN));
+  BOOST_REQUIRE(!via_link.is_ok());
+  BOOST_TEST(contains(via_link.error().message(), "not a directory"), via_link.error().message());
+  BOOST_TEST(!exists(target + "/" + good->hash + ".so"));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

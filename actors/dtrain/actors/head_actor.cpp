@@ -269,8 +269,16 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
   });
   self->set_down_handler([=](caf::down_msg& dm) {
     for (auto& node : state->nodes)
-      if (node.addr == dm.source)
+      if (node.addr == dm.source) {
         node.state = node_state::dead;
+        // Its process left (or its node actor did): its proof goes with it,
+        // so a later process that gets the same node id (the same pid on
+        // that host) proves anew.
+        auth->forget(dm.source.node());
+      }
+    // A remote owner gone with its connection: its process's proof goes too.
+    if (dm.reason == caf::exit_reason::remote_link_unreachable)
+      auth->forget(dm.source.node());
     std::vector<std::string> gone;
     for (auto& [id, h] : state->trainers)
       if (h.owner == dm.source)
@@ -284,6 +292,20 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
         return *no;
       if (auto s = check_registration(info); !s)
         return to_caf(s);
+      // The node actor must live in the process that asks (the one that
+      // proved a node certificate): else a node could enlist any actor of
+      // any process, unproven, as a node, or register a null handle that
+      // placement would hand to trainers.
+      if (const caf::node_id peer = sender_node(self);
+          !handle || (peer != handle.node() && !(peer == caf::node_id{} && handle.node() == self->node()))) {
+        const std::string text =
+            "registering node " + info.host + ": " +
+            (handle ? "its node actor lives in process " + caf::to_string(handle.node()) +
+                          ", not in the registering process " + caf::to_string(peer)
+                    : std::string("no node actor given"));
+        report_refusal(self, peer, text);
+        return to_caf(invalid_argument(text));
+      }
       self->monitor(handle);
       node_entry entry;
       entry.info = std::move(info);

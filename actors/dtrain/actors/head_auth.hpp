@@ -43,6 +43,9 @@ public:
   status allowed(const caf::node_id& peer, const caf::node_id& self, security::role needed,
                  const std::string& request) const;
 
+  /// Forgets what `peer` proved (its process left).
+  void forget(const caf::node_id& peer) { proven_.erase(peer); }
+
   /// The subject a process proved, or "".
   std::string subject_of(const caf::node_id& peer) const;
 

@@ -91,10 +91,30 @@ result<std::string> read_node_secret(const std::string& path) {
   if (path.empty())
     return invalid_argument(std::string(same_user_refusal) +
                             " (the node advertises no secret file)");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // The path comes from the node's registration, i.e. from the peer: only
+  // a file that is a node secret is read and sent, never another of this
+  // user's files (a private key) to whoever registered as a node.
+  const std::string name = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+  const std::string prefix = "node-", suffix = ".secret";
+  bool named_as_secret = name.size() > prefix.size() + suffix.size() &&
+                         name.compare(0, prefix.size(), prefix) == 0 &&
+                         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  for (size_t i = prefix.size(); named_as_secret && i < name.size() - suffix.size(); ++i)
+    named_as_secret = name[i] >= '0' && name[i] <= '9';
+  if (!named_as_secret)
+    return invalid_argument(std::string(same_user_refusal) + " (its secret file " + path +
+                            " is not named like a node secret, node-PID.secret; not read)");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return invalid_argument(std::string(same_user_refusal) + " (cannot read its secret file " +
                             path + ": " + std::strerror(errno) + ")");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & 077) != 0) {
+    ::close(fd);
+    return invalid_argument(std::string(same_user_refusal) + " (its secret file " + path +
+                            " is not a regular file of this user closed to others; not read)");
+  }
   char buffer[256];
   ssize_t n;
   do {
@@ -105,7 +125,14 @@ result<std::string> read_node_secret(const std::string& path) {
   if (n <= 0)
     return invalid_argument(std::string(same_user_refusal) + " (cannot read its secret file " +
                             path + ": " + (n < 0 ? std::strerror(err) : "empty") + ")");
-  return std::string(buffer, static_cast<size_t>(n));
+  std::string secret(buffer, static_cast<size_t>(n));
+  bool hex = secret.size() == 64;
+  for (char c : secret)
+    hex = hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+  if (!hex)
+    return invalid_argument(std::string(same_user_refusal) + " (its secret file " + path +
+                            " does not hold a node secret; not sent)");
+  return secret;
 }
 
 bool secrets_equal(const std::string& a, const std::string& b) {

@@ -272,12 +272,29 @@ void on_handshake_event(const SSL* ssl, int where, int ret) {
     report_failure(ssl, note, fatal_alert, failed_exit || (where & SSL_CB_WRITE) != 0, ret);
 }
 
-// libssl's definition of `name`, the one after this executable's.
+// libssl's definition of `name`. Asked of libssl itself first: RTLD_NEXT
+// only searches the objects after libdtrain_actors in lookup order, and
+// libssl comes before it in a program that names libssl first. Neither
+// found while a wrapper is called means a libssl we cannot hand on to: the
+// process stops (passing a call on to nothing would skip the peer check or
+// crash later, far from the cause).
 template <class Fn>
 Fn next_definition(const char* name) {
-  void* f = dlvsym(RTLD_NEXT, name, "OPENSSL_3.0.0");
+  void* f = nullptr;
+  if (void* ssl = dlopen("libssl.so.3", RTLD_LAZY | RTLD_NOLOAD)) {
+    f = dlvsym(ssl, name, "OPENSSL_3.0.0");
+    if (!f)
+      f = dlsym(ssl, name);
+    dlclose(ssl);  // only drops the reference RTLD_NOLOAD took
+  }
+  if (!f)
+    f = dlvsym(RTLD_NEXT, name, "OPENSSL_3.0.0");
   if (!f)
     f = dlsym(RTLD_NEXT, name);
+  if (!f) {
+    std::fprintf(stderr, "dtrain: cannot find libssl's %s to hand a call on to; stopping\n", name);
+    std::abort();
+  }
   return reinterpret_cast<Fn>(f);
 }
 
@@ -290,7 +307,32 @@ set_verify_fn real_set_verify() {
 
 } // namespace
 
+bool tls_wrappers_in_effect() {
+  // The object each name resolves to in global lookup, against the object
+  // that holds this function (the same library as the wrappers).
+  Dl_info own{};
+  if (dladdr(reinterpret_cast<void*>(&tls_wrappers_in_effect), &own) == 0)
+    return false;
+  for (const char* name :
+       {"SSL_read", "SSL_write", "SSL_accept", "SSL_connect", "SSL_CTX_set_verify"}) {
+    Dl_info where{};
+    void* f = dlsym(RTLD_DEFAULT, name);
+    if (f == nullptr || dladdr(f, &where) == 0 || where.dli_fbase != own.dli_fbase)
+      return false;
+  }
+  return true;
+}
+
 void enable_tls_diagnostics(const std::string& label) {
+  if (!tls_wrappers_in_effect()) {
+    std::fprintf(stderr,
+                 "%s: warning: libssl comes before libdtrain_actors in this program's symbol "
+                 "lookup, so dtrain's TLS wrappers are not in effect (refused handshakes are not "
+                 "explained, and one failed connection can close others): link dtrain before "
+                 "OpenSSL\n",
+                 label.c_str());
+    std::fflush(stderr);
+  }
   if (const char* off = std::getenv("DTRAIN_TLS_DIAGNOSTICS"); off && std::string(off) == "0")
     return;  // CAF's own handshake, untouched (to rule dtrain's callbacks out)
   std::lock_guard<std::mutex> lock(diagnostics_mutex);
@@ -341,9 +383,7 @@ DTRAIN_CLEARING_WRAPPER(SSL_connect, (SSL* ssl), (ssl))
 #undef DTRAIN_CLEARING_WRAPPER
 
 extern "C" void SSL_CTX_set_verify(SSL_CTX* ctx, int mode, SSL_verify_cb callback) {
-  auto real = dtrain::actors::real_set_verify();
-  if (!real)
-    return;  // no libssl in the process: then nobody made an SSL_CTX either
+  auto real = dtrain::actors::real_set_verify();  // never null: see next_definition
   if (dtrain::actors::diagnostics_on && (mode & SSL_VERIFY_PEER) && callback == nullptr) {
     real(ctx, mode, &dtrain::actors::verify_and_note);
     SSL_CTX_set_info_callback(ctx, &dtrain::actors::on_handshake_event);

@@ -59,6 +59,14 @@ std::string explain_tls_connect_failure(const tls_identity& id, const std::strin
 /// connection (tls.cpp); the peer's verdict is unchanged. Thread-safe.
 void enable_tls_diagnostics(const std::string& label);
 
+/// Whether this process's SSL_read/SSL_write/SSL_accept/SSL_connect and
+/// SSL_CTX_set_verify are dtrain's wrappers (tls.cpp): the library that
+/// defines them must come before libssl in symbol lookup (a program that
+/// links libssl itself ahead of libdtrain_actors gets libssl's, and then
+/// one refused handshake can drop other connections). enable_tls_diagnostics
+/// warns on stderr when they are not.
+bool tls_wrappers_in_effect();
+
 /// The last handshake failure this process saw as a client towards
 /// host:port ("" if none), forgotten once taken.
 std::string take_tls_client_failure(const std::string& host, uint16_t port);

@@ -243,6 +243,23 @@ result<loaded_plugin> install_plugin(const std::string& dir, const std::string& 
   DTRAIN_RETURN_IF_ERROR(check_abi(std::string_view(bytes.data(), bytes.size()), path));
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return os_error("cannot create the plugin directory", dir, errno);
+  // Between the hash check and dlopen() the file is named by its path: a
+  // directory that someone else may write to (or a link to one) would let
+  // them swap the library in that window and run code in this process.
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0)
+    return os_error("cannot inspect the plugin directory", dir, errno);
+  if (!S_ISDIR(st.st_mode))
+    return invalid_argument("the plugin directory " + dir +
+                            " is not a directory (a symbolic link?); plugins are not installed");
+  if (st.st_uid != ::geteuid() || (st.st_mode & 022) != 0)
+    return invalid_argument("the plugin directory " + dir + " belongs to user " +
+                            std::to_string(st.st_uid) + " with mode " +
+                            std::to_string((st.st_mode >> 6) & 7) +
+                            std::to_string((st.st_mode >> 3) & 7) + std::to_string(st.st_mode & 7) +
+                            ": others could replace a library before it is loaded; it must be "
+                            "this user's (" + std::to_string(::geteuid()) +
+                            ") and writable by no one else");
   bool have_file = false;
   if (auto existing = read_whole_file(path))
     have_file = content_hash(existing->data(), existing->size()) == hash;
