@@ -204,10 +204,11 @@ int run_node(const server_options& o) {
     return 1;
   }
   auto reached = connect_head(sys, o.address, std::chrono::seconds(10), stop_requested, *tls);
-  status joined = reached ? authenticate(sys, *reached, *tls, o.address, std::chrono::seconds(10))
-                          : reached.error();
+  result<std::string> joined =
+      reached ? authenticate(sys, *reached, *tls, o.address, std::chrono::seconds(10))
+              : result<std::string>(reached.error());
   if (!joined) {
-    std::fprintf(stderr, "error: %s\n", joined.message().c_str());
+    std::fprintf(stderr, "error: %s\n", joined.error().message().c_str());
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
     return 1;
   }
@@ -218,7 +219,7 @@ int run_node(const server_options& o) {
   int32_t index = -1;
   {
     caf::scoped_actor self{sys};
-    self->request(head, std::chrono::seconds(10), register_atom::value, info, node)
+    self->request(head, std::chrono::seconds(10), register_atom::value, info, node, *joined)
         .receive([&](int32_t i) { index = i; },
                  [&](caf::error& e) {
                    std::fprintf(stderr, "error: registering with %s: %s\n", o.address.c_str(),

@@ -82,7 +82,7 @@ struct head_fixture {
   result<int32_t> register_node(const node_info& info, const node_actor& handle) {
     caf::scoped_actor self{sys};
     result<int32_t> out{status(error_code::internal, "no reply")};
-    self->request(head, std::chrono::seconds(5), register_atom::value, info, handle)
+    self->request(head, std::chrono::seconds(5), register_atom::value, info, handle, std::string())
         .receive([&](int32_t i) { out = i; },
                  [&](caf::error& e) { out = from_caf(e, "register"); });
     return out;

@@ -289,11 +289,12 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_serves_its_driver_and_refuses_every_other_pee
     caf::actor_system sys{cfg};
     auto head = connect_head(sys, tc.address, milliseconds(5000), {}, id);
     BOOST_REQUIRE_MESSAGE(head.is_ok(), head.error().to_string());
-    status joined = authenticate(sys, *head, id, tc.address, milliseconds(5000));
+    auto joined = authenticate(sys, *head, id, tc.address, milliseconds(5000));
     BOOST_REQUIRE(!joined.is_ok());
-    BOOST_TEST_MESSAGE("joining with a client certificate: " << joined.message());
-    BOOST_TEST(contains(joined.message(), "is a client certificate; this needs a node certificate"),
-               joined.message());
+    BOOST_TEST_MESSAGE("joining with a client certificate: " << joined.error().message());
+    BOOST_TEST(contains(joined.error().message(),
+                        "is a client certificate; this needs a node certificate"),
+               joined.error().message());
     BOOST_TEST(wait_for_text(tc.home.file("head.log"), "cannot join", milliseconds(5000)),
                tc.head_log());
     // Registering without a proof is refused too, nothing registered.
@@ -301,11 +302,25 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_serves_its_driver_and_refuses_every_other_pee
     node_info info{"intruder", "127.0.0.1:1", 8, 0, 1, "x", {}};
     bool registered = false;
     std::string why;
-    self->request(*head, std::chrono::seconds(5), register_atom::value, info, node_actor{})
+    self->request(*head, std::chrono::seconds(5), register_atom::value, info, node_actor{},
+                  std::string())
         .receive([&](int32_t) { registered = true; },
                  [&](caf::error& e) { why = from_caf(e, "register").message(); });
     BOOST_TEST(!registered);
-    BOOST_TEST(contains(why, "needs a process that proved a node certificate"), why);
+    BOOST_TEST(contains(why, "needs the session of a process that proved a node certificate"), why);
+    // Nor with a client session (what an attacker with a client
+    // certificate has after a legitimate attach), however it names itself.
+    id.role_ = sec::role::client;
+    auto attached = authenticate(sys, *head, id, tc.address, milliseconds(5000));
+    BOOST_REQUIRE_MESSAGE(attached.is_ok(), attached.error().to_string());
+    BOOST_TEST(!attached->empty());
+    registered = false;
+    self->request(*head, std::chrono::seconds(5), register_atom::value, info, node_actor{},
+                  *attached)
+        .receive([&](int32_t) { registered = true; },
+                 [&](caf::error& e) { why = from_caf(e, "register").message(); });
+    BOOST_TEST(!registered);
+    BOOST_TEST(contains(why, "is of 'CN=alice,O=dtrain', a client certificate"), why);
     BOOST_TEST(!contains(tc.node_log(), "is gone"), "before the impostor leaves");
   }
   std::this_thread::sleep_for(milliseconds(500));

@@ -96,7 +96,7 @@ status cluster::start_embedded(const options& o) {
                  net::host_identity(), gpus, /*secret_file=*/""};
   caf::scoped_actor self{*system_};
   status out;
-  self->request(head_, std::chrono::seconds(10), register_atom::value, info, local_node_)
+  self->request(head_, std::chrono::seconds(10), register_atom::value, info, local_node_, std::string())
       .receive([](int32_t) {}, [&](caf::error& e) { out = from_caf(e, "embedded cluster"); });
   return out;
 }
@@ -160,10 +160,11 @@ result<head_actor> connect_head(caf::actor_system& sys, const std::string& addre
   }
 }
 
-status authenticate(caf::actor_system& sys, const head_actor& head, const tls_identity& tls,
-                    const std::string& address, std::chrono::milliseconds timeout) {
+result<std::string> authenticate(caf::actor_system& sys, const head_actor& head,
+                                 const tls_identity& tls, const std::string& address,
+                                 std::chrono::milliseconds timeout) {
   if (!tls.enabled())
-    return status::ok();
+    return std::string();
   const bool node = tls.role_ == security::role::node;
   const std::string what = node ? "join" : "attach";
   const std::string nonce = security::random_hex(16);
@@ -186,10 +187,10 @@ status authenticate(caf::actor_system& sys, const head_actor& head, const tls_id
                                           " did not prove that it is the cluster's head");
   DTRAIN_ASSIGN_OR_RETURN(auto mine, security::prove_identity(tls.files, what + " " + hello->head_id,
                                                               hello->challenge));
-  status out;
+  result<std::string> out{status(error_code::internal, "no reply")};
   self->request(head, timeout, prove_atom::value, what, hello->challenge,
                 identity_msg{mine.certificate_pem, mine.signature})
-      .receive([](caf::ok_atom) {},
+      .receive([&](std::string& token) { out = std::move(token); },
                [&](caf::error& e) {
                  out = from_caf(e, "the head at " + address + " refused to let '" + tls.subject +
                                        "' " + what);
@@ -200,7 +201,10 @@ status authenticate(caf::actor_system& sys, const head_actor& head, const tls_id
 status cluster::attach(const std::string& address, std::chrono::milliseconds timeout) {
   where_ = address;
   DTRAIN_ASSIGN_OR_RETURN(head_, connect_head(*system_, address, timeout, {}, tls_));
-  return authenticate(*system_, head_, tls_, address, std::chrono::seconds(10));
+  auto session = authenticate(*system_, head_, tls_, address, std::chrono::seconds(10));
+  if (!session)
+    return session.error();
+  return status::ok();
 }
 
 result<std::shared_ptr<store::experiment_store>> cluster::experiments() {

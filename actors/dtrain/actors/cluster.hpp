@@ -63,9 +63,10 @@ result<head_actor> connect_head(caf::actor_system& sys, const std::string& addre
 /// On a TLS cluster (tls.enabled()), the exchange of head_actor.hpp's
 /// authentication: checks that the head proves role head, then proves
 /// this process's role (node: "join", else "attach"). Every request has
-/// `timeout`. Errors name the address and the head's reason. A no-op
-/// without TLS.
-status authenticate(caf::actor_system& sys, const head_actor& head, const tls_identity& tls,
+/// `timeout`. Errors name the address and the head's reason. Returns the
+/// session token the head handed out (head_auth::session; a node presents
+/// it when it registers); "" without TLS, where nothing is exchanged.
+result<std::string> authenticate(caf::actor_system& sys, const head_actor& head, const tls_identity& tls,
                     const std::string& address, std::chrono::milliseconds timeout);
 
 /// A driver's connection to a cluster: its actor system, the head, and the

@@ -287,9 +287,17 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
       release(*state, id);
   });
   return {
-    [=](register_atom, node_info& info, node_actor& handle) -> caf::result<int32_t> {
-      if (auto no = refuse<int32_t>(self, *auth, role::node, "registering node " + info.host))
-        return *no;
+    [=](register_atom, node_info& info, node_actor& handle,
+        const std::string& session) -> caf::result<int32_t> {
+      // The session token, not the sender's node id (which a peer can
+      // claim), shows that the registering process proved a node
+      // certificate (head_auth::session).
+      if (auto s = auth->allowed_session(session, sender_node(self), self->node(), role::node,
+                                         "registering node " + info.host);
+          !s) {
+        report_refusal(self, sender_node(self), s.message());
+        return to_caf(s);
+      }
       if (auto s = check_registration(info); !s)
         return to_caf(s);
       // The node actor must live in the process that asks (the one that
@@ -366,7 +374,7 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
       return *h;
     },
     [=](prove_atom, const std::string& what, const std::string& challenge,
-        const identity_msg& proof) -> caf::result<caf::ok_atom> {
+        const identity_msg& proof) -> caf::result<std::string> {
       const caf::node_id peer = sender_node(self);
       auto checked = auth->prove(peer, what, challenge, proof);
       if (!checked) {
@@ -374,8 +382,8 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
         return to_caf(checked.error());
       }
       std::fprintf(stderr, "dtrain head: process %s proved '%s' (%s)\n", caf::to_string(peer).c_str(),
-                   checked->subject.c_str(), what == "join" ? "node" : "client");
-      return caf::ok_atom::value;
+                   checked->certificate.subject.c_str(), what == "join" ? "node" : "client");
+      return checked->token;
     },
   };
 }

@@ -56,11 +56,9 @@ result<head_hello> head_auth::hello(const std::string& nonce, clock::time_point 
   return out;
 }
 
-result<security::certificate_info> head_auth::prove(const caf::node_id& peer,
-                                                    const std::string& what,
-                                                    const std::string& challenge,
-                                                    const identity_msg& proof,
-                                                    clock::time_point now) {
+result<head_auth::session> head_auth::prove(const caf::node_id& peer, const std::string& what,
+                                            const std::string& challenge,
+                                            const identity_msg& proof, clock::time_point now) {
   if (!enabled())
     return invalid_argument("this head does not use TLS: there is nothing to prove");
   security::role wanted;
@@ -80,7 +78,37 @@ result<security::certificate_info> head_auth::prove(const caf::node_id& peer,
                           security::check_identity(from_wire(proof), what + " " + head_id_,
                                                    challenge, tls_.files.ca, {wanted}));
   proven_[peer] = proven{wanted, info.subject};
-  return info;
+  // One session per process and role: a new proof replaces the old token,
+  // so a process cannot pile up sessions.
+  for (auto it = sessions_.begin(); it != sessions_.end();)
+    it = it->second.peer == peer ? sessions_.erase(it) : std::next(it);
+  std::string token = security::random_hex(32);
+  sessions_[token] = session_entry{proven{wanted, info.subject}, peer};
+  return session{std::move(info), std::move(token)};
+}
+
+void head_auth::forget(const caf::node_id& peer) {
+  proven_.erase(peer);
+  for (auto it = sessions_.begin(); it != sessions_.end();)
+    it = it->second.peer == peer ? sessions_.erase(it) : std::next(it);
+}
+
+status head_auth::allowed_session(const std::string& token, const caf::node_id& peer,
+                                  const caf::node_id& self, security::role needed,
+                                  const std::string& request) const {
+  if (!enabled() || peer == self)
+    return status::ok();
+  const std::string needs = std::string(security::role_name(needed)) + " certificate";
+  auto it = token.empty() ? sessions_.end() : sessions_.find(token);
+  if (it == sessions_.end() || it->second.peer != peer)
+    return invalid_argument(request + " needs the session of a process that proved a " + needs +
+                            " to this head (hello and prove); process " + caf::to_string(peer) +
+                            " presented " + (token.empty() ? "none" : "an unknown session"));
+  if (it->second.who.role_ != needed)
+    return invalid_argument(request + " needs a " + needs + "; the session is of '" +
+                            it->second.who.subject + "', a " +
+                            security::role_name(it->second.who.role_) + " certificate");
+  return status::ok();
 }
 
 status head_auth::allowed(const caf::node_id& peer, const caf::node_id& self,

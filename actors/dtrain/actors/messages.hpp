@@ -235,7 +235,7 @@ using node_actor = caf::typed_actor<
 
 /// The head (head_actor.hpp): node registry, resources, placement.
 using head_actor = caf::typed_actor<
-    caf::replies_to<register_atom, node_info, node_actor>::with<int32_t>,
+    caf::replies_to<register_atom, node_info, node_actor, std::string>::with<int32_t>,  // + session token
     caf::replies_to<place_atom, std::string, int32_t, bool, caf::actor>::with<std::vector<assignment>>,
     caf::replies_to<release_atom, std::string>::with<caf::ok_atom>,
     caf::replies_to<unreach_atom, int32_t>::with<caf::ok_atom>,
@@ -244,7 +244,7 @@ using head_actor = caf::typed_actor<
     caf::replies_to<caf::get_atom, int32_t>::with<node_actor>,
     caf::replies_to<experiments_atom>::with<experiments::experiment_service>,
     caf::replies_to<hello_atom, std::string>::with<head_hello>,
-    caf::replies_to<prove_atom, std::string, std::string, identity_msg>::with<caf::ok_atom>>;
+    caf::replies_to<prove_atom, std::string, std::string, identity_msg>::with<std::string>>;  // -> session token
 
 /// Registers every message type and handle type above (all processes).
 void register_types(caf::actor_system_config& cfg);

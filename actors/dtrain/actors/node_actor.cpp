@@ -6,6 +6,7 @@
 
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/actors/node_secret.hpp"
+#include "dtrain/actors/plugin_shipping.hpp"
 #include "dtrain/actors/replica_actor.hpp"
 #include "dtrain/cuda/runtime.hpp"
 #include "dtrain/plugin/loader.hpp"
@@ -107,6 +108,14 @@ node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> sel
       if (status allowed = authorize(self->state, hash, credential); !allowed) {
         std::fprintf(stderr, "dtrain node: %s\n", allowed.message().c_str());
         return to_caf(allowed);
+      }
+      // The sender checks the size too; a node does not take its word.
+      if (bytes.size() > max_plugin_bytes) {
+        status big = invalid_argument("plugin " + hash + " refused: " +
+                                      std::to_string(bytes.size() >> 20) + " MiB, over the " +
+                                      std::to_string(max_plugin_bytes >> 20) + " MiB limit");
+        std::fprintf(stderr, "dtrain node: %s\n", big.message().c_str());
+        return to_caf(big);
       }
       auto promise = self->make_response_promise<std::vector<std::string>>();
       auto worker = self->spawn<caf::detached>(install_worker, self->state.options.plugin_dir);
