@@ -299,7 +299,7 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_serves_its_driver_and_refuses_every_other_pee
                tc.head_log());
     // Registering without a proof is refused too, nothing registered.
     caf::scoped_actor self{sys};
-    node_info info{"intruder", "127.0.0.1:1", 8, 0, 1, "x", {}};
+    node_info info{"intruder", "127.0.0.1:1", 8, 0, 1, "x", {}, ""};
     bool registered = false;
     std::string why;
     self->request(*head, std::chrono::seconds(5), register_atom::value, info, node_actor{},
