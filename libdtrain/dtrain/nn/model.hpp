@@ -45,6 +45,15 @@ struct parameter_slot {
 /// hook as soon as that layer is done, so that a gradient sync can start
 /// reducing while earlier layers are still computing.
 ///
+/// Model state that is not a parameter (BatchNorm's running statistics)
+/// lives in a third flat buffer, buffers(), laid out the same way (slots in
+/// buffer_slots(), "3.running_mean"). It is written by forward(training =
+/// true) only, never all-reduced or stepped by an optimizer, and is saved
+/// and restored with the parameters. Each replica updates its own from its
+/// own batches, so replicas drift apart; the replica runner averages them
+/// across replicas before it writes a checkpoint (see replica.hpp), which
+/// is where they become part of the model's lasting state.
+///
 /// Not thread-safe. On CUDA, forward/backward only enqueue work.
 class model {
 public:
@@ -69,10 +78,18 @@ public:
   const tensor& parameters() const { return params_; }
   tensor& gradients() { return grads_; }
   const tensor& gradients() const { return grads_; }
+  /// Non-parameter model state (may have no elements: an undefined-free
+  /// empty tensor of shape [0]).
+  tensor& buffers() { return buffers_; }
+  const tensor& buffers() const { return buffers_; }
+  int64_t buffer_count() const { return buffers_.numel(); }
+  const std::vector<parameter_slot>& buffer_slots() const { return buffer_slots_; }
 
   /// Output [batch, output_features] for x [batch, input_features] on the
   /// model's device; the reference is valid until the next forward. A wrong
-  /// shape or device is an error naming both.
+  /// shape or device is an error naming both; a layer that cannot compute
+  /// (no kernel on this device, an index out of range) is its error naming
+  /// the layer, and backward() then needs a new forward.
   result<const tensor*> forward(const tensor& x, bool training);
   /// Adds d(loss)/d(parameters) into gradients(), given d(loss)/d(output)
   /// of the last forward(training = true); with accumulate = false,
@@ -91,6 +108,9 @@ private:
   /// overflows or cannot fit in this machine's memory.
   status plan_slots();
   status allocate();
+  /// Lays out buffer_slots_, allocates buffers_ with their initial values
+  /// and binds them.
+  status allocate_buffers();
   /// Hands each layer its views of params_ and grads_.
   void bind_layers();
 
@@ -100,6 +120,8 @@ private:
   int64_t output_features_ = 0;
   tensor params_, grads_;
   std::vector<parameter_slot> slots_;
+  tensor buffers_;
+  std::vector<parameter_slot> buffer_slots_;
   // Per layer: [first, end) element range of its parameters.
   std::vector<std::pair<int64_t, int64_t>> layer_ranges_;
   uint64_t passes_ = 0;
