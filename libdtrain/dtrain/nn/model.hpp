@@ -50,9 +50,9 @@ struct parameter_slot {
 /// buffer_slots(), "3.running_mean"). It is written by forward(training =
 /// true) only, never all-reduced or stepped by an optimizer, and is saved
 /// and restored with the parameters. Each replica updates its own from its
-/// own batches, so replicas drift apart; the replica runner averages them
-/// across replicas before it writes a checkpoint (see replica.hpp), which
-/// is where they become part of the model's lasting state.
+/// own batches, so replicas drift apart until the replica runner averages
+/// them across the group at the end of each epoch (see
+/// train::replica_runner::train_epoch), before validation and checkpoints.
 ///
 /// Not thread-safe. On CUDA, forward/backward only enqueue work.
 class model {

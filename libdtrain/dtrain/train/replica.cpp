@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 
+#include "dtrain/comm/communicator.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/train/step_totals.hpp"
 #include "dtrain/plugin/loader.hpp"
@@ -269,6 +270,7 @@ result<epoch_metrics> replica_runner::train_epoch() {
   } else {
     ++epoch_;
   }
+  DTRAIN_RETURN_IF_ERROR(average_model_buffers());
   if (options_.average_training_metrics)
     DTRAIN_RETURN_IF_ERROR(totals.reduce(*ctx_));
   epoch_metrics m;
@@ -281,6 +283,17 @@ result<epoch_metrics> replica_runner::train_epoch() {
   m.preempted = preempted;
   m.resume_batch = resume_batch_;
   return m;
+}
+
+status replica_runner::average_model_buffers() {
+  tensor& state = parts_.model->buffers();
+  if (state.numel() == 0 || ctx_->world_size() == 1)
+    return status::ok();
+  return ctx_->communicator()
+      .all_reduce(state, comm::reduce_op::average)
+      ->wait()
+      .with_context("replica " + std::to_string(ctx_->rank()) +
+                    ": averaging the model's buffers (running statistics)");
 }
 
 std::string replica_runner::step_error_context(bool training) const {
@@ -322,5 +335,7 @@ result<epoch_metrics> replica_runner::validate() {
 }
 
 const tensor& replica_runner::parameters() const { return parts_.model->parameters(); }
+
+const tensor& replica_runner::model_buffers() const { return parts_.model->buffers(); }
 
 } // namespace dtrain::train
