@@ -21,7 +21,8 @@ struct model_options {
 
 /// Where one parameter lives in the model's flat buffers.
 struct parameter_slot {
-  std::string name;    // "3.weight": layer index (0-based) and parameter
+  std::string name;    // "3.weight": layer index (0-based) and parameter;
+                       // "3.inner.0.weight" inside a residual block
   shape_t shape;
   int64_t offset = 0;  // in elements, into parameters() and gradients()
   int64_t count = 0;
