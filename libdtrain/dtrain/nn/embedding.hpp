@@ -14,7 +14,7 @@ namespace dtrain::nn {
 /// the indices have no gradient, so dL/dx is zeros.
 ///
 /// An index that is not an integer in [0, vocab) is an out_of_range error
-/// (forward_status()) naming it, its row and position; the output is zeros
+/// (last_status()) naming it, its row and position; the output is zeros
 /// then. CPU only: on CUDA, forward reports unavailable.
 class embedding final : public module {
 public:
@@ -26,7 +26,7 @@ public:
   void initialize(std::vector<tensor>& params, rng& gen) const override;
   void bind(std::vector<tensor> params, std::vector<tensor> grads) override;
   const tensor& forward(const tensor& x, const forward_context& ctx) override;
-  status forward_status() const override { return error_; }
+  status last_status() const override { return error_; }
   const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
 private:

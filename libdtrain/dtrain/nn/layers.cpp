@@ -132,9 +132,14 @@ void sequential::bind_buffers(std::vector<tensor> buffers) {
   }
 }
 
-status sequential::forward_status() const {
+void sequential::set_statistics_reducer(const statistics_reducer& reduce) {
+  for (auto& layer : layers_)
+    layer->set_statistics_reducer(reduce);
+}
+
+status sequential::last_status() const {
   for (size_t i = 0; i < layers_.size(); ++i)
-    if (status s = layers_[i]->forward_status(); !s.is_ok())
+    if (status s = layers_[i]->last_status(); !s.is_ok())
       return s.with_context("layer " + std::to_string(i + 1) + " " + layers_[i]->describe());
   return status::ok();
 }

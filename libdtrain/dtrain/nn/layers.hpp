@@ -68,7 +68,8 @@ public:
   void bind_buffers(std::vector<tensor> buffers) override;
   const tensor& forward(const tensor& x, const forward_context& ctx) override;
   /// The first layer's failure, naming the layer (1-based).
-  status forward_status() const override;
+  status last_status() const override;
+  void set_statistics_reducer(const statistics_reducer& reduce) override;
   const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
 private:

@@ -166,7 +166,7 @@ result<const tensor*> model::forward(const tensor& x, bool training) {
                             " but the model is on " + options_.where.to_string());
   forward_context ctx{training, hash64(options_.seed ^ 0x5eedd00dULL, passes_++)};
   const tensor& out = layers_->forward(x, ctx);
-  if (status s = layers_->forward_status(); !s.is_ok()) {
+  if (status s = layers_->last_status(); !s.is_ok()) {
     have_activations_ = false;
     return s;
   }
@@ -191,7 +191,7 @@ status model::backward(const tensor& grad_output, bool accumulate) {
     if (hook_ && end > first)
       hook_(first, end - first);
   }
-  return status::ok();
+  return layers_->last_status();
 }
 
 void model::zero_grad() { ops::fill(grads_, 0.0f); }

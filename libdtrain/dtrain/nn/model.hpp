@@ -97,6 +97,12 @@ public:
   /// overwrites them instead (no zero_grad() needed first).
   status backward(const tensor& grad_output, bool accumulate = true);
   void zero_grad();
+  /// Synchronized BatchNorm: every batch_norm layer's training statistics
+  /// become the group's, reduced through `reduce` (module.hpp); empty: each
+  /// replica's own (the default).
+  void set_statistics_reducer(const statistics_reducer& reduce) {
+    layers_->set_statistics_reducer(reduce);
+  }
 
   /// Called with (offset, count) of each layer's gradients in gradients()
   /// as backward() completes that layer, in reverse layer order.

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,12 @@ struct buffer_spec {
   shape_t shape;
   float initial = 0.0f;
 };
+
+/// Sums `values` (a host tensor) element-wise across the replicas of a
+/// group, in place, blocking until every replica has contributed: how a
+/// synchronized BatchNorm shares its statistics. Every replica must call it
+/// the same number of times with the same sizes.
+using statistics_reducer = std::function<status(tensor& values)>;
 
 /// What a forward pass needs to know besides its input.
 struct forward_context {
@@ -85,13 +92,19 @@ public:
   virtual void bind_buffers(std::vector<tensor> buffers) {}
 
   virtual const tensor& forward(const tensor& x, const forward_context& ctx) = 0;
-  /// Why the last forward() could not compute its output, or ok: a layer
-  /// with no kernel on the input's device (unavailable), an index out of
-  /// range (out_of_range), batch statistics of a single value. forward()
-  /// returns a reference and cannot fail, so a layer that meets such input
-  /// still returns an output of the right shape (zeros) and reports here;
-  /// model::forward turns it into its error. Reset by every forward().
-  virtual status forward_status() const { return status::ok(); }
+  /// Why the last forward() or backward() could not compute, or ok: a
+  /// layer with no kernel on the input's device (unavailable), an index out
+  /// of range (out_of_range), batch statistics of a single value, a failed
+  /// cross-replica reduction. forward() and backward() return references
+  /// and cannot fail, so a layer that meets such input still returns a
+  /// result of the right shape (zeros) and reports here; model::forward and
+  /// model::backward turn it into their error. Reset by every forward().
+  virtual status last_status() const { return status::ok(); }
+  /// Makes the layer's batch statistics those of the whole group (as
+  /// torch.nn.SyncBatchNorm), reduced through `reduce`; an empty function
+  /// returns to per-replica statistics. Containers pass it to their layers;
+  /// layers without batch statistics ignore it.
+  virtual void set_statistics_reducer(const statistics_reducer& reduce) {}
   /// Returns dL/dx, or an undefined tensor when ctx.need_input_grad is
   /// false (the first layer skips that GEMM).
   virtual const tensor& backward(const tensor& dy, const backward_context& ctx) = 0;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "dtrain/core/check.hpp"
 #include "dtrain/tensor/ops.hpp"
 
 namespace dtrain::nn {
@@ -172,37 +173,63 @@ void batch_norm::bind_buffers(std::vector<tensor> buffers) {
   running_var_ = buffers[1];
 }
 
-// Fills mean_ and inv_std_ from the batch (and moves the running
-// statistics) or from the running statistics.
-void batch_norm::compute_statistics(const tensor& x, bool training) {
+status batch_norm::reduce(std::vector<double>& values) {
+  if (!reduce_)
+    return status::ok();
+  const auto n = static_cast<int64_t>(values.size());
+  ensure(reduce_scratch_, {n}, device::cpu());
+  for (int64_t i = 0; i < n; ++i)
+    reduce_scratch_.data()[i] = static_cast<float>(values[i]);
+  DTRAIN_RETURN_IF_ERROR(reduce_(reduce_scratch_).with_context(describe() + " (synchronized)"));
+  for (int64_t i = 0; i < n; ++i)
+    values[i] = reduce_scratch_.data()[i];
+  return status::ok();
+}
+
+status batch_norm::compute_statistics(const tensor& x, bool training) {
   const int64_t rows = x.size(0), f = channels_ * spatial_;
-  const double count = static_cast<double>(rows * spatial_);
   mean_.assign(channels_, 0.0);
   inv_std_.assign(channels_, 0.0);
-  for (int64_t c = 0; c < channels_; ++c) {
-    if (!training) {
+  if (!training) {
+    for (int64_t c = 0; c < channels_; ++c) {
       mean_[c] = running_mean_.data()[c];
       inv_std_[c] = 1.0 / std::sqrt(static_cast<double>(running_var_.data()[c]) + eps_);
-      continue;
     }
-    double mean = 0, var = 0;
+    return status::ok();
+  }
+  // Sums per channel and the count, then squared deviations from the mean:
+  // with a reducer, both over the whole group.
+  std::vector<double> sums(channels_ + 1, 0.0);
+  for (int64_t c = 0; c < channels_; ++c)
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t s = 0; s < spatial_; ++s)
-        mean += x.data()[r * f + c * spatial_ + s];
-    mean /= count;
+        sums[c] += x.data()[r * f + c * spatial_ + s];
+  sums[channels_] = static_cast<double>(rows * spatial_);
+  DTRAIN_RETURN_IF_ERROR(reduce(sums));
+  count_ = sums[channels_];
+  if (count_ < 2)
+    return invalid_argument(describe() +
+                            " in training needs more than one value per channel, got batch " +
+                            std::to_string(rows));
+  std::vector<double> squares(channels_, 0.0);
+  for (int64_t c = 0; c < channels_; ++c) {
+    mean_[c] = sums[c] / count_;
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t s = 0; s < spatial_; ++s) {
-        double d = x.data()[r * f + c * spatial_ + s] - mean;
-        var += d * d;
+        double d = x.data()[r * f + c * spatial_ + s] - mean_[c];
+        squares[c] += d * d;
       }
-    var /= count;
-    mean_[c] = mean;
+  }
+  DTRAIN_RETURN_IF_ERROR(reduce(squares));
+  for (int64_t c = 0; c < channels_; ++c) {
+    const double var = squares[c] / count_;
     inv_std_[c] = 1.0 / std::sqrt(var + eps_);
     float& rm = running_mean_.data()[c];
     float& rv = running_var_.data()[c];
-    rm = static_cast<float>((1.0 - momentum_) * rm + momentum_ * mean);
-    rv = static_cast<float>((1.0 - momentum_) * rv + momentum_ * var * count / (count - 1.0));
+    rm = static_cast<float>((1.0 - momentum_) * rm + momentum_ * mean_[c]);
+    rv = static_cast<float>((1.0 - momentum_) * rv + momentum_ * var * count_ / (count_ - 1.0));
   }
+  return status::ok();
 }
 
 const tensor& batch_norm::forward(const tensor& x, const forward_context& ctx) {
@@ -210,16 +237,12 @@ const tensor& batch_norm::forward(const tensor& x, const forward_context& ctx) {
   if (x.is_cuda())
     return no_kernel(describe(), {rows, f}, x.where(), output_, error_);
   ensure(output_, {rows, f}, x.where());
-  if (ctx.training && rows * spatial_ < 2) {
-    error_ = invalid_argument(describe() +
-                              " in training needs more than one value per channel, got batch " +
-                              std::to_string(rows));
+  batch_statistics_ = ctx.training;
+  error_ = compute_statistics(x, ctx.training);
+  if (!error_.is_ok()) {
     ops::fill(output_, 0.0f);
     return output_;
   }
-  error_ = status::ok();
-  batch_statistics_ = ctx.training;
-  compute_statistics(x, ctx.training);
   ensure(normalized_, {rows, f}, x.where());
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < channels_; ++c)
@@ -244,20 +267,27 @@ const tensor& batch_norm::backward(const tensor& dy, const backward_context& ctx
     ensure(input_grad_, {rows, f}, dy.where());
   else
     input_grad_ = tensor();
-  const double count = static_cast<double>(rows * spatial_);
-  for (int64_t c = 0; c < channels_; ++c) {
-    const double w = weight_.data()[c];
-    double sum_dy = 0, sum_dy_xhat = 0;
+  // Per channel: sum(dy) and sum(dy * xhat), this replica's for the weight
+  // and bias gradients, the group's for dL/dx.
+  std::vector<double> sums(2 * channels_, 0.0);
+  for (int64_t c = 0; c < channels_; ++c)
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t s = 0; s < spatial_; ++s) {
         int64_t i = r * f + c * spatial_ + s;
-        sum_dy += dy.data()[i];
-        sum_dy_xhat += static_cast<double>(dy.data()[i]) * normalized_.data()[i];
+        sums[c] += dy.data()[i];
+        sums[channels_ + c] += static_cast<double>(dy.data()[i]) * normalized_.data()[i];
       }
-    weight_grad_.data()[c] += static_cast<float>(sum_dy_xhat);
-    bias_grad_.data()[c] += static_cast<float>(sum_dy);
-    if (!ctx.need_input_grad)
-      continue;
+  for (int64_t c = 0; c < channels_; ++c) {
+    bias_grad_.data()[c] += static_cast<float>(sums[c]);
+    weight_grad_.data()[c] += static_cast<float>(sums[channels_ + c]);
+  }
+  if (!ctx.need_input_grad)
+    return input_grad_;
+  if (batch_statistics_)
+    if (error_ = reduce(sums); !error_.is_ok())
+      return input_grad_;
+  for (int64_t c = 0; c < channels_; ++c) {
+    const double w = weight_.data()[c];
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t s = 0; s < spatial_; ++s) {
         int64_t i = r * f + c * spatial_ + s;
@@ -265,8 +295,8 @@ const tensor& batch_norm::backward(const tensor& dy, const backward_context& ctx
         // With running statistics the normalization is a fixed affine map.
         input_grad_.data()[i] =
             batch_statistics_
-                ? normalized_input_grad(g, normalized_.data()[i], sum_dy * w, sum_dy_xhat * w,
-                                        inv_std_[c], count)
+                ? normalized_input_grad(g, normalized_.data()[i], sums[c] * w,
+                                        sums[channels_ + c] * w, inv_std_[c], count_)
                 : static_cast<float>(g * inv_std_[c]);
       }
   }

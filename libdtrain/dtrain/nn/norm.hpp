@@ -4,7 +4,7 @@
 
 /// Normalization layers, CPU only for now: on a CUDA input their forward
 /// reports unavailable ("... has no CUDA kernel yet") through
-/// forward_status() and returns zeros, so model::forward fails cleanly.
+/// last_status() and returns zeros, so model::forward fails cleanly.
 namespace dtrain::nn {
 
 /// torch.nn.LayerNorm over the last dimension of x [batch, features]:
@@ -22,7 +22,7 @@ public:
   void initialize(std::vector<tensor>& params, rng& gen) const override;
   void bind(std::vector<tensor> params, std::vector<tensor> grads) override;
   const tensor& forward(const tensor& x, const forward_context& ctx) override;
-  status forward_status() const override { return error_; }
+  status last_status() const override { return error_; }
   const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
 private:
@@ -46,8 +46,16 @@ private:
 /// unbiased variance (count / (count - 1)), as PyTorch does. Evaluation
 /// normalizes with the running statistics and leaves them alone.
 /// Parameters "weight" [channels] (1) and "bias" [channels] (0).
-/// Not synchronized across replicas: each replica's batch statistics are
-/// its own (no SyncBatchNorm yet).
+/// Each replica's batch statistics are its own, unless a statistics
+/// reducer is set (torch.nn.SyncBatchNorm): then training normalizes by the
+/// mean and variance of the whole group's batch (two reductions of
+/// `channels` + 1 and `channels` values: sums, then squared deviations from
+/// the group mean, for accuracy), and backward reduces the two per-channel
+/// sums dL/dx needs (2 * channels values), so dL/dx is the gradient of the
+/// sum of every replica's loss. The weight and bias gradients stay this
+/// replica's: the gradient sync averages them like any other. Every
+/// replica must then run the same number of training forwards and
+/// backwards; a failed reduction is last_status()'s error.
 class batch_norm final : public module {
 public:
   explicit batch_norm(int64_t channels, int64_t height = 1, int64_t width = 1,
@@ -61,11 +69,16 @@ public:
   std::vector<buffer_spec> buffer_specs() const override;
   void bind_buffers(std::vector<tensor> buffers) override;
   const tensor& forward(const tensor& x, const forward_context& ctx) override;
-  status forward_status() const override { return error_; }
+  status last_status() const override { return error_; }
+  void set_statistics_reducer(const statistics_reducer& reduce) override { reduce_ = reduce; }
   const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
 private:
-  void compute_statistics(const tensor& x, bool training);
+  /// Fills mean_ and inv_std_ from the batch (the group's with a reducer)
+  /// and moves the running statistics, or takes the running statistics.
+  status compute_statistics(const tensor& x, bool training);
+  /// The group's sums, in place, when synchronized.
+  status reduce(std::vector<double>& values);
 
   int64_t channels_, spatial_;
   int64_t height_, width_;
@@ -75,6 +88,9 @@ private:
   tensor output_, normalized_, input_grad_;
   std::vector<double> mean_, inv_std_;  // per channel, of the last forward
   bool batch_statistics_ = false;       // the last forward was in training
+  double count_ = 0;                    // values per channel in them (the group's)
+  statistics_reducer reduce_;
+  tensor reduce_scratch_;
   status error_;
 };
 

@@ -53,8 +53,12 @@ const tensor& residual_block::forward(const tensor& x, const forward_context& ct
   return output_;
 }
 
-status residual_block::forward_status() const {
-  status s = inner_->forward_status();
+void residual_block::set_statistics_reducer(const statistics_reducer& reduce) {
+  inner_->set_statistics_reducer(reduce);
+}
+
+status residual_block::last_status() const {
+  status s = inner_->last_status();
   return s.is_ok() ? s : s.with_context("residual block");
 }
 

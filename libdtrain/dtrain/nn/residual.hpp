@@ -30,7 +30,8 @@ public:
   std::vector<buffer_spec> buffer_specs() const override;
   void bind_buffers(std::vector<tensor> buffers) override;
   const tensor& forward(const tensor& x, const forward_context& ctx) override;
-  status forward_status() const override;
+  status last_status() const override;
+  void set_statistics_reducer(const statistics_reducer& reduce) override;
   const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
 private:
