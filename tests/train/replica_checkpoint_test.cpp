@@ -307,4 +307,33 @@ BOOST_AUTO_TEST_CASE(running_statistics_are_averaged_across_replicas_each_epoch_
   });
 }
 
+// Global batch 3 over 3 replicas: a batch of 1 on each, which only a
+// synchronized BatchNorm can train on (one value per channel otherwise).
+BOOST_AUTO_TEST_CASE(synchronized_batch_norm_trains_replicas_of_batch_1_that_agree_on_everything) {
+  register_step_operators();
+  auto options = options_for("batch_norm_regression",
+                             {{"samples", "60"}, {"lr", "0.01"}, {"sync_batch_norm", "true"}}, 3);
+  run_group(3, rank_mode::threads, options, [&](int rank, runner_t& r) -> status {
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      DTRAIN_ASSIGN_OR_RETURN(auto m, r.train_epoch());
+      DTRAIN_RETURN_IF_ERROR(expect(std::isfinite(m.loss), "a non-finite loss"));
+    }
+    DTRAIN_ASSIGN_OR_RETURN(auto params, r.context().all_gather(bytes_of(r.parameters())));
+    DTRAIN_ASSIGN_OR_RETURN(auto state, r.context().all_gather(bytes_of(r.model_buffers())));
+    for (int q = 1; q < 3; ++q)
+      DTRAIN_RETURN_IF_ERROR(expect(params[q] == params[0] && state[q] == state[0],
+                                    "rank " + std::to_string(rank) + ": replica " +
+                                        std::to_string(q) + " disagrees"));
+    return status::ok();
+  });
+  options.config = train::hyperparameters({{"samples", "60"}, {"lr", "0.01"}});
+  group_stores stores(rank_mode::threads);
+  auto outcomes = run_ranks(3, rank_mode::threads, std::chrono::seconds(60), [&](int rank) {
+    DTRAIN_ASSIGN_OR_RETURN(auto r, make_runner(rank, 3, stores.for_rank(), options));
+    return r->train_epoch().to_status();
+  });
+  BOOST_TEST(failures(outcomes).find("more than one value per channel") != std::string::npos,
+             failures(outcomes));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -173,6 +173,9 @@ class batch_norm_regression final : public train::training_operator {
 public:
   status setup(const train::hyperparameters& hp, train::replica_context& ctx,
                train::operator_parts& parts) override {
+    DTRAIN_RETURN_IF_ERROR(hp.check_known({"samples", "features", "lr", "sync_batch_norm"},
+                                          "operator 'batch_norm_regression'"));
+    DTRAIN_ASSIGN_OR_RETURN(parts.sync_batch_norm, hp.get_bool("sync_batch_norm", false));
     DTRAIN_RETURN_IF_ERROR(regression_parts(hp, ctx, parts, 400));
     using namespace nn::build;
     const int64_t features = parts.model->input_features();

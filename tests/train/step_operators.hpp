@@ -16,8 +16,8 @@
 ///    validation (an error in validation_step), reserved (a metric named
 ///    "loss"), late_hold (hold_gradient_sync() after backward()).
 ///  - "batch_norm_regression": the same regression data (keys samples,
-///    features, lr) through linear, BatchNorm1d, ReLU, linear, with the
-///    standard steps: a model with running statistics.
+///    features, lr, sync_batch_norm) through linear, BatchNorm1d, ReLU,
+///    linear, with the standard steps: a model with running statistics.
 namespace dtrain::testing {
 
 /// Registers them (idempotent; any thread).

@@ -212,6 +212,14 @@ status replica_runner::build() {
   so.compress = options_.compress;
   DTRAIN_ASSIGN_OR_RETURN(sync_, comm::gradient_sync::create(*parts_.model,
                                                              ctx_->communicator(), so));
+  if (parts_.sync_batch_norm && world > 1) {
+    // Issued on this thread between the gradient sync's own collectives,
+    // in the same order on every replica.
+    comm::communicator* group = &ctx_->communicator();
+    parts_.model->set_statistics_reducer([group](tensor& values) {
+      return group->all_reduce(values, comm::reduce_op::sum)->wait();
+    });
+  }
   return status::ok();
 }
 
