@@ -20,9 +20,10 @@ struct parameter_spec {
 };
 
 /// Model state a module asks for that is not a parameter: BatchNorm's
-/// running statistics. The model keeps every buffer in a second flat buffer,
-/// model::buffers(): never all-reduced, never stepped by an optimizer, but
-/// saved and restored with the model. `initial` is every element's value
+/// running statistics. The model keeps every buffer in one more flat
+/// buffer, model::buffers(): not part of the gradient sync, never stepped by
+/// an optimizer, but saved and restored with the model (model.hpp says how
+/// replicas keep theirs identical). `initial` is every element's value
 /// when the model is created (running_var starts at 1).
 struct buffer_spec {
   std::string name;   // "running_mean"
