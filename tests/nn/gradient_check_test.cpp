@@ -1,8 +1,5 @@
-// Finite-difference checks of every layer's and loss's backward on the CPU.
-//
-// A module's output y is reduced to L = sum(y * R) for a fixed random R, so
-// dL/dy = R; every input and parameter element is nudged by +-eps and the
-// central difference (L+ - L-) / 2 eps compared with the analytic gradient.
+// Finite-difference checks of every layer's and loss's backward on the CPU
+// (the method: nn/finite_difference.hpp).
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -12,6 +9,7 @@
 #include "dtrain/nn/linear.hpp"
 #include "dtrain/nn/loss.hpp"
 #include "dtrain/nn/model.hpp"
+#include "nn/finite_difference.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -19,65 +17,15 @@ using dtrain::testing::random_tensor;
 
 namespace {
 
-constexpr float eps = 1e-2f;
-
-bool close(double numeric, double analytic) {
-  return std::abs(numeric - analytic) <= 2e-3 + 2e-2 * std::abs(analytic);
-}
-
-double weighted_sum(const dtrain::tensor& y, const dtrain::tensor& r) {
-  double s = 0;
-  for (int64_t i = 0; i < y.numel(); ++i)
-    s += static_cast<double>(y.data()[i]) * r.data()[i];
-  return s;
-}
-
-// Central differences of f over every element of `values`, against `analytic`.
-int count_mismatches(dtrain::tensor values, const std::vector<float>& analytic,
-                     const std::function<double()>& f, const std::string& what) {
-  int bad = 0;
-  for (int64_t i = 0; i < values.numel(); ++i) {
-    float saved = values.data()[i];
-    values.data()[i] = saved + eps;
-    double plus = f();
-    values.data()[i] = saved - eps;
-    double minus = f();
-    values.data()[i] = saved;
-    double numeric = (plus - minus) / (2.0 * eps);
-    if (!close(numeric, analytic[i])) {
-      BOOST_TEST_MESSAGE(what << "[" << i << "]: numeric " << numeric << ", analytic "
-                              << analytic[i]);
-      ++bad;
-    }
-  }
-  return bad;
-}
+using dtrain::testing::count_mismatches;
+using dtrain::testing::weighted_sum;
+constexpr float eps = dtrain::testing::fd_eps;
 
 // Checks d/dx and d/dparams of a module bound to freshly initialized parameters.
 void check_module(nn::module& m, int64_t batch, int64_t in, uint64_t seed,
                   float input_scale = 1.0f) {
-  std::vector<dtrain::tensor> params, grads;
-  rng gen(seed);
-  for (auto& spec : m.parameter_specs()) {
-    params.push_back(dtrain::tensor::empty(spec.shape));
-    grads.push_back(dtrain::tensor::zeros(spec.shape));
-  }
-  m.initialize(params, gen);
-  m.bind(params, grads);
   auto x = random_tensor({batch, in}, seed + 1, input_scale);
-  nn::forward_context ctx{true, seed + 2};
-  int64_t out = m.output_features(in).value();
-  auto r = random_tensor({batch, out}, seed + 3);
-  m.forward(x, ctx);
-  std::vector<float> dx = m.backward(r, {true, true}).to_vector();
-  std::vector<std::vector<float>> dparams;
-  for (auto& g : grads)
-    dparams.push_back(g.to_vector());
-  auto loss = [&] { return weighted_sum(m.forward(x, ctx), r); };
-  BOOST_TEST(count_mismatches(x, dx, loss, m.describe() + " input") == 0);
-  for (size_t p = 0; p < params.size(); ++p)
-    BOOST_TEST(count_mismatches(params[p], dparams[p], loss,
-                                m.describe() + " " + m.parameter_specs()[p].name) == 0);
+  BOOST_TEST(dtrain::testing::check_module_gradients(m, x, seed) == 0);
 }
 
 // Keeps inputs away from ReLU's kink, where a central difference is wrong.

@@ -9,6 +9,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "dtrain/serialization/capnp_checkpoint.hpp"
 #include "test_util.hpp"
 #include "train/replica_group.hpp"
+#include "train/step_operators.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;
@@ -269,6 +271,69 @@ BOOST_AUTO_TEST_CASE(a_restore_keeps_the_optimizer_state_but_takes_the_new_learn
     BOOST_REQUIRE(codec->read_buffers(copy, m2, {{name, b.data(), count}}).is_ok());
     BOOST_TEST(a == b, name);
   }
+}
+
+BOOST_AUTO_TEST_CASE(running_statistics_are_averaged_across_replicas_each_epoch_and_checkpointed) {
+  register_step_operators();
+  temp_dir root;
+  auto options = options_for("batch_norm_regression", {{"samples", "400"}, {"lr", "0.01"}}, 20);
+  std::vector<float> initial(8, 0.0f);
+  initial.resize(16, 1.0f);  // running_mean 0, running_var 1
+  train::bytes saved;
+  run_group(2, rank_mode::threads, options, [&](int rank, runner_t& r) -> status {
+    DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
+    // Each replica normalized its own half of the data; the epoch's end
+    // makes their running statistics one.
+    DTRAIN_ASSIGN_OR_RETURN(auto all, r.context().all_gather(bytes_of(r.model_buffers())));
+    DTRAIN_RETURN_IF_ERROR(expect(all[0] == all[1], "rank " + std::to_string(rank) +
+                                                        ": the replicas' buffers differ"));
+    DTRAIN_RETURN_IF_ERROR(expect(r.model_buffers().to_vector() != initial,
+                                  "the running statistics did not move"));
+    DTRAIN_RETURN_IF_ERROR(r.save(root.path(), {}, 1, ""));
+    if (rank == 0)
+      saved = bytes_of(r.model_buffers());
+    return status::ok();
+  });
+  auto codec = serialization::make_capnp_codec();
+  const auto m = codec->read_manifest(checkpoint::newest_valid(*codec, root.path()).value()).value();
+  auto held = std::find_if(m.buffers.begin(), m.buffers.end(),
+                           [](const auto& b) { return b.first == "model_buffers"; });
+  BOOST_REQUIRE(held != m.buffers.end());
+  BOOST_TEST(held->second == 16);
+  run_group(2, rank_mode::threads, options, [&](int rank, runner_t& r) -> status {
+    DTRAIN_RETURN_IF_ERROR(r.restore(root.path()));
+    return expect(bytes_of(r.model_buffers()) == saved,
+                  "rank " + std::to_string(rank) + " restored other running statistics");
+  });
+}
+
+// Global batch 3 over 3 replicas: a batch of 1 on each, which only a
+// synchronized BatchNorm can train on (one value per channel otherwise).
+BOOST_AUTO_TEST_CASE(synchronized_batch_norm_trains_replicas_of_batch_1_that_agree_on_everything) {
+  register_step_operators();
+  auto options = options_for("batch_norm_regression",
+                             {{"samples", "60"}, {"lr", "0.01"}, {"sync_batch_norm", "true"}}, 3);
+  run_group(3, rank_mode::threads, options, [&](int rank, runner_t& r) -> status {
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      DTRAIN_ASSIGN_OR_RETURN(auto m, r.train_epoch());
+      DTRAIN_RETURN_IF_ERROR(expect(std::isfinite(m.loss), "a non-finite loss"));
+    }
+    DTRAIN_ASSIGN_OR_RETURN(auto params, r.context().all_gather(bytes_of(r.parameters())));
+    DTRAIN_ASSIGN_OR_RETURN(auto state, r.context().all_gather(bytes_of(r.model_buffers())));
+    for (int q = 1; q < 3; ++q)
+      DTRAIN_RETURN_IF_ERROR(expect(params[q] == params[0] && state[q] == state[0],
+                                    "rank " + std::to_string(rank) + ": replica " +
+                                        std::to_string(q) + " disagrees"));
+    return status::ok();
+  });
+  options.config = train::hyperparameters({{"samples", "60"}, {"lr", "0.01"}});
+  group_stores stores(rank_mode::threads);
+  auto outcomes = run_ranks(3, rank_mode::threads, std::chrono::seconds(60), [&](int rank) {
+    DTRAIN_ASSIGN_OR_RETURN(auto r, make_runner(rank, 3, stores.for_rank(), options));
+    return r->train_epoch().to_status();
+  });
+  BOOST_TEST(failures(outcomes).find("more than one value per channel") != std::string::npos,
+             failures(outcomes));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

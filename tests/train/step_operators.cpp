@@ -6,6 +6,7 @@
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/data/synthetic.hpp"
+#include "dtrain/nn/build.hpp"
 #include "dtrain/nn/linear.hpp"
 #include "dtrain/optim/factory.hpp"
 #include "dtrain/train/operator.hpp"
@@ -166,6 +167,26 @@ private:
   int64_t batches_ = 0;
 };
 
+// Regression through a BatchNorm layer (running statistics to keep),
+// with the standard steps.
+class batch_norm_regression final : public train::training_operator {
+public:
+  status setup(const train::hyperparameters& hp, train::replica_context& ctx,
+               train::operator_parts& parts) override {
+    DTRAIN_RETURN_IF_ERROR(hp.check_known({"samples", "features", "lr", "sync_batch_norm"},
+                                          "operator 'batch_norm_regression'"));
+    DTRAIN_ASSIGN_OR_RETURN(parts.sync_batch_norm, hp.get_bool("sync_batch_norm", false));
+    DTRAIN_RETURN_IF_ERROR(regression_parts(hp, ctx, parts, 400));
+    using namespace nn::build;
+    const int64_t features = parts.model->input_features();
+    DTRAIN_ASSIGN_OR_RETURN(
+        parts.model,
+        nn::model::create(seq(linear(features, 8), batch_norm1d(8), relu(), linear(8, 1)),
+                          {features, ctx.where(), ctx.seed()}));
+    return status::ok();
+  }
+};
+
 } // namespace
 
 void register_step_operators() {
@@ -176,6 +197,9 @@ void register_step_operators() {
     });
     train::register_operator("failing_step", [] {
       return std::unique_ptr<train::training_operator>(new failing_step());
+    });
+    train::register_operator("batch_norm_regression", [] {
+      return std::unique_ptr<train::training_operator>(new batch_norm_regression());
     });
   });
 }

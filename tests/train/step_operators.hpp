@@ -15,9 +15,12 @@
 ///    train (an error at batch 3), throw (an exception at batch 3),
 ///    validation (an error in validation_step), reserved (a metric named
 ///    "loss"), late_hold (hold_gradient_sync() after backward()).
+///  - "batch_norm_regression": the same regression data (keys samples,
+///    features, lr, sync_batch_norm) through linear, BatchNorm1d, ReLU,
+///    linear, with the standard steps: a model with running statistics.
 namespace dtrain::testing {
 
-/// Registers both (idempotent; any thread).
+/// Registers them (idempotent; any thread).
 void register_step_operators();
 
 } // namespace dtrain::testing

@@ -115,6 +115,35 @@ void sequential::bind(std::vector<tensor> params, std::vector<tensor> grads) {
   }
 }
 
+std::vector<buffer_spec> sequential::buffer_specs() const {
+  std::vector<buffer_spec> all;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (auto& spec : layers_[i]->buffer_specs())
+      all.push_back({std::to_string(i) + "." + spec.name, spec.shape, spec.initial});
+  return all;
+}
+
+void sequential::bind_buffers(std::vector<tensor> buffers) {
+  size_t next = 0;
+  for (auto& layer : layers_) {
+    size_t count = layer->buffer_specs().size();
+    layer->bind_buffers({buffers.begin() + next, buffers.begin() + next + count});
+    next += count;
+  }
+}
+
+void sequential::set_statistics_reducer(const statistics_reducer& reduce) {
+  for (auto& layer : layers_)
+    layer->set_statistics_reducer(reduce);
+}
+
+status sequential::last_status() const {
+  for (size_t i = 0; i < layers_.size(); ++i)
+    if (status s = layers_[i]->last_status(); !s.is_ok())
+      return s.with_context("layer " + std::to_string(i + 1) + " " + layers_[i]->describe());
+  return status::ok();
+}
+
 const tensor& sequential::forward(const tensor& x, const forward_context& ctx) {
   const tensor* h = &x;
   for (auto& layer : layers_)

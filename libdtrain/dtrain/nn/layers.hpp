@@ -63,7 +63,13 @@ public:
   std::vector<parameter_spec> parameter_specs() const override;
   void initialize(std::vector<tensor>& params, rng& gen) const override;
   void bind(std::vector<tensor> params, std::vector<tensor> grads) override;
+  /// The layers' model-state buffers in layer order, named "INDEX.NAME".
+  std::vector<buffer_spec> buffer_specs() const override;
+  void bind_buffers(std::vector<tensor> buffers) override;
   const tensor& forward(const tensor& x, const forward_context& ctx) override;
+  /// The first layer's failure, naming the layer (1-based).
+  status last_status() const override;
+  void set_statistics_reducer(const statistics_reducer& reduce) override;
   const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
 private:

@@ -95,6 +95,39 @@ status model::allocate() {
     return grads.error().with_context("the gradients of " + what);
   grads_ = std::move(*grads);
   bind_layers();
+  return allocate_buffers();
+}
+
+status model::allocate_buffers() {
+  std::vector<buffer_spec> specs = layers_->buffer_specs();
+  int64_t total = 0;
+  for (auto& spec : specs) {
+    auto count = checked_numel(spec.shape);
+    if (!count)
+      return count.error().with_context("model buffer " + spec.name);
+    if (*count > std::numeric_limits<int64_t>::max() - total)
+      return invalid_argument("model buffer " + spec.name +
+                              ": the model's buffer count does not fit in 64 bits");
+    buffer_slots_.push_back({spec.name, spec.shape, total, *count});
+    total += *count;
+  }
+  auto made = tensor::try_empty({total});
+  if (!made)
+    return made.error().with_context("the model's " + std::to_string(total) + " buffer values");
+  tensor host = std::move(*made);
+  for (size_t i = 0; i < specs.size(); ++i)
+    for (int64_t j = 0; j < buffer_slots_[i].count; ++j)
+      host.data()[buffer_slots_[i].offset + j] = specs[i].initial;
+  if (options_.where.is_cpu()) {
+    buffers_ = host;
+  } else {
+    DTRAIN_ASSIGN_OR_RETURN(buffers_, tensor::try_empty({total}, options_.where));
+    buffers_.copy_from(host);
+  }
+  std::vector<tensor> views;
+  for (auto& slot : buffer_slots_)
+    views.push_back(buffers_.view(slot.offset, slot.shape));
+  layers_->bind_buffers(std::move(views));
   return status::ok();
 }
 
@@ -133,6 +166,10 @@ result<const tensor*> model::forward(const tensor& x, bool training) {
                             " but the model is on " + options_.where.to_string());
   forward_context ctx{training, hash64(options_.seed ^ 0x5eedd00dULL, passes_++)};
   const tensor& out = layers_->forward(x, ctx);
+  if (status s = layers_->last_status(); !s.is_ok()) {
+    have_activations_ = false;
+    return s;
+  }
   have_activations_ = training;
   last_batch_ = x.size(0);
   return &out;
@@ -154,7 +191,7 @@ status model::backward(const tensor& grad_output, bool accumulate) {
     if (hook_ && end > first)
       hook_(first, end - first);
   }
-  return status::ok();
+  return layers_->last_status();
 }
 
 void model::zero_grad() { ops::fill(grads_, 0.0f); }

@@ -21,7 +21,8 @@ struct model_options {
 
 /// Where one parameter lives in the model's flat buffers.
 struct parameter_slot {
-  std::string name;    // "3.weight": layer index (0-based) and parameter
+  std::string name;    // "3.weight": layer index (0-based) and parameter;
+                       // "3.inner.0.weight" inside a residual block
   shape_t shape;
   int64_t offset = 0;  // in elements, into parameters() and gradients()
   int64_t count = 0;
@@ -44,6 +45,15 @@ struct parameter_slot {
 /// each layer's gradient range, last layer first, through the gradient-ready
 /// hook as soon as that layer is done, so that a gradient sync can start
 /// reducing while earlier layers are still computing.
+///
+/// Model state that is not a parameter (BatchNorm's running statistics)
+/// lives in a third flat buffer, buffers(), laid out the same way (slots in
+/// buffer_slots(), "3.running_mean"). It is written by forward(training =
+/// true) only, never all-reduced or stepped by an optimizer, and is saved
+/// and restored with the parameters. Each replica updates its own from its
+/// own batches, so replicas drift apart until the replica runner averages
+/// them across the group at the end of each epoch (see
+/// train::replica_runner::train_epoch), before validation and checkpoints.
 ///
 /// Not thread-safe. On CUDA, forward/backward only enqueue work.
 class model {
@@ -69,16 +79,30 @@ public:
   const tensor& parameters() const { return params_; }
   tensor& gradients() { return grads_; }
   const tensor& gradients() const { return grads_; }
+  /// Non-parameter model state (may have no elements: an undefined-free
+  /// empty tensor of shape [0]).
+  tensor& buffers() { return buffers_; }
+  const tensor& buffers() const { return buffers_; }
+  int64_t buffer_count() const { return buffers_.numel(); }
+  const std::vector<parameter_slot>& buffer_slots() const { return buffer_slots_; }
 
   /// Output [batch, output_features] for x [batch, input_features] on the
   /// model's device; the reference is valid until the next forward. A wrong
-  /// shape or device is an error naming both.
+  /// shape or device is an error naming both; a layer that cannot compute
+  /// (no kernel on this device, an index out of range) is its error naming
+  /// the layer, and backward() then needs a new forward.
   result<const tensor*> forward(const tensor& x, bool training);
   /// Adds d(loss)/d(parameters) into gradients(), given d(loss)/d(output)
   /// of the last forward(training = true); with accumulate = false,
   /// overwrites them instead (no zero_grad() needed first).
   status backward(const tensor& grad_output, bool accumulate = true);
   void zero_grad();
+  /// Synchronized BatchNorm: every batch_norm layer's training statistics
+  /// become the group's, reduced through `reduce` (module.hpp); empty: each
+  /// replica's own (the default).
+  void set_statistics_reducer(const statistics_reducer& reduce) {
+    layers_->set_statistics_reducer(reduce);
+  }
 
   /// Called with (offset, count) of each layer's gradients in gradients()
   /// as backward() completes that layer, in reverse layer order.
@@ -91,6 +115,9 @@ private:
   /// overflows or cannot fit in this machine's memory.
   status plan_slots();
   status allocate();
+  /// Lays out buffer_slots_, allocates buffers_ with their initial values
+  /// and binds them.
+  status allocate_buffers();
   /// Hands each layer its views of params_ and grads_.
   void bind_layers();
 
@@ -100,6 +127,8 @@ private:
   int64_t output_features_ = 0;
   tensor params_, grads_;
   std::vector<parameter_slot> slots_;
+  tensor buffers_;
+  std::vector<parameter_slot> buffer_slots_;
   // Per layer: [first, end) element range of its parameters.
   std::vector<std::pair<int64_t, int64_t>> layer_ranges_;
   uint64_t passes_ = 0;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,24 @@ struct parameter_spec {
   std::string name;   // "weight", "bias"
   shape_t shape;
 };
+
+/// Model state a module asks for that is not a parameter: BatchNorm's
+/// running statistics. The model keeps every buffer in one more flat
+/// buffer, model::buffers(): not part of the gradient sync, never stepped by
+/// an optimizer, but saved and restored with the model (model.hpp says how
+/// replicas keep theirs identical). `initial` is every element's value
+/// when the model is created (running_var starts at 1).
+struct buffer_spec {
+  std::string name;   // "running_mean"
+  shape_t shape;
+  float initial = 0.0f;
+};
+
+/// Sums `values` (a host tensor) element-wise across the replicas of a
+/// group, in place, blocking until every replica has contributed: how a
+/// synchronized BatchNorm shares its statistics. Every replica must call it
+/// the same number of times with the same sizes.
+using statistics_reducer = std::function<status(tensor& values)>;
 
 /// What a forward pass needs to know besides its input.
 struct forward_context {
@@ -39,9 +58,10 @@ struct backward_context {
 /// A layer of a feed-forward network over [batch, features] inputs.
 ///
 /// Lifecycle: the owning model asks for output_features() (shape checking,
-/// before anything is allocated) and parameter_specs(); it initializes the
-/// parameters through initialize() on host views, then binds device views of
-/// the flat parameter and gradient buffers with bind(). forward() keeps what
+/// before anything is allocated), parameter_specs() and buffer_specs(); it
+/// initializes the parameters through initialize() on host views, then binds
+/// device views of the flat parameter and gradient buffers with bind(), and
+/// of the flat model-state buffer with bind_buffers(). forward() keeps what
 /// backward() needs (its input and output); backward() must follow the
 /// forward whose activations it uses, with no other forward in between.
 ///
@@ -67,7 +87,25 @@ public:
   /// parameter_specs().
   virtual void bind(std::vector<tensor> params, std::vector<tensor> grads) {}
 
+  virtual std::vector<buffer_spec> buffer_specs() const { return {}; }
+  /// Views of the model's flat buffer of model state, shaped as
+  /// buffer_specs() and already holding their values (initial or restored).
+  virtual void bind_buffers(std::vector<tensor> buffers) {}
+
   virtual const tensor& forward(const tensor& x, const forward_context& ctx) = 0;
+  /// Why the last forward() or backward() could not compute, or ok: a
+  /// layer with no kernel on the input's device (unavailable), an index out
+  /// of range (out_of_range), batch statistics of a single value, a failed
+  /// cross-replica reduction. forward() and backward() return references
+  /// and cannot fail, so a layer that meets such input still returns a
+  /// result of the right shape (zeros) and reports here; model::forward and
+  /// model::backward turn it into their error. Reset by every forward().
+  virtual status last_status() const { return status::ok(); }
+  /// Makes the layer's batch statistics those of the whole group (as
+  /// torch.nn.SyncBatchNorm), reduced through `reduce`; an empty function
+  /// returns to per-replica statistics. Containers pass it to their layers;
+  /// layers without batch statistics ignore it.
+  virtual void set_statistics_reducer(const statistics_reducer& reduce) {}
   /// Returns dL/dx, or an undefined tensor when ctx.need_input_grad is
   /// false (the first layer skips that GEMM).
   virtual const tensor& backward(const tensor& dy, const backward_context& ctx) = 0;

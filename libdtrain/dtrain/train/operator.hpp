@@ -64,6 +64,10 @@ struct operator_parts {
   std::shared_ptr<const data::dataset> train_data;
   std::shared_ptr<const data::dataset> validation_data;
   bool classification = true;  // count accuracy against class-index targets
+  /// BatchNorm layers normalize by the statistics of the whole group's
+  /// batch (torch.nn.SyncBatchNorm), reduced over the group's communicator,
+  /// instead of each replica's own.
+  bool sync_batch_norm = false;
 };
 
 /// One named metric of one batch, reported by a step beside its loss: the

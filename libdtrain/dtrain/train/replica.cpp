@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 
+#include "dtrain/comm/communicator.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/train/step_totals.hpp"
 #include "dtrain/plugin/loader.hpp"
@@ -211,6 +212,14 @@ status replica_runner::build() {
   so.compress = options_.compress;
   DTRAIN_ASSIGN_OR_RETURN(sync_, comm::gradient_sync::create(*parts_.model,
                                                              ctx_->communicator(), so));
+  if (parts_.sync_batch_norm && world > 1) {
+    // Issued on this thread between the gradient sync's own collectives,
+    // in the same order on every replica.
+    comm::communicator* group = &ctx_->communicator();
+    parts_.model->set_statistics_reducer([group](tensor& values) {
+      return group->all_reduce(values, comm::reduce_op::sum)->wait();
+    });
+  }
   return status::ok();
 }
 
@@ -269,6 +278,7 @@ result<epoch_metrics> replica_runner::train_epoch() {
   } else {
     ++epoch_;
   }
+  DTRAIN_RETURN_IF_ERROR(average_model_buffers());
   if (options_.average_training_metrics)
     DTRAIN_RETURN_IF_ERROR(totals.reduce(*ctx_));
   epoch_metrics m;
@@ -281,6 +291,17 @@ result<epoch_metrics> replica_runner::train_epoch() {
   m.preempted = preempted;
   m.resume_batch = resume_batch_;
   return m;
+}
+
+status replica_runner::average_model_buffers() {
+  tensor& state = parts_.model->buffers();
+  if (state.numel() == 0 || ctx_->world_size() == 1)
+    return status::ok();
+  return ctx_->communicator()
+      .all_reduce(state, comm::reduce_op::average)
+      ->wait()
+      .with_context("replica " + std::to_string(ctx_->rank()) +
+                    ": averaging the model's buffers (running statistics)");
 }
 
 std::string replica_runner::step_error_context(bool training) const {
@@ -322,5 +343,7 @@ result<epoch_metrics> replica_runner::validate() {
 }
 
 const tensor& replica_runner::parameters() const { return parts_.model->parameters(); }
+
+const tensor& replica_runner::model_buffers() const { return parts_.model->buffers(); }
 
 } // namespace dtrain::train

@@ -83,6 +83,15 @@ public:
   /// (operator.hpp says what happens around it). Metrics are averaged over
   /// the group when options.average_training_metrics, else this
   /// replica's. A step's error is returned naming the operator.
+  ///
+  /// The model's buffers (nn::model::buffers(), e.g. BatchNorm's running
+  /// statistics) are not synchronized by the gradient sync: each replica
+  /// moves its own with its own batches. At the end of every epoch, a
+  /// preempted one included, they are all-reduce-averaged across the group,
+  /// so that validation and the checkpoint that may follow see the same
+  /// values on every replica and the saved state reflects every replica's
+  /// data (PyTorch's DDP instead broadcasts rank 0's at every forward: one
+  /// small all-reduce an epoch costs less and uses all the data).
   result<epoch_metrics> train_epoch();
   /// Loss, accuracy and the operator's metrics over the whole validation
   /// set, by the operator's validation_step() (every replica evaluates all
@@ -119,6 +128,8 @@ public:
   const std::string& last_checkpoint() const { return last_checkpoint_; }
 
   const tensor& parameters() const;
+  /// The model's non-parameter state (nn::model::buffers()).
+  const tensor& model_buffers() const;
   int64_t epochs_done() const { return epoch_; }
   int64_t batch_size() const { return batch_size_; }
   replica_context& context() { return *ctx_; }
@@ -134,6 +145,9 @@ private:
   result<step_result> run_step(step_context& ctx, bool training);
   /// "replica R, operator 'NAME' train_step" (or validation_step).
   std::string step_error_context(bool training) const;
+  /// The model's non-parameter state (BatchNorm's running statistics),
+  /// averaged over the group: see train_epoch().
+  status average_model_buffers();
   // Checkpoints (replica_checkpoint.cpp).
   std::vector<std::pair<std::string, tensor*>> checkpoint_buffers();
   result<std::vector<bytes>> write_shard(const std::string& dir);

@@ -120,8 +120,8 @@ result<std::string> choose_checkpoint(checkpoint::codec& c, const std::string& p
   return newest;
 }
 
-// The checkpoint holds exactly the model's buffers: the parameters and
-// this optimizer's state, each of the model's size.
+// The checkpoint holds exactly the model's buffers: the parameters, the
+// model's own state when it has any, and this optimizer's state.
 status check_same_buffers(const checkpoint::manifest& m,
                           const std::vector<std::pair<std::string, tensor*>>& buffers,
                           const std::string& optimizer, const std::string& dir) {
@@ -138,7 +138,8 @@ status check_same_buffers(const checkpoint::manifest& m,
   for (const auto& b : m.buffers)
     if (std::none_of(buffers.begin(), buffers.end(), [&](const auto& x) { return x.first == b.first; }))
       return invalid_argument("checkpoint " + dir + " holds '" + b.first +
-                              "', which optimizer '" + optimizer + "' does not have");
+                              "', which this model and optimizer '" + optimizer +
+                              "' do not have");
   return status::ok();
 }
 
@@ -156,6 +157,10 @@ std::vector<std::pair<std::string, tensor*>> replica_runner::checkpoint_buffers(
   // holds the (zero) state a restore expects.
   parts_.optimizer->allocate_state(parameters());
   std::vector<std::pair<std::string, tensor*>> out{{"parameters", &parts_.model->parameters()}};
+  // Only models with state beyond their parameters (BatchNorm) carry it,
+  // so that the checkpoints of the others stay as they were.
+  if (parts_.model->buffer_count() > 0)
+    out.emplace_back("model_buffers", &parts_.model->buffers());
   for (auto& [name, buffer] : parts_.optimizer->state_buffers())
     out.emplace_back("optimizer/" + name, buffer);
   return out;
