@@ -125,6 +125,25 @@ BOOST_AUTO_TEST_CASE(shipped_fashion_mnist_experiment_parses_with_its_values) {
   BOOST_TEST(e.max_failures == 3);
 }
 
+BOOST_AUTO_TEST_CASE(shipped_fashion_mnist_cnn_experiment_parses_with_its_values) {
+  auto loaded =
+      load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist_cnn.yaml");
+  BOOST_TEST_REQUIRE(loaded.is_ok(), loaded.error().to_string());
+  const experiment& e = *loaded;
+  BOOST_TEST(e.name == "fashion-mnist-cnn");
+  BOOST_TEST(e.operator_name == "cnn_classifier");
+  BOOST_TEST(e.hyperparameters.size() == 9u);
+  BOOST_TEST(e.hyperparameters.at("conv") == "16,32");
+  BOOST_TEST(e.hyperparameters.at("kernel") == "5");
+  BOOST_TEST(e.hyperparameters.at("pool") == "2");
+  BOOST_TEST(e.hyperparameters.at("hidden") == "128");
+  BOOST_TEST(e.hyperparameters.at("lr") == "0.002");
+  BOOST_TEST(e.hyperparameters.at("epochs") == "8");
+  BOOST_TEST(e.slots_per_trial == 2);
+  BOOST_TEST(e.global_batch_size == 128);
+  BOOST_TEST(e.epochs == 8);
+}
+
 BOOST_AUTO_TEST_CASE(shipped_linear_regression_experiment_parses_with_its_values) {
   auto loaded =
       load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/linear_regression.yaml");

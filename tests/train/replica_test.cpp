@@ -385,7 +385,7 @@ BOOST_AUTO_TEST_CASE(an_unknown_operator_is_refused_by_name) {
 }
 
 BOOST_AUTO_TEST_CASE(an_unknown_hyperparameter_is_refused_by_name) {
-  for (const char* op : {"linear_regression", "mlp_classifier", "noop"})
+  for (const char* op : {"linear_regression", "mlp_classifier", "cnn_classifier", "noop"})
     check_refused(1, options_for(op, {{"lernrate", "0.1"}}, 10), error_code::invalid_argument,
                   {"lernrate", op});
 }
@@ -395,6 +395,12 @@ BOOST_AUTO_TEST_CASE(a_bad_hyperparameter_value_is_refused_naming_the_key) {
                 error_code::invalid_argument, {"samples", "many"});
   check_refused(1, options_for("mlp_classifier", {{"activation", "sigmoid"}}, 10),
                 error_code::invalid_argument, {"sigmoid"});
+  check_refused(1, options_for("cnn_classifier", {{"conv", "16,0"}}, 10),
+                error_code::invalid_argument, {"conv", "0"});
+  // Four 2x2 pools leave 28x28 at 1x1; a fifth does not fit: the error
+  // names the layer.
+  check_refused(1, options_for("cnn_classifier", {{"conv", "2,2,2,2,2"}}, 10),
+                error_code::invalid_argument, {"max_pool2d(2x1x1"});
 }
 
 BOOST_AUTO_TEST_CASE(a_global_batch_smaller_than_the_replica_count_is_refused) {

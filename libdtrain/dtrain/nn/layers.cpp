@@ -87,6 +87,15 @@ result<int64_t> sequential::output_features(int64_t input) const {
   return features;
 }
 
+status sequential::check_device(device where) const {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    status st = layers_[i]->check_device(where);
+    if (!st.is_ok())
+      return st.with_context("layer " + std::to_string(i + 1) + " " + layers_[i]->describe());
+  }
+  return status::ok();
+}
+
 std::vector<parameter_spec> sequential::parameter_specs() const {
   std::vector<parameter_spec> all;
   for (size_t i = 0; i < layers_.size(); ++i)

@@ -59,6 +59,8 @@ public:
   /// Checks that the layers chain; the error names the layer (1-based) that
   /// does not fit and the one before it.
   result<int64_t> output_features(int64_t input) const override;
+  /// The first layer's error, with its 1-based index.
+  status check_device(device where) const override;
   /// The layers' parameters in layer order, named "INDEX.NAME".
   std::vector<parameter_spec> parameter_specs() const override;
   void initialize(std::vector<tensor>& params, rng& gen) const override;

@@ -80,6 +80,12 @@ public:
   /// this layer when it cannot take that many.
   virtual result<int64_t> output_features(int64_t input) const = 0;
 
+  /// ok when this layer has kernels for `where`; otherwise unavailable,
+  /// naming the layer and the device. model::create asks before it
+  /// allocates, so a layer without a CUDA kernel fails there with this
+  /// error instead of crashing in its first forward.
+  virtual status check_device(device where) const { return status::ok(); }
+
   virtual std::vector<parameter_spec> parameter_specs() const { return {}; }
   /// Deterministic initial values into host views shaped as parameter_specs().
   virtual void initialize(std::vector<tensor>& params, rng& gen) const {}

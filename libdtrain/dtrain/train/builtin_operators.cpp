@@ -7,6 +7,7 @@
 #include "dtrain/core/check.hpp"
 #include "dtrain/data/idx.hpp"
 #include "dtrain/data/synthetic.hpp"
+#include "dtrain/nn/cnn.hpp"
 #include "dtrain/nn/layers.hpp"
 #include "dtrain/nn/linear.hpp"
 #include "dtrain/optim/factory.hpp"
@@ -146,6 +147,26 @@ result<nn::mlp_spec> read_mlp(const hyperparameters& hp) {
   return spec;
 }
 
+// The rest of a Fashion-MNIST classifier once its model is built: epochs,
+// the optimizer and schedule (adam, cosine over the epochs), cross-entropy,
+// and the shared train/test splits of data_dir.
+status finish_fashion_mnist_classifier(const hyperparameters& hp, operator_parts& parts) {
+  DTRAIN_ASSIGN_OR_RETURN(int64_t epochs, hp.get_int("epochs", 15));
+  if (epochs < 1)
+    return invalid_argument("hyperparameter 'epochs': " + std::to_string(epochs) +
+                            " is not >= 1");
+  DTRAIN_ASSIGN_OR_RETURN(auto schedule, read_schedule(hp, "cosine", {}));
+  DTRAIN_RETURN_IF_ERROR(build_optimization(hp, "adam", schedule, epochs, parts));
+  parts.loss = std::make_unique<nn::cross_entropy_loss>();
+  DTRAIN_ASSIGN_OR_RETURN(std::string dir,
+                          hp.get_string("data_dir", data::default_fashion_mnist_dir()));
+  DTRAIN_ASSIGN_OR_RETURN(auto splits, shared_fashion_mnist(dir));
+  parts.train_data = splits.train;
+  parts.validation_data = splits.test;
+  parts.classification = true;
+  return status::ok();
+}
+
 /// An MLP classifier on Fashion-MNIST (see the header).
 class mlp_classifier_operator final : public training_operator {
 public:
@@ -159,21 +180,51 @@ public:
     DTRAIN_ASSIGN_OR_RETURN(parts.model, nn::model::create(nn::make_mlp(spec),
                                                            {spec.inputs, ctx.where(),
                                                             ctx.seed()}));
-    DTRAIN_ASSIGN_OR_RETURN(int64_t epochs, hp.get_int("epochs", 15));
-    if (epochs < 1)
-      return invalid_argument("hyperparameter 'epochs': " + std::to_string(epochs) +
-                              " is not >= 1");
-    DTRAIN_ASSIGN_OR_RETURN(auto schedule, read_schedule(hp, "cosine", {}));
-    DTRAIN_RETURN_IF_ERROR(build_optimization(hp, "adam", schedule, epochs, parts));
-    parts.loss = std::make_unique<nn::cross_entropy_loss>();
+    return finish_fashion_mnist_classifier(hp, parts);
+  }
+};
 
-    DTRAIN_ASSIGN_OR_RETURN(std::string dir,
-                            hp.get_string("data_dir", data::default_fashion_mnist_dir()));
-    DTRAIN_ASSIGN_OR_RETURN(auto splits, shared_fashion_mnist(dir));
-    parts.train_data = splits.train;
-    parts.validation_data = splits.test;
-    parts.classification = true;
-    return status::ok();
+// ---- cnn_classifier -------------------------------------------------------------
+
+// conv, kernel, pool, and the MLP head's keys into the CNN's shape, checked
+// (an image pooled away to nothing is make_cnn's error, naming the layer).
+result<nn::cnn_spec> read_cnn(const hyperparameters& hp) {
+  nn::cnn_spec spec;  // 1x28x28 inputs, 10 outputs
+  DTRAIN_ASSIGN_OR_RETURN(spec.conv, hp.get_int_list("conv", {32, 64}));
+  for (int64_t channels : spec.conv)
+    if (channels < 1)
+      return invalid_argument("hyperparameter 'conv': channel count " +
+                              std::to_string(channels) + " is not >= 1");
+  DTRAIN_ASSIGN_OR_RETURN(spec.kernel, hp.get_int("kernel", 5));
+  if (spec.kernel < 1 || spec.kernel > 28)
+    return invalid_argument("hyperparameter 'kernel': " + std::to_string(spec.kernel) +
+                            " is not in [1, 28]");
+  DTRAIN_ASSIGN_OR_RETURN(spec.pool, hp.get_int("pool", 2));
+  if (spec.pool < 1 || spec.pool > 28)
+    return invalid_argument("hyperparameter 'pool': " + std::to_string(spec.pool) +
+                            " is not in [1, 28]");
+  DTRAIN_ASSIGN_OR_RETURN(spec.hidden, hp.get_int_list("hidden", {128}));
+  DTRAIN_ASSIGN_OR_RETURN(auto head, read_mlp(hp));  // checks hidden, activation, dropout
+  spec.act = head.act;
+  spec.dropout = head.dropout;
+  return spec;
+}
+
+/// A CNN classifier on Fashion-MNIST (see the header).
+class cnn_classifier_operator final : public training_operator {
+public:
+  status setup(const hyperparameters& hp, replica_context& ctx, operator_parts& parts) override {
+    DTRAIN_RETURN_IF_ERROR(hp.check_known({"conv", "kernel", "pool", "hidden", "activation",
+                                           "dropout", "optimizer", "lr", "momentum",
+                                           "weight_decay", "nesterov", "schedule", "epochs",
+                                           "milestones", "gamma", "warmup", "data_dir"},
+                                          "operator 'cnn_classifier'"));
+    DTRAIN_ASSIGN_OR_RETURN(auto spec, read_cnn(hp));
+    DTRAIN_ASSIGN_OR_RETURN(auto net, nn::make_cnn(spec));
+    DTRAIN_ASSIGN_OR_RETURN(parts.model,
+                            nn::model::create(std::move(net), {spec.input.features(),
+                                                               ctx.where(), ctx.seed()}));
+    return finish_fashion_mnist_classifier(hp, parts);
   }
 };
 
@@ -217,6 +268,7 @@ operator_factory factory_of() {
 std::vector<std::pair<std::string, operator_factory>> builtin_operator_factories() {
   return {{"linear_regression", factory_of<linear_regression_operator>()},
           {"mlp_classifier", factory_of<mlp_classifier_operator>()},
+          {"cnn_classifier", factory_of<cnn_classifier_operator>()},
           {"noop", factory_of<noop_operator>()},
           {"objective", [] { return make_objective_operator(); }}};
 }

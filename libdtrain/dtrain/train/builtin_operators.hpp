@@ -22,6 +22,15 @@
 ///    (0.1), warmup (0), data_dir (data::default_fashion_mnist_dir()). The
 ///    data is loaded once per process and directory and shared by every
 ///    replica of the process (read-only, so safe across threads).
+///  - "cnn_classifier": a CNN on Fashion-MNIST (nn::make_cnn: per entry of
+///    conv, a conv2d with padding kernel / 2, the activation and a max pool;
+///    then the dense head), the data, loss and optimization keys as
+///    mlp_classifier. Keys: conv ("32,64", output channels per conv layer),
+///    kernel (5), pool (2; 1 for none), hidden ("128"), activation (relu),
+///    dropout (0), and mlp_classifier's optimizer, lr, momentum,
+///    weight_decay, nesterov, schedule, epochs, milestones, gamma, warmup,
+///    data_dir. CPU only for now: on a CUDA device its setup fails with
+///    unavailable ("conv2d has no CUDA kernel yet").
 ///  - "noop": the framework's per-step overhead. A linear 1 -> 1 model
 ///    without bias (one parameter) on `samples` (100000) rows of one zero
 ///    feature, plain SGD with lr (0): the normal loop, sync and metrics,

@@ -1,0 +1,236 @@
+#include "dtrain/nn/conv.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "dtrain/core/check.hpp"
+#include "dtrain/tensor/kernels.hpp"
+
+namespace dtrain::nn {
+
+std::string image_shape::to_string() const {
+  return std::to_string(channels) + "x" + std::to_string(height) + "x" + std::to_string(width);
+}
+
+conv2d_options conv2d_options::square(int64_t kernel, int64_t stride, int64_t padding,
+                                      int64_t dilation, int64_t groups, bool bias) {
+  conv2d_options o;
+  o.kernel_h = o.kernel_w = kernel;
+  o.stride_h = o.stride_w = stride;
+  o.pad_h = o.pad_w = padding;
+  o.dilation_h = o.dilation_w = dilation;
+  o.groups = groups;
+  o.bias = bias;
+  return o;
+}
+
+conv2d::conv2d(image_shape input, int64_t out_channels, const conv2d_options& options)
+  : input_(input), out_channels_(out_channels), options_(options) {
+  window_.channels = input.channels;
+  window_.in_h = input.height;
+  window_.in_w = input.width;
+  window_.kernel_h = options.kernel_h;
+  window_.kernel_w = options.kernel_w;
+  window_.stride_h = options.stride_h;
+  window_.stride_w = options.stride_w;
+  window_.pad_h = options.pad_h;
+  window_.pad_w = options.pad_w;
+  window_.dilation_h = options.dilation_h;
+  window_.dilation_w = options.dilation_w;
+  identity_columns_ = options.kernel_h == 1 && options.kernel_w == 1 && options.stride_h == 1 &&
+                      options.stride_w == 1 && options.pad_h == 0 && options.pad_w == 0;
+}
+
+std::string conv2d::describe() const {
+  const auto& o = options_;
+  auto pair = [](int64_t h, int64_t w) {
+    return h == w ? std::to_string(h) : std::to_string(h) + "x" + std::to_string(w);
+  };
+  std::string out = "conv2d(" + input_.to_string() + "->" + std::to_string(out_channels_) +
+                    ", k" + pair(o.kernel_h, o.kernel_w);
+  if (o.stride_h != 1 || o.stride_w != 1)
+    out += ", s" + pair(o.stride_h, o.stride_w);
+  if (o.pad_h != 0 || o.pad_w != 0)
+    out += ", p" + pair(o.pad_h, o.pad_w);
+  if (o.dilation_h != 1 || o.dilation_w != 1)
+    out += ", d" + pair(o.dilation_h, o.dilation_w);
+  if (o.groups != 1)
+    out += ", g" + std::to_string(o.groups);
+  if (!o.bias)
+    out += ", no bias";
+  return out + ")";
+}
+
+image_shape conv2d::output_shape() const {
+  return {out_channels_, window_.out_h(), window_.out_w()};
+}
+
+status conv2d::check_options() const {
+  const auto& o = options_;
+  // Bounds that keep every product below (and index within) int64.
+  constexpr int64_t limit = int64_t{1} << 20;
+  auto in_range = [&](int64_t v, int64_t low) { return v >= low && v <= limit; };
+  if (!in_range(input_.channels, 1) || !in_range(input_.height, 1) ||
+      !in_range(input_.width, 1) || !in_range(out_channels_, 1))
+    return invalid_argument(describe() + ": channels and sizes must be in [1, 2^20]");
+  if (!in_range(o.kernel_h, 1) || !in_range(o.kernel_w, 1) || !in_range(o.stride_h, 1) ||
+      !in_range(o.stride_w, 1) || !in_range(o.dilation_h, 1) || !in_range(o.dilation_w, 1))
+    return invalid_argument(describe() + ": kernel, stride and dilation must be >= 1");
+  if (!in_range(o.pad_h, 0) || !in_range(o.pad_w, 0))
+    return invalid_argument(describe() + ": padding must be >= 0");
+  if (!in_range(o.groups, 1) || input_.channels % o.groups != 0 ||
+      out_channels_ % o.groups != 0)
+    return invalid_argument(describe() + ": groups (" + std::to_string(o.groups) +
+                            ") must divide both channel counts");
+  if (window_.out_h() < 1 || window_.out_w() < 1)
+    return invalid_argument(describe() + ": the dilated kernel does not fit in the padded " +
+                            input_.to_string() + " input");
+  // The weight, the columns of one sample and the output must be countable.
+  for (const shape_t& shape :
+       {shape_t{input_.channels, input_.height, input_.width, o.kernel_h, o.kernel_w,
+                out_channels_},
+        shape_t{input_.channels, o.kernel_h, o.kernel_w, window_.out_h(), window_.out_w(),
+                out_channels_}}) {
+    auto count = checked_numel(shape);
+    if (!count)
+      return count.error().with_context(describe());
+  }
+  return status::ok();
+}
+
+result<int64_t> conv2d::output_features(int64_t input) const {
+  DTRAIN_RETURN_IF_ERROR(check_options());
+  if (input != input_.features())
+    return shape_mismatch(describe() + " expects " + std::to_string(input_.features()) +
+                          " input features (" + input_.to_string() + ") but gets " +
+                          std::to_string(input));
+  return output_shape().features();
+}
+
+status conv2d::check_device(device where) const {
+  if (where.is_cuda())
+    return unavailable("conv2d has no CUDA kernel yet (" + where.to_string() + ")");
+  return status::ok();
+}
+
+std::vector<parameter_spec> conv2d::parameter_specs() const {
+  std::vector<parameter_spec> specs{
+      {"weight",
+       {out_channels_, input_.channels / options_.groups, options_.kernel_h, options_.kernel_w}}};
+  if (options_.bias)
+    specs.push_back({"bias", {out_channels_}});
+  return specs;
+}
+
+void conv2d::initialize(std::vector<tensor>& params, rng& gen) const {
+  const int64_t fan_in = input_.channels / options_.groups * options_.kernel_h * options_.kernel_w;
+  const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
+  for (auto& p : params) {
+    float* v = p.data();
+    for (int64_t i = 0; i < p.numel(); ++i)
+      v[i] = gen.uniform(-bound, bound);
+  }
+}
+
+void conv2d::bind(std::vector<tensor> params, std::vector<tensor> grads) {
+  weight_ = params[0];
+  weight_grad_ = grads[0];
+  if (options_.bias) {
+    bias_ = params[1];
+    bias_grad_ = grads[1];
+  }
+}
+
+const float* conv2d::columns(const float* image) {
+  if (identity_columns_)
+    return image;
+  conv_cpu::im2col(window_, image, col_.data());
+  return col_.data();
+}
+
+const tensor& conv2d::forward(const tensor& x, const forward_context&) {
+  DTRAIN_CHECK(!x.is_cuda(), "conv2d has no CUDA kernel yet");
+  input_tensor_ = &x;
+  const int64_t batch = x.size(0), in_features = input_.features();
+  const int64_t positions = window_.out_h() * window_.out_w();
+  const int64_t group_out = out_channels_ / options_.groups;
+  const int64_t group_k = input_.channels / options_.groups * options_.kernel_h * options_.kernel_w;
+  const int64_t out_features = out_channels_ * positions;
+  ensure(output_, {batch, out_features}, x.where());
+  if (!identity_columns_)
+    ensure(col_, {group_k * options_.groups, positions}, x.where());
+  const float* w = weight_.data();
+  for (int64_t n = 0; n < batch; ++n) {
+    const float* col = columns(x.data() + n * in_features);
+    float* y = output_.data() + n * out_features;
+    // y_g [group_out, positions] = W_g [group_out, group_k] col_g [group_k, positions].
+    for (int64_t g = 0; g < options_.groups; ++g)
+      cpu::gemm(false, false, group_out, positions, group_k, 1.0f, w + g * group_out * group_k,
+                group_k, col + g * group_k * positions, positions, 0.0f,
+                y + g * group_out * positions, positions);
+    if (options_.bias)
+      for (int64_t o = 0; o < out_channels_; ++o) {
+        const float b = bias_.data()[o];
+        float* row = y + o * positions;
+        for (int64_t p = 0; p < positions; ++p)
+          row[p] += b;
+      }
+  }
+  return output_;
+}
+
+const tensor& conv2d::backward(const tensor& dy, const backward_context& ctx) {
+  const tensor& x = *input_tensor_;
+  const int64_t batch = x.size(0), in_features = input_.features();
+  const int64_t positions = window_.out_h() * window_.out_w();
+  const int64_t group_out = out_channels_ / options_.groups;
+  const int64_t group_k = input_.channels / options_.groups * options_.kernel_h * options_.kernel_w;
+  const int64_t out_features = out_channels_ * positions;
+  // Overwriting is zeroing, then adding every sample: the per-sample GEMMs
+  // accumulate into the same dW anyway.
+  if (!ctx.accumulate) {
+    cpu::fill(weight_grad_.data(), weight_grad_.numel(), 0.0f);
+    if (options_.bias)
+      cpu::fill(bias_grad_.data(), bias_grad_.numel(), 0.0f);
+  }
+  if (ctx.need_input_grad) {
+    ensure(input_grad_, {batch, in_features}, x.where());
+    if (!identity_columns_)
+      ensure(col_grad_, {group_k * options_.groups, positions}, x.where());
+  } else {
+    input_grad_ = tensor();
+  }
+  const float* w = weight_.data();
+  float* dw = weight_grad_.data();
+  for (int64_t n = 0; n < batch; ++n) {
+    const float* col = columns(x.data() + n * in_features);
+    const float* dy_n = dy.data() + n * out_features;
+    // dW_g += dy_g [group_out, positions] col_g^T [positions, group_k].
+    for (int64_t g = 0; g < options_.groups; ++g)
+      cpu::gemm(false, true, group_out, group_k, positions, 1.0f,
+                dy_n + g * group_out * positions, positions, col + g * group_k * positions,
+                positions, 1.0f, dw + g * group_out * group_k, group_k);
+    if (options_.bias)
+      for (int64_t o = 0; o < out_channels_; ++o) {
+        const float* row = dy_n + o * positions;
+        float total = 0.0f;
+        for (int64_t p = 0; p < positions; ++p)
+          total += row[p];
+        bias_grad_.data()[o] += total;
+      }
+    if (!ctx.need_input_grad)
+      continue;
+    float* dx_n = input_grad_.data() + n * in_features;
+    float* dcol = identity_columns_ ? dx_n : col_grad_.data();
+    // dcol_g [group_k, positions] = W_g^T [group_k, group_out] dy_g.
+    for (int64_t g = 0; g < options_.groups; ++g)
+      cpu::gemm(true, false, group_k, positions, group_out, 1.0f, w + g * group_out * group_k,
+                group_k, dy_n + g * group_out * positions, positions, 0.0f,
+                dcol + g * group_k * positions, positions);
+    if (!identity_columns_)
+      conv_cpu::col2im(window_, dcol, dx_n);
+  }
+  return input_grad_;
+}
+
+} // namespace dtrain::nn

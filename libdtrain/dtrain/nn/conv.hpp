@@ -1,0 +1,106 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "dtrain/nn/conv_kernels_cpu.hpp"
+#include "dtrain/nn/module.hpp"
+
+namespace dtrain::nn {
+
+/// The spatial shape of one sample's activations. Layout (for every layer
+/// in conv.hpp and pooling.hpp): NCHW, carried flat in the [batch, features]
+/// tensors every module takes, so sample n, channel c, row r, column q is
+/// element [n, (c * height + r) * width + q], features = C * H * W. The
+/// images of data::load_fashion_mnist ([batch, 784]) are 1x28x28 as they
+/// are. Flattening is implicit: a linear layer after a conv or pool takes
+/// its [batch, C*H*W] output as is, with no layer in between, and reads the
+/// features in the same C, H, W order as torch.flatten(x, 1).
+struct image_shape {
+  int64_t channels = 1;
+  int64_t height = 1;
+  int64_t width = 1;
+
+  /// channels * height * width (callers check the sizes are positive).
+  int64_t features() const { return channels * height * width; }
+  /// "1x28x28" (C x H x W).
+  std::string to_string() const;
+  friend bool operator==(const image_shape& a, const image_shape& b) {
+    return a.channels == b.channels && a.height == b.height && a.width == b.width;
+  }
+};
+
+/// A 2-D convolution's window and options, as torch.nn.Conv2d's (per axis:
+/// kernel, stride, zero padding on both sides, dilation).
+struct conv2d_options {
+  int64_t kernel_h = 3, kernel_w = 3;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_h = 0, pad_w = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  /// Input and output channels are split into this many groups, each
+  /// convolved with its own filters; both counts must divide by it.
+  int64_t groups = 1;
+  bool bias = true;
+
+  /// The same kernel, stride, padding and dilation on both axes.
+  static conv2d_options square(int64_t kernel, int64_t stride = 1, int64_t padding = 0,
+                               int64_t dilation = 1, int64_t groups = 1, bool bias = true);
+};
+
+/// torch.nn.Conv2d over NCHW activations (see image_shape for the layout).
+///
+/// Parameters: weight [out, in / groups, kernel_h, kernel_w] and bias [out],
+/// as PyTorch stores them, initialized as PyTorch's default
+/// (kaiming_uniform_ with a = sqrt(5)): both uniform in +-1/sqrt(fan_in),
+/// fan_in = in / groups * kernel_h * kernel_w.
+///
+/// The layer is told its input's spatial shape when built and checks in
+/// output_features() that its input has exactly that many features
+/// (shape_mismatch naming the layer and both shapes) and that its options
+/// make sense (invalid_argument otherwise). Output: [batch, out * OH * OW]
+/// with OH = floor((H + 2 pad_h - dilation_h (kernel_h - 1) - 1) / stride_h) + 1
+/// and OW alike.
+///
+/// CPU only for now: check_device() is unavailable ("conv2d has no CUDA
+/// kernel yet") on CUDA, so model::create refuses such a model; calling
+/// forward() directly with a CUDA tensor is a broken precondition (aborts
+/// with that message). Forward: per sample, im2col into a reused buffer and
+/// one sgemm per group (a 1x1 stride-1 unpadded conv skips the im2col).
+/// Backward recomputes each sample's im2col rather than keeping the batch's
+/// (which would be kernel_h * kernel_w times the input's size): dW by sgemm,
+/// dX by sgemm into columns and col2im. No allocation once the batch size
+/// is stable. Not thread-safe, as every module.
+class conv2d final : public module {
+public:
+  conv2d(image_shape input, int64_t out_channels, const conv2d_options& options);
+
+  std::string describe() const override;
+  result<int64_t> output_features(int64_t input) const override;
+  status check_device(device where) const override;
+  std::vector<parameter_spec> parameter_specs() const override;
+  void initialize(std::vector<tensor>& params, rng& gen) const override;
+  void bind(std::vector<tensor> params, std::vector<tensor> grads) override;
+  const tensor& forward(const tensor& x, const forward_context& ctx) override;
+  const tensor& backward(const tensor& dy, const backward_context& ctx) override;
+
+  image_shape input_shape() const { return input_; }
+  /// The output's C x OH x OW (meaningful once output_features() succeeded).
+  image_shape output_shape() const;
+
+private:
+  status check_options() const;
+  // The input's columns for sample n: col_ after im2col, or the image itself
+  // when the im2col would be the identity.
+  const float* columns(const float* image);
+
+  image_shape input_;
+  int64_t out_channels_;
+  conv2d_options options_;
+  conv_cpu::window window_;
+  bool identity_columns_;
+  tensor weight_, bias_, weight_grad_, bias_grad_;
+  const tensor* input_tensor_ = nullptr;
+  tensor output_, input_grad_, col_, col_grad_;
+};
+
+} // namespace dtrain::nn
