@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks against the PyTorch peer (installs Debian's python3-torch):
-#   tools/bench.sh            both benchmarks
+#   tools/bench.sh            step, cnn-step, allreduce and trainer
 #   tools/bench.sh step       MLP training step
+#   tools/bench.sh cnn-step   CNN training step (2 convs, 28x28, batch 128), 1 and 2 threads
 #   tools/bench.sh allreduce  all_reduce per backend
 #   tools/bench.sh trainer    data-parallel trainer, no-op step, startup
 #   tools/bench.sh checkpoint 1 GiB save/restore against the raw disk
@@ -23,6 +24,7 @@ what=${1:-all}
 [ $# -gt 0 ] && shift
 case "$what" in
   step) "$bin/dtrain-bench-step" "$@" ;;
+  cnn-step) "$bin/dtrain-bench-cnn-step" "$@" ;;
   allreduce) "$bin/dtrain-bench-allreduce" "$@" ;;
   trainer) "$bin/dtrain-bench-trainer" "$@" ;;
   checkpoint) "$bin/dtrain-bench-checkpoint" "$@" ;;
@@ -32,6 +34,6 @@ case "$what" in
   tpe) "$bin/dtrain-bench-tpe" "$@" ;;
   pbt) "$root/tools/bench_pbt.sh" "$@" ;;
   tls) "$bin/dtrain-bench-tls" "$@" ;;
-  all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-allreduce"; "$bin/dtrain-bench-trainer" ;;
-  *) echo "bench.sh: unknown benchmark '$what' (step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, pbt, tls, all)" >&2; exit 2 ;;
+  all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-cnn-step"; "$bin/dtrain-bench-allreduce"; "$bin/dtrain-bench-trainer" ;;
+  *) echo "bench.sh: unknown benchmark '$what' (step, cnn-step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, pbt, tls, all)" >&2; exit 2 ;;
 esac
