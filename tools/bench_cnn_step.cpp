@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "bench_step.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/nn/cnn.hpp"
 #include "dtrain/nn/loss.hpp"
@@ -36,17 +37,12 @@
 #include "dtrain/tensor/ops.hpp"
 
 using namespace dtrain;
-using clock_type = std::chrono::steady_clock;
 
 using dtrain::bench::median;
 
 namespace {
 
 constexpr int64_t batch = 128;
-
-double ms_since(clock_type::time_point t) {
-  return std::chrono::duration<double, std::milli>(clock_type::now() - t).count();
-}
 
 // Multiply-adds of one sample's forward pass: the two convolutions
 // (out channels * output pixels * in channels * 3 * 3) and the two linear
@@ -78,25 +74,7 @@ std::unique_ptr<nn::model> make_model() {
 
 double dtrain_step_ms(int steps) {
   auto m = make_model();
-  auto opt = optim::sgd::create({}).value();
-  nn::cross_entropy_loss loss;
-  rng gen(1234);
-  std::vector<float> xv(batch * 784), yv(batch);
-  for (auto& v : xv)
-    v = gen.normal();
-  for (auto& v : yv)
-    v = static_cast<float>(gen.below(10));
-  auto x = tensor::from_vector(xv, {batch, 784}), y = tensor::from_vector(yv, {batch});
-  std::vector<double> times;
-  for (int i = 0; i < steps + 3; ++i) {
-    auto start = clock_type::now();
-    loss.compute(*m->forward(x, true).value(), y, true).value();
-    (void)m->backward(loss.grad(), /*accumulate=*/false);
-    (void)opt->step(m->parameters(), m->gradients(), 0.01f);
-    if (i >= 3)
-      times.push_back(ms_since(start));
-  }
-  return median(times);
+  return bench::sgd_step_ms(*m, batch, steps);
 }
 
 // torch's step time per "torch/OpenBLAS" thread setting; the version line

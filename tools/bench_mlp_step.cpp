@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "bench_step.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/nn/loss.hpp"
 #include "dtrain/nn/model.hpp"
@@ -54,25 +55,7 @@ double step_flops() {
 double dtrain_step_ms(int steps) {
   nn::mlp_spec spec{784, {1024, 1024}, 10, ops::activation::relu, 0.0f};
   auto m = nn::model::create(nn::make_mlp(spec), {784, device::cpu(), 0}).value();
-  auto opt = optim::sgd::create({}).value();
-  nn::cross_entropy_loss loss;
-  rng gen(1234);
-  std::vector<float> xv(batch * 784), yv(batch);
-  for (auto& v : xv)
-    v = gen.normal();
-  for (auto& v : yv)
-    v = static_cast<float>(gen.below(10));
-  auto x = tensor::from_vector(xv, {batch, 784}), y = tensor::from_vector(yv, {batch});
-  std::vector<double> times;
-  for (int i = 0; i < steps + 3; ++i) {
-    auto start = clock_type::now();
-    loss.compute(*m->forward(x, true).value(), y, true).value();
-    (void)m->backward(loss.grad(), /*accumulate=*/false);
-    (void)opt->step(m->parameters(), m->gradients(), 0.01f);
-    if (i >= 3)
-      times.push_back(ms_since(start));
-  }
-  return median(times);
+  return bench::sgd_step_ms(*m, batch, steps);
 }
 
 double sgemm_peak_gflops() {
