@@ -20,6 +20,7 @@ using namespace dtrain;
 using namespace dtrain::actors;
 using dtrain::testing::child_process;
 using dtrain::testing::loopback_cluster;
+using dtrain::testing::require_identical_replicas;
 using std::chrono::milliseconds;
 
 namespace {
@@ -35,15 +36,6 @@ actors::trainer_config regression(int replicas) {
   t.collective_timeout = milliseconds(10000);
   t.placement_timeout = milliseconds(1000);
   return t;
-}
-
-// Every replica must hold the same parameters, bit for bit.
-void require_identical_replicas(actors::trainer& t, int replicas) {
-  auto hashes = t.parameter_hashes();
-  BOOST_REQUIRE_MESSAGE(hashes.is_ok(), hashes.error().to_string());
-  BOOST_REQUIRE(static_cast<int>(hashes->size()) == replicas);
-  for (auto h : *hashes)
-    BOOST_TEST(h == hashes->front());
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actors/child_process.hpp"
+#include "dtrain/actors/trainer.hpp"
 #include "test_util.hpp"
 
 namespace dtrain::testing {
@@ -82,5 +83,15 @@ private:
     return s;
   }
 };
+
+/// Every replica of `t` (`replicas` of them) holds the same parameters,
+/// bit for bit.
+inline void require_identical_replicas(actors::trainer& t, int replicas) {
+  auto hashes = t.parameter_hashes();
+  BOOST_REQUIRE_MESSAGE(hashes.is_ok(), hashes.error().to_string());
+  BOOST_REQUIRE(static_cast<int>(hashes->size()) == replicas);
+  for (auto h : *hashes)
+    BOOST_TEST(h == hashes->front());
+}
 
 } // namespace dtrain::testing

@@ -28,6 +28,7 @@ using namespace dtrain;
 using namespace dtrain::actors;
 using dtrain::testing::child_process;
 using dtrain::testing::loopback_cluster;
+using dtrain::testing::require_identical_replicas;
 using std::chrono::milliseconds;
 
 namespace {
@@ -46,13 +47,6 @@ actors::trainer_config plugin_trainer(int replicas, std::vector<std::string> plu
   return t;
 }
 
-void require_identical_replicas(actors::trainer& t, int replicas) {
-  auto hashes = t.parameter_hashes();
-  BOOST_REQUIRE_MESSAGE(hashes.is_ok(), hashes.error().to_string());
-  BOOST_REQUIRE(static_cast<int>(hashes->size()) == replicas);
-  for (auto h : *hashes)
-    BOOST_TEST(h == hashes->front());
-}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
