@@ -147,6 +147,49 @@ int finite_difference_mismatches(tensor values, const std::vector<float>& analyt
   return bad;
 }
 
+// The layer's output against a direct convolution in double.
+void check_forward(const conv_case& k, uint64_t seed) {
+  nn::conv2d conv(k.in, k.out_channels, k.opt);
+  auto p = bind_random(conv, seed);
+  auto x = random_tensor({k.batch, k.in.features()}, seed + 2);
+  auto out = conv.output_shape();
+  const tensor& y = conv.forward(x, {});
+  BOOST_TEST((y.shape() == shape_t{k.batch, out.features()}), conv.describe());
+  BOOST_TEST(all_close(y.to_vector(), direct_forward(k, x, p, out.height, out.width), 1e-5,
+                       conv.describe()),
+             conv.describe());
+}
+
+// dL/dx, dL/dW and dL/db against the direct convolution's adjoint. dW and
+// db sum batch * OH * OW float products each: `sum_tolerance` allows for
+// that many roundings.
+void check_backward(const conv_case& k, uint64_t seed, double sum_tolerance = 1e-5) {
+  nn::conv2d conv(k.in, k.out_channels, k.opt);
+  auto p = bind_random(conv, seed);
+  auto out = conv.output_shape();
+  auto x = random_tensor({k.batch, k.in.features()}, seed + 2);
+  auto dy = random_tensor({k.batch, out.features()}, seed + 3);
+  conv.forward(x, {});
+  auto dx = conv.backward(dy, {true, false}).to_vector();
+  std::vector<double> want_dx(static_cast<size_t>(x.numel()), 0.0);
+  std::vector<double> want_dw(static_cast<size_t>(p.weight.numel()), 0.0);
+  std::vector<double> want_db(static_cast<size_t>(k.out_channels), 0.0);
+  for_each_tap(k, [&](int64_t x_at, int64_t w_at, int64_t y_at) {
+    want_dx[x_at] += static_cast<double>(p.weight.data()[w_at]) * dy.data()[y_at];
+    want_dw[w_at] += static_cast<double>(x.data()[x_at]) * dy.data()[y_at];
+  }, out.height, out.width);
+  for (int64_t at = 0; at < dy.numel(); ++at)
+    want_db[(at / (out.height * out.width)) % k.out_channels] += dy.data()[at];
+  BOOST_TEST(all_close(dx, want_dx, 1e-5, conv.describe() + " dx"), conv.describe());
+  BOOST_TEST(all_close(p.weight_grad.to_vector(), want_dw, sum_tolerance,
+                       conv.describe() + " dW"),
+             conv.describe());
+  if (k.opt.bias)
+    BOOST_TEST(all_close(p.bias_grad.to_vector(), want_db, sum_tolerance,
+                         conv.describe() + " db"),
+               conv.describe());
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(conv_layers)
@@ -154,15 +197,7 @@ BOOST_AUTO_TEST_SUITE(conv_layers)
 BOOST_AUTO_TEST_CASE(conv2d_forward_matches_a_direct_convolution) {
   uint64_t seed = 10;
   for (const auto& k : conv_cases()) {
-    nn::conv2d conv(k.in, k.out_channels, k.opt);
-    auto p = bind_random(conv, seed);
-    auto x = random_tensor({k.batch, k.in.features()}, seed + 2);
-    auto out = conv.output_shape();
-    const tensor& y = conv.forward(x, {});
-    BOOST_TEST((y.shape() == shape_t{k.batch, out.features()}), conv.describe());
-    BOOST_TEST(all_close(y.to_vector(), direct_forward(k, x, p, out.height, out.width), 1e-5,
-                         conv.describe()),
-               conv.describe());
+    check_forward(k, seed);
     seed += 10;
   }
 }
@@ -170,28 +205,30 @@ BOOST_AUTO_TEST_CASE(conv2d_forward_matches_a_direct_convolution) {
 BOOST_AUTO_TEST_CASE(conv2d_backward_matches_the_direct_convolutions_adjoint) {
   uint64_t seed = 100;
   for (const auto& k : conv_cases()) {
-    nn::conv2d conv(k.in, k.out_channels, k.opt);
-    auto p = bind_random(conv, seed);
-    auto out = conv.output_shape();
-    auto x = random_tensor({k.batch, k.in.features()}, seed + 2);
-    auto dy = random_tensor({k.batch, out.features()}, seed + 3);
-    conv.forward(x, {});
-    auto dx = conv.backward(dy, {true, false}).to_vector();
-    std::vector<double> want_dx(static_cast<size_t>(x.numel()), 0.0);
-    std::vector<double> want_dw(static_cast<size_t>(p.weight.numel()), 0.0);
-    std::vector<double> want_db(static_cast<size_t>(k.out_channels), 0.0);
-    for_each_tap(k, [&](int64_t x_at, int64_t w_at, int64_t y_at) {
-      want_dx[x_at] += static_cast<double>(p.weight.data()[w_at]) * dy.data()[y_at];
-      want_dw[w_at] += static_cast<double>(x.data()[x_at]) * dy.data()[y_at];
-    }, out.height, out.width);
-    for (int64_t at = 0; at < dy.numel(); ++at)
-      want_db[(at / (out.height * out.width)) % k.out_channels] += dy.data()[at];
-    BOOST_TEST(all_close(dx, want_dx, 1e-5, conv.describe() + " dx"), conv.describe());
-    BOOST_TEST(all_close(p.weight_grad.to_vector(), want_dw, 1e-5, conv.describe() + " dW"),
-               conv.describe());
-    if (k.opt.bias)
-      BOOST_TEST(all_close(p.bias_grad.to_vector(), want_db, 1e-5, conv.describe() + " db"),
-                 conv.describe());
+    check_backward(k, seed);
+    seed += 10;
+  }
+}
+
+// The layer lays the columns of as many samples as fit in 16 MiB side by
+// side: batches larger than that go in several chunks, the last one
+// possibly of a single sample (which writes its product in place).
+BOOST_AUTO_TEST_CASE(conv2d_matches_the_direct_convolution_across_several_chunks) {
+  using nn::conv2d_options;
+  const std::vector<conv_case> cases{
+      // 16 * 9 * 64 * 64 floats of columns per sample: chunks of 7, then 1.
+      {{16, 64, 64}, 4, conv2d_options::square(3, 1, 1), 8},
+      // 1x1, whose columns are the input's rows: 64 * 128 * 128 per sample,
+      // chunks of 4, then 1.
+      {{64, 128, 128}, 2, conv2d_options::square(1), 5},
+      // groups and stride 2: 12 * 9 * 100 * 100 per sample, chunks of 3.
+      {{12, 200, 200}, 6, conv2d_options::square(3, 2, 1, 1, 3), 7},
+  };
+  uint64_t seed = 700;
+  for (const auto& k : cases) {
+    check_forward(k, seed);
+    // dW sums 32,768 to 458,752 products here.
+    check_backward(k, seed + 5, 5e-4);
     seed += 10;
   }
 }

@@ -151,6 +151,47 @@ BOOST_AUTO_TEST_CASE(max_pool_lets_a_nan_through) {
   BOOST_TEST(std::isnan(pool->forward(x, {}).to_vector()[0]));
 }
 
+// The 2x2 stride-2 pool has a path of its own: on ties and NaNs it must
+// still pick what the general rule picks, the first of the largest taps in
+// window order, a NaN beating any number (so the gradient goes there).
+BOOST_AUTO_TEST_CASE(max_pool_2x2_breaks_ties_and_nans_as_the_general_rule) {
+  const int64_t channels = 3, height = 6, width = 8, batch = 2;
+  const int64_t features = channels * height * width;
+  rng gen(77);
+  std::vector<float> v(static_cast<size_t>(batch * features));
+  const float choices[3] = {0.0f, 1.0f, std::nanf("")};
+  for (auto& x : v)
+    x = choices[gen.below(3)];
+  auto pool = nn::max_pool2d({channels, height, width}, 2);
+  BOOST_REQUIRE(pool->output_features(features).is_ok());
+  auto x = tensor::from_vector(v, {batch, features});
+  auto y = pool->forward(x, {}).to_vector();
+  const int64_t out_features = channels * (height / 2) * (width / 2);
+  auto dy = tensor::full({batch, out_features}, 1.0f);
+  auto dx = pool->backward(dy, {}).to_vector();
+  std::vector<float> want_dx(v.size(), 0.0f);
+  size_t out = 0;
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t r = 0; r < height / 2; ++r)
+        for (int64_t q = 0; q < width / 2; ++q, ++out) {
+          int64_t where = -1;
+          for (int64_t i = 0; i < 2; ++i)
+            for (int64_t j = 0; j < 2; ++j) {
+              int64_t at = n * features + c * height * width + (2 * r + i) * width + 2 * q + j;
+              bool nan = std::isnan(v[at]);
+              if (where < 0 || v[at] > v[where] || (nan && !std::isnan(v[where])))
+                where = at;
+            }
+          want_dx[where] += 1.0f;
+          if (std::isnan(v[where]))
+            BOOST_TEST(std::isnan(y[out]), "window " << out);
+          else
+            BOOST_TEST(y[out] == v[where], "window " << out);
+        }
+  BOOST_TEST(dx == want_dx);
+}
+
 BOOST_AUTO_TEST_CASE(global_average_pool_takes_each_channels_mean) {
   auto pool = nn::global_avg_pool({3, 5, 3});
   BOOST_TEST(pool->output_features(45).value() == 3);

@@ -1,5 +1,6 @@
 #include "dtrain/nn/conv.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -141,13 +142,58 @@ void conv2d::bind(std::vector<tensor> params, std::vector<tensor> grads) {
   }
 }
 
-const float* conv2d::columns(const float* image) {
-  if (identity_columns_)
-    return image;
-  conv_cpu::im2col(window_, image, col_.data());
-  return col_.data();
+namespace {
+
+// Floats the columns of one chunk of samples may take (16 MiB): enough to
+// cover a whole batch of small images in one wide GEMM, while a large
+// image or batch is processed in several chunks instead of growing the
+// buffer with the batch.
+constexpr int64_t column_budget = int64_t{1} << 22;
+
+// to [rows, count * cols] from `count` blocks of [rows, cols] at `from`,
+// `from_stride` apart: block s lands in columns [s * cols, (s + 1) * cols).
+void interleave(const float* from, int64_t from_stride, int64_t count, int64_t rows,
+                int64_t cols, float* to) {
+  for (int64_t s = 0; s < count; ++s)
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(to + (r * count + s) * cols, from + s * from_stride + r * cols,
+                  static_cast<size_t>(cols) * sizeof(float));
 }
 
+// interleave's inverse: block s of `from` [rows, count * cols] back to
+// to + s * to_stride as [rows, cols].
+void deinterleave(const float* from, int64_t count, int64_t rows, int64_t cols, float* to,
+                  int64_t to_stride) {
+  for (int64_t s = 0; s < count; ++s)
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(to + s * to_stride + r * cols, from + (r * count + s) * cols,
+                  static_cast<size_t>(cols) * sizeof(float));
+}
+
+} // namespace
+
+int64_t conv2d::chunk_size(int64_t batch) const {
+  const int64_t per_sample = input_.channels * options_.kernel_h * options_.kernel_w *
+                             window_.out_h() * window_.out_w();
+  return std::clamp<int64_t>(column_budget / per_sample, 1, batch);
+}
+
+void conv2d::fill_columns(const float* x, int64_t count, float* col) const {
+  const int64_t positions = window_.out_h() * window_.out_w();
+  if (identity_columns_) {
+    interleave(x, input_.features(), count, input_.channels, positions, col);
+    return;
+  }
+  for (int64_t s = 0; s < count; ++s)
+    conv_cpu::im2col(window_, x + s * input_.features(), col + s * positions,
+                     count * positions);
+}
+
+// Forward, a chunk of `count` samples at a time: the chunk's columns side by
+// side, [K, count * P] (K = in / groups * kh * kw per group, P output
+// positions), one GEMM per group, Y' [out, count * P] = W [out, K] col,
+// then Y' back into NCHW rows with the bias added. A chunk of one writes
+// the GEMM's result in place.
 const tensor& conv2d::forward(const tensor& x, const forward_context&) {
   DTRAIN_CHECK(!x.is_cuda(), "conv2d has no CUDA kernel yet");
   input_tensor_ = &x;
@@ -156,29 +202,42 @@ const tensor& conv2d::forward(const tensor& x, const forward_context&) {
   const int64_t group_out = out_channels_ / options_.groups;
   const int64_t group_k = input_.channels / options_.groups * options_.kernel_h * options_.kernel_w;
   const int64_t out_features = out_channels_ * positions;
+  const int64_t chunk = chunk_size(batch);
   ensure(output_, {batch, out_features}, x.where());
-  if (!identity_columns_)
-    ensure(col_, {group_k * options_.groups, positions}, x.where());
+  ensure(col_, {group_k * options_.groups, chunk * positions}, x.where());
+  if (chunk > 1)
+    ensure(product_, {out_channels_, chunk * positions}, x.where());
   const float* w = weight_.data();
-  for (int64_t n = 0; n < batch; ++n) {
-    const float* col = columns(x.data() + n * in_features);
-    float* y = output_.data() + n * out_features;
-    // y_g [group_out, positions] = W_g [group_out, group_k] col_g [group_k, positions].
+  for (int64_t n0 = 0; n0 < batch; n0 += chunk) {
+    const int64_t count = std::min(chunk, batch - n0), width = count * positions;
+    float* y = output_.data() + n0 * out_features;
+    float* product = count == 1 ? y : product_.data();
+    fill_columns(x.data() + n0 * in_features, count, col_.data());
     for (int64_t g = 0; g < options_.groups; ++g)
-      cpu::gemm(false, false, group_out, positions, group_k, 1.0f, w + g * group_out * group_k,
-                group_k, col + g * group_k * positions, positions, 0.0f,
-                y + g * group_out * positions, positions);
+      cpu::gemm(false, false, group_out, width, group_k, 1.0f, w + g * group_out * group_k,
+                group_k, col_.data() + g * group_k * width, width, 0.0f,
+                product + g * group_out * width, width);
+    if (count > 1)
+      deinterleave(product, count, out_channels_, positions, y, out_features);
     if (options_.bias)
-      for (int64_t o = 0; o < out_channels_; ++o) {
-        const float b = bias_.data()[o];
-        float* row = y + o * positions;
-        for (int64_t p = 0; p < positions; ++p)
-          row[p] += b;
-      }
+      for (int64_t s = 0; s < count; ++s)
+        for (int64_t o = 0; o < out_channels_; ++o) {
+          const float b = bias_.data()[o];
+          float* row = y + s * out_features + o * positions;
+          for (int64_t p = 0; p < positions; ++p)
+            row[p] += b;
+        }
   }
+  // The columns of a batch that fit in one chunk are still those of this
+  // input when backward() runs (no other forward comes in between).
+  columns_cover_batch_ = chunk == batch;
   return output_;
 }
 
+// Backward, chunk by chunk like the forward: dY' [out, count * P] gathered
+// from the NCHW rows, dW_g += dY'_g col_g^T (one GEMM over the chunk), the
+// bias gradient from dY''s rows, and for dL/dx dcol_g = W_g^T dY'_g, then
+// col2im per sample.
 const tensor& conv2d::backward(const tensor& dy, const backward_context& ctx) {
   const tensor& x = *input_tensor_;
   const int64_t batch = x.size(0), in_features = input_.features();
@@ -186,8 +245,8 @@ const tensor& conv2d::backward(const tensor& dy, const backward_context& ctx) {
   const int64_t group_out = out_channels_ / options_.groups;
   const int64_t group_k = input_.channels / options_.groups * options_.kernel_h * options_.kernel_w;
   const int64_t out_features = out_channels_ * positions;
-  // Overwriting is zeroing, then adding every sample: the per-sample GEMMs
-  // accumulate into the same dW anyway.
+  const int64_t chunk = chunk_size(batch);
+  // Overwriting is zeroing, then adding every chunk.
   if (!ctx.accumulate) {
     cpu::fill(weight_grad_.data(), weight_grad_.numel(), 0.0f);
     if (options_.bias)
@@ -195,40 +254,49 @@ const tensor& conv2d::backward(const tensor& dy, const backward_context& ctx) {
   }
   if (ctx.need_input_grad) {
     ensure(input_grad_, {batch, in_features}, x.where());
-    if (!identity_columns_)
-      ensure(col_grad_, {group_k * options_.groups, positions}, x.where());
+    ensure(col_grad_, {group_k * options_.groups, chunk * positions}, x.where());
   } else {
     input_grad_ = tensor();
   }
+  if (chunk > 1)
+    ensure(product_, {out_channels_, chunk * positions}, x.where());
   const float* w = weight_.data();
   float* dw = weight_grad_.data();
-  for (int64_t n = 0; n < batch; ++n) {
-    const float* col = columns(x.data() + n * in_features);
-    const float* dy_n = dy.data() + n * out_features;
-    // dW_g += dy_g [group_out, positions] col_g^T [positions, group_k].
+  for (int64_t n0 = 0; n0 < batch; n0 += chunk) {
+    const int64_t count = std::min(chunk, batch - n0), width = count * positions;
+    const float* dy_chunk = dy.data() + n0 * out_features;
+    if (!columns_cover_batch_)
+      fill_columns(x.data() + n0 * in_features, count, col_.data());
+    const float* dyt = dy_chunk;
+    if (count > 1) {
+      interleave(dy_chunk, out_features, count, out_channels_, positions, product_.data());
+      dyt = product_.data();
+    }
     for (int64_t g = 0; g < options_.groups; ++g)
-      cpu::gemm(false, true, group_out, group_k, positions, 1.0f,
-                dy_n + g * group_out * positions, positions, col + g * group_k * positions,
-                positions, 1.0f, dw + g * group_out * group_k, group_k);
+      cpu::gemm(false, true, group_out, group_k, width, 1.0f, dyt + g * group_out * width, width,
+                col_.data() + g * group_k * width, width, 1.0f, dw + g * group_out * group_k,
+                group_k);
     if (options_.bias)
       for (int64_t o = 0; o < out_channels_; ++o) {
-        const float* row = dy_n + o * positions;
-        float total = 0.0f;
-        for (int64_t p = 0; p < positions; ++p)
+        const float* row = dyt + o * width;
+        double total = 0.0;
+        for (int64_t p = 0; p < width; ++p)
           total += row[p];
-        bias_grad_.data()[o] += total;
+        bias_grad_.data()[o] += static_cast<float>(total);
       }
     if (!ctx.need_input_grad)
       continue;
-    float* dx_n = input_grad_.data() + n * in_features;
-    float* dcol = identity_columns_ ? dx_n : col_grad_.data();
-    // dcol_g [group_k, positions] = W_g^T [group_k, group_out] dy_g.
     for (int64_t g = 0; g < options_.groups; ++g)
-      cpu::gemm(true, false, group_k, positions, group_out, 1.0f, w + g * group_out * group_k,
-                group_k, dy_n + g * group_out * positions, positions, 0.0f,
-                dcol + g * group_k * positions, positions);
-    if (!identity_columns_)
-      conv_cpu::col2im(window_, dcol, dx_n);
+      cpu::gemm(true, false, group_k, width, group_out, 1.0f, w + g * group_out * group_k,
+                group_k, dyt + g * group_out * width, width, 0.0f,
+                col_grad_.data() + g * group_k * width, width);
+    float* dx = input_grad_.data() + n0 * in_features;
+    if (identity_columns_)
+      deinterleave(col_grad_.data(), count, input_.channels, positions, dx, in_features);
+    else
+      for (int64_t s = 0; s < count; ++s)
+        conv_cpu::col2im(window_, col_grad_.data() + s * positions, dx + s * in_features,
+                         width);
   }
   return input_grad_;
 }

@@ -64,12 +64,15 @@ struct conv2d_options {
 /// CPU only for now: check_device() is unavailable ("conv2d has no CUDA
 /// kernel yet") on CUDA, so model::create refuses such a model; calling
 /// forward() directly with a CUDA tensor is a broken precondition (aborts
-/// with that message). Forward: per sample, im2col into a reused buffer and
-/// one sgemm per group (a 1x1 stride-1 unpadded conv skips the im2col).
-/// Backward recomputes each sample's im2col rather than keeping the batch's
-/// (which would be kernel_h * kernel_w times the input's size): dW by sgemm,
-/// dX by sgemm into columns and col2im. No allocation once the batch size
-/// is stable. Not thread-safe, as every module.
+/// with that message). Forward: the im2col columns of as many samples as fit
+/// in 16 MiB laid side by side, so that one sgemm per group covers them (a
+/// wide GEMM keeps OpenBLAS's threads busy where one per sample would not),
+/// then the product back into NCHW rows. Backward reuses the forward's
+/// columns when the whole batch fitted in one chunk and recomputes them
+/// chunk by chunk otherwise: dW by one sgemm per chunk and group, dX by
+/// sgemm into columns and col2im. Memory stays bounded by the chunk, not
+/// the batch; no allocation once the batch size is stable. Not
+/// thread-safe, as every module.
 class conv2d final : public module {
 public:
   conv2d(image_shape input, int64_t out_channels, const conv2d_options& options);
@@ -89,9 +92,10 @@ public:
 
 private:
   status check_options() const;
-  // The input's columns for sample n: col_ after im2col, or the image itself
-  // when the im2col would be the identity.
-  const float* columns(const float* image);
+  /// Samples per chunk of columns for a batch of `batch`.
+  int64_t chunk_size(int64_t batch) const;
+  /// The columns of `count` samples from x, side by side in col.
+  void fill_columns(const float* x, int64_t count, float* col) const;
 
   image_shape input_;
   int64_t out_channels_;
@@ -101,6 +105,10 @@ private:
   tensor weight_, bias_, weight_grad_, bias_grad_;
   const tensor* input_tensor_ = nullptr;
   tensor output_, input_grad_, col_, col_grad_;
+  // A chunk's GEMM product [out, count * P], or its output gradient in that
+  // layout.
+  tensor product_;
+  bool columns_cover_batch_ = false;
 };
 
 } // namespace dtrain::nn

@@ -35,62 +35,145 @@ void valid_range(int64_t shift, int64_t stride, int64_t in, int64_t out, int64_t
   last = std::clamp(last, first, out);
 }
 
+// dst[q] = row[q * stride + shift] for q in [first, last), every index
+// inside the row: a plain copy for stride 1, which vectorizes.
+inline void gather(float* dst, const float* row, int64_t stride, int64_t shift, int64_t first,
+                   int64_t last) {
+  if (stride == 1) {
+    std::copy(row + first + shift, row + last + shift, dst + first);
+    return;
+  }
+  for (int64_t q = first; q < last; ++q)
+    dst[q] = row[q * stride + shift];
+}
+
+// row[q * stride + shift] += src[q], gather's adjoint.
+inline void scatter_add(float* row, const float* src, int64_t stride, int64_t shift,
+                        int64_t first, int64_t last) {
+  if (stride == 1) {
+    for (int64_t q = first; q < last; ++q)
+      row[q + shift] += src[q];
+    return;
+  }
+  for (int64_t q = first; q < last; ++q)
+    row[q * stride + shift] += src[q];
+}
+
 } // namespace
 
-void im2col(const window& g, const float* image, float* col) {
+void im2col(const window& g, const float* image, float* col, int64_t row_stride) {
   const int64_t oh = g.out_h(), ow = g.out_w();
+  if (row_stride == 0)
+    row_stride = oh * ow;
   for (int64_t c = 0; c < g.channels; ++c) {
     const float* plane = image + c * g.in_h * g.in_w;
     for (int64_t i = 0; i < g.kernel_h; ++i) {
-      for (int64_t j = 0; j < g.kernel_w; ++j) {
+      for (int64_t j = 0; j < g.kernel_w; ++j, col += row_stride) {
         const int64_t shift_h = i * g.dilation_h - g.pad_h;
         const int64_t shift_w = j * g.dilation_w - g.pad_w;
         int64_t w0, w1;
         valid_range(shift_w, g.stride_w, g.in_w, ow, w0, w1);
-        for (int64_t r = 0; r < oh; ++r, col += ow) {
+        float* out = col;
+        for (int64_t r = 0; r < oh; ++r, out += ow) {
           const int64_t ih = r * g.stride_h + shift_h;
           if (ih < 0 || ih >= g.in_h) {
-            std::memset(col, 0, static_cast<size_t>(ow) * sizeof(float));
+            std::fill(out, out + ow, 0.0f);
             continue;
           }
-          const float* src = plane + ih * g.in_w;
-          std::fill(col, col + w0, 0.0f);
-          for (int64_t q = w0; q < w1; ++q)
-            col[q] = src[q * g.stride_w + shift_w];
-          std::fill(col + w1, col + ow, 0.0f);
+          std::fill(out, out + w0, 0.0f);
+          gather(out, plane + ih * g.in_w, g.stride_w, shift_w, w0, w1);
+          std::fill(out + w1, out + ow, 0.0f);
         }
       }
     }
   }
 }
 
-void col2im(const window& g, const float* col, float* image) {
+void col2im(const window& g, const float* col, float* image, int64_t row_stride) {
   const int64_t oh = g.out_h(), ow = g.out_w();
+  if (row_stride == 0)
+    row_stride = oh * ow;
   std::memset(image, 0, static_cast<size_t>(g.channels * g.in_h * g.in_w) * sizeof(float));
   for (int64_t c = 0; c < g.channels; ++c) {
     float* plane = image + c * g.in_h * g.in_w;
     for (int64_t i = 0; i < g.kernel_h; ++i) {
-      for (int64_t j = 0; j < g.kernel_w; ++j) {
+      for (int64_t j = 0; j < g.kernel_w; ++j, col += row_stride) {
         const int64_t shift_h = i * g.dilation_h - g.pad_h;
         const int64_t shift_w = j * g.dilation_w - g.pad_w;
         int64_t w0, w1;
         valid_range(shift_w, g.stride_w, g.in_w, ow, w0, w1);
-        for (int64_t r = 0; r < oh; ++r, col += ow) {
+        const float* in = col;
+        for (int64_t r = 0; r < oh; ++r, in += ow) {
           const int64_t ih = r * g.stride_h + shift_h;
-          if (ih < 0 || ih >= g.in_h)
-            continue;
-          float* dst = plane + ih * g.in_w;
-          for (int64_t q = w0; q < w1; ++q)
-            dst[q * g.stride_w + shift_w] += col[q];
+          if (ih >= 0 && ih < g.in_h)
+            scatter_add(plane + ih * g.in_w, in, g.stride_w, shift_w, w0, w1);
         }
       }
     }
   }
 }
 
+namespace {
+
+// Max pooling's comparison: a larger value wins, and the first NaN wins
+// over any number (as in PyTorch), so that a NaN is not hidden.
+// Bitwise operators rather than || and &&, which would branch.
+inline bool beats(float v, float best) {
+  return static_cast<bool>((v > best) | ((v != v) & (best == best)));
+}
+
+// Index offset `offset` when `v` beats `best` (no NaN involved), best
+// updated: a mask instead of a branch, since which tap wins is data and a
+// mispredicted branch per tap costs more than the arithmetic.
+inline void take_larger(float v, int64_t offset, float& best, int64_t& where) {
+  const int64_t mask = -static_cast<int64_t>(v > best);
+  where = (where & ~mask) | (offset & mask);
+  best = v > best ? v : best;
+}
+
+// The common 2x2, stride 2, unpadded, undilated pool, every window inside
+// the image: no bounds checks, the four taps in the general loop's order.
+// A window holding a NaN takes the general rule (first NaN wins).
+void max_pool_2x2(const window& g, const float* image, float* out, int64_t* argmax) {
+  const int64_t oh = g.out_h(), ow = g.out_w(), w = g.in_w;
+  for (int64_t c = 0; c < g.channels; ++c) {
+    const int64_t base = c * g.in_h * w;
+    for (int64_t r = 0; r < oh; ++r) {
+      const int64_t top = base + 2 * r * w;
+      for (int64_t q = 0; q < ow; ++q) {
+        const int64_t at = top + 2 * q;
+        const float v[4] = {image[at], image[at + 1], image[at + w], image[at + w + 1]};
+        const int64_t offsets[4] = {0, 1, w, w + 1};
+        float best = v[0];
+        int64_t where = 0;
+        if (((v[0] != v[0]) | (v[1] != v[1]) | (v[2] != v[2]) | (v[3] != v[3])) != 0) {
+          for (int k = 1; k < 4; ++k)
+            if (beats(v[k], best)) {
+              best = v[k];
+              where = offsets[k];
+            }
+        } else {
+          take_larger(v[1], 1, best, where);
+          take_larger(v[2], w, best, where);
+          take_larger(v[3], w + 1, best, where);
+        }
+        *out++ = best;
+        *argmax++ = at + where;
+      }
+    }
+  }
+}
+
+} // namespace
+
 // The pools walk each output position's window directly: their kernels are
 // small (2x2, 3x3) and there is no GEMM to feed.
 void max_pool(const window& g, const float* image, float* out, int64_t* argmax) {
+  if (g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 &&
+      g.pad_h == 0 && g.pad_w == 0 && g.dilation_h == 1 && g.dilation_w == 1) {
+    max_pool_2x2(g, image, out, argmax);
+    return;
+  }
   const int64_t oh = g.out_h(), ow = g.out_w();
   for (int64_t c = 0; c < g.channels; ++c) {
     const int64_t base = c * g.in_h * g.in_w;
@@ -107,9 +190,7 @@ void max_pool(const window& g, const float* image, float* out, int64_t* argmax) 
             if (iw < 0 || iw >= g.in_w)
               continue;
             const int64_t at = base + ih * g.in_w + iw;
-            // The first NaN wins, as in PyTorch, so that a NaN is not hidden.
-            const bool nan = image[at] != image[at];
-            if (where < 0 || image[at] > best || (nan && best == best)) {
+            if (where < 0 || beats(image[at], best)) {
               best = image[at];
               where = at;
             }

@@ -28,11 +28,16 @@ struct window {
 
 /// col [channels * kernel_h * kernel_w, out_h * out_w]: row (c, i, j) holds
 /// the input pixel under kernel tap (i, j) of channel c for every output
-/// position, 0 where the tap falls into the padding.
-void im2col(const window& g, const float* image, float* col);
+/// position, 0 where the tap falls into the padding. `row_stride` is the
+/// distance between col's rows: out_h * out_w (or 0, which means that)
+/// packs one image; the convolution passes chunk * out_h * out_w to lay
+/// the columns of `chunk` images side by side (image s at col + s * out_h *
+/// out_w), so that one GEMM covers them all.
+void im2col(const window& g, const float* image, float* col, int64_t row_stride = 0);
 /// The adjoint of im2col: image = sum of col's entries over the taps that
-/// read each pixel (image is overwritten, not added to).
-void col2im(const window& g, const float* col, float* image);
+/// read each pixel (image is overwritten, not added to). `row_stride` as
+/// for im2col.
+void col2im(const window& g, const float* col, float* image, int64_t row_stride = 0);
 
 /// out [channels, out_h, out_w] = maximum over each window, the padding
 /// counting as -infinity; argmax receives each maximum's index into image
