@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "dtrain/core/check.hpp"
+#include "dtrain/core/parallel.hpp"
 #include "dtrain/tensor/kernels.hpp"
 
 namespace dtrain::nn {
@@ -144,30 +145,34 @@ void conv2d::bind(std::vector<tensor> params, std::vector<tensor> grads) {
 
 namespace {
 
-// Floats the columns of one chunk of samples may take (16 MiB): enough to
+// Floats the columns of one chunk of samples may take (32 MiB): enough to
 // cover a whole batch of small images in one wide GEMM, while a large
 // image or batch is processed in several chunks instead of growing the
 // buffer with the batch.
-constexpr int64_t column_budget = int64_t{1} << 22;
+constexpr int64_t column_budget = int64_t{1} << 23;
 
 // to [rows, count * cols] from `count` blocks of [rows, cols] at `from`,
 // `from_stride` apart: block s lands in columns [s * cols, (s + 1) * cols).
 void interleave(const float* from, int64_t from_stride, int64_t count, int64_t rows,
                 int64_t cols, float* to) {
-  for (int64_t s = 0; s < count; ++s)
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(to + (r * count + s) * cols, from + s * from_stride + r * cols,
-                  static_cast<size_t>(cols) * sizeof(float));
+  parallel_for(count, grain_for(rows * cols), [&](int64_t first, int64_t last) {
+    for (int64_t s = first; s < last; ++s)
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(to + (r * count + s) * cols, from + s * from_stride + r * cols,
+                    static_cast<size_t>(cols) * sizeof(float));
+  });
 }
 
 // interleave's inverse: block s of `from` [rows, count * cols] back to
 // to + s * to_stride as [rows, cols].
 void deinterleave(const float* from, int64_t count, int64_t rows, int64_t cols, float* to,
                   int64_t to_stride) {
-  for (int64_t s = 0; s < count; ++s)
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(to + s * to_stride + r * cols, from + (r * count + s) * cols,
-                  static_cast<size_t>(cols) * sizeof(float));
+  parallel_for(count, grain_for(rows * cols), [&](int64_t first, int64_t last) {
+    for (int64_t s = first; s < last; ++s)
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(to + s * to_stride + r * cols, from + (r * count + s) * cols,
+                    static_cast<size_t>(cols) * sizeof(float));
+  });
 }
 
 } // namespace
@@ -184,9 +189,12 @@ void conv2d::fill_columns(const float* x, int64_t count, float* col) const {
     interleave(x, input_.features(), count, input_.channels, positions, col);
     return;
   }
-  for (int64_t s = 0; s < count; ++s)
-    conv_cpu::im2col(window_, x + s * input_.features(), col + s * positions,
-                     count * positions);
+  const int64_t per_sample = input_.channels * options_.kernel_h * options_.kernel_w * positions;
+  parallel_for(count, grain_for(per_sample), [&](int64_t first, int64_t last) {
+    for (int64_t s = first; s < last; ++s)
+      conv_cpu::im2col(window_, x + s * input_.features(), col + s * positions,
+                       count * positions);
+  });
 }
 
 // Forward, a chunk of `count` samples at a time: the chunk's columns side by
@@ -220,13 +228,15 @@ const tensor& conv2d::forward(const tensor& x, const forward_context&) {
     if (count > 1)
       deinterleave(product, count, out_channels_, positions, y, out_features);
     if (options_.bias)
-      for (int64_t s = 0; s < count; ++s)
-        for (int64_t o = 0; o < out_channels_; ++o) {
-          const float b = bias_.data()[o];
-          float* row = y + s * out_features + o * positions;
-          for (int64_t p = 0; p < positions; ++p)
-            row[p] += b;
-        }
+      parallel_for(count, grain_for(out_features), [&](int64_t first, int64_t last) {
+        for (int64_t s = first; s < last; ++s)
+          for (int64_t o = 0; o < out_channels_; ++o) {
+            const float b = bias_.data()[o];
+            float* row = y + s * out_features + o * positions;
+            for (int64_t p = 0; p < positions; ++p)
+              row[p] += b;
+          }
+      });
   }
   // The columns of a batch that fit in one chunk are still those of this
   // input when backward() runs (no other forward comes in between).
@@ -277,13 +287,15 @@ const tensor& conv2d::backward(const tensor& dy, const backward_context& ctx) {
                 col_.data() + g * group_k * width, width, 1.0f, dw + g * group_out * group_k,
                 group_k);
     if (options_.bias)
-      for (int64_t o = 0; o < out_channels_; ++o) {
-        const float* row = dyt + o * width;
-        double total = 0.0;
-        for (int64_t p = 0; p < width; ++p)
-          total += row[p];
-        bias_grad_.data()[o] += static_cast<float>(total);
-      }
+      parallel_for(out_channels_, grain_for(width), [&](int64_t first, int64_t last) {
+        for (int64_t o = first; o < last; ++o) {
+          const float* row = dyt + o * width;
+          double total = 0.0;
+          for (int64_t p = 0; p < width; ++p)
+            total += row[p];
+          bias_grad_.data()[o] += static_cast<float>(total);
+        }
+      });
     if (!ctx.need_input_grad)
       continue;
     for (int64_t g = 0; g < options_.groups; ++g)
@@ -294,9 +306,12 @@ const tensor& conv2d::backward(const tensor& dy, const backward_context& ctx) {
     if (identity_columns_)
       deinterleave(col_grad_.data(), count, input_.channels, positions, dx, in_features);
     else
-      for (int64_t s = 0; s < count; ++s)
-        conv_cpu::col2im(window_, col_grad_.data() + s * positions, dx + s * in_features,
-                         width);
+      parallel_for(count, grain_for(group_k * options_.groups * positions),
+                   [&](int64_t first, int64_t last) {
+                     for (int64_t s = first; s < last; ++s)
+                       conv_cpu::col2im(window_, col_grad_.data() + s * positions,
+                                        dx + s * in_features, width);
+                   });
   }
   return input_grad_;
 }

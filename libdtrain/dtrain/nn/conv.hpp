@@ -65,14 +65,16 @@ struct conv2d_options {
 /// kernel yet") on CUDA, so model::create refuses such a model; calling
 /// forward() directly with a CUDA tensor is a broken precondition (aborts
 /// with that message). Forward: the im2col columns of as many samples as fit
-/// in 16 MiB laid side by side, so that one sgemm per group covers them (a
+/// in 32 MiB laid side by side, so that one sgemm per group covers them (a
 /// wide GEMM keeps OpenBLAS's threads busy where one per sample would not),
 /// then the product back into NCHW rows. Backward reuses the forward's
 /// columns when the whole batch fitted in one chunk and recomputes them
 /// chunk by chunk otherwise: dW by one sgemm per chunk and group, dX by
 /// sgemm into columns and col2im. Memory stays bounded by the chunk, not
-/// the batch; no allocation once the batch size is stable. Not
-/// thread-safe, as every module.
+/// the batch; no allocation once the batch size is stable. The loops
+/// around the GEMMs (im2col, col2im, the layout changes) run per sample in
+/// parallel_for, on the threads OpenBLAS is given. Not thread-safe, as
+/// every module.
 class conv2d final : public module {
 public:
   conv2d(image_shape input, int64_t out_channels, const conv2d_options& options);

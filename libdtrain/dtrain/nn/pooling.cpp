@@ -1,6 +1,7 @@
 #include "dtrain/nn/pooling.hpp"
 
 #include "dtrain/core/check.hpp"
+#include "dtrain/core/parallel.hpp"
 
 namespace dtrain::nn {
 
@@ -74,14 +75,16 @@ const tensor& pool2d::forward(const tensor& x, const forward_context&) {
   ensure(output_, {batch, out_features}, x.where());
   if (kind_ == kind::max)
     argmax_.resize(static_cast<size_t>(batch * out_features));  // no-op once stable
-  for (int64_t n = 0; n < batch; ++n) {
-    const float* image = x.data() + n * in_features;
-    float* out = output_.data() + n * out_features;
-    if (kind_ == kind::max)
-      conv_cpu::max_pool(window_, image, out, argmax_.data() + n * out_features);
-    else
-      conv_cpu::avg_pool(window_, image, out);
-  }
+  parallel_for(batch, grain_for(in_features), [&](int64_t first, int64_t last) {
+    for (int64_t n = first; n < last; ++n) {
+      const float* image = x.data() + n * in_features;
+      float* out = output_.data() + n * out_features;
+      if (kind_ == kind::max)
+        conv_cpu::max_pool(window_, image, out, argmax_.data() + n * out_features);
+      else
+        conv_cpu::avg_pool(window_, image, out);
+    }
+  });
   return output_;
 }
 
@@ -93,14 +96,16 @@ const tensor& pool2d::backward(const tensor& dy, const backward_context& ctx) {
   const int64_t batch = dy.size(0), in_features = input_.features();
   const int64_t out_features = output_shape().features();
   ensure(input_grad_, {batch, in_features}, dy.where());
-  for (int64_t n = 0; n < batch; ++n) {
-    const float* dy_n = dy.data() + n * out_features;
-    float* dx = input_grad_.data() + n * in_features;
-    if (kind_ == kind::max)
-      conv_cpu::max_pool_backward(window_, dy_n, argmax_.data() + n * out_features, dx);
-    else
-      conv_cpu::avg_pool_backward(window_, dy_n, dx);
-  }
+  parallel_for(batch, grain_for(in_features), [&](int64_t first, int64_t last) {
+    for (int64_t n = first; n < last; ++n) {
+      const float* dy_n = dy.data() + n * out_features;
+      float* dx = input_grad_.data() + n * in_features;
+      if (kind_ == kind::max)
+        conv_cpu::max_pool_backward(window_, dy_n, argmax_.data() + n * out_features, dx);
+      else
+        conv_cpu::avg_pool_backward(window_, dy_n, dx);
+    }
+  });
   return input_grad_;
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "dtrain/core/parallel.hpp"
 #include "dtrain/core/random.hpp"
 #include "dtrain/tensor/kernels.hpp"
 
@@ -45,46 +46,54 @@ void sum_rows(const float* x, float* out, int64_t rows, int64_t cols, float beta
   }
 }
 
+// The activations run element-wise in parallel_for over ranges of at least
+// 64 Ki elements (one thread for anything smaller).
+namespace {
+
+template <typename Body>
+void elementwise(int64_t n, Body body) {
+  parallel_for(n, grain_for(1), [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i)
+      body(i);
+  });
+}
+
+constexpr float inv_sqrt2 = 0.70710678118654752f;
+constexpr float inv_sqrt_2pi = 0.39894228040143268f;
+
+} // namespace
+
 void relu_forward(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  elementwise(n, [=](int64_t i) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; });
 }
 
 void relu_backward(const float* y, const float* dy, float* dx, int64_t n) {
   // Both loads unconditional, so that the select vectorizes instead of
   // branching on every element's sign.
-  for (int64_t i = 0; i < n; ++i) {
+  elementwise(n, [=](int64_t i) {
     const float g = dy[i];
     dx[i] = y[i] > 0.0f ? g : 0.0f;
-  }
+  });
 }
 
-namespace {
-constexpr float inv_sqrt2 = 0.70710678118654752f;
-constexpr float inv_sqrt_2pi = 0.39894228040143268f;
-} // namespace
-
 void gelu_forward(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2));
+  elementwise(n, [=](int64_t i) { y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2)); });
 }
 
 void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
+  elementwise(n, [=](int64_t i) {
     float cdf = 0.5f * (1.0f + std::erf(x[i] * inv_sqrt2));
     float pdf = inv_sqrt_2pi * std::exp(-0.5f * x[i] * x[i]);
     dx[i] = dy[i] * (cdf + x[i] * pdf);
-  }
+  });
 }
 
 void tanh_forward(const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    y[i] = std::tanh(x[i]);
+  elementwise(n, [=](int64_t i) { y[i] = std::tanh(x[i]); });
 }
 
 void tanh_backward(const float* y, const float* dy, float* dx, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+  elementwise(n, [=](int64_t i) { dx[i] = dy[i] * (1.0f - y[i] * y[i]); });
 }
 
 void dropout_forward(const float* x, float* y, float* mask, int64_t n, float p,
