@@ -145,12 +145,6 @@ void conv2d::bind(std::vector<tensor> params, std::vector<tensor> grads) {
 
 namespace {
 
-// Floats the columns of one chunk of samples may take (32 MiB): enough to
-// cover a whole batch of small images in one wide GEMM, while a large
-// image or batch is processed in several chunks instead of growing the
-// buffer with the batch.
-constexpr int64_t column_budget = int64_t{1} << 23;
-
 // to [rows, count * cols] from `count` blocks of [rows, cols] at `from`,
 // `from_stride` apart: block s lands in columns [s * cols, (s + 1) * cols).
 void interleave(const float* from, int64_t from_stride, int64_t count, int64_t rows,
@@ -173,6 +167,23 @@ void deinterleave(const float* from, int64_t count, int64_t rows, int64_t cols, 
         std::memcpy(to + s * to_stride + r * cols, from + (r * count + s) * cols,
                     static_cast<size_t>(cols) * sizeof(float));
   });
+}
+
+// The sum of row[0, n): sixteen float lanes, which vectorize where one
+// running sum (in any type) would not, added up in double at the end.
+double row_sum(const float* row, int64_t n) {
+  constexpr int64_t lanes = 16;
+  float partial[lanes] = {};
+  int64_t p = 0;
+  for (; p + lanes <= n; p += lanes)
+    for (int64_t k = 0; k < lanes; ++k)
+      partial[k] += row[p + k];
+  double total = 0.0;
+  for (; p < n; ++p)
+    total += row[p];
+  for (float v : partial)
+    total += v;
+  return total;
 }
 
 } // namespace
@@ -288,13 +299,8 @@ const tensor& conv2d::backward(const tensor& dy, const backward_context& ctx) {
                 group_k);
     if (options_.bias)
       parallel_for(out_channels_, grain_for(width), [&](int64_t first, int64_t last) {
-        for (int64_t o = first; o < last; ++o) {
-          const float* row = dyt + o * width;
-          double total = 0.0;
-          for (int64_t p = 0; p < width; ++p)
-            total += row[p];
-          bias_grad_.data()[o] += static_cast<float>(total);
-        }
+        for (int64_t o = first; o < last; ++o)
+          bias_grad_.data()[o] += static_cast<float>(row_sum(dyt + o * width, width));
       });
     if (!ctx.need_input_grad)
       continue;
