@@ -15,6 +15,7 @@
 #include "dtrain/actors/tuner/tuner.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/config/experiment.hpp"
+#include "dtrain/core/check.hpp"
 #include "dtrain/tune/journal.hpp"
 
 namespace dtrain::cli {
@@ -50,12 +51,43 @@ void print_epoch(int64_t epochs, const metrics_msg& m, const metrics_msg& v) {
 
 } // namespace
 
+// The cluster options of `dtrain train/tune`: --address, else
+// $DTRAIN_ADDRESS, else the head started on this host (said on stderr, with
+// how to run without it), else an embedded cluster; --embedded skips the
+// search.
+result<cluster::options> attach_options(const std::string& given, bool embedded,
+                                        const security::tls_files& tls, const char* command) {
+  cluster::options co;
+  co.tls = tls;
+  co.embedded = embedded;
+  if (embedded)
+    return co;
+  co.address = given;
+  if (co.address.empty()) {
+    DTRAIN_ASSIGN_OR_RETURN(co.address, local_head_address());
+    if (!co.address.empty() && std::getenv("DTRAIN_ADDRESS") == nullptr)
+      std::fprintf(stderr,
+                   "dtrain %s: attaching to the cluster started on this host at %s "
+                   "(--embedded runs one of its own)\n",
+                   command, co.address.c_str());
+  }
+  return co;
+}
+
 int run_status(const std::string& address, const security::tls_files& tls) {
   cluster::options o;
   o.address = address;
   o.tls = tls;
-  if (o.address.empty() && std::getenv("DTRAIN_ADDRESS") == nullptr)
-    return fail(invalid_argument("dtrain status needs --address HOST:PORT (or $DTRAIN_ADDRESS)"));
+  if (o.address.empty()) {
+    auto local = local_head_address();
+    if (!local)
+      return fail(local.error());
+    if (local->empty())
+      return fail(not_found("no dtrain cluster runs on this host (no live head recorded in " +
+                            cluster_dir() + "): start one with `dtrain start --head`, or "
+                            "give --address HOST:PORT or $DTRAIN_ADDRESS"));
+    o.address = *local;
+  }
   auto c = cluster::connect(o);
   if (!c)
     return fail(c.error());
@@ -93,9 +125,10 @@ int run_train(const train_options& o) {
     return fail(invalid_argument(o.experiment + ": searcher " + config::searcher_name(*e) + " " +
                                  what + ": run it with `dtrain tune " + o.experiment + "`"));
   }
-  cluster::options co;
-  co.address = o.address;
-  co.tls = o.tls;
+  auto attach = attach_options(o.address, o.embedded, o.tls, "train");
+  if (!attach)
+    return fail(attach.error());
+  cluster::options co = *attach;
   co.local_slots = std::max(o.local_slots, e->slots_per_trial);
   auto c = cluster::connect(co);
   if (!c)
@@ -256,9 +289,10 @@ int run_tune(const tune_options& o) {
   if (!e->has_search)
     return fail(invalid_argument(o.experiment + ": no searcher (searcher.name grid, random or "
                                  "asha) and nothing to search: run it with `dtrain train`"));
-  cluster::options co;
-  co.address = o.address;
-  co.tls = o.tls;
+  auto attach = attach_options(o.address, o.embedded, o.tls, "tune");
+  if (!attach)
+    return fail(attach.error());
+  cluster::options co = *attach;
   // 0 leaves the embedded cluster its default (the cores, at least 2) so
   // that trials run side by side; max(0, slots_per_trial) would have made
   // it one trial's worth and the sweep one trial at a time.

@@ -9,8 +9,9 @@ namespace dtrain::cli {
 
 struct train_options {
   std::string experiment;
-  std::string address;   // empty: $DTRAIN_ADDRESS, else an embedded cluster
+  std::string address;   // empty: $DTRAIN_ADDRESS, the head started on this host, else embedded
   int local_slots = 0;   // embedded cluster size (0: the experiment's slots)
+  bool embedded = false; // an embedded cluster even when one runs on this host
   int64_t resume = 0;    // continue this experiment (0: a new one)
   bool force = false;    // resume even when the file's configuration changed
   security::tls_files tls;  // --tls-*: empty: $DTRAIN_HOME/tls, else plain (loopback only)
@@ -18,8 +19,9 @@ struct train_options {
 
 struct tune_options {
   std::string experiment;
-  std::string address;   // empty: $DTRAIN_ADDRESS, else an embedded cluster
+  std::string address;   // empty: $DTRAIN_ADDRESS, the head started on this host, else embedded
   int local_slots = 0;   // embedded cluster size (0: the cores, at least a trial's slots)
+  bool embedded = false; // an embedded cluster even when one runs on this host
   int verbosity = 2;     // 0 quiet, 1 trial starts and ends, 2 every epoch
   int64_t resume = 0;    // continue this experiment (0: a new one)
   bool force = false;    // resume even when the file's configuration changed

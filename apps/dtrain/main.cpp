@@ -106,7 +106,9 @@ int main(int argc, char** argv) {
 
   std::string status_address;
   auto* status_cmd = app.add_subcommand("status", "show the cluster's nodes and trainers");
-  status_cmd->add_option("--address", status_address, "the head's HOST:PORT");
+  status_cmd->add_option("--address", status_address,
+                         "the head's HOST:PORT (default: $DTRAIN_ADDRESS, else the head "
+                         "started on this host)");
   dtrain::security::tls_files status_tls;
   add_tls_options(status_cmd, status_tls);
 
@@ -117,7 +119,11 @@ int main(int argc, char** argv) {
   train_options to;
   auto* train = app.add_subcommand("train", "run an experiment file");
   train->add_option("experiment", to.experiment, "EXPERIMENT.yaml")->required();
-  train->add_option("--address", to.address, "a running cluster (default: embedded)");
+  train->add_option("--address", to.address,
+                    "a running cluster (default: $DTRAIN_ADDRESS, the one started on this host, "
+                    "else embedded)");
+  train->add_flag("--embedded", to.embedded,
+                  "run an embedded cluster even when one was started on this host");
   train->add_option("--local-slots", to.local_slots, "embedded cluster slots");
   train->add_option("--resume", to.resume, "continue experiment ID (see `dtrain experiments list`)");
   train->add_flag("--force", to.force, "with --resume: continue even if the file changed");
@@ -126,7 +132,11 @@ int main(int argc, char** argv) {
   tune_options tuo;
   auto* tune = app.add_subcommand("tune", "run an experiment file's hyperparameter sweep");
   tune->add_option("experiment", tuo.experiment, "EXPERIMENT.yaml")->required();
-  tune->add_option("--address", tuo.address, "a running cluster (default: embedded)");
+  tune->add_option("--address", tuo.address,
+                   "a running cluster (default: $DTRAIN_ADDRESS, the one started on this host, "
+                   "else embedded)");
+  tune->add_flag("--embedded", tuo.embedded,
+                 "run an embedded cluster even when one was started on this host");
   tune->add_option("--local-slots", tuo.local_slots, "embedded cluster slots (default: cores)");
   tune->add_option("--resume", tuo.resume, "continue experiment ID after its driver died or stopped");
   tune->add_flag("--force", tuo.force, "with --resume: continue even if the file changed");

@@ -82,14 +82,41 @@ std::string not_ours(pid_t pid, const std::string& recorded_start) {
 
 std::string cluster_dir() { return dtrain_home(); }
 
-status write_pid_file(const std::string& role) {
+status write_pid_file(const std::string& role, const std::string& address) {
   std::error_code ec;
   std::filesystem::create_directories(cluster_dir(), ec);
   std::string path = cluster_dir() + "/" + role + ".pid";
   std::ofstream out(path);
-  if (!(out << getpid() << " " << start_time(getpid()) << "\n"))
+  out << getpid() << " " << start_time(getpid()) << "\n";
+  if (!address.empty())
+    out << address << "\n";
+  if (!out)
     return io_error("cannot write pid file " + path);
   return status::ok();
+}
+
+result<std::string> local_head_address() {
+  if (const char* env = std::getenv("DTRAIN_ADDRESS"); env != nullptr && *env != 0)
+    return std::string(env);
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (auto& entry : std::filesystem::directory_iterator(cluster_dir(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("head-", 0) != 0 || entry.path().extension() != ".pid")
+      continue;
+    std::ifstream in(entry.path());
+    long pid = 0;
+    std::string started, address;
+    if (!(in >> pid >> started >> address) || pid <= 1)
+      continue;
+    if (not_ours(static_cast<pid_t>(pid), started).empty())
+      found.push_back(address);
+  }
+  if (found.size() > 1)
+    return invalid_argument("several dtrain heads run on this host (" + found[0] + ", " +
+                            found[1] + (found.size() > 2 ? ", ..." : "") +
+                            "): say which with --address or $DTRAIN_ADDRESS");
+  return found.empty() ? std::string() : found[0];
 }
 
 void remove_pid_file(const std::string& role) {

@@ -16,9 +16,18 @@ std::string cluster_dir();
 
 /// Records this process under `role` ("head-4711", "node-4711-2") so that
 /// `dtrain stop` finds it: its pid and its start time (/proc/PID/stat field
-/// 22). The file is removed by remove_pid_file().
-status write_pid_file(const std::string& role);
+/// 22), and for a head the HOST:PORT it is reached at, so that commands
+/// find it without --address (local_head_address). The file is removed by
+/// remove_pid_file().
+status write_pid_file(const std::string& role, const std::string& address = "");
 void remove_pid_file(const std::string& role);
+
+/// The cluster a command without --address means, as `ray status` finds
+/// one: $DTRAIN_ADDRESS when set, else the address of the head started on
+/// this host (a head-*.pid file in cluster_dir() whose process still is
+/// that dtrain head), else "" (none runs). Two live heads are ambiguous: an
+/// invalid_argument naming both and asking for --address.
+result<std::string> local_head_address();
 
 /// Sends SIGTERM to every recorded process, waits up to `grace_ms` for each
 /// to exit, then SIGKILLs the rest; returns how many were stopped. Only a

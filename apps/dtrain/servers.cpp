@@ -118,7 +118,7 @@ int run_head(const server_options& o) {
     return 1;
   }
   std::string role = "head-" + std::to_string(*port);
-  (void)write_pid_file(role);
+  (void)write_pid_file(role, advertise + ":" + std::to_string(*port));
   std::printf("dtrain head listening on %s:%u, reachable at %s:%u (pid %d), experiment store %s, "
               "%s\n",
               bind.c_str(), *port, advertise.c_str(), *port, getpid(), store.c_str(),

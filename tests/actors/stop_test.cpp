@@ -3,8 +3,10 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "actors/child_process.hpp"
 #include "test_util.hpp"
@@ -41,6 +43,15 @@ BOOST_AUTO_TEST_CASE(a_pid_file_naming_an_unrelated_process_is_removed_without_a
   temp_dir home;
   child_process sleeper({"/bin/sleep", "60"}, home.file("sleep.log"));
   const std::string pid = std::to_string(sleeper.pid());
+  // The child runs sleep once its exec is done; until then /proc shows the
+  // test's own program, and the last file below would name that instead.
+  std::error_code ec;
+  for (int i = 0; i < 500; ++i) {
+    std::string exe = std::filesystem::read_symlink("/proc/" + pid + "/exe", ec).string();
+    if (!ec && exe.find("sleep") != std::string::npos)
+      break;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
   // Three stale files: a bare pid (an older format), the pid with a wrong
   // start time (a reused pid), and the pid with its true start time (as if
   // the sleep had reused a dtrain pid in the same tick): only the program

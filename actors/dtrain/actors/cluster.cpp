@@ -61,8 +61,8 @@ result<std::pair<std::string, uint16_t>> parse_address(const std::string& addres
 
 result<std::unique_ptr<cluster>> cluster::connect(const options& o) {
   std::unique_ptr<cluster> c(new cluster());
-  std::string address = o.address;
-  if (address.empty())
+  std::string address = o.embedded ? "" : o.address;
+  if (address.empty() && !o.embedded)
     if (const char* env = std::getenv("DTRAIN_ADDRESS"))
       address = env;
   if (!address.empty()) {

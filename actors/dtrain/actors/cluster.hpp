@@ -88,6 +88,7 @@ public:
         connect_timeout(connect_timeout_) {}
 
     std::string address;          // empty: $DTRAIN_ADDRESS, else embedded
+    bool embedded = false;        // true: embedded even when $DTRAIN_ADDRESS is set
     int local_slots = 0;          // embedded: 0 = the number of cores (at least 2)
     int local_gpus = -1;          // embedded: CUDA devices offered (-1: all present)
     std::chrono::milliseconds connect_timeout{10000};
