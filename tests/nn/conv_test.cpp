@@ -4,6 +4,7 @@
 // groups, rectangular kernels).
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -160,6 +161,8 @@ void check_forward(const conv_case& k, uint64_t seed) {
              conv.describe());
 }
 
+void fill_nan(tensor& t) { std::fill(t.data(), t.data() + t.numel(), std::nanf("")); }
+
 // dL/dx, dL/dW and dL/db against the direct convolution's adjoint. dW and
 // db sum batch * OH * OW float products each: `sum_tolerance` allows for
 // that many roundings.
@@ -169,6 +172,10 @@ void check_backward(const conv_case& k, uint64_t seed, double sum_tolerance = 1e
   auto out = conv.output_shape();
   auto x = random_tensor({k.batch, k.in.features()}, seed + 2);
   auto dy = random_tensor({k.batch, out.features()}, seed + 3);
+  // Without accumulate the gradients are overwritten: NaN would show.
+  fill_nan(p.weight_grad);
+  if (p.bias_grad.defined())
+    fill_nan(p.bias_grad);
   conv.forward(x, {});
   auto dx = conv.backward(dy, {true, false}).to_vector();
   std::vector<double> want_dx(static_cast<size_t>(x.numel()), 0.0);
@@ -232,6 +239,40 @@ BOOST_AUTO_TEST_CASE(conv2d_matches_the_direct_convolution_across_several_chunks
     // dW sums batch * OH * OW products (10,000 to 34,000 here).
     check_backward(k, seed + 5, 2e-4);
     seed += 10;
+  }
+}
+
+// The chunking follows the batch: a one-sample batch after a batch of
+// several chunks (whose columns backward may not reuse), and a backward
+// without the input gradient over several chunks.
+BOOST_AUTO_TEST_CASE(conv2d_follows_the_batch_size_between_chunkings) {
+  for (auto opt : {nn::conv2d_options::square(3, 1, 1), nn::conv2d_options::square(1)}) {
+    conv_case k{{4, 32, 32}, 3, opt, 0};
+    nn::conv2d conv(k.in, k.out_channels, k.opt);
+    auto p = bind_random(conv, 900);
+    auto out = conv.output_shape();
+    const int64_t per_sample =
+        k.in.channels * opt.kernel_h * opt.kernel_w * out.height * out.width;
+    const int64_t big = 2 * (nn::conv2d::column_budget / per_sample) + 1;
+    for (int64_t batch : {big, int64_t{1}, big}) {
+      k.batch = batch;
+      auto x = random_tensor({batch, k.in.features()}, 901 + batch);
+      auto dy = random_tensor({batch, out.features()}, 902 + batch);
+      BOOST_TEST(all_close(conv.forward(x, {}).to_vector(),
+                           direct_forward(k, x, p, out.height, out.width), 1e-5,
+                           conv.describe()),
+                 conv.describe() << " batch " << batch);
+      fill_nan(p.weight_grad);
+      fill_nan(p.bias_grad);
+      // The first layer's backward: parameter gradients only.
+      BOOST_TEST(!conv.backward(dy, {false, false}).defined());
+      std::vector<double> want_dw(static_cast<size_t>(p.weight.numel()), 0.0);
+      for_each_tap(k, [&](int64_t x_at, int64_t w_at, int64_t y_at) {
+        want_dw[w_at] += static_cast<double>(x.data()[x_at]) * dy.data()[y_at];
+      }, out.height, out.width);
+      BOOST_TEST(all_close(p.weight_grad.to_vector(), want_dw, 2e-4, conv.describe() + " dW"),
+                 conv.describe() << " batch " << batch);
+    }
   }
 }
 

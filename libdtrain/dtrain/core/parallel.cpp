@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -24,6 +25,10 @@ namespace {
 // static destruction, while another static's destructor may still run a
 // loop); a forked child, which has none of its parent's workers, runs
 // every loop inline.
+// Set while this thread runs ranges of a loop: a parallel_for inside a
+// body runs inline (the pool is taken by the loop around it).
+thread_local bool in_loop = false;
+
 class worker_pool {
 public:
   static worker_pool& instance() {
@@ -33,22 +38,29 @@ public:
 
   // Runs the loop in `parts` ranges, or returns false (having run nothing)
   // when another caller's loop is in flight.
-  bool run(int parts, int64_t n, const std::function<void(int64_t, int64_t)>& body) {
-    if (getpid() != owner_)
+  bool run(int parts, int64_t n, void* context, void (*fn)(void*, int64_t, int64_t)) {
+    if (getpid() != owner_ || in_loop)
       return false;
     std::unique_lock<std::mutex> submit(submit_, std::try_to_lock);
     if (!submit.owns_lock())
       return false;
-    grow(parts - 1);
-    loop job{&body, n, parts};
+    // Fewer ranges when threads cannot be made (a process or cgroup limit):
+    // the loop still runs, on the threads there are.
+    parts = std::min(parts, grow(parts - 1) + 1);
+    if (parts <= 1)
+      return false;
+    loop job{context, fn, n, parts};
     job.remaining = parts;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       current_ = &job;
       ++generation_;
     }
-    wake_.notify_all();
+    for (int i = 1; i < parts; ++i)
+      wake_.notify_one();
+    in_loop = true;
     work(job);
+    in_loop = false;
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, [&] { return job.remaining == 0 && job.users == 0; });
     current_ = nullptr;
@@ -57,7 +69,8 @@ public:
 
 private:
   struct loop {
-    const std::function<void(int64_t, int64_t)>* body;
+    void* context;
+    void (*fn)(void*, int64_t, int64_t);
     int64_t n;
     int parts;
     std::atomic<int> next{0};
@@ -73,17 +86,23 @@ private:
       const int part = job.next.fetch_add(1, std::memory_order_relaxed);
       if (part >= job.parts)
         return;
-      (*job.body)(job.n * part / job.parts, job.n * (part + 1) / job.parts);
+      job.fn(job.context, job.n * part / job.parts, job.n * (part + 1) / job.parts);
       std::lock_guard<std::mutex> lock(mutex_);
       if (--job.remaining == 0)
         done_.notify_one();
     }
   }
 
-  void grow(int workers) {
+  // Starts workers up to `workers`; returns how many there are.
+  int grow(int workers) {
     workers = std::min(workers, max_workers);
-    while (static_cast<int>(threads_.size()) < workers)
-      threads_.emplace_back([this] { serve(); });
+    try {
+      while (static_cast<int>(threads_.size()) < workers)
+        threads_.emplace_back([this] { serve(); });
+    } catch (const std::system_error&) {
+      // No more threads for now; the next loop tries again.
+    }
+    return static_cast<int>(threads_.size());
   }
 
   void serve() {
@@ -99,7 +118,9 @@ private:
           continue;
         ++job->users;
       }
+      in_loop = true;
       work(*job);
+      in_loop = false;
       std::lock_guard<std::mutex> lock(mutex_);
       if (--job->users == 0 && job->remaining == 0)
         done_.notify_one();
@@ -118,14 +139,15 @@ private:
 
 } // namespace
 
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
+void parallel_for_ranges(int64_t n, int64_t grain, void* context,
+                         void (*fn)(void*, int64_t, int64_t)) {
   if (n <= 0)
     return;
   grain = std::max<int64_t>(grain, 1);
   const int64_t by_size = std::max<int64_t>(n / grain, 1);
   const int parts = static_cast<int>(std::min<int64_t>(blas_threads(), by_size));
-  if (parts <= 1 || !worker_pool::instance().run(parts, n, body))
-    body(0, n);
+  if (parts <= 1 || !worker_pool::instance().run(parts, n, context, fn))
+    fn(context, 0, n);
 }
 
 } // namespace dtrain

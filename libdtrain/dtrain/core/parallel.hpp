@@ -1,7 +1,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 
 /// Data parallelism for the CPU kernels that are not GEMMs (im2col, col2im,
 /// pooling, element-wise activations): the same thread budget as
@@ -10,15 +9,28 @@
 /// use and no more.
 namespace dtrain {
 
+/// The untyped form of parallel_for: fn(context, begin, end).
+void parallel_for_ranges(int64_t n, int64_t grain, void* context,
+                         void (*fn)(void*, int64_t, int64_t));
+
 /// Calls body(begin, end) on contiguous ranges that cover [0, n) exactly
 /// once, in parallel over up to blas_threads() threads (the caller and
 /// workers of a process-wide pool), and returns when every range is done.
 /// Each range but the last holds at least `grain` indices, so small loops
 /// stay on the calling thread. Ranges must be independent: body may not
-/// write what another range reads or writes. When the pool is busy with
-/// another caller's loop (two replicas in one process), the loop runs on
-/// the calling thread instead of waiting. body must not throw.
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
+/// write what another range reads or writes. The loop runs on the calling
+/// thread alone when the pool is busy with another caller's loop (two
+/// replicas in one process), when called from inside a loop's body, or in
+/// a process forked after the pool started (it has none of its parent's
+/// workers). Allocates nothing (body is passed by reference); body must
+/// not throw.
+template <typename Body>
+void parallel_for(int64_t n, int64_t grain, const Body& body) {
+  parallel_for_ranges(n, grain, const_cast<void*>(static_cast<const void*>(&body)),
+                      [](void* context, int64_t begin, int64_t end) {
+                        (*static_cast<const Body*>(context))(begin, end);
+                      });
+}
 
 /// A grain for loops whose items touch `floats_per_item` floats each (a
 /// sample's image, a row): ranges of at least 64 Ki floats, below which

@@ -169,11 +169,11 @@ void deinterleave(const float* from, int64_t count, int64_t rows, int64_t cols, 
   });
 }
 
-// The sum of row[0, n): sixteen float lanes, which vectorize where one
-// running sum (in any type) would not, added up in double at the end.
+// The sum of row[0, n) in double: sixteen independent lanes, which
+// vectorize where one running sum would not (its order is fixed).
 double row_sum(const float* row, int64_t n) {
   constexpr int64_t lanes = 16;
-  float partial[lanes] = {};
+  double partial[lanes] = {};
   int64_t p = 0;
   for (; p + lanes <= n; p += lanes)
     for (int64_t k = 0; k < lanes; ++k)
@@ -181,7 +181,7 @@ double row_sum(const float* row, int64_t n) {
   double total = 0.0;
   for (; p < n; ++p)
     total += row[p];
-  for (float v : partial)
+  for (double v : partial)
     total += v;
   return total;
 }
@@ -191,7 +191,7 @@ double row_sum(const float* row, int64_t n) {
 int64_t conv2d::chunk_size(int64_t batch) const {
   const int64_t per_sample = input_.channels * options_.kernel_h * options_.kernel_w *
                              window_.out_h() * window_.out_w();
-  return std::clamp<int64_t>(column_budget / per_sample, 1, batch);
+  return std::max<int64_t>(1, std::min(column_budget / per_sample, batch));
 }
 
 void conv2d::fill_columns(const float* x, int64_t count, float* col) const {
@@ -223,7 +223,8 @@ const tensor& conv2d::forward(const tensor& x, const forward_context&) {
   const int64_t out_features = out_channels_ * positions;
   const int64_t chunk = chunk_size(batch);
   ensure(output_, {batch, out_features}, x.where());
-  ensure(col_, {group_k * options_.groups, chunk * positions}, x.where());
+  if (!(identity_columns_ && chunk == 1))  // else the input is read in place
+    ensure(col_, {group_k * options_.groups, chunk * positions}, x.where());
   if (chunk > 1)
     ensure(product_, {out_channels_, chunk * positions}, x.where());
   const float* w = weight_.data();
@@ -231,10 +232,15 @@ const tensor& conv2d::forward(const tensor& x, const forward_context&) {
     const int64_t count = std::min(chunk, batch - n0), width = count * positions;
     float* y = output_.data() + n0 * out_features;
     float* product = count == 1 ? y : product_.data();
-    fill_columns(x.data() + n0 * in_features, count, col_.data());
+    // A 1x1 conv's columns of one sample are its input, read in place.
+    const float* col = x.data() + n0 * in_features;
+    if (!(identity_columns_ && count == 1)) {
+      fill_columns(col, count, col_.data());
+      col = col_.data();
+    }
     for (int64_t g = 0; g < options_.groups; ++g)
       cpu::gemm(false, false, group_out, width, group_k, 1.0f, w + g * group_out * group_k,
-                group_k, col_.data() + g * group_k * width, width, 0.0f,
+                group_k, col + g * group_k * width, width, 0.0f,
                 product + g * group_out * width, width);
     if (count > 1)
       deinterleave(product, count, out_channels_, positions, y, out_features);
@@ -275,7 +281,8 @@ const tensor& conv2d::backward(const tensor& dy, const backward_context& ctx) {
   }
   if (ctx.need_input_grad) {
     ensure(input_grad_, {batch, in_features}, x.where());
-    ensure(col_grad_, {group_k * options_.groups, chunk * positions}, x.where());
+    if (!(identity_columns_ && chunk == 1))
+      ensure(col_grad_, {group_k * options_.groups, chunk * positions}, x.where());
   } else {
     input_grad_ = tensor();
   }
@@ -286,7 +293,9 @@ const tensor& conv2d::backward(const tensor& dy, const backward_context& ctx) {
   for (int64_t n0 = 0; n0 < batch; n0 += chunk) {
     const int64_t count = std::min(chunk, batch - n0), width = count * positions;
     const float* dy_chunk = dy.data() + n0 * out_features;
-    if (!columns_cover_batch_)
+    const bool in_place = identity_columns_ && count == 1;
+    const float* col = in_place ? x.data() + n0 * in_features : col_.data();
+    if (!in_place && !columns_cover_batch_)
       fill_columns(x.data() + n0 * in_features, count, col_.data());
     const float* dyt = dy_chunk;
     if (count > 1) {
@@ -295,8 +304,7 @@ const tensor& conv2d::backward(const tensor& dy, const backward_context& ctx) {
     }
     for (int64_t g = 0; g < options_.groups; ++g)
       cpu::gemm(false, true, group_out, group_k, width, 1.0f, dyt + g * group_out * width, width,
-                col_.data() + g * group_k * width, width, 1.0f, dw + g * group_out * group_k,
-                group_k);
+                col + g * group_k * width, width, 1.0f, dw + g * group_out * group_k, group_k);
     if (options_.bias)
       parallel_for(out_channels_, grain_for(width), [&](int64_t first, int64_t last) {
         for (int64_t o = first; o < last; ++o)
@@ -304,11 +312,14 @@ const tensor& conv2d::backward(const tensor& dy, const backward_context& ctx) {
       });
     if (!ctx.need_input_grad)
       continue;
+    float* dx = input_grad_.data() + n0 * in_features;
+    float* dcol = in_place ? dx : col_grad_.data();
     for (int64_t g = 0; g < options_.groups; ++g)
       cpu::gemm(true, false, group_k, width, group_out, 1.0f, w + g * group_out * group_k,
-                group_k, dyt + g * group_out * width, width, 0.0f,
-                col_grad_.data() + g * group_k * width, width);
-    float* dx = input_grad_.data() + n0 * in_features;
+                group_k, dyt + g * group_out * width, width, 0.0f, dcol + g * group_k * width,
+                width);
+    if (in_place)
+      continue;
     if (identity_columns_)
       deinterleave(col_grad_.data(), count, input_.channels, positions, dx, in_features);
     else

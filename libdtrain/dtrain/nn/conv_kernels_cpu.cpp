@@ -39,6 +39,8 @@ void valid_range(int64_t shift, int64_t stride, int64_t in, int64_t out, int64_t
 // inside the row: a plain copy for stride 1, which vectorizes.
 inline void gather(float* __restrict dst, const float* __restrict row, int64_t stride,
                    int64_t shift, int64_t first, int64_t last) {
+  if (first >= last)
+    return;
   if (stride == 1) {
     std::copy(row + first + shift, row + last + shift, dst + first);
     return;
@@ -67,15 +69,16 @@ void im2col(const window& g, const float* image, float* col, int64_t row_stride)
   const int64_t oh = g.out_h(), ow = g.out_w();
   if (row_stride == 0)
     row_stride = oh * ow;
+  int64_t row = 0;  // of col: (c, i, j)
   for (int64_t c = 0; c < g.channels; ++c) {
     const float* plane = image + c * g.in_h * g.in_w;
     for (int64_t i = 0; i < g.kernel_h; ++i) {
-      for (int64_t j = 0; j < g.kernel_w; ++j, col += row_stride) {
+      for (int64_t j = 0; j < g.kernel_w; ++j, ++row) {
         const int64_t shift_h = i * g.dilation_h - g.pad_h;
         const int64_t shift_w = j * g.dilation_w - g.pad_w;
         int64_t w0, w1;
         valid_range(shift_w, g.stride_w, g.in_w, ow, w0, w1);
-        float* out = col;
+        float* out = col + row * row_stride;
         for (int64_t r = 0; r < oh; ++r, out += ow) {
           const int64_t ih = r * g.stride_h + shift_h;
           if (ih < 0 || ih >= g.in_h) {
@@ -96,15 +99,16 @@ void col2im(const window& g, const float* col, float* image, int64_t row_stride)
   if (row_stride == 0)
     row_stride = oh * ow;
   std::memset(image, 0, static_cast<size_t>(g.channels * g.in_h * g.in_w) * sizeof(float));
+  int64_t row = 0;  // of col: (c, i, j)
   for (int64_t c = 0; c < g.channels; ++c) {
     float* plane = image + c * g.in_h * g.in_w;
     for (int64_t i = 0; i < g.kernel_h; ++i) {
-      for (int64_t j = 0; j < g.kernel_w; ++j, col += row_stride) {
+      for (int64_t j = 0; j < g.kernel_w; ++j, ++row) {
         const int64_t shift_h = i * g.dilation_h - g.pad_h;
         const int64_t shift_w = j * g.dilation_w - g.pad_w;
         int64_t w0, w1;
         valid_range(shift_w, g.stride_w, g.in_w, ow, w0, w1);
-        const float* in = col;
+        const float* in = col + row * row_stride;
         for (int64_t r = 0; r < oh; ++r, in += ow) {
           const int64_t ih = r * g.stride_h + shift_h;
           if (ih >= 0 && ih < g.in_h)
