@@ -41,6 +41,7 @@ using plugin_atom = caf::atom_constant<caf::atom("plugin")>;
 using challenge_atom = caf::atom_constant<caf::atom("challenge")>;
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using prove_atom = caf::atom_constant<caf::atom("prove")>;
+using progress_atom = caf::atom_constant<caf::atom("progress")>;
 
 /// A node as it registers with the head.
 struct node_info {
@@ -120,7 +121,10 @@ struct replica_spec {
   bool average_training_metrics = true;
   std::string compression = "none";
   uint64_t seed = 0;
-  double progress_seconds = 0;  // per-replica progress lines (0: none)
+  double progress_seconds = 0;  // progress this often during an epoch (0: none)
+  /// Where this replica sends its progress (progress_atom, progress_msg);
+  /// none: it prints "[rank R] ..." lines to its own stdout instead.
+  caf::actor progress_sink;
 };
 
 template <class Inspector>
@@ -128,7 +132,25 @@ typename Inspector::result_type inspect(Inspector& f, replica_spec& x) {
   return f(caf::meta::type_name("replica_spec"), x.trainer, x.generation, x.rank, x.world_size,
            x.local_rank, x.node_rank, x.host, x.bind_address, x.backend, x.gpu, x.timeout_ms, x.operator_name,
            x.plugins, x.config, x.global_batch_size, x.aggregation_frequency, x.average_training_metrics,
-           x.compression, x.seed, x.progress_seconds);
+           x.compression, x.seed, x.progress_seconds, x.progress_sink);
+}
+
+/// Where a replica is within its epoch (train::step_progress on the wire).
+struct progress_msg {
+  int32_t rank = 0;
+  int64_t epoch = 0;            // 1-based, the epoch in progress
+  int64_t step = 0;             // batches done in it
+  int64_t steps_per_epoch = 0;
+  int64_t samples = 0;          // this replica's, this epoch
+  double loss = 0;              // mean so far
+  double seconds = 0;           // since the epoch began
+  double samples_per_second = 0;  // this replica's
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, progress_msg& x) {
+  return f(caf::meta::type_name("progress_msg"), x.rank, x.epoch, x.step, x.steps_per_epoch,
+           x.samples, x.loss, x.seconds, x.samples_per_second);
 }
 
 /// An epoch's or a validation pass's metrics, as a replica reports them.

@@ -113,6 +113,19 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
   DTRAIN_ASSIGN_OR_RETURN(ro.compress, comm::parse_compression(spec.compression));
   ro.seed = spec.seed;
   ro.progress_seconds = spec.progress_seconds;
+  if (spec.progress_sink)
+    ro.on_progress = [sink = spec.progress_sink](const train::step_progress& p) {
+      progress_msg m;
+      m.rank = p.rank;
+      m.epoch = p.epoch;
+      m.step = p.step;
+      m.steps_per_epoch = p.steps_per_epoch;
+      m.samples = p.samples;
+      m.loss = p.loss;
+      m.seconds = p.seconds;
+      m.samples_per_second = p.samples_per_second;
+      caf::anon_send(sink, progress_atom::value, std::move(m));
+    };
   ro.codec = serialization::make_capnp_codec();
   return train::replica_runner::create(ro, std::move(ctx));
 }

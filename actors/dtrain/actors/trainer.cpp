@@ -186,6 +186,10 @@ status trainer::spawn_all() {
     spec.compression = config_.compression;
     spec.seed = config_.seed;
     spec.progress_seconds = config_.progress_seconds;
+    if (progress_sink_ && (rank == 0 || config_.progress_all_ranks))
+      spec.progress_sink = progress_sink_;
+    else if (progress_sink_)
+      spec.progress_seconds = 0;  // the chief's progress stands for the group
     auto replica = cluster_.spawn_replica(a, spec, owner_, store_, std::chrono::seconds(10));
     if (!replica) {
       unreachable_node_ = a.node;
@@ -202,6 +206,10 @@ status trainer::start(bool recovering) {
     owner_ = sys.spawn(owner_impl);
   if (!store_)
     store_ = spawn_store(sys);
+  if (!progress_sink_ && config_.on_progress && config_.progress_seconds > 0)
+    progress_sink_ = sys.spawn([report = config_.on_progress]() -> caf::behavior {
+      return {[=](progress_atom, const progress_msg& m) { report(m); }};
+    });
   auto deadline = clock_type::now() + config_.placement_timeout;
   for (;;) {
     replicas_.clear();
@@ -540,6 +548,8 @@ status trainer::shutdown() {
     caf::anon_send_exit(owner_, caf::exit_reason::user_shutdown);
   if (store_)
     caf::anon_send_exit(store_, caf::exit_reason::user_shutdown);
+  if (progress_sink_)
+    caf::anon_send_exit(progress_sink_, caf::exit_reason::user_shutdown);
   status released;
   if (cluster_.head()) {
     caf::scoped_actor self{cluster_.system()};
@@ -548,6 +558,7 @@ status trainer::shutdown() {
   }
   owner_ = nullptr;
   store_ = nullptr;
+  progress_sink_ = nullptr;
   return released;
 }
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -65,8 +66,15 @@ struct trainer_config {
   std::string checkpoint_dir;       // empty: no checkpoints
   int checkpoint_every = 1;         // epochs between checkpoints
   int checkpoint_keep = 2;          // the newest K valid ones are kept
-  /// Replicas print a "[rank R] epoch E step S/T" line this often (0: never).
+  /// Progress during an epoch this often (0: never): to on_progress when
+  /// set (the chief's, or every replica's with progress_all_ranks), else
+  /// each replica prints a "[rank R] epoch E step S/T" line on its node.
   double progress_seconds = 0;
+  /// Called in this process, on an actor system thread, with the progress
+  /// the replicas send (keep it short; calls may come from several threads
+  /// one after another, never at once).
+  std::function<void(const progress_msg&)> on_progress;
+  bool progress_all_ranks = false;
 };
 
 /// The trainer configuration an experiment file describes.
@@ -162,6 +170,7 @@ private:
   std::vector<replica_actor> replicas_;
   store_actor store_;
   caf::actor owner_;
+  caf::actor progress_sink_;  // calls config_.on_progress (none without one)
   double startup_seconds_ = 0;
   std::atomic<bool> stopped_{false};  // read by preempt() from other threads
   bool placement_failed_ = false;     // the last start() failed to place

@@ -223,6 +223,27 @@ status replica_runner::build() {
   return status::ok();
 }
 
+void replica_runner::report_progress(int64_t batch_index, const step_totals& totals,
+                                     double elapsed) const {
+  step_progress p;
+  p.rank = ctx_->rank();
+  p.epoch = epoch_ + 1;
+  p.step = batch_index;
+  p.steps_per_epoch = train_loader_->batches_per_epoch();
+  p.samples = totals.samples();
+  p.loss = totals.mean_loss();
+  p.seconds = elapsed;
+  p.samples_per_second = elapsed > 0 ? static_cast<double>(p.samples) / elapsed : 0.0;
+  if (options_.on_progress) {
+    options_.on_progress(p);
+    return;
+  }
+  std::printf("[rank %d] epoch %lld step %lld/%lld  loss %.4f  %.0f samples/s\n", p.rank,
+              static_cast<long long>(p.epoch), static_cast<long long>(p.step),
+              static_cast<long long>(p.steps_per_epoch), p.loss, p.samples_per_second);
+  std::fflush(stdout);
+}
+
 result<epoch_metrics> replica_runner::train_epoch() {
   auto start = clock_type::now();
   const float lr = parts_.schedule->lr(epoch_);
@@ -245,14 +266,8 @@ result<epoch_metrics> replica_runner::train_epoch() {
         std::chrono::duration<double>(clock_type::now() - last_report).count() >=
             options_.progress_seconds) {
       last_report = clock_type::now();
-      double elapsed = std::chrono::duration<double>(last_report - start).count();
-      std::printf("[rank %d] epoch %lld step %lld/%lld  loss %.4f  %.0f samples/s\n",
-                  ctx_->rank(), static_cast<long long>(epoch_ + 1),
-                  static_cast<long long>(batch_index),
-                  static_cast<long long>(train_loader_->batches_per_epoch()),
-                  totals.mean_loss(),
-                  elapsed > 0 ? static_cast<double>(totals.samples()) / elapsed : 0.0);
-      std::fflush(stdout);
+      report_progress(batch_index, totals,
+                      std::chrono::duration<double>(last_report - start).count());
     }
     auto mb = sync_->begin_micro_batch();
     step_context sc{model,   *batch, *parts_.loss,          *ctx_,          counter,

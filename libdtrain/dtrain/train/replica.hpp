@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +16,20 @@
 #include "dtrain/train/operator.hpp"
 
 namespace dtrain::train {
+
+class step_totals;
+
+/// Where a replica is within its training epoch.
+struct step_progress {
+  int rank = 0;
+  int64_t epoch = 0;            // 1-based, the epoch in progress
+  int64_t step = 0;             // batches done in it
+  int64_t steps_per_epoch = 0;
+  int64_t samples = 0;          // this replica's, this epoch
+  double loss = 0;              // mean so far
+  double seconds = 0;           // since the epoch began
+  double samples_per_second = 0;  // this replica's
+};
 
 /// How a replica trains; the same on every replica of a group.
 struct replica_options {
@@ -34,9 +49,12 @@ struct replica_options {
   int64_t bucket_bytes = 25 << 20;
   uint64_t seed = 0;
   int prefetch = 2;
-  /// Print "[rank R] epoch E step S/T ..." to stdout at most this often
-  /// during an epoch (0: never); each replica prints its own line.
+  /// Progress at most this often during an epoch (0: never): to
+  /// on_progress when set, else as a "[rank R] epoch E step S/T ..." line
+  /// on stdout.
   double progress_seconds = 0;
+  /// Receives the progress, on the training thread (keep it short).
+  std::function<void(const step_progress&)> on_progress;
   /// How save() and restore() encode checkpoints (serialization/'s
   /// make_capnp_codec()); without one they return unavailable.
   std::shared_ptr<checkpoint::codec> codec;
@@ -145,6 +163,8 @@ private:
   result<step_result> run_step(step_context& ctx, bool training);
   /// "replica R, operator 'NAME' train_step" (or validation_step).
   std::string step_error_context(bool training) const;
+  /// Hands where the epoch stands to options_.on_progress, or prints it.
+  void report_progress(int64_t batch_index, const step_totals& totals, double elapsed) const;
   /// The model's non-parameter state (BatchNorm's running statistics),
   /// averaged over the group: see train_epoch().
   status average_model_buffers();
