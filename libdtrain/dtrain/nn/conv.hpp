@@ -61,22 +61,21 @@ struct conv2d_options {
 /// with OH = floor((H + 2 pad_h - dilation_h (kernel_h - 1) - 1) / stride_h) + 1
 /// and OW alike.
 ///
-/// CPU only for now: check_device() is unavailable ("conv2d has no CUDA
-/// kernel yet") on CUDA, so model::create refuses such a model; calling
-/// forward() directly with a CUDA tensor is a broken precondition (aborts
-/// with that message). Forward: per sample, im2col into a reused buffer and
-/// one sgemm per group (a 1x1 stride-1 unpadded conv skips the im2col).
-/// Backward recomputes each sample's im2col rather than keeping the batch's
-/// (which would be kernel_h * kernel_w times the input's size): dW by sgemm,
-/// dX by sgemm into columns and col2im. No allocation once the batch size
-/// is stable. Not thread-safe, as every module.
+/// CPU: per sample, im2col into a reused buffer and one sgemm per group (a
+/// 1x1 stride-1 unpadded conv skips the im2col). Backward recomputes each
+/// sample's im2col rather than keeping the batch's (which would be
+/// kernel_h * kernel_w times the input's size): dW by sgemm, dX by sgemm
+/// into columns and col2im. CUDA (conv_cuda.cpp): one im2col of the whole
+/// batch, kept for backward, and one GEMM per group over every sample at
+/// once; backward reuses those columns for dW and col2im's dX. No
+/// allocation once the batch size is stable. Not thread-safe, as every
+/// module.
 class conv2d final : public module {
 public:
   conv2d(image_shape input, int64_t out_channels, const conv2d_options& options);
 
   std::string describe() const override;
   result<int64_t> output_features(int64_t input) const override;
-  status check_device(device where) const override;
   std::vector<parameter_spec> parameter_specs() const override;
   void initialize(std::vector<tensor>& params, rng& gen) const override;
   void bind(std::vector<tensor> params, std::vector<tensor> grads) override;
@@ -89,6 +88,9 @@ public:
 
 private:
   status check_options() const;
+  // The CUDA path (conv_cuda.cpp), taken when the input is on a device.
+  const tensor& forward_cuda(const tensor& x);
+  const tensor& backward_cuda(const tensor& dy, const backward_context& ctx);
   // The input's columns for sample n: col_ after im2col, or the image itself
   // when the im2col would be the identity.
   const float* columns(const float* image);
@@ -101,6 +103,8 @@ private:
   tensor weight_, bias_, weight_grad_, bias_grad_;
   const tensor* input_tensor_ = nullptr;
   tensor output_, input_grad_, col_, col_grad_;
+  // CUDA only: the output and its gradient as [out_channels, batch * OH * OW].
+  tensor channel_major_, channel_major_grad_;
 };
 
 } // namespace dtrain::nn

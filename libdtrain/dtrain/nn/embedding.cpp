@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "dtrain/cuda/layer_kernels.hpp"
 #include "dtrain/tensor/ops.hpp"
 
 namespace dtrain::nn {
@@ -36,28 +37,46 @@ void embedding::bind(std::vector<tensor> params, std::vector<tensor> grads) {
   weight_grad_ = grads[0];
 }
 
+bool embedding::valid_index(float v) const {
+  return v >= 0.0f && v < static_cast<float>(vocab_) && v == std::floor(v);
+}
+
+status embedding::index_error(float v, int64_t row, int64_t position) const {
+  char text[160];
+  std::snprintf(text, sizeof text, ": index %g at row %lld, position %lld is not in [0, %lld)",
+                static_cast<double>(v), static_cast<long long>(row),
+                static_cast<long long>(position), static_cast<long long>(vocab_));
+  return status(error_code::out_of_range, describe() + text);
+}
+
+const tensor& embedding::forward_cuda(const tensor& x) {
+  const int64_t rows = x.size(0), k = x.size(1);
+  // The indices are few (k per sample): checking them on the host gives the
+  // CPU's error, naming the first bad one, at the cost of one small copy.
+  error_ = status::ok();
+  std::vector<float> indices = x.to_vector();
+  for (int64_t i = 0; i < rows * k && error_.is_ok(); ++i)
+    if (!valid_index(indices[static_cast<size_t>(i)]))
+      error_ = index_error(indices[static_cast<size_t>(i)], i / k, i % k);
+  // A bad index gives a zero row, as on the CPU.
+  cuda::embedding_forward(x.data(), weight_.data(), output_.data(), rows * k, vocab_, dim_);
+  return output_;
+}
+
 const tensor& embedding::forward(const tensor& x, const forward_context&) {
   input_ = &x;
   const int64_t rows = x.size(0), k = x.size(1);
   ensure(output_, {rows, k * dim_}, x.where());
-  if (x.is_cuda()) {
-    error_ = unavailable(describe() + " has no CUDA kernel yet");
-    ops::fill(output_, 0.0f);
-    return output_;
-  }
+  if (x.is_cuda())
+    return forward_cuda(x);
   error_ = status::ok();
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < k; ++j) {
       float v = x.data()[r * k + j];
       float* out = output_.data() + (r * k + j) * dim_;
-      if (!(v >= 0.0f && v < static_cast<float>(vocab_) && v == std::floor(v))) {
-        if (error_.is_ok()) {
-          char text[160];
-          std::snprintf(text, sizeof text, ": index %g at row %lld, position %lld is not in [0, %lld)",
-                        static_cast<double>(v), static_cast<long long>(r),
-                        static_cast<long long>(j), static_cast<long long>(vocab_));
-          error_ = status(error_code::out_of_range, describe() + text);
-        }
+      if (!valid_index(v)) {
+        if (error_.is_ok())
+          error_ = index_error(v, r, j);
         std::fill(out, out + dim_, 0.0f);
         continue;
       }
@@ -76,8 +95,13 @@ const tensor& embedding::backward(const tensor& dy, const backward_context& ctx)
   } else {
     input_grad_ = tensor();
   }
-  if (dy.is_cuda() || !error_.is_ok())
+  if (!error_.is_ok())
     return input_grad_;  // model::forward failed: there is no backward to do
+  if (dy.is_cuda()) {
+    cuda::embedding_backward(input_->data(), dy.data(), weight_grad_.data(), input_->numel(),
+                             vocab_, dim_);
+    return input_grad_;
+  }
   const int64_t rows = input_->size(0), k = input_->size(1);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < k; ++j) {
