@@ -4,6 +4,7 @@
 // rounding (the pools exactly, but for the order of the backward's sums).
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "dtrain/cuda/launch.cuh"
