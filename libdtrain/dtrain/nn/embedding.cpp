@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <limits>
 
-#include "dtrain/cuda/layer_kernels.hpp"
 #include "dtrain/tensor/ops.hpp"
 
 namespace dtrain::nn {
@@ -49,20 +48,6 @@ status embedding::index_error(float v, int64_t row, int64_t position) const {
   return status(error_code::out_of_range, describe() + text);
 }
 
-const tensor& embedding::forward_cuda(const tensor& x) {
-  const int64_t rows = x.size(0), k = x.size(1);
-  // The indices are few (k per sample): checking them on the host gives the
-  // CPU's error, naming the first bad one, at the cost of one small copy.
-  error_ = status::ok();
-  std::vector<float> indices = x.to_vector();
-  for (int64_t i = 0; i < rows * k && error_.is_ok(); ++i)
-    if (!valid_index(indices[static_cast<size_t>(i)]))
-      error_ = index_error(indices[static_cast<size_t>(i)], i / k, i % k);
-  // A bad index gives a zero row, as on the CPU.
-  cuda::embedding_forward(x.data(), weight_.data(), output_.data(), rows * k, vocab_, dim_);
-  return output_;
-}
-
 const tensor& embedding::forward(const tensor& x, const forward_context&) {
   input_ = &x;
   const int64_t rows = x.size(0), k = x.size(1);
@@ -97,11 +82,8 @@ const tensor& embedding::backward(const tensor& dy, const backward_context& ctx)
   }
   if (!error_.is_ok())
     return input_grad_;  // model::forward failed: there is no backward to do
-  if (dy.is_cuda()) {
-    cuda::embedding_backward(input_->data(), dy.data(), weight_grad_.data(), input_->numel(),
-                             vocab_, dim_);
-    return input_grad_;
-  }
+  if (dy.is_cuda())
+    return backward_cuda(dy);
   const int64_t rows = input_->size(0), k = input_->size(1);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < k; ++j) {

@@ -32,7 +32,9 @@ public:
   const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
 private:
+  // The CUDA path (embedding_cuda.cpp), taken when the input is on a device.
   const tensor& forward_cuda(const tensor& x);
+  const tensor& backward_cuda(const tensor& dy);
   /// A whole number in [0, vocab).
   bool valid_index(float v) const;
   /// out_of_range naming the index, its row and position.
