@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "dtrain/cuda/runtime.hpp"
+#include "dtrain/nn/build.hpp"
 #include "dtrain/nn/cnn.hpp"
 #include "dtrain/nn/loss.hpp"
 #include "dtrain/nn/model.hpp"
@@ -68,6 +69,14 @@ BOOST_AUTO_TEST_CASE(a_cnn_model_on_cuda_without_a_device_fails_as_a_linear_one_
   auto mlp = nn::model::create(nn::make_mlp(spec), {784, device::cuda(0), 1});
   BOOST_REQUIRE(!mlp);
   BOOST_TEST(mlp.error().code() == cnn.error().code());
+  using namespace nn::build;
+  auto norms = nn::model::create(seq(linear(4, 4), layer_norm(4), batch_norm1d(4)),
+                                 {4, device::cuda(0), 1});
+  BOOST_REQUIRE(!norms);
+  BOOST_TEST(norms.error().code() == cnn.error().code());
+  auto lookup = nn::model::create(seq(embedding(5, 2)), {1, device::cuda(0), 1});
+  BOOST_REQUIRE(!lookup);
+  BOOST_TEST(lookup.error().code() == cnn.error().code());
 }
 
 BOOST_AUTO_TEST_CASE(model_gradients_through_convs_and_pools_match_finite_differences) {
