@@ -44,8 +44,7 @@ const tensor& conv2d::forward_cuda(const tensor& x) {
 }
 
 const tensor& conv2d::backward_cuda(const tensor& dy, const backward_context& ctx) {
-  const tensor& x = *input_tensor_;
-  const int64_t batch = x.size(0), groups = options_.groups;
+  const int64_t batch = dy.size(0), groups = options_.groups;
   const int64_t positions = window_.out_h() * window_.out_w();
   const int64_t columns = batch * positions;
   const int64_t group_out = out_channels_ / groups;
