@@ -1,6 +1,6 @@
 // Residual blocks: gradients, the flat-buffer layout of nested layers, the
-// gradient-ready hook, training a residual MLP, and the CUDA error of the
-// CPU-only layers.
+// gradient-ready hook, training a residual MLP, and the norm and embedding
+// layers in a model on CUDA.
 #include <boost/test/unit_test.hpp>
 
 #include <utility>
@@ -138,25 +138,29 @@ BOOST_AUTO_TEST_CASE(a_residual_mlp_trained_a_few_steps_on_synthetic_data_lowers
   BOOST_TEST(m->forward(x, false).is_ok());
 }
 
-BOOST_AUTO_TEST_CASE(cpu_only_layers_on_cuda_are_an_unavailable_error_not_a_crash) {
+BOOST_AUTO_TEST_CASE(norm_and_embedding_layers_run_on_cuda_and_a_bad_index_is_out_of_range) {
   if (!dtrain::testing::cuda_device_or_skip())
     return;
-  struct layer_case { std::unique_ptr<nn::sequential> net; const char* name; int64_t in; };
+  struct layer_case { std::unique_ptr<nn::sequential> net; int64_t in; };
   std::vector<layer_case> cases;
-  cases.push_back({seq(linear(4, 4), layer_norm(4)), "layer_norm(4)", 4});
-  cases.push_back({seq(linear(4, 4), batch_norm1d(4)), "batch_norm1d(4)", 4});
-  cases.push_back({seq(embedding(5, 2), linear(2, 2)), "embedding(5, 2)", 1});
-  cases.push_back({seq(residual(seq(linear(4, 4), layer_norm(4)))), "layer_norm(4)", 4});
+  cases.push_back({seq(linear(4, 4), layer_norm(4)), 4});
+  cases.push_back({seq(linear(4, 4), batch_norm1d(4)), 4});
+  cases.push_back({seq(embedding(5, 2), linear(2, 2)), 1});
+  cases.push_back({seq(residual(seq(linear(4, 4), layer_norm(4)))), 4});
   for (auto& c : cases) {
     auto m = nn::model::create(std::move(c.net), {c.in, device::cuda()}).value();
-    auto x = tensor::zeros({2, c.in}, device::cuda());
+    auto x = tensor::from_vector({0, 1, 2, 3, 4, 3, 2, 1}, {8 / c.in, c.in}, device::cuda());
     auto out = m->forward(x, true);
-    BOOST_REQUIRE(!out.is_ok());
-    BOOST_TEST((out.error().code() == error_code::unavailable));
-    BOOST_TEST(out.error().message().find(std::string(c.name) + " has no CUDA kernel yet") !=
-               std::string::npos, out.error().message());
-    BOOST_TEST(!m->backward(tensor::zeros({2, m->output_features()}, device::cuda())).is_ok());
+    BOOST_REQUIRE_MESSAGE(out.is_ok(), out.error().to_string());
+    BOOST_TEST(m->backward(tensor::zeros({8 / c.in, m->output_features()}, device::cuda()))
+                   .is_ok());
   }
+  auto m = nn::model::create(seq(embedding(5, 2)), {1, device::cuda()}).value();
+  auto out = m->forward(tensor::from_vector({1, 7}, {2, 1}, device::cuda()), true);
+  BOOST_REQUIRE(!out.is_ok());
+  BOOST_TEST((out.error().code() == error_code::out_of_range));
+  BOOST_TEST(out.error().message().find("index 7 at row 1, position 0") != std::string::npos,
+             out.error().message());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

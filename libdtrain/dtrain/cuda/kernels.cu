@@ -15,29 +15,19 @@
 
 #include "dtrain/core/random.hpp"
 #include "dtrain/cuda/check.hpp"
+#include "dtrain/cuda/launch.cuh"
 #include "dtrain/tensor/kernels.hpp"
 
 namespace dtrain::cuda {
 
 namespace {
 
-constexpr int block_size = 256;
-constexpr int max_blocks = 8192; // many waves on any current GPU; the loops cover the rest
-constexpr int warp = 32;
-
-unsigned grid_for(int64_t n, int64_t per_block = block_size) {
-  int64_t blocks = (n + per_block - 1) / per_block;
-  return static_cast<unsigned>(blocks < max_blocks ? blocks : max_blocks);
-}
-
-void check_launch(const char* kernel) { DTRAIN_CUDA_CHECK(cudaGetLastError(), kernel); }
-
-__device__ inline int64_t first_index() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ inline int64_t grid_stride() {
-  return static_cast<int64_t>(blockDim.x) * gridDim.x;
-}
+using launch::block_size;
+using launch::first_index;
+using launch::grid_for;
+using launch::grid_stride;
+using launch::warp;
+constexpr auto check_launch = launch::check;
 
 // ---- elementwise --------------------------------------------------------
 

@@ -109,12 +109,6 @@ result<int64_t> conv2d::output_features(int64_t input) const {
   return output_shape().features();
 }
 
-status conv2d::check_device(device where) const {
-  if (where.is_cuda())
-    return unavailable("conv2d has no CUDA kernel yet (" + where.to_string() + ")");
-  return status::ok();
-}
-
 std::vector<parameter_spec> conv2d::parameter_specs() const {
   std::vector<parameter_spec> specs{
       {"weight",
@@ -214,7 +208,8 @@ void conv2d::fill_columns(const float* x, int64_t count, float* col) const {
 // then Y' back into NCHW rows with the bias added. A chunk of one writes
 // the GEMM's result in place.
 const tensor& conv2d::forward(const tensor& x, const forward_context&) {
-  DTRAIN_CHECK(!x.is_cuda(), "conv2d has no CUDA kernel yet");
+  if (x.is_cuda())
+    return forward_cuda(x);
   input_tensor_ = &x;
   const int64_t batch = x.size(0), in_features = input_.features();
   const int64_t positions = window_.out_h() * window_.out_w();
@@ -266,6 +261,8 @@ const tensor& conv2d::forward(const tensor& x, const forward_context&) {
 // bias gradient from dY''s rows, and for dL/dx dcol_g = W_g^T dY'_g, then
 // col2im per sample.
 const tensor& conv2d::backward(const tensor& dy, const backward_context& ctx) {
+  if (dy.is_cuda())
+    return backward_cuda(dy, ctx);
   const tensor& x = *input_tensor_;
   const int64_t batch = x.size(0), in_features = input_.features();
   const int64_t positions = window_.out_h() * window_.out_w();

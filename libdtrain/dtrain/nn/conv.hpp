@@ -61,19 +61,19 @@ struct conv2d_options {
 /// with OH = floor((H + 2 pad_h - dilation_h (kernel_h - 1) - 1) / stride_h) + 1
 /// and OW alike.
 ///
-/// CPU only for now: check_device() is unavailable ("conv2d has no CUDA
-/// kernel yet") on CUDA, so model::create refuses such a model; calling
-/// forward() directly with a CUDA tensor is a broken precondition (aborts
-/// with that message). Forward: the im2col columns of a chunk of samples
-/// (as many as fit in column_budget floats, at least one) laid side by
-/// side, one sgemm per group over the chunk, then the product back into
-/// NCHW rows; a chunk of one sample writes the product in place. Backward
-/// reuses the forward's columns when the whole batch fitted in one chunk
-/// and recomputes them chunk by chunk otherwise: dW by one sgemm per chunk
-/// and group, dX by sgemm into columns and col2im. The loops around the
-/// GEMMs (im2col, col2im, the layout changes) run per sample in
-/// parallel_for, on the threads OpenBLAS is given. No allocation once the
-/// batch size is stable. Not thread-safe, as every module.
+/// CPU: the im2col columns of a chunk of samples (as many as fit in
+/// column_budget floats, at least one) laid side by side, one sgemm per
+/// group over the chunk, then the product back into NCHW rows; a chunk of
+/// one sample writes the product in place. Backward reuses the forward's
+/// columns when the whole batch fitted in one chunk and recomputes them
+/// chunk by chunk otherwise: dW by one sgemm per chunk and group, dX by
+/// sgemm into columns and col2im. The loops around the GEMMs (im2col,
+/// col2im, the layout changes) run per sample in parallel_for, on the
+/// threads OpenBLAS is given. CUDA (conv_cuda.cpp): one im2col of the whole
+/// batch, kept for backward, and one GEMM per group over every sample at
+/// once; backward reuses those columns for dW and col2im's dX. No
+/// allocation once the batch size is stable. Not thread-safe, as every
+/// module.
 class conv2d final : public module {
 public:
   /// Floats a chunk's columns may take: 1 MiB, about a core's L2 cache.
@@ -87,7 +87,6 @@ public:
 
   std::string describe() const override;
   result<int64_t> output_features(int64_t input) const override;
-  status check_device(device where) const override;
   std::vector<parameter_spec> parameter_specs() const override;
   void initialize(std::vector<tensor>& params, rng& gen) const override;
   void bind(std::vector<tensor> params, std::vector<tensor> grads) override;
@@ -104,6 +103,9 @@ private:
   int64_t chunk_size(int64_t batch) const;
   /// The columns of `count` samples from x, side by side in col.
   void fill_columns(const float* x, int64_t count, float* col) const;
+  // The CUDA path (conv_cuda.cpp), taken when the input is on a device.
+  const tensor& forward_cuda(const tensor& x);
+  const tensor& backward_cuda(const tensor& dy, const backward_context& ctx);
 
   image_shape input_;
   int64_t out_channels_;
@@ -117,6 +119,8 @@ private:
   // layout.
   tensor product_;
   bool columns_cover_batch_ = false;
+  // CUDA only: the output and its gradient as [out_channels, batch * OH * OW].
+  tensor channel_major_, channel_major_grad_;
 };
 
 } // namespace dtrain::nn

@@ -36,28 +36,32 @@ void embedding::bind(std::vector<tensor> params, std::vector<tensor> grads) {
   weight_grad_ = grads[0];
 }
 
+bool embedding::valid_index(float v) const {
+  return v >= 0.0f && v < static_cast<float>(vocab_) && v == std::floor(v);
+}
+
+status embedding::index_error(float v, int64_t row, int64_t position) const {
+  char text[160];
+  std::snprintf(text, sizeof text, ": index %g at row %lld, position %lld is not in [0, %lld)",
+                static_cast<double>(v), static_cast<long long>(row),
+                static_cast<long long>(position), static_cast<long long>(vocab_));
+  return status(error_code::out_of_range, describe() + text);
+}
+
 const tensor& embedding::forward(const tensor& x, const forward_context&) {
   input_ = &x;
   const int64_t rows = x.size(0), k = x.size(1);
   ensure(output_, {rows, k * dim_}, x.where());
-  if (x.is_cuda()) {
-    error_ = unavailable(describe() + " has no CUDA kernel yet");
-    ops::fill(output_, 0.0f);
-    return output_;
-  }
+  if (x.is_cuda())
+    return forward_cuda(x);
   error_ = status::ok();
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < k; ++j) {
       float v = x.data()[r * k + j];
       float* out = output_.data() + (r * k + j) * dim_;
-      if (!(v >= 0.0f && v < static_cast<float>(vocab_) && v == std::floor(v))) {
-        if (error_.is_ok()) {
-          char text[160];
-          std::snprintf(text, sizeof text, ": index %g at row %lld, position %lld is not in [0, %lld)",
-                        static_cast<double>(v), static_cast<long long>(r),
-                        static_cast<long long>(j), static_cast<long long>(vocab_));
-          error_ = status(error_code::out_of_range, describe() + text);
-        }
+      if (!valid_index(v)) {
+        if (error_.is_ok())
+          error_ = index_error(v, r, j);
         std::fill(out, out + dim_, 0.0f);
         continue;
       }
@@ -76,8 +80,10 @@ const tensor& embedding::backward(const tensor& dy, const backward_context& ctx)
   } else {
     input_grad_ = tensor();
   }
-  if (dy.is_cuda() || !error_.is_ok())
+  if (!error_.is_ok())
     return input_grad_;  // model::forward failed: there is no backward to do
+  if (dy.is_cuda())
+    return backward_cuda(dy);
   const int64_t rows = input_->size(0), k = input_->size(1);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < k; ++j) {

@@ -15,7 +15,9 @@ namespace dtrain::nn {
 ///
 /// An index that is not an integer in [0, vocab) is an out_of_range error
 /// (last_status()) naming it, its row and position; the output is zeros
-/// then. CPU only: on CUDA, forward reports unavailable.
+/// then. On CPU and CUDA (a gather, and an atomic scatter-add whose sums
+/// of repeated indices come in no fixed order; the indices are checked on
+/// the host, one small copy per forward).
 class embedding final : public module {
 public:
   embedding(int64_t vocab, int64_t dim) : vocab_(vocab), dim_(dim) {}
@@ -30,6 +32,14 @@ public:
   const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
 private:
+  // The CUDA path (embedding_cuda.cpp), taken when the input is on a device.
+  const tensor& forward_cuda(const tensor& x);
+  const tensor& backward_cuda(const tensor& dy);
+  /// A whole number in [0, vocab).
+  bool valid_index(float v) const;
+  /// out_of_range naming the index, its row and position.
+  status index_error(float v, int64_t row, int64_t position) const;
+
   int64_t vocab_, dim_;
   tensor weight_, weight_grad_;
   const tensor* input_ = nullptr;

@@ -60,8 +60,9 @@ class model {
 public:
   /// Checks that the layers chain from input_features (the error names the
   /// first layer that does not fit) and that every layer has kernels for
-  /// options.where (unavailable naming the layer: conv2d and the pools are
-  /// CPU-only for now), then allocates, initializes from the
+  /// options.where (unavailable naming the layer; every layer of dtrain has
+  /// CUDA kernels, and a CPU-only build fails at the allocation, with
+  /// unavailable too), then allocates, initializes from the
   /// seed (on the host: the same values on every device) and binds. Sizes
   /// that overflow, or memory that cannot be had, are errors naming the
   /// layer (invalid_argument, resource_exhausted), never an abort.

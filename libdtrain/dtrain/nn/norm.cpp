@@ -9,16 +9,6 @@ namespace dtrain::nn {
 
 namespace {
 
-// The output a layer without a kernel on x's device returns: zeros of the
-// right shape, with the error that says why.
-const tensor& no_kernel(const std::string& layer, const shape_t& shape, device where,
-                        tensor& output, status& error) {
-  error = unavailable(layer + " has no CUDA kernel yet");
-  ensure(output, shape, where);
-  ops::fill(output, 0.0f);
-  return output;
-}
-
 void fill_params(std::vector<tensor>& params) {
   ops::fill(params[0], 1.0f);
   ops::fill(params[1], 0.0f);
@@ -62,7 +52,7 @@ void layer_norm::bind(std::vector<tensor> params, std::vector<tensor> grads) {
 const tensor& layer_norm::forward(const tensor& x, const forward_context&) {
   const int64_t rows = x.size(0), f = features_;
   if (x.is_cuda())
-    return no_kernel(describe(), {rows, f}, x.where(), output_, error_);
+    return forward_cuda(x);
   error_ = status::ok();
   ensure(output_, {rows, f}, x.where());
   ensure(normalized_, {rows, f}, x.where());
@@ -96,8 +86,10 @@ const tensor& layer_norm::backward(const tensor& dy, const backward_context& ctx
     ops::fill(weight_grad_, 0.0f);
     ops::fill(bias_grad_, 0.0f);
   }
-  if (dy.is_cuda() || !error_.is_ok())
+  if (!error_.is_ok())
     return input_grad_;  // model::forward failed: there is no backward to do
+  if (dy.is_cuda())
+    return backward_cuda(dy, ctx);
   float* dw = weight_grad_.data();
   float* db = bias_grad_.data();
   const float* w = weight_.data();
@@ -191,10 +183,7 @@ status batch_norm::compute_statistics(const tensor& x, bool training) {
   mean_.assign(channels_, 0.0);
   inv_std_.assign(channels_, 0.0);
   if (!training) {
-    for (int64_t c = 0; c < channels_; ++c) {
-      mean_[c] = running_mean_.data()[c];
-      inv_std_[c] = 1.0 / std::sqrt(static_cast<double>(running_var_.data()[c]) + eps_);
-    }
+    running_statistics(running_mean_.data(), running_var_.data());
     return status::ok();
   }
   // Sums per channel and the count, then squared deviations from the mean:
@@ -208,9 +197,7 @@ status batch_norm::compute_statistics(const tensor& x, bool training) {
   DTRAIN_RETURN_IF_ERROR(reduce(sums));
   count_ = sums[channels_];
   if (count_ < 2)
-    return invalid_argument(describe() +
-                            " in training needs more than one value per channel, got batch " +
-                            std::to_string(rows));
+    return too_few_values(rows);
   std::vector<double> squares(channels_, 0.0);
   for (int64_t c = 0; c < channels_; ++c) {
     mean_[c] = sums[c] / count_;
@@ -221,21 +208,39 @@ status batch_norm::compute_statistics(const tensor& x, bool training) {
       }
   }
   DTRAIN_RETURN_IF_ERROR(reduce(squares));
+  finish_statistics(squares, running_mean_.data(), running_var_.data());
+  return status::ok();
+}
+
+status batch_norm::too_few_values(int64_t rows) const {
+  return invalid_argument(describe() +
+                          " in training needs more than one value per channel, got batch " +
+                          std::to_string(rows));
+}
+
+void batch_norm::running_statistics(const float* running_mean, const float* running_var) {
+  for (int64_t c = 0; c < channels_; ++c) {
+    mean_[c] = running_mean[c];
+    inv_std_[c] = 1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps_);
+  }
+}
+
+void batch_norm::finish_statistics(const std::vector<double>& squares, float* running_mean,
+                                   float* running_var) {
   for (int64_t c = 0; c < channels_; ++c) {
     const double var = squares[c] / count_;
     inv_std_[c] = 1.0 / std::sqrt(var + eps_);
-    float& rm = running_mean_.data()[c];
-    float& rv = running_var_.data()[c];
+    float& rm = running_mean[c];
+    float& rv = running_var[c];
     rm = static_cast<float>((1.0 - momentum_) * rm + momentum_ * mean_[c]);
     rv = static_cast<float>((1.0 - momentum_) * rv + momentum_ * var * count_ / (count_ - 1.0));
   }
-  return status::ok();
 }
 
 const tensor& batch_norm::forward(const tensor& x, const forward_context& ctx) {
   const int64_t rows = x.size(0), f = channels_ * spatial_;
   if (x.is_cuda())
-    return no_kernel(describe(), {rows, f}, x.where(), output_, error_);
+    return forward_cuda(x, ctx.training);
   ensure(output_, {rows, f}, x.where());
   batch_statistics_ = ctx.training;
   error_ = compute_statistics(x, ctx.training);
@@ -261,8 +266,10 @@ const tensor& batch_norm::backward(const tensor& dy, const backward_context& ctx
     ops::fill(weight_grad_, 0.0f);
     ops::fill(bias_grad_, 0.0f);
   }
-  if (dy.is_cuda() || !error_.is_ok())
+  if (!error_.is_ok())
     return input_grad_;  // model::forward failed: there is no backward to do
+  if (dy.is_cuda())
+    return backward_cuda(dy, ctx);
   if (ctx.need_input_grad)
     ensure(input_grad_, {rows, f}, dy.where());
   else

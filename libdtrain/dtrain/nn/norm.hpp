@@ -1,10 +1,12 @@
 #pragma once
 
+#include "dtrain/cuda/layer_kernels.hpp"
 #include "dtrain/nn/module.hpp"
 
-/// Normalization layers, CPU only for now: on a CUDA input their forward
-/// reports unavailable ("... has no CUDA kernel yet") through
-/// last_status() and returns zeros, so model::forward fails cleanly.
+/// Normalization layers, on CPU and CUDA (norm_cuda.cpp: the same formulas,
+/// reductions in double on the device; batch_norm's small per-channel sums
+/// come back to the host, where the statistics, the running update and any
+/// cross-replica reduction are computed exactly as on the CPU).
 namespace dtrain::nn {
 
 /// torch.nn.LayerNorm over the last dimension of x [batch, features]:
@@ -26,6 +28,10 @@ public:
   const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
 private:
+  // The CUDA path (norm_cuda.cpp), taken when the input is on a device.
+  const tensor& forward_cuda(const tensor& x);
+  const tensor& backward_cuda(const tensor& dy, const backward_context& ctx);
+
   int64_t features_;
   float eps_;
   tensor weight_, bias_, weight_grad_, bias_grad_;
@@ -79,6 +85,18 @@ private:
   status compute_statistics(const tensor& x, bool training);
   /// The group's sums, in place, when synchronized.
   status reduce(std::vector<double>& values);
+  /// From the group's squared deviations: inv_std_, and the running
+  /// statistics (host pointers) moved by momentum.
+  void finish_statistics(const std::vector<double>& squares, float* running_mean,
+                         float* running_var);
+  /// The error of a training batch with fewer than 2 values per channel.
+  status too_few_values(int64_t rows) const;
+  /// mean_ and inv_std_ from the running statistics (host pointers).
+  void running_statistics(const float* running_mean, const float* running_var);
+  // The CUDA path (norm_cuda.cpp), taken when the input is on a device.
+  const tensor& forward_cuda(const tensor& x, bool training);
+  status compute_statistics_cuda(const tensor& x, bool training);
+  const tensor& backward_cuda(const tensor& dy, const backward_context& ctx);
 
   int64_t channels_, spatial_;
   int64_t height_, width_;
@@ -91,6 +109,8 @@ private:
   double count_ = 0;                    // values per channel in them (the group's)
   statistics_reducer reduce_;
   tensor reduce_scratch_;
+  // CUDA only: mean, inv_std (channels each) and sums (2 channels), double.
+  cuda::device_scratch device_stats_;
   status error_;
 };
 

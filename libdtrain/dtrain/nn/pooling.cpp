@@ -61,14 +61,9 @@ result<int64_t> pool2d::output_features(int64_t input) const {
   return output_shape().features();
 }
 
-status pool2d::check_device(device where) const {
-  if (where.is_cuda())
-    return unavailable(name_ + " has no CUDA kernel yet (" + where.to_string() + ")");
-  return status::ok();
-}
-
 const tensor& pool2d::forward(const tensor& x, const forward_context&) {
-  DTRAIN_CHECK(!x.is_cuda(), "pooling has no CUDA kernel yet");
+  if (x.is_cuda())
+    return forward_cuda(x);
   input_tensor_ = &x;
   const int64_t batch = x.size(0), in_features = input_.features();
   const int64_t out_features = output_shape().features();
@@ -93,6 +88,8 @@ const tensor& pool2d::backward(const tensor& dy, const backward_context& ctx) {
     input_grad_ = tensor();
     return input_grad_;
   }
+  if (dy.is_cuda())
+    return backward_cuda(dy);
   const int64_t batch = dy.size(0), in_features = input_.features();
   const int64_t out_features = output_shape().features();
   ensure(input_grad_, {batch, in_features}, dy.where());

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "dtrain/cuda/layer_kernels.hpp"
 #include "dtrain/nn/conv.hpp"
 
 namespace dtrain::nn {
@@ -22,8 +23,9 @@ namespace dtrain::nn {
 ///
 /// Built with its input's shape, checked by output_features() as conv2d
 /// does (shape_mismatch for a wrong feature count, invalid_argument for a
-/// window that does not fit). No parameters. CPU only: check_device() is
-/// unavailable on CUDA, and a CUDA tensor in forward() aborts. Buffers are
+/// window that does not fit). No parameters. On CPU and CUDA (one thread per
+/// output over the whole batch, pooling_cuda.cpp; the backward scatters with
+/// atomic adds, so overlapping windows sum in no fixed order). Buffers are
 /// reused while the batch size stays the same. Not thread-safe.
 class pool2d final : public module {
 public:
@@ -42,7 +44,6 @@ public:
 
   std::string describe() const override;
   result<int64_t> output_features(int64_t input) const override;
-  status check_device(device where) const override;
   const tensor& forward(const tensor& x, const forward_context& ctx) override;
   const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
@@ -50,6 +51,10 @@ public:
   image_shape output_shape() const;
 
 private:
+  // The CUDA path (pooling_cuda.cpp), taken when the input is on a device.
+  const tensor& forward_cuda(const tensor& x);
+  const tensor& backward_cuda(const tensor& dy);
+
   kind kind_;
   image_shape input_;
   options options_;
@@ -58,6 +63,7 @@ private:
   const tensor* input_tensor_ = nullptr;
   tensor output_, input_grad_;
   std::vector<int64_t> argmax_;
+  cuda::device_scratch device_argmax_;  // argmax_ of a CUDA forward
 };
 
 /// torch.nn.MaxPool2d(kernel, stride, padding); stride 0 means the kernel.
