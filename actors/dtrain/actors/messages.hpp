@@ -121,6 +121,7 @@ struct replica_spec {
   std::string compression = "none";
   uint64_t seed = 0;
   double progress_seconds = 0;  // per-replica progress lines (0: none)
+  std::string precision = "fp32";  // GEMM compute (tensor/precision.hpp)
 };
 
 template <class Inspector>
@@ -128,7 +129,7 @@ typename Inspector::result_type inspect(Inspector& f, replica_spec& x) {
   return f(caf::meta::type_name("replica_spec"), x.trainer, x.generation, x.rank, x.world_size,
            x.local_rank, x.node_rank, x.host, x.bind_address, x.backend, x.gpu, x.timeout_ms, x.operator_name,
            x.plugins, x.config, x.global_batch_size, x.aggregation_frequency, x.average_training_metrics,
-           x.compression, x.seed, x.progress_seconds);
+           x.compression, x.seed, x.progress_seconds, x.precision);
 }
 
 /// An epoch's or a validation pass's metrics, as a replica reports them.
