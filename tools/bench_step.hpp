@@ -5,6 +5,7 @@
 
 #include "bench_util.hpp"
 #include "dtrain/core/random.hpp"
+#include "dtrain/cuda/runtime.hpp"
 #include "dtrain/nn/loss.hpp"
 #include "dtrain/nn/model.hpp"
 #include "dtrain/optim/optimizer.hpp"
@@ -15,7 +16,8 @@
 namespace dtrain::bench {
 
 /// Median milliseconds of `steps` SGD steps of `m` on a batch of `batch`,
-/// after 3 warm-up steps.
+/// after 3 warm-up steps, on the model's device (a CUDA step is timed to a
+/// synchronize, since its kernels only enqueue).
 inline double sgd_step_ms(nn::model& m, int64_t batch, int steps) {
   using clock_type = std::chrono::steady_clock;
   auto opt = optim::sgd::create({}).value();
@@ -26,13 +28,17 @@ inline double sgd_step_ms(nn::model& m, int64_t batch, int steps) {
     v = gen.normal();
   for (auto& v : yv)
     v = static_cast<float>(gen.below(10));
-  auto x = tensor::from_vector(xv, {batch, 784}), y = tensor::from_vector(yv, {batch});
+  auto x = tensor::from_vector(xv, {batch, 784}).to(m.where());
+  auto y = tensor::from_vector(yv, {batch}).to(m.where());
+  const bool on_cuda = m.where().is_cuda();
   std::vector<double> times;
   for (int i = 0; i < steps + 3; ++i) {
     auto start = clock_type::now();
     loss.compute(*m.forward(x, true).value(), y, true).value();
     (void)m.backward(loss.grad(), /*accumulate=*/false);
     (void)opt->step(m.parameters(), m.gradients(), 0.01f);
+    if (on_cuda)
+      (void)cuda::synchronize("bench step");
     if (i >= 3)
       times.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - start).count());
   }
