@@ -37,7 +37,7 @@ train::loss_scaler fp16_scaler(float init, int64_t growth_interval) {
 struct tiny_setup {
   std::unique_ptr<nn::model> model;
   nn::cross_entropy_loss loss;
-  optim::sgd opt{optim::sgd_options{}};
+  std::unique_ptr<optim::sgd> opt = optim::sgd::create({}).value();
   data::batch batch;
 
   explicit tiny_setup(precision p) {
@@ -55,7 +55,7 @@ struct tiny_setup {
     train::loop_options lo;
     lo.scaler = scaler;
     train::epoch_totals totals;
-    return train::train_step(*model, loss, opt, batch, 0.1f, lo, totals);
+    return train::train_step(*model, loss, *opt, batch, 0.1f, lo, totals);
   }
 };
 
