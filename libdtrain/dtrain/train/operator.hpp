@@ -115,9 +115,10 @@ struct step_context {
   const tensor* output = nullptr;
   /// Training only: what the loss's gradient must be multiplied by, the
   /// current loss scale of fp16 training (loss_scaler.hpp); 1 for every
-  /// other precision. The standard step passes it to the loss
-  /// (loss_function::set_grad_multiplier); a step that computes its own loss
-  /// gradient multiplies it by this. Never multiply the reported loss. The
+  /// other precision. The framework has already passed it to `loss`
+  /// (loss_function::set_grad_multiplier), so a gradient from loss.grad() is
+  /// scaled; a step that computes its loss gradient otherwise multiplies it
+  /// by this. Never multiply the reported loss. The
   /// framework divides the synced gradient by it before the optimizer, and
   /// skips the optimizer step when that gradient is not finite.
   float loss_scale = 1.0f;

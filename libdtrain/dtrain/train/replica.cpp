@@ -263,6 +263,9 @@ result<epoch_metrics> replica_runner::train_epoch() {
     step_context sc{model,   *batch, *parts_.loss,          *ctx_,          counter,
                     epoch_ + 1, parts_.classification, mb.accumulate, sync_.get()};
     sc.loss_scale = scaler_.scale();
+    // Set here too, so that a custom step computing its gradient through
+    // ctx.loss gets it scaled without knowing about fp16.
+    parts_.loss->set_grad_multiplier(sc.loss_scale);
     DTRAIN_ASSIGN_OR_RETURN(step_result r, run_step(sc, true));
     if (status s = totals.add(r, batch->size()); !s)
       return s.with_context(step_error_context(true));
@@ -342,6 +345,7 @@ result<epoch_metrics> replica_runner::validate() {
     return not_found("operator '" + options_.operator_name + "' set no validation_data");
   auto start = clock_type::now();
   validation_loader_->begin_epoch(0);
+  parts_.loss->set_grad_multiplier(1.0f);
   nn::accuracy_counter counter;
   step_totals totals;
   while (const data::batch* batch = validation_loader_->next()) {
