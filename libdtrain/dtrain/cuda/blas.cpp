@@ -18,7 +18,8 @@ namespace {
 /// use and destroyed when the thread exits. A handle is not safe to share
 /// between threads that call cuBLAS at once (ranks run as threads), hence
 /// thread_local; it is bound to the device current when it was created,
-/// hence one per device. Each runs on the default stream in plain FP32.
+/// hence one per device. Each runs on the default stream in plain FP32;
+/// gemm_ex asks for its reduced-precision compute type per call instead.
 class handle_cache {
 public:
   handle_cache() = default;
