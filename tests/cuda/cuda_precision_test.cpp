@@ -116,4 +116,23 @@ BOOST_AUTO_TEST_CASE(fp16_compute_turns_an_operand_past_65504_into_infinity) {
   BOOST_TEST(!std::isfinite(v), "fp16 compute gave " << v << ": the operand was not rounded to half");
 }
 
+BOOST_AUTO_TEST_CASE(unscale_and_check_finite_matches_the_cpu) {
+  if (!dtrain::testing::cuda_device_or_skip())
+    return;
+  tensor host = random_tensor({100003}, 31, 1000.0f);
+  tensor dev = host.to(device::cuda());
+  tensor found = tensor::zeros({1}), dev_found = tensor::zeros({1}, device::cuda());
+  BOOST_TEST(ops::unscale_and_check_finite(host, 0x1p-16f, found));
+  BOOST_TEST(ops::unscale_and_check_finite(dev, 0x1p-16f, dev_found));
+  BOOST_TEST(dev.to(device::cpu()).bitwise_equal(host));  // a power of two: exact
+  std::vector<float> v = host.to_vector();
+  v[77777] = NAN;
+  tensor bad = tensor::from_vector(v, {100003}, device::cuda());
+  BOOST_TEST(!ops::unscale_and_check_finite(bad, 1.0f, dev_found));
+  v[77777] = -INFINITY;
+  bad = tensor::from_vector(v, {100003}, device::cuda());
+  BOOST_TEST(!ops::unscale_and_check_finite(bad, 1.0f, dev_found));
+  BOOST_TEST(ops::unscale_and_check_finite(dev, 1.0f, dev_found));  // cleared again
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -159,4 +159,17 @@ BOOST_AUTO_TEST_CASE(gemm_ex_in_fp16_turns_an_operand_past_65504_into_infinity) 
   BOOST_TEST(std::isinf(c.to_vector()[0]));
 }
 
+BOOST_AUTO_TEST_CASE(unscale_and_check_finite_divides_and_flags_inf_and_nan) {
+  tensor found = tensor::zeros({1});
+  tensor g = tensor::from_vector({2.0f, -4.0f, 8.0f}, {3});
+  BOOST_TEST(ops::unscale_and_check_finite(g, 0.5f, found));
+  BOOST_TEST((g.to_vector() == std::vector<float>{1.0f, -2.0f, 4.0f}));
+  for (float bad : {INFINITY, -INFINITY, std::numeric_limits<float>::quiet_NaN()}) {
+    tensor h = tensor::from_vector({1.0f, bad, 3.0f}, {3});
+    BOOST_TEST(!ops::unscale_and_check_finite(h, 0.5f, found));
+  }
+  // The flag is cleared by every call.
+  BOOST_TEST(ops::unscale_and_check_finite(g, 1.0f, found));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -224,4 +224,14 @@ void adam_update(float* param, const float* grad, float* m, float* v, int64_t n,
   }
 }
 
+void unscale_and_check_finite(float* x, int64_t n, float inv_scale, float* found_inf) {
+  bool bad = false;
+  for (int64_t i = 0; i < n; ++i) {
+    bad |= !std::isfinite(x[i]);
+    x[i] *= inv_scale;
+  }
+  if (bad)
+    *found_inf = 1.0f;
+}
+
 } // namespace dtrain::cpu

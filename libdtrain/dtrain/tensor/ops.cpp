@@ -222,6 +222,15 @@ double sum(const tensor& x) {
   return host_sum(x);
 }
 
+bool unscale_and_check_finite(tensor& x, float inv_scale, tensor& found) {
+  same_device("unscale_and_check_finite", x, found);
+  require(found.numel() == 1, "unscale_and_check_finite",
+          "found " + shape_string(found.shape()) + " is not one element");
+  fill(found, 0.0f);
+  DTRAIN_DISPATCH(x, unscale_and_check_finite, x.data(), x.numel(), inv_scale, found.data());
+  return found.to_vector()[0] == 0.0f;
+}
+
 void sgd_update(tensor& param, const tensor& grad, tensor* momentum_buf,
                 const sgd_hyper& h) {
   same_numel("sgd_update", param, grad);

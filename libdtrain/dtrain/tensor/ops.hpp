@@ -61,6 +61,11 @@ void axpy(float alpha, const tensor& x, tensor& y);
 /// Sum of all elements, accumulated in double (synchronizes a CUDA device).
 double sum(const tensor& x);
 
+/// x *= inv_scale; true when every element of x was finite (no inf, no
+/// NaN). found is [1] scratch on x's device. One pass over x; synchronizes
+/// a CUDA device to read the flag (4 bytes back, not x).
+bool unscale_and_check_finite(tensor& x, float inv_scale, tensor& found);
+
 void sgd_update(tensor& param, const tensor& grad, tensor* momentum_buf,
                 const sgd_hyper& h);
 void adam_update(tensor& param, const tensor& grad, tensor& m, tensor& v,

@@ -13,12 +13,12 @@ loss_scaler::loss_scaler(const loss_scaler_options& options, bool enabled)
 bool loss_scaler::unscale_or_skip(tensor& grads) {
   if (!enabled_)
     return true;
-  // The sum, accumulated in double, is finite exactly when every element is:
-  // float32 values cannot overflow a double sum of any feasible length, and
-  // an inf or NaN anywhere makes it inf or NaN.
-  const bool finite = grads.numel() == 0 || std::isfinite(ops::sum(grads));
-  if (finite)
-    ops::scale(grads, 1.0f / scale_);
+  // One fused pass on the gradient's device, as torch's GradScaler does:
+  // the gradient is divided whatever it holds (a skipped step's is
+  // overwritten by the next backward anyway), and only the flag comes back.
+  if (!found_inf_.defined() || found_inf_.where() != grads.where())
+    found_inf_ = tensor::zeros({1}, grads.where());
+  const bool finite = ops::unscale_and_check_finite(grads, 1.0f / scale_, found_inf_);
   update(finite);
   return finite;
 }

@@ -44,10 +44,11 @@ public:
   int64_t skipped_steps() const { return skipped_; }
 
   /// Decides a step from the synced gradient `grads` (synchronizes a CUDA
-  /// device): true with grads divided by scale() (then update the
-  /// optimizer), false (skip the step, grads left as they are) when any
-  /// element is inf or NaN. Updates the scale either way. A disabled scaler
-  /// returns true and touches nothing.
+  /// device to read one flag): divides grads by scale() in one pass and
+  /// returns true (then update the optimizer), or false (skip the step;
+  /// grads then hold garbage the next backward overwrites) when any element
+  /// was inf or NaN. Updates the scale either way. A disabled scaler returns
+  /// true and touches nothing.
   bool unscale_or_skip(tensor& grads);
   /// The same decision, for a caller that already knows whether the
   /// gradient is finite (and unscales itself).
@@ -71,6 +72,7 @@ private:
   float scale_ = 1.0f;
   int64_t growth_tracker_ = 0;
   int64_t skipped_ = 0;
+  tensor found_inf_;  // [1] scratch on the gradient's device
 };
 
 } // namespace dtrain::train
