@@ -18,7 +18,8 @@
 // --device cuda (a CUDA build on a GPU machine) times one step on cuda:0
 // against the same model in torch on the same GPU, both at --precision:
 // dtrain's linear GEMMs in that compute mode (tensor/precision.hpp; fp16
-// with its loss scaling left out of the timed step), torch under
+// with its loss scaling in the timed step; conv2d's GEMMs stay float32
+// until conv is wired to gemm_ex), torch under
 // torch.autocast (bf16, fp16 with GradScaler) or with TF32 allowed. The
 // thread budgets do not apply there: one row. On the CPU, --precision other
 // than fp32 times dtrain's emulation, which is a correctness reference and

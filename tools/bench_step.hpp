@@ -9,6 +9,7 @@
 #include "dtrain/nn/loss.hpp"
 #include "dtrain/nn/model.hpp"
 #include "dtrain/optim/optimizer.hpp"
+#include "dtrain/train/loss_scaler.hpp"
 
 /// The step both step benchmarks time: forward, cross-entropy loss,
 /// backward and an SGD step on a fixed random batch of 784-feature inputs
@@ -17,7 +18,8 @@ namespace dtrain::bench {
 
 /// Median milliseconds of `steps` SGD steps of `m` on a batch of `batch`,
 /// after 3 warm-up steps, on the model's device (a CUDA step is timed to a
-/// synchronize, since its kernels only enqueue).
+/// synchronize, since its kernels only enqueue). A model computing in fp16
+/// steps with its loss scaling, as torch's GradScaler step does.
 inline double sgd_step_ms(nn::model& m, int64_t batch, int steps) {
   using clock_type = std::chrono::steady_clock;
   auto opt = optim::sgd::create({}).value();
@@ -31,12 +33,16 @@ inline double sgd_step_ms(nn::model& m, int64_t batch, int steps) {
   auto x = tensor::from_vector(xv, {batch, 784}).to(m.where());
   auto y = tensor::from_vector(yv, {batch}).to(m.where());
   const bool on_cuda = m.where().is_cuda();
+  train::loss_scaler scaler(train::loss_scaler_options{},
+                            m.compute_precision() == precision::fp16);
   std::vector<double> times;
   for (int i = 0; i < steps + 3; ++i) {
     auto start = clock_type::now();
+    loss.set_grad_multiplier(scaler.scale());
     loss.compute(*m.forward(x, true).value(), y, true).value();
     (void)m.backward(loss.grad(), /*accumulate=*/false);
-    (void)opt->step(m.parameters(), m.gradients(), 0.01f);
+    if (scaler.unscale_or_skip(m.gradients()))
+      (void)opt->step(m.parameters(), m.gradients(), 0.01f);
     if (on_cuda)
       (void)cuda::synchronize("bench step");
     if (i >= 3)
