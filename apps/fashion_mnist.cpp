@@ -58,7 +58,19 @@ int main(int argc, char** argv) {
                  "$DTRAIN_FASHION_MNIST or /usr/share/datasets/fashion-mnist)");
   app.add_option("--device", device, "cpu or cuda")->capture_default_str();
   app.add_option("--threads", threads, "OpenBLAS threads (default: all cores)");
+  std::string precision_name = "fp32";
+  app.add_option("--precision", precision_name,
+                 "GEMM compute: fp32, tf32, bf16 or fp16 (fp16 with loss scaling; on the CPU "
+                 "an emulation, slower than fp32)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+
+  auto compute = dtrain::parse_precision(precision_name);
+  if (!compute) {
+    std::fprintf(stderr, "error: --precision: %s\n", compute.error().message().c_str());
+    return 2;
+  }
+  o.compute = *compute;
 
   auto act = dtrain::nn::parse_activation(activation);
   if (!act) {
@@ -83,10 +95,10 @@ int main(int argc, char** argv) {
   std::printf("Fashion-MNIST MLP 784-");
   for (auto h : o.model.hidden)
     std::printf("%lld-", static_cast<long long>(h));
-  std::printf("10 (%s), %s lr %g, batch %lld, %lld epochs, %s\n", activation.c_str(),
-              o.optimizer.name.c_str(), static_cast<double>(o.optimizer.lr),
+  std::printf("10 (%s), %s lr %g, batch %lld, %lld epochs, %s, %s compute\n",
+              activation.c_str(), o.optimizer.name.c_str(), static_cast<double>(o.optimizer.lr),
               static_cast<long long>(o.batch_size), static_cast<long long>(o.epochs),
-              o.where.to_string().c_str());
+              o.where.to_string().c_str(), dtrain::to_string(o.compute));
   auto last = dtrain::train::run_fashion_mnist(o, print_epoch);
   if (!last) {
     std::fprintf(stderr, "error: %s\n", last.error().to_string().c_str());

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <thread>
 
@@ -113,6 +114,37 @@ BOOST_AUTO_TEST_CASE(an_unknown_operator_is_reported_by_name) {
   auto t = actors::trainer::create(*c, cfg);
   BOOST_REQUIRE(!t.is_ok());
   BOOST_TEST(t.error().message().find("no_such_operator") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_precision_is_refused_naming_the_key_and_the_choices) {
+  auto c = cluster::connect({"", 2, 0, milliseconds(5000)}).value();
+  auto cfg = regression(2);
+  cfg.precision = "fp8";
+  auto t = actors::trainer::create(*c, cfg);
+  BOOST_REQUIRE(!t.is_ok());
+  const std::string& message = t.error().message();
+  BOOST_TEST(message.find("precision") != std::string::npos, message);
+  BOOST_TEST(message.find("fp8") != std::string::npos, message);
+  BOOST_TEST(message.find("fp32, tf32, bf16 or fp16") != std::string::npos, message);
+}
+
+BOOST_AUTO_TEST_CASE(two_local_replicas_train_in_fp16_and_report_the_loss_scale) {
+  set_blas_threads(1);
+  auto c = cluster::connect({"", 2, 0, milliseconds(5000)}).value();
+  auto cfg = regression(2);
+  cfg.precision = "fp16";
+  auto t = actors::trainer::create(*c, cfg);
+  BOOST_REQUIRE_MESSAGE(t.is_ok(), t.error().to_string());
+  auto m = (*t)->train();
+  BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
+  BOOST_TEST(m->extra.count("loss_scale") == 1u);
+  BOOST_TEST(m->extra.count("skipped_steps") == 1u);
+  // 157 steps, fewer than the 2000 growth needs: the scale can only have
+  // come down from 65536, halving once per skipped step.
+  BOOST_TEST(m->extra["loss_scale"] ==
+             std::ldexp(65536.0, -static_cast<int>(m->extra["skipped_steps"])));
+  require_identical_replicas(**t, 2);
+  BOOST_TEST((*t)->shutdown().is_ok());
 }
 
 BOOST_AUTO_TEST_CASE(a_non_finite_loss_stops_the_trainer_at_once_instead_of_retrying) {

@@ -50,7 +50,8 @@ bool same(const experiment& a, const experiment& b) {
   auto fields = [](const experiment& e) {
     return std::tie(e.name, e.operator_name, e.hyperparameters, e.slots_per_trial, e.use_gpu,
                     e.backend, e.global_batch_size, e.epochs, e.aggregation_frequency,
-                    e.average_training_metrics, e.gradient_compression, e.checkpoint_dir,
+                    e.average_training_metrics, e.gradient_compression, e.precision,
+                    e.checkpoint_dir,
                     e.checkpoint_keep, e.seed, e.max_failures, e.plugins);
   };
   return fields(a) == fields(b);
@@ -193,7 +194,32 @@ BOOST_AUTO_TEST_CASE(a_minimal_file_takes_the_documented_defaults) {
 BOOST_AUTO_TEST_CASE(an_unknown_nested_key_is_named_with_the_known_ones) {
   BOOST_TEST(error_of(minimal("optimizations:\n  aggregation_frequncy: 2\n")) ==
              "experiment.yaml: optimizations.aggregation_frequncy: unknown key (known: "
-             "aggregation_frequency, average_training_metrics, gradient_compression)");
+             "aggregation_frequency, average_training_metrics, gradient_compression, "
+             "precision)");
+}
+
+BOOST_AUTO_TEST_CASE(precision_defaults_to_fp32_and_reads_each_allowed_value) {
+  auto plain = parse_experiment(minimal(""), "experiment.yaml");
+  BOOST_TEST_REQUIRE(plain.is_ok(), plain.error().to_string());
+  BOOST_TEST(plain->precision == "fp32");
+  for (const char* p : {"fp32", "tf32", "bf16", "fp16"}) {
+    auto e = parse_experiment(minimal(std::string("optimizations:\n  precision: ") + p + "\n"),
+                              "experiment.yaml");
+    BOOST_TEST_REQUIRE(e.is_ok(), e.error().to_string());
+    BOOST_TEST(e->precision == p);
+    auto again = parse_experiment(to_yaml(*e), "again.yaml");
+    BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string());
+    BOOST_TEST(again->precision == p);
+  }
+  // The default is not written, so older experiments keep their canonical YAML.
+  BOOST_TEST(to_yaml(*plain).find("precision") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_precision_names_the_key_and_the_allowed_values) {
+  const std::string message = error_of(minimal("optimizations:\n  precision: fp8\n"));
+  BOOST_TEST(message.find("optimizations.precision") != std::string::npos, message);
+  BOOST_TEST(message.find("fp32, tf32, bf16, fp16") != std::string::npos, message);
+  BOOST_TEST(message.find("fp8") != std::string::npos, message);
 }
 
 BOOST_AUTO_TEST_CASE(an_unknown_top_level_key_is_named) {

@@ -48,7 +48,9 @@ epoch_outcome one_epoch(int n, const train::replica_options& o) {
       DTRAIN_RETURN_IF_ERROR(expect(all[q] == all[0], "replica " + std::to_string(q) +
                                                           "'s parameters differ from rank 0's"));
     auto mae = m.extra.find("mae");
-    DTRAIN_RETURN_IF_ERROR(expect(mae != m.extra.end() && m.extra.size() == 1,
+    // fp16 adds loss_scale and skipped_steps.
+    DTRAIN_RETURN_IF_ERROR(expect(mae != m.extra.end() &&
+                                      m.extra.size() == (r.scaler().enabled() ? 3u : 1u),
                                   "the training metrics lack mae"));
     train::bytes bits(sizeof(double));
     std::memcpy(bits.data(), &mae->second, sizeof(double));
@@ -135,6 +137,21 @@ BOOST_AUTO_TEST_CASE(a_hand_written_loss_trains_two_replicas_in_lockstep_like_on
   auto plain = hand_loss(false);
   plain.config = train::hyperparameters({{"samples", "2000"}, {"lr", "0.05"}, {"l2", "0"}});
   BOOST_TEST(max_relative_error(one_epoch(1, plain).parameters, by_path[false]) > 1e-4);
+}
+
+BOOST_AUTO_TEST_CASE(a_hand_written_loss_scaled_by_ctx_loss_scale_trains_in_fp16_like_fp32) {
+  for (bool direct : {false, true}) {
+    auto fp16 = hand_loss(direct);
+    fp16.compute = precision::fp16;
+    epoch_outcome half = one_epoch(2, fp16), full = one_epoch(2, hand_loss(direct));
+    const double err = max_relative_error(half.parameters, full.parameters);
+    BOOST_TEST_MESSAGE((direct ? "direct" : "backward") << ": fp16 vs fp32, max relative error "
+                                                        << err << ", loss scale "
+                                                        << half.trained.extra.at("loss_scale"));
+    // Unscaled, the gradient would be divided by 65536: barely any step.
+    BOOST_TEST(err < 2e-2);
+    BOOST_TEST(half.trained.extra.at("skipped_steps") == 0.0);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_validation_metric_is_the_mean_over_every_sample_of_the_validation_set) {

@@ -74,7 +74,8 @@ public:
     for (int64_t i = 0; i < n; ++i) {
       const float w = t[i] > 0 ? 1.5f : 1.0f, d = y[i] - t[i];
       loss += static_cast<double>(w) * d * d;
-      grad_.data()[i] = 2.0f * w * d / static_cast<float>(n);
+      // Times the loss scale: under fp16 the framework divides it out again.
+      grad_.data()[i] = 2.0f * w * d / static_cast<float>(n) * ctx.loss_scale;
     }
     loss /= static_cast<double>(n);
     step_result r;
@@ -90,7 +91,7 @@ public:
     }
     double norm = 0;
     for (int64_t j = 0; j < theta.numel(); ++j) {
-      g.data()[j] += l2_ * theta.data()[j];
+      g.data()[j] += l2_ * theta.data()[j] * ctx.loss_scale;
       norm += static_cast<double>(theta.data()[j]) * theta.data()[j];
     }
     r.loss = loss + 0.5 * l2_ * norm;

@@ -9,8 +9,9 @@
 ///    1, plus l2/2 |theta|^2. Its gradient goes through backward() and the
 ///    L2 term is added into gradients() afterwards (the step holds the
 ///    sync), or, with direct = true, the whole gradient is written into
-///    gradients() by hand without backward(). Reports "mae" (mean absolute
-///    error) in training and validation.
+///    gradients() by hand without backward(); either way multiplied by
+///    ctx.loss_scale (fp16). Reports "mae" (mean absolute error) in
+///    training and validation.
 ///  - "failing_step": a tiny regression whose step fails as `fail` says:
 ///    train (an error at batch 3), throw (an exception at batch 3),
 ///    validation (an error in validation_step), reserved (a metric named

@@ -125,6 +125,7 @@ struct replica_spec {
   /// Where this replica sends its progress (progress_atom, progress_msg);
   /// none: it prints "[rank R] ..." lines to its own stdout instead.
   caf::actor progress_sink;
+  std::string precision = "fp32";  // GEMM compute (tensor/precision.hpp)
 };
 
 template <class Inspector>
@@ -132,7 +133,7 @@ typename Inspector::result_type inspect(Inspector& f, replica_spec& x) {
   return f(caf::meta::type_name("replica_spec"), x.trainer, x.generation, x.rank, x.world_size,
            x.local_rank, x.node_rank, x.host, x.bind_address, x.backend, x.gpu, x.timeout_ms, x.operator_name,
            x.plugins, x.config, x.global_batch_size, x.aggregation_frequency, x.average_training_metrics,
-           x.compression, x.seed, x.progress_seconds, x.progress_sink);
+           x.compression, x.seed, x.progress_seconds, x.progress_sink, x.precision);
 }
 
 /// Where a replica is within its epoch (train::step_progress on the wire).

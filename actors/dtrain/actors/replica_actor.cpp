@@ -111,6 +111,7 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
   ro.aggregation_frequency = spec.aggregation_frequency;
   ro.average_training_metrics = spec.average_training_metrics;
   DTRAIN_ASSIGN_OR_RETURN(ro.compress, comm::parse_compression(spec.compression));
+  DTRAIN_ASSIGN_OR_RETURN(ro.compute, parse_precision(spec.precision));
   ro.seed = spec.seed;
   ro.progress_seconds = spec.progress_seconds;
   if (spec.progress_sink)

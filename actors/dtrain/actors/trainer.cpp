@@ -11,6 +11,7 @@
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/net.hpp"
+#include "dtrain/tensor/precision.hpp"
 #include "dtrain/actors/store_actor.hpp"
 
 namespace dtrain::actors {
@@ -46,6 +47,7 @@ trainer_config trainer_config_from(const config::experiment& e) {
   t.aggregation_frequency = e.aggregation_frequency;
   t.average_training_metrics = e.average_training_metrics;
   t.compression = e.gradient_compression;
+  t.precision = e.precision;
   t.seed = e.seed;
   t.max_failures = e.max_failures;
   t.checkpoint_dir = e.checkpoint_dir;
@@ -58,6 +60,8 @@ result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_confi
     return invalid_argument("trainer '" + config.name + "': num_replicas must be >= 1");
   if (config.operator_name.empty())
     return invalid_argument("trainer '" + config.name + "': no training operator named");
+  if (auto p = parse_precision(config.precision); !p.is_ok())
+    return invalid_argument("trainer '" + config.name + "': precision: " + p.error().message());
   std::unique_ptr<trainer> t(new trainer(c, config));
   t->id_ = unique_id(config.name);
   auto plugins = prepare_plugins(config.plugins);
@@ -184,6 +188,7 @@ status trainer::spawn_all() {
     spec.aggregation_frequency = config_.aggregation_frequency;
     spec.average_training_metrics = config_.average_training_metrics;
     spec.compression = config_.compression;
+    spec.precision = config_.precision;
     spec.seed = config_.seed;
     spec.progress_seconds = config_.progress_seconds;
     if (progress_sink_ && (rank == 0 || config_.progress_all_ranks))

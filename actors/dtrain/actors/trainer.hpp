@@ -48,6 +48,10 @@ struct trainer_config {
   int aggregation_frequency = 1;
   bool average_training_metrics = true;        // else the chief's metrics
   std::string compression = "none";            // none, fp16, bf16
+  /// What the replicas' GEMMs compute in: fp32, tf32, bf16 or fp16
+  /// (tensor/precision.hpp; fp16 adds dynamic loss scaling). Storage, the
+  /// gradient sync and the optimizer stay float32.
+  std::string precision = "fp32";
   uint64_t seed = 0;
   std::chrono::milliseconds collective_timeout{60000};
   std::chrono::milliseconds epoch_timeout{600000};

@@ -61,9 +61,12 @@ status read_optimizations(const YAML::Node& node, experiment& exp) {
   DTRAIN_ASSIGN_OR_RETURN(
       section s, open_section(node, "optimizations", {"aggregation_frequency",
                                                       "average_training_metrics",
-                                                      "gradient_compression"}));
+                                                      "gradient_compression", "precision"}));
   DTRAIN_RETURN_IF_ERROR(read_int(s, "aggregation_frequency", 1, exp.aggregation_frequency));
   DTRAIN_RETURN_IF_ERROR(read_bool(s, "average_training_metrics", exp.average_training_metrics));
+  // The names parse_precision() knows (tensor/precision.hpp).
+  DTRAIN_RETURN_IF_ERROR(read_string(s, "precision", exp.precision,
+                                     {"fp32", "tf32", "bf16", "fp16"}));
   return read_compression(s, exp.gradient_compression);
 }
 
@@ -450,8 +453,12 @@ std::string to_yaml(const experiment& exp) {
   out << YAML::Key << "optimizations" << YAML::Value << YAML::BeginMap
       << YAML::Key << "aggregation_frequency" << YAML::Value << exp.aggregation_frequency
       << YAML::Key << "average_training_metrics" << YAML::Value << exp.average_training_metrics
-      << YAML::Key << "gradient_compression" << YAML::Value << exp.gradient_compression
-      << YAML::EndMap;
+      << YAML::Key << "gradient_compression" << YAML::Value << exp.gradient_compression;
+  // Written only when not the default, so that the canonical YAML (and the
+  // hash) of an experiment that never named it stays what it was.
+  if (exp.precision != "fp32")
+    out << YAML::Key << "precision" << YAML::Value << exp.precision;
+  out << YAML::EndMap;
   out << YAML::Key << "checkpoint_storage" << YAML::Value << YAML::BeginMap;
   if (!exp.checkpoint_dir.empty())
     out << YAML::Key << "host_path" << YAML::Value << exp.checkpoint_dir;

@@ -26,7 +26,8 @@ namespace dtrain::config {
 ///     global_batch_size: 128           # required
 ///     epochs: 15                       # or searcher.max_length.epochs
 ///     optimizations: {aggregation_frequency: 1, average_training_metrics: true,
-///                     gradient_compression: none}   # or true / false
+///                     gradient_compression: none,   # or true / false
+///                     precision: fp32}   # GEMM compute: fp32|tf32|bf16|fp16
 ///     checkpoint_storage: {host_path: /tmp/ckpt, save_trial_latest: 1}
 ///     seed: 0                          # or reproducibility.experiment_seed
 ///     max_restarts: 3                  # or max_failures (Ray's name)
@@ -85,6 +86,9 @@ struct experiment {
   int aggregation_frequency = 1;                       // optimizations.*, >= 1
   bool average_training_metrics = true;                // optimizations.*
   std::string gradient_compression = "none";           // none|fp16|bf16
+  /// optimizations.precision: what GEMMs compute in (tensor/precision.hpp),
+  /// fp32|tf32|bf16|fp16; fp16 adds dynamic loss scaling.
+  std::string precision = "fp32";
   std::string checkpoint_dir;                          // checkpoint_storage.host_path; "" = none
   int checkpoint_keep = 1;                             // checkpoint_storage.save_trial_latest, >= 0
   uint64_t seed = 0;

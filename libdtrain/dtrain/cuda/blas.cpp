@@ -18,7 +18,8 @@ namespace {
 /// use and destroyed when the thread exits. A handle is not safe to share
 /// between threads that call cuBLAS at once (ranks run as threads), hence
 /// thread_local; it is bound to the device current when it was created,
-/// hence one per device. Each runs on the default stream in plain FP32.
+/// hence one per device. Each runs on the default stream in plain FP32;
+/// gemm_ex asks for its reduced-precision compute type per call instead.
 class handle_cache {
 public:
   handle_cache() = default;
@@ -111,6 +112,48 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
                   to_int(ldc, "gemm: ldc too large")),
       "cublasSgemm " + std::to_string(m) + "x" + std::to_string(n) + "x" +
           std::to_string(k) + (trans_a ? " A^T" : "") + (trans_b ? " B^T" : ""));
+}
+
+} // namespace dtrain::cuda
+
+namespace dtrain::cuda {
+
+namespace {
+
+cublasComputeType_t compute_type_of(precision p) {
+  switch (p) {
+  case precision::tf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
+  case precision::bf16: return CUBLAS_COMPUTE_32F_FAST_16BF;
+  case precision::fp16: return CUBLAS_COMPUTE_32F_FAST_16F;
+  case precision::fp32: break;
+  }
+  return CUBLAS_COMPUTE_32F;
+}
+
+} // namespace
+
+void gemm_ex(precision p, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+             float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+             float beta, float* c, int64_t ldc) {
+  if (p == precision::fp32 || m == 0 || n == 0 || k == 0) {
+    gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  // float32 buffers in and out, tensor-core compute at p: cuBLAS converts
+  // the operands itself, so storage (and with it the master weights and the
+  // gradient sync) stays float32. Operand order and flags as in gemm().
+  cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  DTRAIN_CUBLAS_CHECK(
+      cublasGemmEx(current_handle(), op_b, op_a, to_int(n, "gemm_ex: n too large"),
+                   to_int(m, "gemm_ex: m too large"), to_int(k, "gemm_ex: k too large"),
+                   &alpha, b, CUDA_R_32F, to_int(ldb, "gemm_ex: ldb too large"), a,
+                   CUDA_R_32F, to_int(lda, "gemm_ex: lda too large"), &beta, c, CUDA_R_32F,
+                   to_int(ldc, "gemm_ex: ldc too large"), compute_type_of(p),
+                   CUBLAS_GEMM_DEFAULT),
+      std::string("cublasGemmEx (") + to_string(p) + ") " + std::to_string(m) + "x" +
+          std::to_string(n) + "x" + std::to_string(k) + (trans_a ? " A^T" : "") +
+          (trans_b ? " B^T" : ""));
 }
 
 } // namespace dtrain::cuda

@@ -207,9 +207,9 @@ void conv2d::fill_columns(const float* x, int64_t count, float* col) const {
 // positions), one GEMM per group, Y' [out, count * P] = W [out, K] col,
 // then Y' back into NCHW rows with the bias added. A chunk of one writes
 // the GEMM's result in place.
-const tensor& conv2d::forward(const tensor& x, const forward_context&) {
+const tensor& conv2d::forward(const tensor& x, const forward_context& ctx) {
   if (x.is_cuda())
-    return forward_cuda(x);
+    return forward_cuda(x, ctx.compute);
   input_tensor_ = &x;
   const int64_t batch = x.size(0), in_features = input_.features();
   const int64_t positions = window_.out_h() * window_.out_w();
@@ -234,9 +234,9 @@ const tensor& conv2d::forward(const tensor& x, const forward_context&) {
       col = col_.data();
     }
     for (int64_t g = 0; g < options_.groups; ++g)
-      cpu::gemm(false, false, group_out, width, group_k, 1.0f, w + g * group_out * group_k,
-                group_k, col + g * group_k * width, width, 0.0f,
-                product + g * group_out * width, width);
+      cpu::gemm_ex(ctx.compute, false, false, group_out, width, group_k, 1.0f,
+                   w + g * group_out * group_k, group_k, col + g * group_k * width, width, 0.0f,
+                   product + g * group_out * width, width);
     if (count > 1)
       deinterleave(product, count, out_channels_, positions, y, out_features);
     if (options_.bias)
@@ -300,8 +300,9 @@ const tensor& conv2d::backward(const tensor& dy, const backward_context& ctx) {
       dyt = product_.data();
     }
     for (int64_t g = 0; g < options_.groups; ++g)
-      cpu::gemm(false, true, group_out, group_k, width, 1.0f, dyt + g * group_out * width, width,
-                col + g * group_k * width, width, 1.0f, dw + g * group_out * group_k, group_k);
+      cpu::gemm_ex(ctx.compute, false, true, group_out, group_k, width, 1.0f,
+                   dyt + g * group_out * width, width, col + g * group_k * width, width, 1.0f,
+                   dw + g * group_out * group_k, group_k);
     if (options_.bias)
       parallel_for(out_channels_, grain_for(width), [&](int64_t first, int64_t last) {
         for (int64_t o = first; o < last; ++o)
@@ -312,9 +313,9 @@ const tensor& conv2d::backward(const tensor& dy, const backward_context& ctx) {
     float* dx = input_grad_.data() + n0 * in_features;
     float* dcol = in_place ? dx : col_grad_.data();
     for (int64_t g = 0; g < options_.groups; ++g)
-      cpu::gemm(true, false, group_k, width, group_out, 1.0f, w + g * group_out * group_k,
-                group_k, dyt + g * group_out * width, width, 0.0f, dcol + g * group_k * width,
-                width);
+      cpu::gemm_ex(ctx.compute, true, false, group_k, width, group_out, 1.0f,
+                   w + g * group_out * group_k, group_k, dyt + g * group_out * width, width, 0.0f,
+                   dcol + g * group_k * width, width);
     if (in_place)
       continue;
     if (identity_columns_)

@@ -104,7 +104,7 @@ private:
   /// The columns of `count` samples from x, side by side in col.
   void fill_columns(const float* x, int64_t count, float* col) const;
   // The CUDA path (conv_cuda.cpp), taken when the input is on a device.
-  const tensor& forward_cuda(const tensor& x);
+  const tensor& forward_cuda(const tensor& x, precision compute);
   const tensor& backward_cuda(const tensor& dy, const backward_context& ctx);
 
   image_shape input_;

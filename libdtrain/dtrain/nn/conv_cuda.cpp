@@ -21,7 +21,7 @@ tensor group_rows(const tensor& t, int64_t group, int64_t rows, int64_t cols) {
 
 } // namespace
 
-const tensor& conv2d::forward_cuda(const tensor& x) {
+const tensor& conv2d::forward_cuda(const tensor& x, precision compute) {
   input_tensor_ = &x;
   const int64_t batch = x.size(0), groups = options_.groups;
   const int64_t columns = batch * window_.out_h() * window_.out_w();
@@ -35,7 +35,7 @@ const tensor& conv2d::forward_cuda(const tensor& x) {
   for (int64_t g = 0; g < groups; ++g) {
     tensor y_g = group_rows(channel_major_, g, group_out, columns);
     ops::matmul(group_rows(weight_, g, group_out, group_k), false,
-                group_rows(col_, g, group_k, columns), false, y_g);
+                group_rows(col_, g, group_k, columns), false, y_g, 1.0f, 0.0f, compute);
   }
   cuda::channels_to_batch(channel_major_.data(), options_.bias ? bias_.data() : nullptr,
                           output_.data(), batch, out_channels_,
@@ -58,7 +58,7 @@ const tensor& conv2d::backward_cuda(const tensor& dy, const backward_context& ct
   for (int64_t g = 0; g < groups; ++g) {
     tensor dw_g = group_rows(weight_grad_, g, group_out, group_k);
     ops::matmul(group_rows(channel_major_grad_, g, group_out, columns), false,
-                group_rows(col_, g, group_k, columns), true, dw_g, 1.0f, beta);
+                group_rows(col_, g, group_k, columns), true, dw_g, 1.0f, beta, ctx.compute);
   }
   if (options_.bias)
     cuda::channel_sums(dy.data(), bias_grad_.data(), batch, out_channels_, positions, beta);
@@ -71,7 +71,8 @@ const tensor& conv2d::backward_cuda(const tensor& dy, const backward_context& ct
   for (int64_t g = 0; g < groups; ++g) {
     tensor dcol_g = group_rows(col_grad_, g, group_k, columns);
     ops::matmul(group_rows(weight_, g, group_out, group_k), true,
-                group_rows(channel_major_grad_, g, group_out, columns), false, dcol_g);
+                group_rows(channel_major_grad_, g, group_out, columns), false, dcol_g, 1.0f,
+                0.0f, ctx.compute);
   }
   cuda::col2im(batch_window(window_, batch), col_grad_.data(), input_grad_.data());
   return input_grad_;

@@ -163,7 +163,7 @@ const tensor& sequential::forward(const tensor& x, const forward_context& ctx) {
 const tensor& sequential::backward(const tensor& dy, const backward_context& ctx) {
   const tensor* g = &dy;
   for (size_t i = layers_.size(); i-- > 0;)
-    g = &layers_[i]->backward(*g, {i > 0 || ctx.need_input_grad, ctx.accumulate});
+    g = &layers_[i]->backward(*g, {i > 0 || ctx.need_input_grad, ctx.accumulate, ctx.compute});
   return layers_.empty() ? dy : *g;
 }
 

@@ -47,10 +47,10 @@ void linear::bind(std::vector<tensor> params, std::vector<tensor> grads) {
   }
 }
 
-const tensor& linear::forward(const tensor& x, const forward_context&) {
+const tensor& linear::forward(const tensor& x, const forward_context& ctx) {
   input_ = &x;
   ensure(output_, {x.size(0), out_}, x.where());
-  ops::matmul(x, false, weight_, false, output_);
+  ops::matmul(x, false, weight_, false, output_, 1.0f, 0.0f, ctx.compute);
   if (has_bias_)
     ops::add_bias(output_, bias_);
   return output_;
@@ -60,7 +60,7 @@ const tensor& linear::backward(const tensor& dy, const backward_context& ctx) {
   const tensor& x = *input_;
   // dW (+)= x^T dy, db (+)= column sums of dy.
   float beta = ctx.accumulate ? 1.0f : 0.0f;
-  ops::matmul(x, true, dy, false, weight_grad_, 1.0f, beta);
+  ops::matmul(x, true, dy, false, weight_grad_, 1.0f, beta, ctx.compute);
   if (has_bias_)
     ops::sum_rows(dy, bias_grad_, beta);
   if (!ctx.need_input_grad) {
@@ -68,7 +68,7 @@ const tensor& linear::backward(const tensor& dy, const backward_context& ctx) {
     return input_grad_;
   }
   ensure(input_grad_, {dy.size(0), in_}, dy.where());
-  ops::matmul(dy, false, weight_, true, input_grad_);
+  ops::matmul(dy, false, weight_, true, input_grad_, 1.0f, 0.0f, ctx.compute);
   return input_grad_;
 }
 

@@ -29,7 +29,8 @@ result<float> cross_entropy_loss::compute(const tensor& output, const tensor& ta
   ensure(scratch_, {output.size(0)}, output.where());
   if (want_grad)
     ensure(grad_, output.shape(), output.where());
-  return ops::softmax_cross_entropy(output, target, want_grad ? &grad_ : nullptr, scratch_);
+  return ops::softmax_cross_entropy(output, target, want_grad ? &grad_ : nullptr, scratch_,
+                                    grad_multiplier_);
 }
 
 result<float> mse_loss::compute(const tensor& output, const tensor& target, bool want_grad) {
@@ -38,7 +39,7 @@ result<float> mse_loss::compute(const tensor& output, const tensor& target, bool
   if (want_grad)
     ensure(grad_, output.shape(), output.where());
   return ops::mse(output, target.reshape(output.shape()), want_grad ? &grad_ : nullptr,
-                  scratch_);
+                  scratch_, grad_multiplier_);
 }
 
 result<std::unique_ptr<loss_function>> make_loss(const std::string& name) {

@@ -23,8 +23,16 @@ public:
                                 bool want_grad) = 0;
   const tensor& grad() const { return grad_; }
 
+  /// A factor the gradient of later compute() calls is multiplied by (the
+  /// loss is not): the loss scale of fp16 training (train::loss_scaler),
+  /// set by the training step before each compute(). 1 by default. A loss
+  /// written outside dtrain must honour it for fp16 training to work.
+  void set_grad_multiplier(float m) { grad_multiplier_ = m; }
+  float grad_multiplier() const { return grad_multiplier_; }
+
 protected:
   tensor grad_, scratch_;
+  float grad_multiplier_ = 1.0f;
 };
 
 /// Softmax cross-entropy against class indices (one float per row), as

@@ -165,7 +165,8 @@ result<const tensor*> model::forward(const tensor& x, bool training) {
   if (x.where() != options_.where)
     return invalid_argument("model input is on " + x.where().to_string() +
                             " but the model is on " + options_.where.to_string());
-  forward_context ctx{training, hash64(options_.seed ^ 0x5eedd00dULL, passes_++)};
+  forward_context ctx{training, hash64(options_.seed ^ 0x5eedd00dULL, passes_++),
+                      options_.compute};
   const tensor& out = layers_->forward(x, ctx);
   if (status s = layers_->last_status(); !s.is_ok()) {
     have_activations_ = false;
@@ -187,7 +188,7 @@ status model::backward(const tensor& grad_output, bool accumulate) {
   have_activations_ = false;
   const tensor* g = &grad_output;
   for (size_t i = layers_->layer_count(); i-- > 0;) {
-    g = &layers_->layer(i).backward(*g, {i > 0, accumulate});
+    g = &layers_->layer(i).backward(*g, {i > 0, accumulate, options_.compute});
     auto [first, end] = layer_ranges_[i];
     if (hook_ && end > first)
       hook_(first, end - first);

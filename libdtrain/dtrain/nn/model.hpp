@@ -17,6 +17,9 @@ struct model_options {
   device where = device::cpu();
   /// Fixes the initial parameters and the dropout masks.
   uint64_t seed = 0;
+  /// What the layers' GEMMs compute in (tensor/precision.hpp); parameters,
+  /// gradients and activations stay float32 whatever it is.
+  precision compute = precision::fp32;
 };
 
 /// Where one parameter lives in the model's flat buffers.
@@ -73,6 +76,11 @@ public:
   int64_t output_features() const { return output_features_; }
   int64_t parameter_count() const { return params_.numel(); }
   device where() const { return options_.where; }
+  precision compute_precision() const { return options_.compute; }
+  /// Changes what later forward() and backward() calls compute in (the
+  /// replica runner applies the trainer's `precision` to the model an
+  /// operator built). Call between a backward and the next forward.
+  void set_compute_precision(precision p) { options_.compute = p; }
   const std::vector<parameter_slot>& slots() const { return slots_; }
   const sequential& layers() const { return *layers_; }
   /// One line per layer with its parameter count.

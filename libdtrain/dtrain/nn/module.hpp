@@ -8,6 +8,7 @@
 
 #include "dtrain/core/random.hpp"
 #include "dtrain/core/status.hpp"
+#include "dtrain/tensor/precision.hpp"
 #include "dtrain/tensor/tensor.hpp"
 
 namespace dtrain::nn {
@@ -43,6 +44,10 @@ struct forward_context {
   /// Fresh for every forward pass, for stochastic layers (dropout); the
   /// model derives it from its seed and a pass counter.
   uint64_t seed = 0;
+  /// What the layer's GEMMs compute in (precision.hpp); storage stays
+  /// float32. Passed explicitly, not kept per thread: actors migrate
+  /// between threads.
+  precision compute = precision::fp32;
 };
 
 /// What a backward pass is asked to produce.
@@ -53,6 +58,8 @@ struct backward_context {
   /// them (false: the first micro-batch after an optimizer step, which
   /// saves zeroing the buffer and reading it back).
   bool accumulate = true;
+  /// As forward_context::compute, for the backward GEMMs.
+  precision compute = precision::fp32;
 };
 
 /// A layer of a feed-forward network over [batch, features] inputs.

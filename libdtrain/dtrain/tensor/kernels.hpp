@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "dtrain/tensor/precision.hpp"
+
 /// Raw per-device kernels; see kernel_decls.inc for each one's contract.
 /// User code calls dtrain::ops (ops.hpp), which checks shapes and picks the
 /// device; these are for ops.cpp and for tests that compare devices.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "dtrain/core/parallel.hpp"
 #include "dtrain/core/random.hpp"
@@ -24,6 +25,37 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
               static_cast<blasint>(std::max<int64_t>(lda, 1)), b,
               static_cast<blasint>(std::max<int64_t>(ldb, 1)), beta, c,
               static_cast<blasint>(std::max<int64_t>(ldc, 1)));
+}
+
+namespace {
+
+// The rows x cols matrix at x (row stride ld) rounded to `p`, packed densely.
+std::vector<float> rounded_copy(precision p, const float* x, int64_t rows, int64_t cols,
+                                int64_t ld) {
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      out[static_cast<size_t>(i * cols + j)] = round_to(p, x[i * ld + j]);
+  return out;
+}
+
+} // namespace
+
+void gemm_ex(precision p, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+             float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+             float beta, float* c, int64_t ldc) {
+  if (p == precision::fp32 || m == 0 || n == 0 || k == 0) {
+    gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  // A is stored m x k (k x m when transposed), B k x n (n x k); the copies
+  // keep that layout with dense rows. Allocated per call: this is the
+  // reference, not a fast path.
+  const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+  const int64_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+  std::vector<float> ra = rounded_copy(p, a, a_rows, a_cols, lda);
+  std::vector<float> rb = rounded_copy(p, b, b_rows, b_cols, ldb);
+  gemm(trans_a, trans_b, m, n, k, alpha, ra.data(), a_cols, rb.data(), b_cols, beta, c, ldc);
 }
 
 void add_bias(float* y, const float* bias, int64_t rows, int64_t cols) {
@@ -203,6 +235,16 @@ void adam_update(float* param, const float* grad, float* m, float* v, int64_t n,
     float denom = std::sqrt(v[i]) * inv_sqrt_bc2 + h.eps;
     param[i] = param[i] * decay - step_size * m[i] / denom;
   }
+}
+
+void unscale_and_check_finite(float* x, int64_t n, float inv_scale, float* found_inf) {
+  bool bad = false;
+  for (int64_t i = 0; i < n; ++i) {
+    bad |= !std::isfinite(x[i]);
+    x[i] *= inv_scale;
+  }
+  if (bad)
+    *found_inf = 1.0f;
 }
 
 } // namespace dtrain::cpu

@@ -66,7 +66,7 @@ double host_sum(const tensor& x) {
 } // namespace
 
 void matmul(const tensor& a, bool trans_a, const tensor& b, bool trans_b, tensor& c,
-            float alpha, float beta) {
+            float alpha, float beta, precision compute) {
   same_device("matmul", a, b);
   same_device("matmul", a, c);
   require(a.dim() == 2 && b.dim() == 2 && c.dim() == 2, "matmul", "operands must be 2-D");
@@ -78,8 +78,8 @@ void matmul(const tensor& a, bool trans_a, const tensor& b, bool trans_b, tensor
           "shapes do not chain: " + shape_string(a.shape()) + (trans_a ? "^T" : "") +
               " x " + shape_string(b.shape()) + (trans_b ? "^T" : "") + " -> " +
               shape_string(c.shape()));
-  DTRAIN_DISPATCH(a, gemm, trans_a, trans_b, m, n, k, alpha, a.data(), a.size(1),
-                  b.data(), b.size(1), beta, c.data(), n);
+  DTRAIN_DISPATCH(a, gemm_ex, compute, trans_a, trans_b, m, n, k, alpha, a.data(),
+                  a.size(1), b.data(), b.size(1), beta, c.data(), n);
 }
 
 void add_bias(tensor& y, const tensor& bias) {
@@ -166,24 +166,26 @@ void check_loss_args(const char* op, const tensor& pred, int64_t target_cols,
 } // namespace
 
 float softmax_cross_entropy(const tensor& logits, const tensor& labels, tensor* grad,
-                            tensor& row_loss) {
+                            tensor& row_loss, float grad_multiplier) {
   check_loss_args("softmax_cross_entropy", logits, 1, labels, grad, row_loss);
   int64_t rows = logits.size(0);
   if (rows == 0)
     return 0.0f;
   float* g = grad != nullptr && grad->defined() ? grad->data() : nullptr;
   DTRAIN_DISPATCH(logits, softmax_cross_entropy, logits.data(), labels.data(), g,
-                  row_loss.data(), rows, logits.size(1), 1.0f / static_cast<float>(rows));
+                  row_loss.data(), rows, logits.size(1),
+                  grad_multiplier * (1.0f / static_cast<float>(rows)));
   return static_cast<float>(host_sum(row_loss.view(0, {rows})) / static_cast<double>(rows));
 }
 
-float mse(const tensor& pred, const tensor& target, tensor* grad, tensor& row_loss) {
+float mse(const tensor& pred, const tensor& target, tensor* grad, tensor& row_loss,
+          float grad_multiplier) {
   check_loss_args("mse", pred, pred.size(1), target, grad, row_loss);
   int64_t rows = pred.size(0);
   if (pred.numel() == 0)
     return 0.0f;
   float* g = grad != nullptr && grad->defined() ? grad->data() : nullptr;
-  float inv = 1.0f / static_cast<float>(pred.numel());
+  float inv = grad_multiplier * (1.0f / static_cast<float>(pred.numel()));
   DTRAIN_DISPATCH(pred, squared_error, pred.data(), target.data(), g, row_loss.data(),
                   rows, pred.size(1), inv);
   return static_cast<float>(host_sum(row_loss.view(0, {rows})) /
@@ -218,6 +220,15 @@ void axpy(float alpha, const tensor& x, tensor& y) {
 double sum(const tensor& x) {
   require(x.defined(), "sum", "undefined tensor");
   return host_sum(x);
+}
+
+bool unscale_and_check_finite(tensor& x, float inv_scale, tensor& found) {
+  same_device("unscale_and_check_finite", x, found);
+  require(found.numel() == 1, "unscale_and_check_finite",
+          "found " + shape_string(found.shape()) + " is not one element");
+  fill(found, 0.0f);
+  DTRAIN_DISPATCH(x, unscale_and_check_finite, x.data(), x.numel(), inv_scale, found.data());
+  return found.to_vector()[0] == 0.0f;
 }
 
 void sgd_update(tensor& param, const tensor& grad, tensor* momentum_buf,

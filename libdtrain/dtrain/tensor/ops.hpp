@@ -16,9 +16,10 @@
 /// that return a value to the host.
 namespace dtrain::ops {
 
-/// c = alpha * op(a) op(b) + beta * c for 2-D a, b, c.
+/// c = alpha * op(a) op(b) + beta * c for 2-D a, b, c, computed in
+/// `compute` (precision.hpp: float32 storage, the GEMM's arithmetic only).
 void matmul(const tensor& a, bool trans_a, const tensor& b, bool trans_b, tensor& c,
-            float alpha = 1.0f, float beta = 0.0f);
+            float alpha = 1.0f, float beta = 0.0f, precision compute = precision::fp32);
 
 /// y[i, :] += bias for y [rows, cols], bias [cols].
 void add_bias(tensor& y, const tensor& bias);
@@ -41,13 +42,15 @@ void multiply(const tensor& a, const tensor& b, tensor& out);
 
 /// Mean softmax cross-entropy of logits [rows, cols] against class indices
 /// stored as floats in labels [rows]. Writes d(loss)/d(logits) into grad
-/// when grad is defined. row_loss [rows] is scratch on the same device.
-/// Returns the mean loss (synchronizes a CUDA device).
+/// when grad is defined, multiplied by grad_multiplier (a loss scale).
+/// row_loss [rows] is scratch on the same device. Returns the mean loss,
+/// never multiplied (synchronizes a CUDA device).
 float softmax_cross_entropy(const tensor& logits, const tensor& labels, tensor* grad,
-                            tensor& row_loss);
+                            tensor& row_loss, float grad_multiplier = 1.0f);
 /// Mean squared error over all elements of pred and target [rows, cols]
 /// (torch.nn.MSELoss()); grad as above. Returns the mean.
-float mse(const tensor& pred, const tensor& target, tensor* grad, tensor& row_loss);
+float mse(const tensor& pred, const tensor& target, tensor* grad, tensor& row_loss,
+          float grad_multiplier = 1.0f);
 /// Number of rows of logits [rows, cols] whose first maximum is at labels[i].
 int64_t count_correct(const tensor& logits, const tensor& labels, tensor& row_match);
 
@@ -57,6 +60,11 @@ void scale(tensor& x, float alpha);
 void axpy(float alpha, const tensor& x, tensor& y);
 /// Sum of all elements, accumulated in double (synchronizes a CUDA device).
 double sum(const tensor& x);
+
+/// x *= inv_scale; true when every element of x was finite (no inf, no
+/// NaN). found is [1] scratch on x's device. One pass over x; synchronizes
+/// a CUDA device to read the flag (4 bytes back, not x).
+bool unscale_and_check_finite(tensor& x, float inv_scale, tensor& found);
 
 void sgd_update(tensor& param, const tensor& grad, tensor* momentum_buf,
                 const sgd_hyper& h);

@@ -33,9 +33,12 @@ result<epoch_report> run_fashion_mnist(const classifier_run_options& options,
   DTRAIN_ASSIGN_OR_RETURN(auto train_loader, make_loader(train_set, options, true));
   DTRAIN_ASSIGN_OR_RETURN(auto test_loader, make_loader(test_set, options, false));
 
-  DTRAIN_ASSIGN_OR_RETURN(auto model,
-                          nn::model::create(nn::make_mlp(options.model),
-                                            {options.model.inputs, options.where, options.seed}));
+  nn::model_options mo{options.model.inputs, options.where, options.seed};
+  mo.compute = options.compute;
+  DTRAIN_ASSIGN_OR_RETURN(auto model, nn::model::create(nn::make_mlp(options.model), mo));
+  loss_scaler scaler(options.loss_scaling, options.compute == precision::fp16);
+  loop_options train_options;
+  train_options.scaler = &scaler;
   DTRAIN_ASSIGN_OR_RETURN(auto opt, optim::make_optimizer(options.optimizer));
   DTRAIN_ASSIGN_OR_RETURN(auto schedule, optim::make_schedule(options.schedule,
                                                               options.optimizer.lr,
@@ -47,7 +50,7 @@ result<epoch_report> run_fashion_mnist(const classifier_run_options& options,
     report.lr = schedule->lr(epoch);
     train_loader->begin_epoch(epoch);
     DTRAIN_ASSIGN_OR_RETURN(report.train, train_epoch(*model, loss, *opt, *train_loader,
-                                                      report.lr, {}));
+                                                      report.lr, train_options));
     test_loader->begin_epoch(0);
     DTRAIN_ASSIGN_OR_RETURN(report.test, evaluate(*model, loss, *test_loader, {}));
     if (on_epoch)

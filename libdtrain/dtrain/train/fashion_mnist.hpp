@@ -31,6 +31,10 @@ struct classifier_run_options {
   device where = device::cpu();
   std::string data_dir;               // empty: the default directory
   int prefetch = 2;
+  /// What the GEMMs compute in (tensor/precision.hpp); fp16 adds dynamic
+  /// loss scaling with `loss_scaling`'s rules.
+  precision compute = precision::fp32;
+  loss_scaler_options loss_scaling;
 };
 
 struct epoch_report {

@@ -113,6 +113,15 @@ struct step_context {
   /// The model's output for this batch, set by the standard steps, so that
   /// an override calling one can add a metric without a second forward.
   const tensor* output = nullptr;
+  /// Training only: what the loss's gradient must be multiplied by, the
+  /// current loss scale of fp16 training (loss_scaler.hpp); 1 for every
+  /// other precision. The framework has already passed it to `loss`
+  /// (loss_function::set_grad_multiplier), so a gradient from loss.grad() is
+  /// scaled; a step that computes its loss gradient otherwise multiplies it
+  /// by this. Never multiply the reported loss. The
+  /// framework divides the synced gradient by it before the optimizer, and
+  /// skips the optimizer step when that gradient is not finite.
+  float loss_scale = 1.0f;
 
   /// Holds this step's gradient sync until the step returns: buckets that
   /// backward() reports ready are then all-reduced after the step instead of
@@ -143,9 +152,11 @@ struct step_context {
 /// buckets that backward()'s gradient-ready hook starts as each layer is
 /// done, and every bucket not reported by then (a step that wrote
 /// gradients() itself, without backward()) is reduced at the end, so a
-/// step may write its gradient either way (see hold_gradient_sync()). Then
-/// it steps the optimizer with the schedule's lr (every
-/// aggregation_frequency batches), checks for preemption, and at the end of
+/// step may write its gradient either way (see hold_gradient_sync()). With
+/// fp16 precision it then unscales the synced gradient, or skips the step
+/// when it is not finite (step_context::loss_scale). Then it steps the
+/// optimizer with the schedule's lr (every aggregation_frequency batches),
+/// checks for preemption, and at the end of
 /// the epoch sums loss, correct predictions and the step's metrics over the
 /// replicas (one all-reduce; one more all_gather and all-reduce when a step
 /// reported metrics). validate() runs validation_step() over the whole
@@ -180,7 +191,8 @@ public:
 };
 
 /// The built-in training step, for overrides to build on: forward
-/// (training), loss with its gradient, a non-finite loss is a
+/// (training), loss with its gradient (multiplied by ctx.loss_scale), a
+/// non-finite loss is a
 /// numerical_error naming the epoch, correct predictions
 /// counted when ctx.classification, backward(loss.grad(), ctx.accumulate).
 /// Sets ctx.output.

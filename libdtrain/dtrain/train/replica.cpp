@@ -180,6 +180,10 @@ status replica_runner::build() {
   }
   if (!parts_.model || !parts_.optimizer || !parts_.loss || !parts_.train_data)
     return invalid_argument("setup() must set model, optimizer, loss and train_data");
+  if (options_.compute != precision::fp32)
+    parts_.model->set_compute_precision(options_.compute);
+  scaler_ = loss_scaler(options_.loss_scaling,
+                        parts_.model->compute_precision() == precision::fp16);
   if (!parts_.schedule) {
     DTRAIN_ASSIGN_OR_RETURN(double lr, options_.config.get_double("lr", 0.01));
     parts_.schedule = optim::constant_lr(static_cast<float>(lr));
@@ -257,7 +261,8 @@ result<epoch_metrics> replica_runner::train_epoch() {
   nn::model& model = *parts_.model;
   nn::accuracy_counter counter;
   step_totals totals;
-  int64_t steps = 0;
+  int64_t steps = 0, syncs = 0;
+  const int64_t skipped_before = scaler_.skipped_steps();
   bool preempted = false;
   auto last_report = clock_type::now();
   while (const data::batch* batch = train_loader_->next()) {
@@ -272,15 +277,26 @@ result<epoch_metrics> replica_runner::train_epoch() {
     auto mb = sync_->begin_micro_batch();
     step_context sc{model,   *batch, *parts_.loss,          *ctx_,          counter,
                     epoch_ + 1, parts_.classification, mb.accumulate, sync_.get()};
+    sc.loss_scale = scaler_.scale();
+    // Set here too, so that a custom step computing its gradient through
+    // ctx.loss gets it scaled without knowing about fp16.
+    parts_.loss->set_grad_multiplier(sc.loss_scale);
     DTRAIN_ASSIGN_OR_RETURN(step_result r, run_step(sc, true));
     if (status s = totals.add(r, batch->size()); !s)
       return s.with_context(step_error_context(true));
     DTRAIN_ASSIGN_OR_RETURN(bool synced, sync_->finish());
     if (synced) {
-      DTRAIN_RETURN_IF_ERROR(parts_.optimizer->step(model.parameters(), model.gradients(), lr));
-      ++steps;
+      // Checked after the sync, on the averaged gradient every replica
+      // holds alike: all skip or all step together, and their scalers stay
+      // identical (a check before the sync would let one replica's overflow
+      // skip only that replica's step).
+      if (scaler_.unscale_or_skip(model.gradients())) {
+        DTRAIN_RETURN_IF_ERROR(
+            parts_.optimizer->step(model.parameters(), model.gradients(), lr));
+        ++steps;
+      }
       // Every replica asks at the same step, so all get the chief's answer.
-      if (steps % preempt_check_steps == 0) {
+      if (++syncs % preempt_check_steps == 0) {
         DTRAIN_ASSIGN_OR_RETURN(preempted, ctx_->should_preempt());
         if (preempted)
           break;
@@ -301,6 +317,10 @@ result<epoch_metrics> replica_runner::train_epoch() {
   m.steps = steps;
   m.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
   totals.report(m);
+  if (scaler_.enabled()) {
+    m.extra["loss_scale"] = scaler_.scale();
+    m.extra["skipped_steps"] = static_cast<double>(scaler_.skipped_steps() - skipped_before);
+  }
   m.samples_per_second = m.seconds > 0 ? static_cast<double>(m.samples) / m.seconds : 0;
   m.lr = lr;
   m.preempted = preempted;
@@ -340,6 +360,7 @@ result<epoch_metrics> replica_runner::validate() {
     return not_found("operator '" + options_.operator_name + "' set no validation_data");
   auto start = clock_type::now();
   validation_loader_->begin_epoch(0);
+  parts_.loss->set_grad_multiplier(1.0f);
   nn::accuracy_counter counter;
   step_totals totals;
   while (const data::batch* batch = validation_loader_->next()) {

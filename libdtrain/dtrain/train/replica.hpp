@@ -13,6 +13,8 @@
 #include "dtrain/comm/communicator.hpp"
 #include "dtrain/comm/gradient_sync.hpp"
 #include "dtrain/data/loader.hpp"
+#include "dtrain/tensor/precision.hpp"
+#include "dtrain/train/loss_scaler.hpp"
 #include "dtrain/train/operator.hpp"
 
 namespace dtrain::train {
@@ -60,6 +62,12 @@ struct replica_options {
   std::shared_ptr<checkpoint::codec> codec;
   /// Whether a smaller value of save()'s best_metric is better (a loss).
   bool smaller_is_better = true;
+  /// What the model's GEMMs compute in (the trainer's `precision`). fp32
+  /// keeps whatever the operator's model was built with; any other value
+  /// replaces it. Storage, the gradient sync and the optimizer stay float32.
+  precision compute = precision::fp32;
+  /// Dynamic loss scaling, used when the model computes in fp16.
+  loss_scaler_options loss_scaling;
 };
 
 /// One epoch's (or one validation pass's) numbers.
@@ -79,7 +87,10 @@ struct epoch_metrics {
   bool preempted = false;
   int64_t resume_batch = 0;
   /// The operator's own metrics (step_result::metrics), by name: weighted
-  /// means over the samples counted (operator.hpp's step_metric).
+  /// means over the samples counted (operator.hpp's step_metric). With fp16
+  /// precision also loss_scale (the scale at the epoch's end) and
+  /// skipped_steps (optimizer steps skipped in this epoch for a non-finite
+  /// gradient), the same on every replica.
   std::map<std::string, double> extra;
 };
 
@@ -132,8 +143,8 @@ public:
   /// save removes what it wrote.
   status save(const std::string& root, const std::map<std::string, double>& metrics,
               int keep_last, const std::string& best_metric);
-  /// Restores parameters, optimizer state and steps, epoch and operator
-  /// state from `path`: a checkpoint directory, or a root whose newest
+  /// Restores parameters, optimizer state and steps, epoch, the loss
+  /// scaler (fp16) and operator state from `path`: a checkpoint directory, or a root whose newest
   /// valid checkpoint is taken (the invalid ones skipped are logged to
   /// stderr). The chief chooses and every replica reads the shards it needs
   /// (any world size may have written them). Every replica returns the same
@@ -150,6 +161,8 @@ public:
   const tensor& model_buffers() const;
   int64_t epochs_done() const { return epoch_; }
   int64_t batch_size() const { return batch_size_; }
+  /// fp16's loss scaler (disabled, scale 1, for other precisions).
+  const loss_scaler& scaler() const { return scaler_; }
   replica_context& context() { return *ctx_; }
   /// Asks the group to stop at the next should_preempt() (chief only).
   void request_preemption() { preempt_.store(true); }
@@ -176,6 +189,9 @@ private:
                            const std::map<std::string, double>& metrics, int keep_last,
                            const std::string& best_metric);
   status load_checkpoint(const std::string& dir);
+  /// fp16's loss scaler from m's metrics; a checkpoint without them (saved
+  /// at another precision) leaves the scaler as created.
+  status restore_scaler(const checkpoint::manifest& m);
 
   replica_options options_;
   std::unique_ptr<replica_context> ctx_;
@@ -183,6 +199,7 @@ private:
   operator_parts parts_;
   std::unique_ptr<data::loader> train_loader_, validation_loader_;
   std::unique_ptr<comm::gradient_sync> sync_;
+  loss_scaler scaler_;
   int64_t batch_size_ = 0;
   int64_t epoch_ = 0;
   int64_t resume_batch_ = 0;   // batches of epoch_ + 1 already trained

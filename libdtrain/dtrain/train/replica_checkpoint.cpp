@@ -13,6 +13,12 @@ namespace dtrain::train {
 namespace {
 // Manifest metric recording how far into the next epoch a preempted group got.
 const char* const resume_batch_key = "dtrain.resume_batch";
+// Manifest metrics holding fp16's loss scaler (doubles hold its float scale
+// and its counts exactly), so that a restored group scales and skips as the
+// saved one would have.
+const char* const loss_scale_key = "dtrain.loss_scale";
+const char* const growth_tracker_key = "dtrain.loss_scale_growth_tracker";
+const char* const skipped_steps_key = "dtrain.skipped_steps";
 } // namespace
 
 namespace {
@@ -228,6 +234,12 @@ status replica_runner::commit_checkpoint(const std::string& root,
   m.metrics = metrics;
   if (resume_batch_ > 0)  // a preempted epoch: where to pick it up
     m.metrics[resume_batch_key] = static_cast<double>(resume_batch_);
+  if (scaler_.enabled()) {
+    const loss_scaler::state st = scaler_.saved();
+    m.metrics[loss_scale_key] = st.scale;
+    m.metrics[growth_tracker_key] = static_cast<double>(st.growth_tracker);
+    m.metrics[skipped_steps_key] = static_cast<double>(st.skipped_steps);
+  }
   m.world_size = ctx_->world_size();
   for (auto& [name, buffer] : checkpoint_buffers())
     m.buffers.emplace_back(name, buffer->numel());
@@ -260,6 +272,17 @@ status replica_runner::restore(const std::string& path) {
   return first_failure(outcomes);
 }
 
+status replica_runner::restore_scaler(const checkpoint::manifest& m) {
+  auto scale = m.metrics.find(loss_scale_key);
+  if (!scaler_.enabled() || scale == m.metrics.end())
+    return status::ok();  // not fp16, or saved by a run that was not: start afresh
+  auto count = [&](const char* key) -> int64_t {
+    auto it = m.metrics.find(key);
+    return it == m.metrics.end() ? 0 : static_cast<int64_t>(it->second);
+  };
+  return scaler_.restore({scale->second, count(growth_tracker_key), count(skipped_steps_key)});
+}
+
 status replica_runner::load_checkpoint(const std::string& dir) {
   checkpoint::codec& c = *options_.codec;
   DTRAIN_ASSIGN_OR_RETURN(checkpoint::manifest m, c.read_manifest(dir));
@@ -283,6 +306,7 @@ status replica_runner::load_checkpoint(const std::string& dir) {
   epoch_ = m.epoch;
   auto resume = m.metrics.find(resume_batch_key);
   resume_batch_ = resume == m.metrics.end() ? 0 : static_cast<int64_t>(resume->second);
+  DTRAIN_RETURN_IF_ERROR(restore_scaler(m).with_context("checkpoint " + dir));
   last_checkpoint_ = dir;
   return status::ok();
 }

@@ -27,6 +27,7 @@ status step_context::hold_gradient_sync() {
 result<step_result> standard_train_step(step_context& ctx) {
   DTRAIN_ASSIGN_OR_RETURN(const tensor* out, ctx.model.forward(ctx.batch.features, true));
   ctx.output = out;
+  ctx.loss.set_grad_multiplier(ctx.loss_scale);
   DTRAIN_ASSIGN_OR_RETURN(float loss, ctx.loss.compute(*out, ctx.batch.targets, true));
   if (!std::isfinite(loss))
     return status(error_code::numerical_error,

@@ -39,9 +39,12 @@ status train_step(nn::model& model, nn::loss_function& loss, optim::optimizer& o
                   const data::batch& batch, float lr, const loop_options& options,
                   epoch_totals& totals) {
   DTRAIN_ASSIGN_OR_RETURN(const tensor* output, model.forward(batch.features, true));
+  loss.set_grad_multiplier(options.scaler != nullptr ? options.scaler->scale() : 1.0f);
   DTRAIN_ASSIGN_OR_RETURN(float value, loss.compute(*output, batch.targets, true));
   DTRAIN_RETURN_IF_ERROR(count_batch(model, loss, batch, value, options, *output, totals));
   DTRAIN_RETURN_IF_ERROR(model.backward(loss.grad(), /*accumulate=*/false));
+  if (options.scaler != nullptr && !options.scaler->unscale_or_skip(model.gradients()))
+    return status::ok();
   return opt.step(model.parameters(), model.gradients(), lr);
 }
 

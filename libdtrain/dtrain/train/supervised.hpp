@@ -7,6 +7,7 @@
 #include "dtrain/nn/loss.hpp"
 #include "dtrain/nn/model.hpp"
 #include "dtrain/optim/optimizer.hpp"
+#include "dtrain/train/loss_scaler.hpp"
 
 /// The supervised training loop of one process: what a replica runs between
 /// gradient syncs, and what the single-process examples run alone.
@@ -29,11 +30,17 @@ struct epoch_totals {
 struct loop_options {
   /// Count argmax matches against the targets (class indices).
   bool classification = true;
+  /// fp16's dynamic loss scaling (not owned; null or disabled: none). When
+  /// enabled, the loss's gradient is multiplied by its scale and a step
+  /// whose gradient is not finite is skipped (loss_scaler.hpp).
+  loss_scaler* scaler = nullptr;
 };
 
 /// One optimizer step on one batch: forward in training mode, loss and its
 /// gradient, backward (overwriting the gradients), optimizer step with `lr`. Adds the
-/// batch's loss and matches to `totals`. A non-finite loss is an error (the
+/// batch's loss and matches to `totals`. With options.scaler, the step is
+/// skipped (the parameters untouched) when the scaled gradient overflows.
+/// A non-finite loss is an error (the
 /// step is not applied), so a diverging run stops with a clear message.
 status train_step(nn::model& model, nn::loss_function& loss, optim::optimizer& opt,
                   const data::batch& batch, float lr, const loop_options& options,
