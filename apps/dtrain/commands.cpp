@@ -8,6 +8,7 @@
 
 #include "experiment_runs.hpp"
 #include "processes.hpp"
+#include "progress_bar.hpp"
 #include <filesystem>
 
 #include "dtrain/actors/errors.hpp"
@@ -29,7 +30,8 @@ int fail(const status& s) {
   return 1;
 }
 
-void print_epoch(int64_t epochs, const metrics_msg& m, const metrics_msg& v) {
+// The "[chief] epoch ..." line of an epoch and the validation after it.
+std::string epoch_line(int64_t epochs, const metrics_msg& m, const metrics_msg& v) {
   // The operator's own metrics, as the tuner names them.
   std::string extra;
   char value[64];
@@ -41,12 +43,16 @@ void print_epoch(int64_t epochs, const metrics_msg& m, const metrics_msg& v) {
     std::snprintf(value, sizeof value, " %.4f", x);
     extra += "  validation_" + name + value;
   }
-  std::printf("[chief] epoch %lld/%lld  %lld steps  lr %.5f  train loss %.4f acc %.4f  "
-              "validation loss %.4f acc %.4f%s  %.2f s  %.0f samples/s\n",
-              static_cast<long long>(m.epoch), static_cast<long long>(epochs),
-              static_cast<long long>(m.steps), static_cast<double>(m.lr), m.loss, m.accuracy,
-              v.loss, v.accuracy, extra.c_str(), m.seconds, m.samples_per_second);
-  std::fflush(stdout);
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "[chief] epoch %lld/%lld  %lld steps  lr %.5f  train loss %.4f acc %.4f  "
+                "validation loss %.4f acc %.4f",
+                static_cast<long long>(m.epoch), static_cast<long long>(epochs),
+                static_cast<long long>(m.steps), static_cast<double>(m.lr), m.loss, m.accuracy,
+                v.loss, v.accuracy);
+  char rate[96];
+  std::snprintf(rate, sizeof rate, "  %.2f s  %.0f samples/s", m.seconds, m.samples_per_second);
+  return line + extra + rate;
 }
 
 } // namespace
@@ -141,7 +147,16 @@ int run_train(const train_options& o) {
     return fail(run.error());
   const int64_t id = run->row.id;
   trainer_config tc = trainer_config_from(*e);
-  tc.progress_seconds = 2.0;
+  // One bar for the group on a terminal, per-rank lines with --verbose,
+  // neither in a log (the epoch lines say enough there). Shared with the
+  // trainer's progress actor, which may still hold a message when this
+  // function returns.
+  auto display = std::make_shared<progress_display>(tc.num_replicas, e->epochs, o.verbose);
+  if (o.verbose || display->terminal()) {
+    tc.progress_seconds = o.verbose ? 1.0 : 0.25;
+    tc.progress_all_ranks = o.verbose;
+    tc.on_progress = [display](const progress_msg& p) { display->update(p); };
+  }
   // One trial, 00000, checkpointing under <storage>/<experiment id>/00000:
   // a new experiment never finds another's checkpoints.
   tc.checkpoint_dir = run->row.storage.empty() ? "" : run->row.storage + "/00000";
@@ -188,6 +203,7 @@ int run_train(const train_options& o) {
   if (!stored)
     journal.created(trial);
   auto failed = [&](const status& s) {
+    display->clear();
     trial.status = tune::trial_status::error;
     trial.error = s.to_string();
     journal.ended(trial, tune::trial_end::failed);
@@ -210,8 +226,7 @@ int run_train(const train_options& o) {
   // Ctrl-C / SIGTERM: the replicas stop at their next check, checkpoint,
   // and this process exits cleanly; a second signal kills it.
   signal_watch watch([&] {
-    std::printf("stopping: asking the replicas to checkpoint and stop\n");
-    std::fflush(stdout);
+    display->line("stopping: asking the replicas to checkpoint and stop");
     (void)(*t)->preempt();
   });
   metrics_msg last_validation;
@@ -233,6 +248,7 @@ int run_train(const train_options& o) {
     auto m = (*t)->train();
     if (!m)
       return failed(m.error());
+    display->finished_epoch(m->preempted ? m->epoch + 1 : m->epoch);
     if (m->preempted) {
       std::printf("preempted in epoch %lld after %lld batches%s\n", static_cast<long long>(m->epoch + 1),
                   static_cast<long long>(m->resume_batch),
@@ -248,7 +264,7 @@ int run_train(const train_options& o) {
     auto v = (*t)->validate();
     if (!v)
       return failed(v.error());
-    print_epoch(e->epochs, *m, *v);
+    display->line(epoch_line(e->epochs, *m, *v));
     last_validation = *v;
     done = m->epoch;
     tune::report rep{trial.id, m->epoch,

@@ -14,6 +14,7 @@ struct train_options {
   bool embedded = false; // an embedded cluster even when one runs on this host
   int64_t resume = 0;    // continue this experiment (0: a new one)
   bool force = false;    // resume even when the file's configuration changed
+  bool verbose = false;  // every rank's progress lines instead of the group's bar
   security::tls_files tls;  // --tls-*: empty: $DTRAIN_HOME/tls, else plain (loopback only)
 };
 

@@ -127,6 +127,9 @@ int main(int argc, char** argv) {
   train->add_option("--local-slots", to.local_slots, "embedded cluster slots");
   train->add_option("--resume", to.resume, "continue experiment ID (see `dtrain experiments list`)");
   train->add_flag("--force", to.force, "with --resume: continue even if the file changed");
+  train->add_flag("--verbose", to.verbose,
+                  "every replica's progress as lines (default: one bar for the group on a "
+                  "terminal, only epoch lines elsewhere)");
   add_tls_options(train, to.tls);
 
   tune_options tuo;

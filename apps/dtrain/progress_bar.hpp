@@ -1,0 +1,60 @@
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "dtrain/actors/messages.hpp"
+
+/// `dtrain train`'s view of a running group: one progress bar for the whole
+/// group, redrawn in place on a terminal, and whole lines (epoch results,
+/// messages) that clear the bar, print, and let it be drawn again.
+namespace dtrain::cli {
+
+/// One bar line for the chief's progress, `width` columns at most:
+/// "epoch 3/8 [=====>    ] 120/469  loss 0.4312  2345 samples/s  ETA 1:02".
+/// samples/s is the group's: the chief's rate times `replicas` (every
+/// replica trains an equal share). ETA counts the rest of this epoch and
+/// the `epochs` after it at the epoch's pace so far; "--" before a rate is
+/// known.
+std::string format_progress(const actors::progress_msg& p, int replicas, int64_t epochs,
+                            int width);
+
+/// "1:02", "12:03:07": h:mm:ss from an hour on, m:ss below.
+std::string format_duration(double seconds);
+
+/// Where progress and result lines go. On a terminal (stdout a tty whose
+/// TERM is not "dumb") the chief's progress is a bar redrawn in place;
+/// elsewhere (a log file, CI) there is no bar, only the lines, so logs stay
+/// readable. With `verbose`, every rank's progress is a line of its own
+/// ("[rank R] epoch E step S/T ...") instead of the bar. Thread-safe: the
+/// trainer's progress arrives on an actor thread while the driver prints
+/// from its own.
+class progress_display {
+public:
+  progress_display(int replicas, int64_t epochs, bool verbose);
+  /// Whether stdout is such a terminal (decided at construction).
+  bool terminal() const { return terminal_; }
+  void update(const actors::progress_msg& p);
+  /// Prints text (a whole line, without its newline) above the bar.
+  void line(const std::string& text);
+  /// Epoch `epoch` ended (train() returned it): the bar goes, and progress
+  /// of that epoch arriving late (messages race the reply) is not drawn.
+  void finished_epoch(int64_t epoch);
+  /// Removes the bar (before the program prints on its own).
+  void clear();
+
+private:
+  void erase_locked();
+
+  std::mutex mutex_;
+  const int replicas_;
+  const int64_t epochs_;
+  const bool verbose_;
+  const bool terminal_;
+  int width_ = 80;
+  std::string bar_;  // what is drawn now ("" when nothing is)
+  int64_t finished_ = 0;
+};
+
+} // namespace dtrain::cli
