@@ -7,6 +7,7 @@
 //         [--bind ADDR] [--advertise ADDR]         (where it listens; what peers use)
 //   every command that listens or connects: [--tls-cert PEM --tls-key PEM --tls-ca PEM]
 //         (default: $DTRAIN_HOME/tls; required for anything but loopback)
+//         [--dashboard-port P] [--dashboard-file F] (head: the web dashboard, README "Dashboard")
 //   dtrain status --address HOST:PORT               nodes, slots, trainers
 //   dtrain stop                                     stop what this host started
 //   dtrain train EXPERIMENT.yaml [--address ...] [--resume ID [--force]]
@@ -44,9 +45,27 @@ void add_tls_options(CLI::App* cmd, dtrain::security::tls_files& tls) {
   cmd->add_option("--tls-ca", tls.ca, "the cluster CA's certificate (default: $DTRAIN_HOME/tls/ca.pem)");
 }
 
+// --dashboard-port/--dashboard-bind/--dashboard-file, and for a driver
+// --dashboard (any free port).
+void add_dashboard_options(CLI::App* cmd, dashboard_flags& d, bool driver) {
+  if (driver)
+    cmd->add_flag_callback("--dashboard", [&d] { d.port = d.port < 0 ? 0 : d.port; },
+                           "serve the web dashboard of the cluster this runs on (any free port)");
+  cmd->add_option("--dashboard-port", d.port,
+                  "serve the web dashboard on this port (0: any free port; default: none)");
+  cmd->add_option("--dashboard-bind", d.bind,
+                  "the dashboard's address: loopback only until it speaks TLS")
+      ->capture_default_str();
+  cmd->add_option("--dashboard-file", d.url_file, "write the dashboard's URL here once it listens");
+}
+
 int run_start(bool head, bool detach, server_options o) {
   if (head == !o.address.empty()) {
     std::fprintf(stderr, "error: dtrain start needs exactly one of --head or --address\n");
+    return 2;
+  }
+  if (!head && o.dashboard.port >= 0) {
+    std::fprintf(stderr, "error: --dashboard-port is for the head (nodes serve no dashboard)\n");
     return 2;
   }
   if (detach) {
@@ -101,6 +120,7 @@ int main(int argc, char** argv) {
   start->add_option("--plugin", so.plugins,
                     "node: load this plugin library at start (repeatable); drivers that name "
                     "it need not ship it");
+  add_dashboard_options(start, so.dashboard, false);
   start->add_flag("--detach", detach, "run in the background (log and pid in $DTRAIN_HOME)");
   add_tls_options(start, so.tls);
 
@@ -128,6 +148,7 @@ int main(int argc, char** argv) {
   train->add_option("--resume", to.resume, "continue experiment ID (see `dtrain experiments list`)");
   train->add_flag("--force", to.force, "with --resume: continue even if the file changed");
   add_tls_options(train, to.tls);
+  add_dashboard_options(train, to.dashboard, true);
 
   tune_options tuo;
   auto* tune = app.add_subcommand("tune", "run an experiment file's hyperparameter sweep");
@@ -144,6 +165,7 @@ int main(int argc, char** argv) {
                    "0 quiet, 1 trial starts and ends, 2 also every epoch")
       ->capture_default_str();
   add_tls_options(tune, tuo.tls);
+  add_dashboard_options(tune, tuo.dashboard, true);
 
   experiments_options eo;
   auto* experiments = app.add_subcommand("experiments", "list and inspect the experiment store");

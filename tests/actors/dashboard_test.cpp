@@ -1,0 +1,225 @@
+// The web dashboard of a head process (dashboard/): its token, its JSON
+// API, its Prometheus text (checked by promtool) and its refusal of a
+// non-loopback bind, against `dtrain start --head --dashboard-port 0` with
+// a node and one finished experiment, all on loopback.
+#include <boost/test/unit_test.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "actors/child_process.hpp"
+#include "test_util.hpp"
+
+using dtrain::testing::child_process;
+using dtrain::testing::temp_dir;
+using std::chrono::milliseconds;
+
+namespace {
+
+struct http_reply {
+  int status = -1;  // -1: no answer
+  std::string body;
+};
+
+// One GET over a fresh connection to 127.0.0.1:port (Connection: close),
+// every socket call bounded by 10 s.
+http_reply get(uint16_t port, const std::string& target, const std::string& token = "") {
+  http_reply out;
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    return out;
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return out;
+  }
+  std::string req = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  if (!token.empty())
+    req += "Authorization: Bearer " + token + "\r\n";
+  req += "\r\n";
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+    ::close(fd);
+    return out;
+  }
+  std::string raw;
+  char buf[8192];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+    raw.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  // "HTTP/1.1 200 OK\r\n...\r\n\r\nBODY" (the server sends Content-Length
+  // and closes: the body is the rest).
+  if (raw.compare(0, 9, "HTTP/1.1 ") != 0 || raw.size() < 12)
+    return out;
+  out.status = std::atoi(raw.substr(9, 3).c_str());
+  const size_t end = raw.find("\r\n\r\n");
+  out.body = end == std::string::npos ? "" : raw.substr(end + 4);
+  return out;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+
+// "http://127.0.0.1:PORT/" -> PORT (0 if not that shape).
+uint16_t port_of(const std::string& url) {
+  const size_t colon = url.rfind(':');
+  if (colon == std::string::npos)
+    return 0;
+  return static_cast<uint16_t>(std::atoi(url.substr(colon + 1).c_str()));
+}
+
+// Two epochs of a small regression on one slot.
+std::string two_epoch_experiment(const temp_dir& dir) {
+  std::string path = dir.file("regression.yaml");
+  dtrain::testing::write_file(
+      path, "name: regression\n"
+            "operator: linear_regression\n"
+            "hyperparameters: {lr: 0.01, samples: 1000, features: 4, optimizer: sgd}\n"
+            "resources: {slots_per_trial: 1}\n"
+            "global_batch_size: 32\n"
+            "epochs: 2\n"
+            "checkpoint_storage: {host_path: " + dir.file("ckpt") + "}\n");
+  return path;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(dashboard_server)
+
+BOOST_AUTO_TEST_CASE(head_dashboard_serves_the_cluster_experiments_and_metrics_with_its_token) {
+  temp_dir home;
+  setenv("DTRAIN_HOME", home.path().c_str(), 1);
+  child_process head({DTRAIN_BINARY, "start", "--head", "--port", "0", "--port-file",
+                      home.file("head.address"), "--dashboard-port", "0", "--dashboard-file",
+                      home.file("dashboard.url")},
+                     home.file("head.log"));
+  const std::string address =
+      trimmed(dtrain::testing::wait_for_file(home.file("head.address"), milliseconds(10000)));
+  BOOST_REQUIRE_MESSAGE(!address.empty(), dtrain::testing::read_file(home.file("head.log")));
+  const std::string url =
+      trimmed(dtrain::testing::wait_for_file(home.file("dashboard.url"), milliseconds(5000)));
+  const uint16_t port = port_of(url);
+  BOOST_REQUIRE_MESSAGE(port != 0, "dashboard URL: " << url);
+  BOOST_TEST(contains(url, "http://127.0.0.1:"), url);
+  child_process node({DTRAIN_BINARY, "start", "--address", address, "--slots", "1",
+                      "--port-file", home.file("node.address")},
+                     home.file("node.log"));
+  const std::string node_address =
+      trimmed(dtrain::testing::wait_for_file(home.file("node.address"), milliseconds(10000)));
+  BOOST_REQUIRE_MESSAGE(!node_address.empty(), dtrain::testing::read_file(home.file("node.log")));
+
+  // The token: 32 hex characters in a file only its owner reads, printed.
+  const std::string token = trimmed(dtrain::testing::read_file(home.file("dashboard-token")));
+  BOOST_TEST(token.size() == 32u);
+  struct stat st {};
+  BOOST_REQUIRE(::stat(home.file("dashboard-token").c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 0777) == 0600u);
+  BOOST_TEST(contains(dtrain::testing::read_file(home.file("head.log")), "?token=" + token));
+
+  // The page and its files need no token; nothing else is served without it.
+  http_reply page = get(port, "/");
+  BOOST_TEST(page.status == 200);
+  BOOST_TEST(contains(page.body, "uPlot"));
+  BOOST_TEST(get(port, "/vendor/uPlot.iife.min.js").status == 200);
+  BOOST_TEST(get(port, "/api/v1/cluster").status == 401);
+  BOOST_TEST(get(port, "/api/v1/cluster", std::string(32, '0')).status == 401);
+  BOOST_TEST(get(port, "/metrics").status == 401);
+  BOOST_TEST(get(port, "/no/such/path").status == 401);
+
+  http_reply cluster = get(port, "/api/v1/cluster", token);
+  BOOST_TEST(cluster.status == 200);
+  BOOST_TEST(contains(cluster.body, "\"address\":\"" + node_address + "\""), cluster.body);
+  BOOST_TEST(contains(cluster.body, "\"slots\":{\"used\":0,\"total\":1}"), cluster.body);
+  BOOST_TEST(get(port, "/api/v1/cluster?token=" + token).status == 200);
+
+  // One experiment of two epochs through the head.
+  child_process train({DTRAIN_BINARY, "train", two_epoch_experiment(home), "--address", address},
+                      home.file("train.log"));
+  BOOST_REQUIRE_MESSAGE(train.wait(milliseconds(120000)) == 0,
+                        dtrain::testing::read_file(home.file("train.log")));
+
+  http_reply experiments = get(port, "/api/v1/experiments", token);
+  BOOST_TEST(experiments.status == 200);
+  BOOST_TEST(contains(experiments.body, "\"id\":1,\"name\":\"regression\""), experiments.body);
+  BOOST_TEST(contains(experiments.body, "\"state\":\"completed\""), experiments.body);
+
+  http_reply trials = get(port, "/api/v1/experiments/1/trials", token);
+  BOOST_TEST(trials.status == 200);
+  BOOST_TEST(contains(trials.body, "\"id\":\"1-00000\""), trials.body);
+  BOOST_TEST(contains(trials.body, "\"epochs\":2"), trials.body);
+  BOOST_TEST(get(port, "/api/v1/experiments/7/trials", token).status == 404);
+  BOOST_TEST(get(port, "/api/v1/experiments/x/trials", token).status == 400);
+
+  http_reply metrics = get(port, "/api/v1/trials/1-00000/metrics", token);
+  BOOST_TEST(metrics.status == 200);
+  BOOST_TEST(contains(metrics.body, "{\"epoch\":1,"), metrics.body);
+  BOOST_TEST(contains(metrics.body, "{\"epoch\":2,"), metrics.body);
+  BOOST_TEST(contains(metrics.body, "\"validation_loss\":"), metrics.body);
+  http_reply since = get(port, "/api/v1/trials/1-00000/metrics?since=1", token);
+  BOOST_TEST(since.status == 200);
+  BOOST_TEST(!contains(since.body, "{\"epoch\":1,"), since.body);
+  BOOST_TEST(contains(since.body, "{\"epoch\":2,"), since.body);
+
+  // /metrics is valid Prometheus text, checked by Prometheus's own linter.
+  http_reply prom = get(port, "/metrics", token);
+  BOOST_TEST(prom.status == 200);
+  BOOST_TEST(contains(prom.body, "\ndtrain_nodes 1\n"), prom.body);
+  BOOST_TEST(contains(prom.body, "dtrain_slots{state=\"total\"} 1"), prom.body);
+  BOOST_TEST(contains(prom.body, "dtrain_trials{state=\"terminated\"} 1"), prom.body);
+  BOOST_TEST(contains(prom.body, "dtrain_head_resident_memory_bytes "), prom.body);
+  dtrain::testing::write_file(home.file("metrics.txt"), prom.body);
+  if (::access("/usr/bin/promtool", X_OK) != 0) {
+    BOOST_FAIL("promtool not found (/usr/bin/promtool, Debian package prometheus): run "
+               "tools/install-deps.sh as root");
+  }
+  const std::string lint = "/usr/bin/promtool check metrics < " + home.file("metrics.txt") +
+                           " > " + home.file("promtool.log") + " 2>&1";
+  const int rc = std::system(("timeout 60 sh -c '" + lint + "'").c_str());
+  BOOST_TEST(rc == 0, "promtool check metrics: "
+                          << dtrain::testing::read_file(home.file("promtool.log")) << "\n"
+                          << prom.body);
+
+  BOOST_TEST(node.stop(SIGTERM, milliseconds(10000)));
+  BOOST_TEST(head.stop(SIGTERM, milliseconds(10000)));
+  // The dashboard went with the head.
+  BOOST_TEST(get(port, "/").status == -1);
+}
+
+BOOST_AUTO_TEST_CASE(dashboard_off_loopback_is_refused_without_tls) {
+  temp_dir home;
+  setenv("DTRAIN_HOME", home.path().c_str(), 1);
+  child_process head({DTRAIN_BINARY, "start", "--head", "--port", "0", "--port-file",
+                      home.file("head.address"), "--dashboard-port", "0", "--dashboard-bind",
+                      "0.0.0.0"},
+                     home.file("head.log"));
+  const int code = head.wait(milliseconds(30000));
+  const std::string log = dtrain::testing::read_file(home.file("head.log"));
+  BOOST_TEST(code == 2, log);
+  BOOST_TEST(contains(log, "--dashboard-bind 0.0.0.0"), log);
+  BOOST_TEST(contains(log, "loopback only"), log);
+  BOOST_TEST(contains(log, "TLS"), log);
+  BOOST_TEST(dtrain::testing::read_file(home.file("head.address")).empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
