@@ -36,7 +36,7 @@ result<std::unique_ptr<dashboard>> dashboard::start(caf::actor_system& sys,
   router* r = d->router_.get();
   DTRAIN_ASSIGN_OR_RETURN(d->server_,
                           http_server::start(so, [r](const http_request& q) { return r->handle(q); }));
-  return std::move(d);  // into result<>: not moved implicitly in C++17
+  return d;
 }
 
 dashboard::~dashboard() { stop(); }

@@ -46,7 +46,19 @@ std::string value_text(double v) {
     return "NaN";
   if (std::isinf(v))
     return v > 0 ? "+Inf" : "-Inf";
+  // Counts as integers ("dtrain_nodes 3"), everything else exactly.
+  if (v == std::floor(v) && std::fabs(v) < 9007199254740992.0)
+    return std::to_string(static_cast<int64_t>(v));
   return json::number(v);
+}
+
+// Label values in lower case: the store keeps trial states as the tuner
+// names them (TERMINATED), experiment states in lower case.
+std::string lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z')
+      c = static_cast<char>(c - 'A' + 'a');
+  return s;
 }
 
 // The metrics a trial's reports may carry that /metrics shows per running
@@ -131,10 +143,10 @@ std::string head_metrics(const metrics_input& in) {
   if (in.store_ok) {
     std::map<std::string, int64_t> experiments, trials;
     for (const auto& e : in.experiments)
-      ++experiments[e.state];
+      ++experiments[lower(e.state)];
     for (const auto& ts : in.trials)
       for (const auto& t : ts)
-        ++trials[t.state];
+        ++trials[lower(t.state)];
     p.family("dtrain_experiments", "Experiments in the store, by state.", "gauge");
     for (const char* st : {"running", "completed", "interrupted", "failed"})
       experiments.emplace(st, 0);

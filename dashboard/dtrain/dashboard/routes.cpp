@@ -172,7 +172,7 @@ http_response router::prometheus() {
         break;
       }
       for (const auto& tr : *ts) {
-        if (tr.state != "running")
+        if (tr.state != "RUNNING" && tr.state != "running")
           continue;
         metrics_input::running_trial r{e.id, tr.id, tr.epochs, {}};
         // The newest report's values: the rows of the highest seq.
