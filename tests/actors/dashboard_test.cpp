@@ -4,12 +4,8 @@
 // a node and one finished experiment, all on loopback.
 #include <boost/test/unit_test.hpp>
 
-#include <arpa/inet.h>
 #include <signal.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +14,7 @@
 #include <vector>
 
 #include "actors/child_process.hpp"
+#include "dashboard/http_client.hpp"
 #include "test_util.hpp"
 
 using dtrain::testing::child_process;
@@ -26,51 +23,8 @@ using std::chrono::milliseconds;
 
 namespace {
 
-struct http_reply {
-  int status = -1;  // -1: no answer
-  std::string body;
-};
-
-// One GET over a fresh connection to 127.0.0.1:port (Connection: close),
-// every socket call bounded by 10 s.
-http_reply get(uint16_t port, const std::string& target, const std::string& token = "") {
-  http_reply out;
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return out;
-  timeval tv{10, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return out;
-  }
-  std::string req = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (!token.empty())
-    req += "Authorization: Bearer " + token + "\r\n";
-  req += "\r\n";
-  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
-    ::close(fd);
-    return out;
-  }
-  std::string raw;
-  char buf[8192];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
-    raw.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  // "HTTP/1.1 200 OK\r\n...\r\n\r\nBODY" (the server sends Content-Length
-  // and closes: the body is the rest).
-  if (raw.compare(0, 9, "HTTP/1.1 ") != 0 || raw.size() < 12)
-    return out;
-  out.status = std::atoi(raw.substr(9, 3).c_str());
-  const size_t end = raw.find("\r\n\r\n");
-  out.body = end == std::string::npos ? "" : raw.substr(end + 4);
-  return out;
-}
+using dtrain::testing::http_get;
+using dtrain::testing::http_reply;
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -139,20 +93,20 @@ BOOST_AUTO_TEST_CASE(head_dashboard_serves_the_cluster_experiments_and_metrics_w
   BOOST_TEST(contains(dtrain::testing::read_file(home.file("head.log")), "?token=" + token));
 
   // The page and its files need no token; nothing else is served without it.
-  http_reply page = get(port, "/");
+  http_reply page = http_get(port, "/");
   BOOST_TEST(page.status == 200);
   BOOST_TEST(contains(page.body, "uPlot"));
-  BOOST_TEST(get(port, "/vendor/uPlot.iife.min.js").status == 200);
-  BOOST_TEST(get(port, "/api/v1/cluster").status == 401);
-  BOOST_TEST(get(port, "/api/v1/cluster", std::string(32, '0')).status == 401);
-  BOOST_TEST(get(port, "/metrics").status == 401);
-  BOOST_TEST(get(port, "/no/such/path").status == 401);
+  BOOST_TEST(http_get(port, "/vendor/uPlot.iife.min.js").status == 200);
+  BOOST_TEST(http_get(port, "/api/v1/cluster").status == 401);
+  BOOST_TEST(http_get(port, "/api/v1/cluster", std::string(32, '0')).status == 401);
+  BOOST_TEST(http_get(port, "/metrics").status == 401);
+  BOOST_TEST(http_get(port, "/no/such/path").status == 401);
 
-  http_reply cluster = get(port, "/api/v1/cluster", token);
+  http_reply cluster = http_get(port, "/api/v1/cluster", token);
   BOOST_TEST(cluster.status == 200);
   BOOST_TEST(contains(cluster.body, "\"address\":\"" + node_address + "\""), cluster.body);
   BOOST_TEST(contains(cluster.body, "\"slots\":{\"used\":0,\"total\":1}"), cluster.body);
-  BOOST_TEST(get(port, "/api/v1/cluster?token=" + token).status == 200);
+  BOOST_TEST(http_get(port, "/api/v1/cluster?token=" + token).status == 200);
 
   // One experiment of two epochs through the head.
   child_process train({DTRAIN_BINARY, "train", two_epoch_experiment(home), "--address", address},
@@ -160,30 +114,30 @@ BOOST_AUTO_TEST_CASE(head_dashboard_serves_the_cluster_experiments_and_metrics_w
   BOOST_REQUIRE_MESSAGE(train.wait(milliseconds(120000)) == 0,
                         dtrain::testing::read_file(home.file("train.log")));
 
-  http_reply experiments = get(port, "/api/v1/experiments", token);
+  http_reply experiments = http_get(port, "/api/v1/experiments", token);
   BOOST_TEST(experiments.status == 200);
   BOOST_TEST(contains(experiments.body, "\"id\":1,\"name\":\"regression\""), experiments.body);
   BOOST_TEST(contains(experiments.body, "\"state\":\"completed\""), experiments.body);
 
-  http_reply trials = get(port, "/api/v1/experiments/1/trials", token);
+  http_reply trials = http_get(port, "/api/v1/experiments/1/trials", token);
   BOOST_TEST(trials.status == 200);
   BOOST_TEST(contains(trials.body, "\"id\":\"1-00000\""), trials.body);
   BOOST_TEST(contains(trials.body, "\"epochs\":2"), trials.body);
-  BOOST_TEST(get(port, "/api/v1/experiments/7/trials", token).status == 404);
-  BOOST_TEST(get(port, "/api/v1/experiments/x/trials", token).status == 400);
+  BOOST_TEST(http_get(port, "/api/v1/experiments/7/trials", token).status == 404);
+  BOOST_TEST(http_get(port, "/api/v1/experiments/x/trials", token).status == 400);
 
-  http_reply metrics = get(port, "/api/v1/trials/1-00000/metrics", token);
+  http_reply metrics = http_get(port, "/api/v1/trials/1-00000/metrics", token);
   BOOST_TEST(metrics.status == 200);
   BOOST_TEST(contains(metrics.body, "{\"epoch\":1,"), metrics.body);
   BOOST_TEST(contains(metrics.body, "{\"epoch\":2,"), metrics.body);
   BOOST_TEST(contains(metrics.body, "\"validation_loss\":"), metrics.body);
-  http_reply since = get(port, "/api/v1/trials/1-00000/metrics?since=1", token);
+  http_reply since = http_get(port, "/api/v1/trials/1-00000/metrics?since=1", token);
   BOOST_TEST(since.status == 200);
   BOOST_TEST(!contains(since.body, "{\"epoch\":1,"), since.body);
   BOOST_TEST(contains(since.body, "{\"epoch\":2,"), since.body);
 
   // /metrics is valid Prometheus text, checked by Prometheus's own linter.
-  http_reply prom = get(port, "/metrics", token);
+  http_reply prom = http_get(port, "/metrics", token);
   BOOST_TEST(prom.status == 200);
   BOOST_TEST(contains(prom.body, "\ndtrain_nodes 1\n"), prom.body);
   BOOST_TEST(contains(prom.body, "dtrain_slots{state=\"total\"} 1"), prom.body);
@@ -204,7 +158,7 @@ BOOST_AUTO_TEST_CASE(head_dashboard_serves_the_cluster_experiments_and_metrics_w
   BOOST_TEST(node.stop(SIGTERM, milliseconds(10000)));
   BOOST_TEST(head.stop(SIGTERM, milliseconds(10000)));
   // The dashboard went with the head.
-  BOOST_TEST(get(port, "/").status == -1);
+  BOOST_TEST(http_get(port, "/").status == -1);
 }
 
 BOOST_AUTO_TEST_CASE(dashboard_off_loopback_is_refused_without_tls) {

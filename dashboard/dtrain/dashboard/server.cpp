@@ -1,10 +1,12 @@
 #include "dtrain/dashboard/server.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <exception>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -20,11 +22,15 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+class session;
+
 // What every session shares with the server; outlives both.
 struct shared_state {
   http_server::options options;
   http_server::handler handle;
   std::atomic<int> sessions{0};
+  // The open sessions, so that stop() can close them (I/O thread only).
+  std::vector<std::weak_ptr<session>> live;
 };
 
 http_response answer(const std::shared_ptr<shared_state>& st, const http_request& r) {
@@ -48,6 +54,12 @@ public:
   ~session() { --state_->sessions; }
 
   void run() { read(); }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().close(ignored);
+  }
 
 private:
   void read() {
@@ -105,12 +117,6 @@ private:
     read();
   }
 
-  void close() {
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.socket().close(ignored);
-  }
-
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -130,11 +136,20 @@ struct http_server::impl {
 
   void accept() {
     acceptor.async_accept(io, [this](beast::error_code ec, tcp::socket s) {
-      if (ec == asio::error::operation_aborted || !acceptor.is_open())
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) {
+        beast::error_code ignored;
+        s.close(ignored);
         return;
+      }
       if (!ec) {
         if (state->sessions.load() < state->options.max_connections) {
-          std::make_shared<session>(std::move(s), state)->run();
+          auto& live = state->live;
+          live.erase(std::remove_if(live.begin(), live.end(),
+                                    [](const std::weak_ptr<session>& w) { return w.expired(); }),
+                     live.end());
+          auto fresh = std::make_shared<session>(std::move(s), state);
+          live.push_back(fresh);
+          fresh->run();
         } else {
           beast::error_code ignored;
           s.close(ignored);
@@ -194,14 +209,18 @@ void http_server::stop() {
   if (impl_->stopped)
     return;
   impl_->stopped = true;
-  // Closing the acceptor on the I/O thread ends the accept loop; stop()
-  // abandons the sessions' pending reads and writes, and the io_context's
-  // destructor (with the impl) destroys them, closing their sockets.
+  // On the I/O thread: closing the acceptor and every open connection
+  // ends their pending operations, after which run() runs out of work and
+  // returns. A connection accepted meanwhile is closed by the same loop's
+  // end: the accept handler sees the acceptor closed.
   asio::post(impl_->io, [p = impl_.get()] {
     beast::error_code ignored;
     p->acceptor.close(ignored);
+    for (auto& w : p->state->live)
+      if (auto s = w.lock())
+        s->close();
+    p->state->live.clear();
   });
-  impl_->io.stop();
   if (impl_->thread.joinable())
     impl_->thread.join();
 }
