@@ -16,6 +16,7 @@
 //                                                   run its hyperparameter sweep
 //   dtrain experiments list | show ID | trials ID | best ID [--metric NAME]
 //         | delete ID [--yes]  [--address HOST:PORT | --store PATH] [--json]
+//   dtrain dashboard-token                          the dashboard's bearer token
 //   dtrain cert ca create [--dir DIR] [--name NAME] [--days N] [--force]
 //   dtrain cert create --head|--node|--client [--name NAME] [--host H ...]
 //         [--days N] [--dir DIR] [--out DIR] [--force]  a key and certificate
@@ -30,6 +31,7 @@
 #include "cert_command.hpp"
 #include "commands.hpp"
 #include "dtrain/config.hpp"
+#include "dtrain/dashboard/token.hpp"
 #include "processes.hpp"
 #include "servers.hpp"
 
@@ -197,7 +199,20 @@ int main(int argc, char** argv) {
   cert_options co;
   auto* cert = add_cert_command(app, co);
 
+  auto* token_cmd = app.add_subcommand(
+      "dashboard-token", "print the web dashboard's bearer token ($DTRAIN_HOME/dashboard-token, "
+                         "made if missing)");
+
   CLI11_PARSE(app, argc, argv);
+  if (token_cmd->parsed()) {
+    auto t = dtrain::dashboard::load_or_create_token(dtrain::dashboard::default_token_path());
+    if (!t) {
+      std::fprintf(stderr, "error: %s\n", t.error().message().c_str());
+      return 1;
+    }
+    std::printf("%s\n", t->c_str());
+    return 0;
+  }
   if (cert->parsed())
     return run_cert(co);
   if (experiments->parsed())

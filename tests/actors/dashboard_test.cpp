@@ -91,6 +91,11 @@ BOOST_AUTO_TEST_CASE(head_dashboard_serves_the_cluster_experiments_and_metrics_w
   BOOST_REQUIRE(::stat(home.file("dashboard-token").c_str(), &st) == 0);
   BOOST_TEST((st.st_mode & 0777) == 0600u);
   BOOST_TEST(contains(dtrain::testing::read_file(home.file("head.log")), "?token=" + token));
+  {
+    child_process print({DTRAIN_BINARY, "dashboard-token"}, home.file("token.log"));
+    BOOST_TEST(print.wait(milliseconds(10000)) == 0);
+    BOOST_TEST(dtrain::testing::read_file(home.file("token.log")) == token + "\n");
+  }
 
   // The page and its files need no token; nothing else is served without it.
   http_reply page = http_get(port, "/");

@@ -114,66 +114,80 @@ result<int64_t> resident_memory_bytes() {
   return not_found(path + ": no VmRSS line");
 }
 
+namespace {
+
+void cluster_families(prometheus_text& p, const actors::cluster_status& s) {
+  double slots = 0, used = 0, gpus = 0, gpus_used = 0;
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    slots += s.nodes[i].cpu_slots;
+    gpus += s.nodes[i].gpus;
+    used += i < s.slots_used.size() ? s.slots_used[i] : 0;
+    gpus_used += i < s.gpus_used.size() ? s.gpus_used[i] : 0;
+  }
+  p.family("dtrain_nodes", "Usable nodes registered with the head.", "gauge");
+  p.sample(static_cast<double>(s.nodes.size()));
+  p.family("dtrain_trainers", "Trainers holding slots or GPUs.", "gauge");
+  p.sample(static_cast<double>(s.trainers.size()));
+  p.family("dtrain_slots", "CPU slots of the usable nodes, in use and in all.", "gauge");
+  p.sample(used, {{"state", "used"}});
+  p.sample(slots, {{"state", "total"}});
+  p.family("dtrain_gpus", "GPUs of the usable nodes, in use and in all.", "gauge");
+  p.sample(gpus_used, {{"state", "used"}});
+  p.sample(gpus, {{"state", "total"}});
+}
+
+// Counts by state; the usual states always present (as 0), so a series
+// does not vanish when nothing is in that state.
+void state_family(prometheus_text& p, const char* name, const char* help,
+                  std::map<std::string, int64_t> counts, std::initializer_list<const char*> usual) {
+  for (const char* st : usual)
+    counts.emplace(st, 0);
+  p.family(name, help, "gauge");
+  for (const auto& [state, n] : counts)
+    p.sample(static_cast<double>(n), {{"state", state}});
+}
+
+void store_families(prometheus_text& p, const metrics_input& in) {
+  std::map<std::string, int64_t> experiments, trials;
+  for (const auto& e : in.experiments)
+    ++experiments[lower(e.state)];
+  for (const auto& ts : in.trials)
+    for (const auto& t : ts)
+      ++trials[lower(t.state)];
+  state_family(p, "dtrain_experiments", "Experiments in the store, by state.", experiments,
+               {"running", "completed", "interrupted", "failed"});
+  state_family(p, "dtrain_trials", "Trials in the store, by state.", trials,
+               {"pending", "running", "stopped", "terminated", "error", "interrupted"});
+  // Per running trial only, so that label sets end with their trial.
+  p.family("dtrain_trial_epoch", "The running trial's last reported epoch.", "gauge");
+  for (const auto& r : in.running)
+    p.sample(static_cast<double>(r.epoch),
+             {{"experiment", std::to_string(r.experiment)}, {"trial", r.trial}});
+  for (const auto& f : trial_families) {
+    bool started = false;
+    for (const auto& r : in.running)
+      for (const auto& [name, value] : r.latest)
+        if (name == f.metric) {
+          if (!started)
+            p.family(f.name, f.help, "gauge");
+          started = true;
+          p.sample(value, {{"experiment", std::to_string(r.experiment)}, {"trial", r.trial}});
+        }
+  }
+}
+
+} // namespace
+
 std::string head_metrics(const metrics_input& in) {
   prometheus_text p;
   p.family("dtrain_up", "Whether the head (cluster) and the experiment store (store) answered "
            "this scrape.", "gauge");
   p.sample(in.cluster_ok ? 1 : 0, {{"part", "cluster"}});
   p.sample(in.store_ok ? 1 : 0, {{"part", "store"}});
-  if (in.cluster_ok) {
-    const auto& s = in.cluster;
-    double slots = 0, used = 0, gpus = 0, gpus_used = 0;
-    for (size_t i = 0; i < s.nodes.size(); ++i) {
-      slots += s.nodes[i].cpu_slots;
-      gpus += s.nodes[i].gpus;
-      used += i < s.slots_used.size() ? s.slots_used[i] : 0;
-      gpus_used += i < s.gpus_used.size() ? s.gpus_used[i] : 0;
-    }
-    p.family("dtrain_nodes", "Usable nodes registered with the head.", "gauge");
-    p.sample(static_cast<double>(s.nodes.size()));
-    p.family("dtrain_trainers", "Trainers holding slots or GPUs.", "gauge");
-    p.sample(static_cast<double>(s.trainers.size()));
-    p.family("dtrain_slots", "CPU slots of the usable nodes, in use and in all.", "gauge");
-    p.sample(used, {{"state", "used"}});
-    p.sample(slots, {{"state", "total"}});
-    p.family("dtrain_gpus", "GPUs of the usable nodes, in use and in all.", "gauge");
-    p.sample(gpus_used, {{"state", "used"}});
-    p.sample(gpus, {{"state", "total"}});
-  }
-  if (in.store_ok) {
-    std::map<std::string, int64_t> experiments, trials;
-    for (const auto& e : in.experiments)
-      ++experiments[lower(e.state)];
-    for (const auto& ts : in.trials)
-      for (const auto& t : ts)
-        ++trials[lower(t.state)];
-    p.family("dtrain_experiments", "Experiments in the store, by state.", "gauge");
-    for (const char* st : {"running", "completed", "interrupted", "failed"})
-      experiments.emplace(st, 0);
-    for (const auto& [state, n] : experiments)
-      p.sample(static_cast<double>(n), {{"state", state}});
-    p.family("dtrain_trials", "Trials in the store, by state.", "gauge");
-    for (const char* st : {"pending", "running", "stopped", "terminated", "error", "interrupted"})
-      trials.emplace(st, 0);
-    for (const auto& [state, n] : trials)
-      p.sample(static_cast<double>(n), {{"state", state}});
-    // Per running trial only: the label set ends with the trial.
-    p.family("dtrain_trial_epoch", "The running trial's last reported epoch.", "gauge");
-    for (const auto& r : in.running)
-      p.sample(static_cast<double>(r.epoch),
-               {{"experiment", std::to_string(r.experiment)}, {"trial", r.trial}});
-    for (const auto& f : trial_families) {
-      bool started = false;
-      for (const auto& r : in.running)
-        for (const auto& [name, value] : r.latest)
-          if (name == f.metric) {
-            if (!started)
-              p.family(f.name, f.help, "gauge");
-            started = true;
-            p.sample(value, {{"experiment", std::to_string(r.experiment)}, {"trial", r.trial}});
-          }
-    }
-  }
+  if (in.cluster_ok)
+    cluster_families(p, in.cluster);
+  if (in.store_ok)
+    store_families(p, in);
   if (in.rss_bytes >= 0) {
     p.family("dtrain_head_resident_memory_bytes",
              "Resident memory of the process serving this dashboard (VmRSS).", "gauge");
