@@ -75,6 +75,8 @@ int run_start(bool head, bool detach, server_options o) {
     std::string log = cluster_dir() + "/" + role + "-" + std::to_string(getpid()) + ".log";
     if (o.port_file.empty())
       o.port_file = cluster_dir() + "/" + role + "-" + std::to_string(getpid()) + ".address";
+    if (o.dashboard.port >= 0 && o.dashboard.url_file.empty())
+      o.dashboard.url_file = cluster_dir() + "/dashboard-" + std::to_string(getpid()) + ".url";
     std::filesystem::create_directories(cluster_dir());
     auto child = daemonize(log, o.port_file);
     if (!child) {
@@ -89,6 +91,11 @@ int run_start(bool head, bool detach, server_options o) {
         return 1;
       }
       std::printf("dtrain %s started at %s (log %s)\n", role.c_str(), address.c_str(), log.c_str());
+      // The head writes the dashboard's URL before its address.
+      std::ifstream url_in(o.dashboard.url_file);
+      std::string url;
+      if (o.dashboard.port >= 0 && url_in >> url)
+        std::printf("dashboard at %s (token: `dtrain dashboard-token`)\n", url.c_str());
       return 0;
     }
   }
