@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "actors/child_process.hpp"
@@ -56,6 +57,34 @@ std::string two_epoch_experiment(const temp_dir& dir) {
             "epochs: 2\n"
             "checkpoint_storage: {host_path: " + dir.file("ckpt") + "}\n");
   return path;
+}
+
+// `promtool check metrics` on `text`; "" when it passes, else its output.
+// Fails the test when promtool is not installed.
+std::string promtool_complaints(const temp_dir& dir, const std::string& text) {
+  if (::access("/usr/bin/promtool", X_OK) != 0) {
+    BOOST_FAIL("promtool not found (/usr/bin/promtool, Debian package prometheus): run "
+               "tools/install-deps.sh as root");
+  }
+  dtrain::testing::write_file(dir.file("metrics.txt"), text);
+  const std::string lint = "/usr/bin/promtool check metrics < " + dir.file("metrics.txt") + " > " +
+                           dir.file("promtool.log") + " 2>&1";
+  if (std::system(("timeout 60 sh -c '" + lint + "'").c_str()) == 0)
+    return "";
+  return "promtool: " + dtrain::testing::read_file(dir.file("promtool.log"));
+}
+
+// Polls `path` until its body contains `part` (or 60 s pass); the last body.
+std::string wait_for_body(uint16_t port, const std::string& path, const std::string& token,
+                          const std::string& part) {
+  std::string body;
+  for (int i = 0; i < 600; ++i) {
+    body = http_get(port, path, token).body;
+    if (contains(body, part))
+      break;
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  return body;
 }
 
 } // namespace
@@ -148,17 +177,7 @@ BOOST_AUTO_TEST_CASE(head_dashboard_serves_the_cluster_experiments_and_metrics_w
   BOOST_TEST(contains(prom.body, "dtrain_slots{state=\"total\"} 1"), prom.body);
   BOOST_TEST(contains(prom.body, "dtrain_trials{state=\"terminated\"} 1"), prom.body);
   BOOST_TEST(contains(prom.body, "dtrain_head_resident_memory_bytes "), prom.body);
-  dtrain::testing::write_file(home.file("metrics.txt"), prom.body);
-  if (::access("/usr/bin/promtool", X_OK) != 0) {
-    BOOST_FAIL("promtool not found (/usr/bin/promtool, Debian package prometheus): run "
-               "tools/install-deps.sh as root");
-  }
-  const std::string lint = "/usr/bin/promtool check metrics < " + home.file("metrics.txt") +
-                           " > " + home.file("promtool.log") + " 2>&1";
-  const int rc = std::system(("timeout 60 sh -c '" + lint + "'").c_str());
-  BOOST_TEST(rc == 0, "promtool check metrics: "
-                          << dtrain::testing::read_file(home.file("promtool.log")) << "\n"
-                          << prom.body);
+  BOOST_TEST(promtool_complaints(home, prom.body) == "", prom.body);
 
   BOOST_TEST(node.stop(SIGTERM, milliseconds(10000)));
   BOOST_TEST(head.stop(SIGTERM, milliseconds(10000)));
@@ -180,6 +199,46 @@ BOOST_AUTO_TEST_CASE(dashboard_off_loopback_is_refused_without_tls) {
   BOOST_TEST(contains(log, "loopback only"), log);
   BOOST_TEST(contains(log, "TLS"), log);
   BOOST_TEST(dtrain::testing::read_file(home.file("head.address")).empty());
+}
+
+BOOST_AUTO_TEST_CASE(train_dashboard_shows_its_embedded_cluster_and_curves_that_grow) {
+  temp_dir home;
+  setenv("DTRAIN_HOME", home.path().c_str(), 1);
+  const std::string experiment = home.file("long.yaml");
+  dtrain::testing::write_file(
+      experiment, "name: long\n"
+                  "operator: linear_regression\n"
+                  "hyperparameters: {lr: 0.01, samples: 20000, features: 4, optimizer: sgd}\n"
+                  "resources: {slots_per_trial: 1}\n"
+                  "global_batch_size: 32\n"
+                  "epochs: 100000\n");
+  child_process train({DTRAIN_BINARY, "train", experiment, "--embedded", "--dashboard",
+                       "--dashboard-file", home.file("dashboard.url")},
+                      home.file("train.log"));
+  const std::string url =
+      trimmed(dtrain::testing::wait_for_file(home.file("dashboard.url"), milliseconds(10000)));
+  const uint16_t port = port_of(url);
+  BOOST_REQUIRE_MESSAGE(port != 0, dtrain::testing::read_file(home.file("train.log")));
+  const std::string token = trimmed(dtrain::testing::read_file(home.file("dashboard-token")));
+
+  const std::string cluster = http_get(port, "/api/v1/cluster", token).body;
+  BOOST_TEST(contains(cluster, "\"address\":\"in-process\""), cluster);
+  // The curve gains points while the trial trains.
+  const std::string path = "/api/v1/trials/1-00000/metrics";
+  BOOST_TEST(contains(wait_for_body(port, path, token, "{\"epoch\":2,"), "{\"epoch\":2,"));
+  const std::string later = wait_for_body(port, path + "?since=2", token, "{\"epoch\":4,");
+  BOOST_TEST(contains(later, "{\"epoch\":4,"), later);
+  BOOST_TEST(!contains(later, "{\"epoch\":2,"), later);
+  // A running trial's label set, checked by promtool too.
+  http_reply prom = http_get(port, "/metrics", token);
+  BOOST_TEST(contains(prom.body, "dtrain_trial_epoch{experiment=\"1\",trial=\"00000\"} "), prom.body);
+  BOOST_TEST(contains(prom.body, "dtrain_trials{state=\"running\"} 1"), prom.body);
+  BOOST_TEST(contains(prom.body, "dtrain_slots{state=\"used\"} 1"), prom.body);
+  BOOST_TEST(promtool_complaints(home, prom.body) == "", prom.body);
+
+  BOOST_TEST(train.stop(SIGINT, milliseconds(30000)),
+             dtrain::testing::read_file(home.file("train.log")));
+  BOOST_TEST(http_get(port, "/").status == -1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
