@@ -70,6 +70,7 @@ BOOST_AUTO_TEST_CASE(answers_requests_on_its_port_and_stop_joins_its_thread) {
   BOOST_TEST(r.status == 200);
   BOOST_TEST(r.body == "GET /a?b=c Bearer t0k");
   BOOST_TEST(r.headers.find("Content-Length: 21") != std::string::npos, r.headers);
+  BOOST_TEST(r.headers.find("Referrer-Policy: no-referrer") != std::string::npos, r.headers);
   const uint16_t port = s->port();
   const auto start = steady_clock::now();
   s->stop();

@@ -98,6 +98,9 @@ private:
     response_.set(http::field::server, "dtrain");
     response_.set(http::field::content_type, out.content_type);
     response_.set(http::field::cache_control, "no-store");
+    // The page's address may carry ?token=: never send it on as a referrer.
+    response_.set("Referrer-Policy", "no-referrer");
+    response_.set("X-Content-Type-Options", "nosniff");
     for (const auto& [k, v] : out.headers)
       response_.set(k, v);
     response_.keep_alive(keep_alive);
