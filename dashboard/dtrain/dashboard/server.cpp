@@ -135,7 +135,7 @@ struct http_server::impl {
   std::shared_ptr<shared_state> state = std::make_shared<shared_state>();
   std::thread thread;
   uint16_t port = 0;
-  bool stopped = false;
+  std::atomic<bool> stopped{false};
 
   void accept() {
     acceptor.async_accept(io, [this](beast::error_code ec, tcp::socket s) {
@@ -209,9 +209,8 @@ http_server::~http_server() { stop(); }
 uint16_t http_server::port() const { return impl_->port; }
 
 void http_server::stop() {
-  if (impl_->stopped)
+  if (impl_->stopped.exchange(true))
     return;
-  impl_->stopped = true;
   // On the I/O thread: closing the acceptor and every open connection
   // ends their pending operations, after which run() runs out of work and
   // returns. A connection accepted meanwhile is closed by the same loop's
