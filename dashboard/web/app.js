@@ -15,7 +15,7 @@ const token = (() => {
   return sessionStorage.getItem("dtrain-token") || "";
 })();
 
-const state = { experiment: null, trial: null, reports: [], since: 0, charts: [] };
+const state = { experiment: null, trial: null, reports: [], since: 0, lastSeq: 0, charts: [] };
 
 async function api(path) {
   const r = await fetch(path, { headers: { Authorization: "Bearer " + token } });
@@ -88,6 +88,7 @@ function selectTrial(t) {
     state.trial = t.id;
     state.reports = [];
     state.since = 0;
+    state.lastSeq = 0;
   }
   refreshCurves().catch(showError);
 }
@@ -96,11 +97,16 @@ function selectTrial(t) {
 async function refreshCurves() {
   if (state.trial === null) return;
   const m = await api(`/api/v1/trials/${state.trial}/metrics?since=${state.since}`);
-  if (m.id !== state.trial) return;
+  if (m.id !== state.trial) return;  // another trial was selected meanwhile
+  let added = 0;
   for (const r of m.reports) {
+    if (r.seq <= state.lastSeq) continue;  // an overlapping poll already added it
     state.reports.push(r);
+    state.lastSeq = r.seq;
     state.since = Math.max(state.since, r.epoch);
+    added++;
   }
+  if (!added && state.charts.length) return;
   document.getElementById("curves-of").textContent = `of trial ${state.trial}`;
   draw();
 }
