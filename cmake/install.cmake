@@ -2,17 +2,18 @@
 #
 #   cmake --install build --prefix P
 #
-# gives P/include/dtrain/..., P/lib/libdtrain_{core,serialization,actors}.so
+# gives P/include/dtrain/..., P/lib/libdtrain_{core,serialization,actors,dashboard}.so
 # (with their version links), P/bin/dtrain, the CMake package in
 # P/lib/cmake/dtrain (find_package(dtrain): dtrain::dtrain, dtrain::plugin,
-# dtrain::core, dtrain::serialization, dtrain::actors) and
+# dtrain::core, dtrain::serialization, dtrain::actors, dtrain::dashboard),
+# P/share/dtrain/web (the dashboard's page, also embedded in the library) and
 # P/lib/pkgconfig/dtrain.pc. Everything is relative to P, so the tree can
 # be moved. The version is project()'s, in the top CMakeLists.txt.
 include(CMakePackageConfigHelpers)
 
 set(DTRAIN_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/dtrain")
 
-install(TARGETS dtrain_core dtrain_serialization dtrain_actors dtrain_plugin dtrain_all
+install(TARGETS dtrain_core dtrain_serialization dtrain_actors dtrain_dashboard dtrain_plugin dtrain_all
   EXPORT dtrainTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev)
 install(TARGETS dtrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)

@@ -20,6 +20,7 @@ packages=(
   libsqlite3-dev                  # the experiment store
   libssl-dev openssl              # cluster certificates (libcrypto); the CLI in their tests
   dataset-fashion-mnist           # the real data set
+  prometheus                      # promtool: the dashboard's /metrics test lints with it
 )
 for arg in "$@"; do
   case "$arg" in

@@ -136,9 +136,15 @@ int run_train(const train_options& o) {
     return fail(attach.error());
   cluster::options co = *attach;
   co.local_slots = std::max(o.local_slots, e->slots_per_trial);
+  if (status s = check_dashboard_flags(o.dashboard); !s)
+    return fail(s);
   auto c = cluster::connect(co);
   if (!c)
     return fail(c.error());
+  // Declared after the cluster: it stops before the cluster's actor system.
+  auto dash = serve_dashboard((*c)->system(), (*c)->head(), o.dashboard, "dtrain train:");
+  if (!dash)
+    return fail(dash.error());
   auto store = (*c)->experiments();
   if (!store)
     return fail(store.error());
@@ -314,9 +320,15 @@ int run_tune(const tune_options& o) {
   // it one trial's worth and the sweep one trial at a time.
   const int cores = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
   co.local_slots = std::max(o.local_slots > 0 ? o.local_slots : cores, e->slots_per_trial);
+  if (status s = check_dashboard_flags(o.dashboard); !s)
+    return fail(s);
   auto c = cluster::connect(co);
   if (!c)
     return fail(c.error());
+  // Declared after the cluster: it stops before the cluster's actor system.
+  auto dash = serve_dashboard((*c)->system(), (*c)->head(), o.dashboard, "dtrain tune:");
+  if (!dash)
+    return fail(dash.error());
   auto store = (*c)->experiments();
   if (!store)
     return fail(store.error());

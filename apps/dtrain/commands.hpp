@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "dashboard_serving.hpp"
 #include "dtrain/security/certificates.hpp"
 
 namespace dtrain::cli {
@@ -16,6 +17,7 @@ struct train_options {
   bool force = false;    // resume even when the file's configuration changed
   bool verbose = false;  // every rank's progress lines instead of the group's bar
   security::tls_files tls;  // --tls-*: empty: $DTRAIN_HOME/tls, else plain (loopback only)
+  dashboard_flags dashboard;  // --dashboard[-port|-bind|-file]: one for the cluster it runs on
 };
 
 struct tune_options {
@@ -27,6 +29,7 @@ struct tune_options {
   int64_t resume = 0;    // continue this experiment (0: a new one)
   bool force = false;    // resume even when the file's configuration changed
   security::tls_files tls;  // --tls-*: empty: $DTRAIN_HOME/tls, else plain (loopback only)
+  dashboard_flags dashboard;  // --dashboard[-port|-bind|-file]: one for the cluster it runs on
 };
 
 /// `dtrain experiments ACTION [ID]` (experiments_command.cpp).

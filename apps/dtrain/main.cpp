@@ -7,6 +7,7 @@
 //         [--bind ADDR] [--advertise ADDR]         (where it listens; what peers use)
 //   every command that listens or connects: [--tls-cert PEM --tls-key PEM --tls-ca PEM]
 //         (default: $DTRAIN_HOME/tls; required for anything but loopback)
+//         [--dashboard-port P] [--dashboard-file F] (head: the web dashboard, README "Dashboard")
 //   dtrain status --address HOST:PORT               nodes, slots, trainers
 //   dtrain stop                                     stop what this host started
 //   dtrain train EXPERIMENT.yaml [--address ...] [--resume ID [--force]]
@@ -15,6 +16,7 @@
 //                                                   run its hyperparameter sweep
 //   dtrain experiments list | show ID | trials ID | best ID [--metric NAME]
 //         | delete ID [--yes]  [--address HOST:PORT | --store PATH] [--json]
+//   dtrain dashboard-token                          the dashboard's bearer token
 //   dtrain cert ca create [--dir DIR] [--name NAME] [--days N] [--force]
 //   dtrain cert create --head|--node|--client [--name NAME] [--host H ...]
 //         [--days N] [--dir DIR] [--out DIR] [--force]  a key and certificate
@@ -29,6 +31,7 @@
 #include "cert_command.hpp"
 #include "commands.hpp"
 #include "dtrain/config.hpp"
+#include "dtrain/dashboard/token.hpp"
 #include "processes.hpp"
 #include "servers.hpp"
 
@@ -44,9 +47,27 @@ void add_tls_options(CLI::App* cmd, dtrain::security::tls_files& tls) {
   cmd->add_option("--tls-ca", tls.ca, "the cluster CA's certificate (default: $DTRAIN_HOME/tls/ca.pem)");
 }
 
+// --dashboard-port/--dashboard-bind/--dashboard-file, and for a driver
+// --dashboard (any free port).
+void add_dashboard_options(CLI::App* cmd, dashboard_flags& d, bool driver) {
+  if (driver)
+    cmd->add_flag_callback("--dashboard", [&d] { d.port = d.port < 0 ? 0 : d.port; },
+                           "serve the web dashboard of the cluster this runs on (any free port)");
+  cmd->add_option("--dashboard-port", d.port,
+                  "serve the web dashboard on this port (0: any free port; default: none)");
+  cmd->add_option("--dashboard-bind", d.bind,
+                  "the dashboard's address: loopback only until it speaks TLS")
+      ->capture_default_str();
+  cmd->add_option("--dashboard-file", d.url_file, "write the dashboard's URL here once it listens");
+}
+
 int run_start(bool head, bool detach, server_options o) {
   if (head == !o.address.empty()) {
     std::fprintf(stderr, "error: dtrain start needs exactly one of --head or --address\n");
+    return 2;
+  }
+  if (!head && o.dashboard.port >= 0) {
+    std::fprintf(stderr, "error: --dashboard-port is for the head (nodes serve no dashboard)\n");
     return 2;
   }
   if (detach) {
@@ -54,6 +75,8 @@ int run_start(bool head, bool detach, server_options o) {
     std::string log = cluster_dir() + "/" + role + "-" + std::to_string(getpid()) + ".log";
     if (o.port_file.empty())
       o.port_file = cluster_dir() + "/" + role + "-" + std::to_string(getpid()) + ".address";
+    if (o.dashboard.port >= 0 && o.dashboard.url_file.empty())
+      o.dashboard.url_file = cluster_dir() + "/dashboard-" + std::to_string(getpid()) + ".url";
     std::filesystem::create_directories(cluster_dir());
     auto child = daemonize(log, o.port_file);
     if (!child) {
@@ -68,6 +91,11 @@ int run_start(bool head, bool detach, server_options o) {
         return 1;
       }
       std::printf("dtrain %s started at %s (log %s)\n", role.c_str(), address.c_str(), log.c_str());
+      // The head writes the dashboard's URL before its address.
+      std::ifstream url_in(o.dashboard.url_file);
+      std::string url;
+      if (o.dashboard.port >= 0 && url_in >> url)
+        std::printf("dashboard at %s (token: `dtrain dashboard-token`)\n", url.c_str());
       return 0;
     }
   }
@@ -101,6 +129,7 @@ int main(int argc, char** argv) {
   start->add_option("--plugin", so.plugins,
                     "node: load this plugin library at start (repeatable); drivers that name "
                     "it need not ship it");
+  add_dashboard_options(start, so.dashboard, false);
   start->add_flag("--detach", detach, "run in the background (log and pid in $DTRAIN_HOME)");
   add_tls_options(start, so.tls);
 
@@ -131,6 +160,7 @@ int main(int argc, char** argv) {
                   "every replica's progress as lines (default: one bar for the group on a "
                   "terminal, only epoch lines elsewhere)");
   add_tls_options(train, to.tls);
+  add_dashboard_options(train, to.dashboard, true);
 
   tune_options tuo;
   auto* tune = app.add_subcommand("tune", "run an experiment file's hyperparameter sweep");
@@ -147,6 +177,7 @@ int main(int argc, char** argv) {
                    "0 quiet, 1 trial starts and ends, 2 also every epoch")
       ->capture_default_str();
   add_tls_options(tune, tuo.tls);
+  add_dashboard_options(tune, tuo.dashboard, true);
 
   experiments_options eo;
   auto* experiments = app.add_subcommand("experiments", "list and inspect the experiment store");
@@ -178,7 +209,20 @@ int main(int argc, char** argv) {
   cert_options co;
   auto* cert = add_cert_command(app, co);
 
+  auto* token_cmd = app.add_subcommand(
+      "dashboard-token", "print the web dashboard's bearer token ($DTRAIN_HOME/dashboard-token, "
+                         "made if missing)");
+
   CLI11_PARSE(app, argc, argv);
+  if (token_cmd->parsed()) {
+    auto t = dtrain::dashboard::load_or_create_token(dtrain::dashboard::default_token_path());
+    if (!t) {
+      std::fprintf(stderr, "error: %s\n", t.error().message().c_str());
+      return 1;
+    }
+    std::printf("%s\n", t->c_str());
+    return 0;
+  }
   if (cert->parsed())
     return run_cert(co);
   if (experiments->parsed())

@@ -133,7 +133,11 @@ int stop_recorded_processes(int grace_ms) {
   std::vector<std::string> found_addresses;
   std::error_code ec;
   for (auto& entry : std::filesystem::directory_iterator(cluster_dir(), ec)) {
-    if (entry.path().extension() == ".address") {  // stale once its process stops
+    // Stale once their process stops: `start --detach`'s address files and
+    // its dashboard URL files.
+    if (entry.path().extension() == ".address" ||
+        (entry.path().extension() == ".url" &&
+         entry.path().filename().string().rfind("dashboard-", 0) == 0)) {
       found_addresses.push_back(entry.path().string());
       continue;
     }

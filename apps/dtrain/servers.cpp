@@ -92,6 +92,10 @@ int run_head(const server_options& o) {
     std::fprintf(stderr, "error: --plugin is for nodes (they host the replicas), not the head\n");
     return 2;
   }
+  if (status s = check_dashboard_flags(o.dashboard); !s) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 2;
+  }
   auto tls = load_tls_identity(o.tls, security::role::head);
   if (!tls) {
     std::fprintf(stderr, "error: %s\n", tls.error().message().c_str());
@@ -117,6 +121,13 @@ int run_head(const server_options& o) {
     caf::anon_send_exit(head, caf::exit_reason::user_shutdown);
     return 1;
   }
+  // Before the port file: whoever waits for it finds the dashboard up too.
+  auto dash = serve_dashboard(sys, head, o.dashboard, "dtrain head:");
+  if (!dash) {
+    std::fprintf(stderr, "error: %s\n", dash.error().message().c_str());
+    caf::anon_send_exit(head, caf::exit_reason::user_shutdown);
+    return 1;
+  }
   std::string role = "head-" + std::to_string(*port);
   (void)write_pid_file(role, advertise + ":" + std::to_string(*port));
   std::printf("dtrain head listening on %s:%u, reachable at %s:%u (pid %d), experiment store %s, "
@@ -129,6 +140,7 @@ int run_head(const server_options& o) {
   wait_for_stop(sys, caf::actor_addr{}, "");
   std::printf("dtrain head: stopping\n");
   std::fflush(stdout);
+  dash->reset();  // its connections and thread end before the head does
   caf::anon_send_exit(head, caf::exit_reason::user_shutdown);
   remove_pid_file(role);
   return 0;

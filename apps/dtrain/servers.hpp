@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "dashboard_serving.hpp"
 #include "dtrain/security/certificates.hpp"
 
 namespace dtrain::cli {
@@ -27,6 +28,7 @@ struct server_options {
   std::string port_file;      // where to write "HOST:PORT" once listening
   std::string store_path;     // head: its experiment store (empty: $DTRAIN_HOME/experiments.db)
   std::vector<std::string> plugins;  // node: plugin libraries loaded at start
+  dashboard_flags dashboard;  // head: --dashboard-port/--dashboard-bind/--dashboard-file
 };
 
 /// Run in the foreground until SIGINT/SIGTERM (a node also until the head

@@ -58,13 +58,15 @@ for f in include/dtrain/config.hpp include/dtrain/plugin/plugin.hpp \
          include/dtrain/train/operator.hpp include/dtrain/actors/trainer.hpp \
          include/dtrain/serialization/capnp_checkpoint.hpp \
          $libdir/libdtrain_core.so.$version $libdir/libdtrain_serialization.so.$version \
-         $libdir/libdtrain_actors.so.$version \
+         $libdir/libdtrain_actors.so.$version $libdir/libdtrain_dashboard.so.$version \
+         include/dtrain/dashboard/dashboard.hpp share/dtrain/web/index.html \
+         share/dtrain/web/vendor/uPlot.iife.min.js \
          $libdir/cmake/dtrain/dtrainConfig.cmake $libdir/cmake/dtrain/dtrainConfigVersion.cmake \
          $libdir/cmake/dtrain/dtrainTargets.cmake $libdir/cmake/dtrain/FindCAF.cmake \
          $libdir/pkgconfig/dtrain.pc bin/dtrain; do
   [ -f "$prefix/$f" ] || fail "not installed: $f"
 done
-for lib in core serialization actors; do
+for lib in core serialization actors dashboard; do
   [ "$(readlink "$prefix/$libdir/libdtrain_$lib.so")" = "libdtrain_$lib.so.$version" ] ||
     fail "libdtrain_$lib.so does not link to libdtrain_$lib.so.$version"
 done

@@ -1,0 +1,43 @@
+// The dashboard in a head process or beside a driver's cluster.
+#include "dashboard_serving.hpp"
+
+#include <cstdio>
+
+#include "dtrain/core/check.hpp"
+#include "dtrain/core/files.hpp"
+
+namespace dtrain::cli {
+
+status check_dashboard_flags(const dashboard_flags& f) {
+  if (f.port < 0)
+    return status::ok();
+  if (f.port > 65535)
+    return invalid_argument("--dashboard-port " + std::to_string(f.port) + ": not a port");
+  return dashboard::check_bind(f.bind);
+}
+
+result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system& sys,
+                                                              const actors::head_actor& head,
+                                                              const dashboard_flags& f,
+                                                              const char* who) {
+  if (f.port < 0)
+    return std::unique_ptr<dashboard::dashboard>();
+  DTRAIN_RETURN_IF_ERROR(check_dashboard_flags(f));
+  dashboard::dashboard_options o;
+  o.bind = f.bind;
+  o.port = static_cast<uint16_t>(f.port);
+  auto d = dashboard::dashboard::start(sys, head, o);
+  if (!d)
+    return d.error();
+  std::printf("%s dashboard at %s (token in %s)\n", who, (*d)->url_with_token().c_str(),
+              (*d)->token_file().c_str());
+  std::fflush(stdout);
+  if (!f.url_file.empty()) {
+    const std::string line = (*d)->url() + "\n";
+    DTRAIN_RETURN_IF_ERROR(
+        write_file_atomically(f.url_file, line.data(), line.size(), durability::visible));
+  }
+  return d;
+}
+
+} // namespace dtrain::cli

@@ -1,0 +1,33 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "caf/all.hpp"
+#include "dtrain/actors/messages.hpp"
+#include "dtrain/core/status.hpp"
+#include "dtrain/dashboard/dashboard.hpp"
+
+namespace dtrain::cli {
+
+/// The dashboard flags of `dtrain start --head` and `dtrain train/tune`.
+struct dashboard_flags {
+  int port = -1;              // -1: no dashboard; 0: any free port
+  std::string bind = "127.0.0.1";
+  /// Where to write the dashboard's URL (without the token) once it
+  /// listens; empty: nowhere.
+  std::string url_file;
+};
+
+/// Refuses flags that cannot work (a bind off loopback) before anything
+/// starts; ok when the dashboard is off.
+status check_dashboard_flags(const dashboard_flags& f);
+
+/// Starts the dashboard on `head` when f.port >= 0 (else nullptr), prints
+/// "`who` dashboard at URL?token=TOKEN" on stdout and writes f.url_file.
+result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system& sys,
+                                                              const actors::head_actor& head,
+                                                              const dashboard_flags& f,
+                                                              const char* who);
+
+} // namespace dtrain::cli

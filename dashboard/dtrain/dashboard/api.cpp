@@ -1,0 +1,234 @@
+#include "dtrain/dashboard/api.hpp"
+
+#include <cmath>
+
+#include "dtrain/core/json.hpp"
+
+namespace dtrain::dashboard {
+
+namespace {
+
+// Appends `"key":` (with a comma unless it is the object's first field).
+void key(std::string& out, const char* k) {
+  if (out.back() != '{')
+    out += ',';
+  json::append_string(out, k);
+  out += ':';
+}
+
+void field(std::string& out, const char* k, const std::string& v) {
+  key(out, k);
+  json::append_string(out, v);
+}
+
+void field(std::string& out, const char* k, double v) {
+  key(out, k);
+  out += json_number(v);
+}
+
+void field(std::string& out, const char* k, int64_t v) {
+  key(out, k);
+  out += std::to_string(v);
+}
+
+void field(std::string& out, const char* k, bool v) {
+  key(out, k);
+  out += v ? "true" : "false";
+}
+
+// "h: 2 replicas" (head_actor.cpp) into its id and count; -1 if the text
+// has another shape.
+void parse_trainer(const std::string& text, std::string& id, int64_t& replicas) {
+  id = text;
+  replicas = -1;
+  const size_t colon = text.rfind(": ");
+  if (colon == std::string::npos)
+    return;
+  const std::string rest = text.substr(colon + 2);
+  const size_t space = rest.find(' ');
+  try {
+    replicas = std::stoll(rest.substr(0, space));
+    id = text.substr(0, colon);
+  } catch (...) {
+    replicas = -1;
+  }
+}
+
+// A stored JSON document (hyperparameters) as it is when it looks like an
+// object; otherwise as a string, so the document stays well-formed.
+void raw_object(std::string& out, const char* k, const std::string& text) {
+  key(out, k);
+  const size_t first = text.find_first_not_of(" \t\n");
+  if (first != std::string::npos && text[first] == '{' && text.find("NaN") == std::string::npos &&
+      text.find("Infinity") == std::string::npos)
+    out += text;
+  else
+    json::append_string(out, text);
+}
+
+double best_of(const store::experiment_row& e, const std::vector<store::trial_row>& trials) {
+  double best = store::no_value;
+  for (const auto& t : trials) {
+    if (std::isnan(t.best))
+      continue;
+    if (std::isnan(best) || (e.minimize ? t.best < best : t.best > best))
+      best = t.best;
+  }
+  return best;
+}
+
+void experiment_fields(std::string& out, const store::experiment_row& e) {
+  field(out, "id", e.id);
+  field(out, "name", e.name);
+  field(out, "kind", e.kind);
+  field(out, "state", e.state);
+  field(out, "metric", e.metric);
+  field(out, "minimize", e.minimize);
+  field(out, "created_at", e.created_at);
+  field(out, "updated_at", e.updated_at);
+  field(out, "ended_at", e.ended_at);
+  field(out, "owner", e.owner);
+  field(out, "message", e.message);
+}
+
+} // namespace
+
+std::string json_number(double d) { return std::isfinite(d) ? json::number(d) : "null"; }
+
+std::string cluster_json(const actors::cluster_status& s) {
+  std::string out = "{\"nodes\":[";
+  int64_t slots = 0, used = 0, gpus = 0, gpus_used = 0;
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    const auto& n = s.nodes[i];
+    const int64_t u = i < s.slots_used.size() ? s.slots_used[i] : 0;
+    const int64_t g = i < s.gpus_used.size() ? s.gpus_used[i] : 0;
+    slots += n.cpu_slots;
+    used += u;
+    gpus += n.gpus;
+    gpus_used += g;
+    out += i == 0 ? "{" : ",{";
+    field(out, "index", static_cast<int64_t>(i));
+    field(out, "host", n.host);
+    field(out, "address", n.address.empty() ? std::string("in-process") : n.address);
+    field(out, "pid", static_cast<int64_t>(n.pid));
+    field(out, "cpu_slots", static_cast<int64_t>(n.cpu_slots));
+    field(out, "slots_used", u);
+    field(out, "gpus", static_cast<int64_t>(n.gpus));
+    field(out, "gpus_used", g);
+    out += '}';
+  }
+  out += "],\"slots\":{";
+  field(out, "used", used);
+  field(out, "total", slots);
+  out += "},\"gpus\":{";
+  field(out, "used", gpus_used);
+  field(out, "total", gpus);
+  out += "},\"trainers\":[";
+  for (size_t i = 0; i < s.trainers.size(); ++i) {
+    std::string id;
+    int64_t replicas = -1;
+    parse_trainer(s.trainers[i], id, replicas);
+    out += i == 0 ? "{" : ",{";
+    field(out, "id", id);
+    key(out, "replicas");
+    out += replicas < 0 ? "null" : std::to_string(replicas);
+    out += '}';
+  }
+  out += "]}";
+  return out;
+}
+
+std::string experiments_json(const std::vector<store::experiment_row>& experiments,
+                             const std::vector<std::vector<store::trial_row>>& trials) {
+  std::string out = "{\"experiments\":[";
+  for (size_t i = 0; i < experiments.size(); ++i) {
+    out += i == 0 ? "{" : ",{";
+    experiment_fields(out, experiments[i]);
+    static const std::vector<store::trial_row> none;
+    const auto& ts = i < trials.size() ? trials[i] : none;
+    field(out, "trials", static_cast<int64_t>(ts.size()));
+    field(out, "best", best_of(experiments[i], ts));
+    out += '}';
+  }
+  out += "]}";
+  return out;
+}
+
+std::string trials_json(const store::experiment_row& e, const std::vector<store::trial_row>& trials) {
+  std::string out = "{\"experiment\":{";
+  experiment_fields(out, e);
+  out += "},\"trials\":[";
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const auto& t = trials[i];
+    out += i == 0 ? "{" : ",{";
+    field(out, "id", trial_key(t.experiment, t.id));
+    field(out, "trial", t.id);
+    field(out, "state", t.state);
+    raw_object(out, "hyperparameters", t.hyperparameters);
+    field(out, "epochs", t.epochs);
+    field(out, "best", t.best);
+    field(out, "last", t.last);
+    field(out, "restarts", static_cast<int64_t>(t.restarts));
+    field(out, "error", t.error);
+    field(out, "end_how", t.end_how);
+    field(out, "started_at", t.started_at);
+    field(out, "ended_at", t.ended_at);
+    out += '}';
+  }
+  out += "]}";
+  return out;
+}
+
+std::string trial_key(int64_t experiment, const std::string& trial) {
+  return std::to_string(experiment) + "-" + trial;
+}
+
+bool parse_trial_key(const std::string& key, int64_t& experiment, std::string& trial) {
+  const size_t dash = key.find('-');
+  if (dash == 0 || dash == std::string::npos || dash + 1 >= key.size())
+    return false;
+  for (size_t i = 0; i < dash; ++i)
+    if (key[i] < '0' || key[i] > '9')
+      return false;
+  try {
+    experiment = std::stoll(key.substr(0, dash));
+  } catch (...) {
+    return false;
+  }
+  trial = key.substr(dash + 1);
+  return true;
+}
+
+std::string metrics_json(int64_t experiment, const std::string& trial,
+                         const std::vector<store::metric_row>& rows, int64_t since) {
+  std::string out = "{";
+  field(out, "id", trial_key(experiment, trial));
+  field(out, "experiment", experiment);
+  field(out, "trial", trial);
+  field(out, "since", since);
+  out += ",\"reports\":[";
+  bool first = true;
+  for (size_t i = 0; i < rows.size();) {
+    // One report: the rows of one seq (a report of four metrics is four rows).
+    size_t end = i;
+    while (end < rows.size() && rows[end].seq == rows[i].seq)
+      ++end;
+    if (rows[i].epoch > since) {
+      out += first ? "{" : ",{";
+      first = false;
+      field(out, "epoch", rows[i].epoch);
+      field(out, "seq", rows[i].seq);
+      field(out, "time", rows[i].time);
+      out += ",\"metrics\":{";
+      for (size_t j = i; j < end; ++j)
+        field(out, rows[j].name.c_str(), rows[j].value);
+      out += '}';
+      out += '}';
+    }
+    i = end;
+  }
+  out += "]}";
+  return out;
+}
+
+} // namespace dtrain::dashboard

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dtrain/actors/messages.hpp"
+#include "dtrain/store/experiment_store.hpp"
+
+/// The JSON documents of the dashboard's API (README, "Dashboard"), built
+/// from the head's status and the experiment store's rows. Pure functions:
+/// thread-safe, nothing throws. Doubles that are not finite (a metric not
+/// reported yet) are written as null, so that a browser's JSON.parse reads
+/// every document.
+namespace dtrain::dashboard {
+
+/// `d` as a JSON number, or null when it is NaN or infinite.
+std::string json_number(double d);
+
+/// GET /api/v1/cluster.
+std::string cluster_json(const actors::cluster_status& s);
+
+/// GET /api/v1/experiments: each experiment with its trial count and best
+/// value (trials[i] are experiments[i]'s trials).
+std::string experiments_json(const std::vector<store::experiment_row>& experiments,
+                             const std::vector<std::vector<store::trial_row>>& trials);
+
+/// GET /api/v1/experiments/{id}/trials.
+std::string trials_json(const store::experiment_row& e, const std::vector<store::trial_row>& trials);
+
+/// The API's name of a trial: "EXPERIMENT-TRIAL" ("3-00000"), since a
+/// trial's id is unique only within its experiment.
+std::string trial_key(int64_t experiment, const std::string& trial);
+/// Splits a trial_key; false when `key` is not one.
+bool parse_trial_key(const std::string& key, int64_t& experiment, std::string& trial);
+
+/// GET /api/v1/trials/{key}/metrics: one entry per report (a seq) whose
+/// epoch is above `since`, in report order, with every metric of it.
+/// `rows` are the trial's, by seq (experiment_store::metrics).
+std::string metrics_json(int64_t experiment, const std::string& trial,
+                         const std::vector<store::metric_row>& rows, int64_t since);
+
+} // namespace dtrain::dashboard

@@ -1,0 +1,59 @@
+#include "dtrain/dashboard/dashboard.hpp"
+
+#include "dtrain/core/check.hpp"
+#include "dtrain/core/net.hpp"
+#include "dtrain/dashboard/routes.hpp"
+#include "dtrain/dashboard/server.hpp"
+#include "dtrain/dashboard/source.hpp"
+#include "dtrain/dashboard/token.hpp"
+
+namespace dtrain::dashboard {
+
+status check_bind(const std::string& bind) {
+  if (net::is_loopback(bind))
+    return status::ok();
+  return invalid_argument(
+      "--dashboard-bind " + (bind.empty() ? std::string("\"\"") : bind) +
+      ": the dashboard listens on loopback only (127.0.0.1, ::1, localhost): it serves plain "
+      "HTTP, and TLS for it has not landed, so its token would cross the network in clear. "
+      "From another host, use an SSH tunnel: ssh -L PORT:127.0.0.1:PORT THIS_HOST");
+}
+
+result<std::unique_ptr<dashboard>> dashboard::start(caf::actor_system& sys,
+                                                     const actors::head_actor& head,
+                                                     const dashboard_options& o) {
+  DTRAIN_RETURN_IF_ERROR(check_bind(o.bind));
+  std::unique_ptr<dashboard> d(new dashboard());
+  d->host_ = o.bind == "localhost" ? "127.0.0.1" : o.bind;
+  d->token_file_ = o.token_file.empty() ? default_token_path() : o.token_file;
+  DTRAIN_ASSIGN_OR_RETURN(d->token_, load_or_create_token(d->token_file_));
+  d->source_ = head_source(sys, head, o.head_timeout);
+  d->router_ = std::make_unique<router>(*d->source_, d->token_);
+  http_server::options so;
+  so.bind = d->host_;
+  so.port = o.port;
+  so.timeout = o.connection_timeout;
+  router* r = d->router_.get();
+  DTRAIN_ASSIGN_OR_RETURN(d->server_,
+                          http_server::start(so, [r](const http_request& q) { return r->handle(q); }));
+  return d;
+}
+
+dashboard::~dashboard() { stop(); }
+
+uint16_t dashboard::port() const { return server_ ? server_->port() : 0; }
+
+std::string dashboard::url() const {
+  const bool v6 = host_.find(':') != std::string::npos;
+  return "http://" + (v6 ? "[" + host_ + "]" : host_) + ":" + std::to_string(port()) + "/";
+}
+
+std::string dashboard::url_with_token() const { return url() + "?token=" + token_; }
+
+void dashboard::stop() {
+  // The server first: after it no request reaches the router or the source.
+  if (server_)
+    server_->stop();
+}
+
+} // namespace dtrain::dashboard

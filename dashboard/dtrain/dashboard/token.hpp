@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "dtrain/core/status.hpp"
+
+namespace dtrain::dashboard {
+
+/// $DTRAIN_HOME/dashboard-token: where a dashboard keeps its bearer token.
+std::string default_token_path();
+
+/// The dashboard's bearer token: 32 lowercase hex characters (128 random
+/// bits from OpenSSL's RAND_bytes). The one in `path` is kept when it is
+/// such a token and the file is readable by its owner only (so a browser's
+/// bookmark outlives a restart, and every dashboard of one DTRAIN_HOME
+/// shares it); otherwise a new one replaces the file atomically, created
+/// with mode 0600. Errors (io_error) name the path. Blocks on file I/O.
+result<std::string> load_or_create_token(const std::string& path);
+
+/// Compares a presented token with the real one in time that does not
+/// depend on where they differ.
+bool token_matches(std::string_view presented, std::string_view token);
+
+} // namespace dtrain::dashboard

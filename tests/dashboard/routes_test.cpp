@@ -1,0 +1,209 @@
+// The dashboard's routes over a fake cluster_source (an in-memory store
+// and a fixed status): tokens, JSON documents, Prometheus text, errors.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <memory>
+
+#include "actors/memory_store.hpp"
+#include "dtrain/dashboard/api.hpp"
+#include "dtrain/dashboard/prometheus.hpp"
+#include "dtrain/dashboard/routes.hpp"
+
+using namespace dtrain;
+using namespace dtrain::dashboard;
+
+namespace {
+
+const std::string token = "0123456789abcdef0123456789abcdef";
+
+// A source that answers from memory, or fails as a head that does not
+// answer would.
+class fake_source final : public cluster_source {
+public:
+  bool head_down = false;
+  actors::cluster_status cluster;
+  std::shared_ptr<testing::memory_store> store_ = std::make_shared<testing::memory_store>();
+
+  result<actors::cluster_status> status() override {
+    if (head_down)
+      return unavailable("the head: request_timeout");
+    return cluster;
+  }
+  result<std::shared_ptr<store::experiment_store>> store() override {
+    if (head_down)
+      return unavailable("the head's experiment store: request_timeout");
+    return std::shared_ptr<store::experiment_store>(store_);
+  }
+};
+
+struct fixture {
+  fake_source source;
+  router routes{source, token};
+
+  fixture() {
+    actors::node_info a;
+    a.host = "a";
+    a.address = "127.0.0.1:5001";
+    a.cpu_slots = 4;
+    actors::node_info b = a;
+    b.host = "b";
+    b.address = "127.0.0.1:5002";
+    b.cpu_slots = 2;
+    b.gpus = 1;
+    source.cluster.nodes = {a, b};
+    source.cluster.slots_used = {3, 0};
+    source.cluster.gpus_used = {0, 1};
+    source.cluster.trainers = {"sweep-0: 4 replicas"};
+    store::experiment_row e;
+    e.name = "sweep";
+    e.kind = "tune";
+    e.metric = "validation_loss";
+    e.minimize = true;
+    const int64_t id = *source.store_->create_experiment(e);
+    for (const char* t : {"00000", "00001"}) {
+      store::trial_row r;
+      r.experiment = id;
+      r.id = t;
+      r.state = t == std::string("00000") ? "RUNNING" : "TERMINATED";
+      r.hyperparameters = "{\"lr\": 0.1}";
+      r.best = t == std::string("00000") ? 0.5 : 0.25;
+      r.epochs = 2;
+      (void)source.store_->put_trial(r);
+    }
+    int64_t seq = 1;
+    for (int64_t epoch : {1, 2}) {
+      std::vector<store::metric_row> rows;
+      rows.push_back({id, "00000", epoch, "loss", 1.0 / static_cast<double>(epoch), seq, 0});
+      rows.push_back({id, "00000", epoch, "validation_loss", store::no_value, seq, 0});
+      rows.push_back({id, "00000", epoch, "samples_per_second", 1000.5, seq, 0});
+      (void)source.store_->add_metrics(rows);
+      ++seq;
+    }
+  }
+
+  http_response get(const std::string& target, const std::string& auth = "Bearer " + token) {
+    return routes.handle({"GET", target, auth});
+  }
+};
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_SUITE(dashboard_routes, fixture)
+
+BOOST_AUTO_TEST_CASE(the_page_and_its_files_need_no_token) {
+  http_response page = get("/", "");
+  BOOST_TEST(page.status == 200);
+  BOOST_TEST(contains(page.content_type, "text/html"));
+  BOOST_TEST(contains(page.body, "uPlot.iife.min.js"));
+  BOOST_TEST(get("/app.js", "").status == 200);
+  BOOST_TEST(get("/vendor/uPlot.iife.min.js", "").body.size() > 50000u);
+  BOOST_TEST(get("/vendor/uPlot.min.css", "").status == 200);
+}
+
+BOOST_AUTO_TEST_CASE(everything_else_answers_401_without_the_token) {
+  for (const char* path : {"/api/v1/cluster", "/api/v1/experiments", "/metrics", "/nothing"}) {
+    http_response r = get(path, "");
+    BOOST_TEST(r.status == 401, path);
+    BOOST_TEST(contains(r.body, "token"));
+    BOOST_TEST(get(path, "Bearer " + std::string(32, 'f')).status == 401, path);
+    BOOST_TEST(get(path, "Bearer " + token.substr(1)).status == 401, path);
+  }
+  BOOST_TEST(get("/api/v1/cluster?token=" + token, "").status == 200);
+  BOOST_TEST(get("/nothing").status == 404);
+  BOOST_TEST(routes.handle({"POST", "/api/v1/cluster", "Bearer " + token}).status == 405);
+}
+
+BOOST_AUTO_TEST_CASE(cluster_lists_nodes_slots_gpus_and_trainers) {
+  http_response r = get("/api/v1/cluster");
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(contains(r.body, "\"address\":\"127.0.0.1:5002\""), r.body);
+  BOOST_TEST(contains(r.body, "\"slots\":{\"used\":3,\"total\":6}"), r.body);
+  BOOST_TEST(contains(r.body, "\"gpus\":{\"used\":1,\"total\":1}"), r.body);
+  BOOST_TEST(contains(r.body, "{\"id\":\"sweep-0\",\"replicas\":4}"), r.body);
+}
+
+BOOST_AUTO_TEST_CASE(experiments_and_trials_carry_state_hyperparameters_and_best) {
+  http_response e = get("/api/v1/experiments");
+  BOOST_TEST(e.status == 200);
+  BOOST_TEST(contains(e.body, "\"trials\":2,\"best\":0.25"), e.body);
+  http_response t = get("/api/v1/experiments/1/trials");
+  BOOST_TEST(t.status == 200);
+  BOOST_TEST(contains(t.body, "\"id\":\"1-00001\",\"trial\":\"00001\",\"state\":\"TERMINATED\","
+                              "\"hyperparameters\":{\"lr\": 0.1}"),
+             t.body);
+  BOOST_TEST(get("/api/v1/experiments/9/trials").status == 404);
+  BOOST_TEST(get("/api/v1/experiments/one/trials").status == 400);
+}
+
+BOOST_AUTO_TEST_CASE(metrics_come_per_report_and_since_skips_the_epochs_seen) {
+  http_response all = get("/api/v1/trials/1-00000/metrics");
+  BOOST_TEST(all.status == 200);
+  BOOST_TEST(contains(all.body, "{\"epoch\":1,"), all.body);
+  BOOST_TEST(contains(all.body, "\"loss\":0.5"), all.body);
+  BOOST_TEST(contains(all.body, "\"validation_loss\":null"), all.body);  // NaN: not JSON
+  http_response since = get("/api/v1/trials/1-00000/metrics?since=1");
+  BOOST_TEST(!contains(since.body, "{\"epoch\":1,"), since.body);
+  BOOST_TEST(contains(since.body, "{\"epoch\":2,"), since.body);
+  BOOST_TEST(get("/api/v1/trials/00000/metrics").status == 400);
+  BOOST_TEST(get("/api/v1/trials/1-00000/metrics?since=x").status == 400);
+  BOOST_TEST(get("/api/v1/trials/5-00000/metrics").status == 404);
+}
+
+BOOST_AUTO_TEST_CASE(a_head_that_does_not_answer_gives_503_with_the_reason) {
+  source.head_down = true;
+  http_response r = get("/api/v1/cluster");
+  BOOST_TEST(r.status == 503);
+  BOOST_TEST(contains(r.body, "request_timeout"), r.body);
+  BOOST_TEST(get("/api/v1/experiments").status == 503);
+  http_response m = get("/metrics");
+  BOOST_TEST(m.status == 200);
+  BOOST_TEST(contains(m.body, "dtrain_up{part=\"cluster\"} 0\n"), m.body);
+  BOOST_TEST(!contains(m.body, "dtrain_nodes"), m.body);
+}
+
+BOOST_AUTO_TEST_CASE(prometheus_text_has_help_type_and_the_running_trials_samples) {
+  http_response r = get("/metrics");
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(contains(r.content_type, "version=0.0.4"));
+  const std::string& m = r.body;
+  BOOST_TEST(contains(m, "# HELP dtrain_nodes "), m);
+  BOOST_TEST(contains(m, "# TYPE dtrain_nodes gauge\ndtrain_nodes 2\n"), m);
+  BOOST_TEST(contains(m, "dtrain_trainers 1\n"), m);
+  BOOST_TEST(contains(m, "dtrain_slots{state=\"used\"} 3\ndtrain_slots{state=\"total\"} 6\n"), m);
+  BOOST_TEST(contains(m, "dtrain_trials{state=\"running\"} 1\n"), m);
+  BOOST_TEST(contains(m, "dtrain_trials{state=\"terminated\"} 1\n"), m);
+  BOOST_TEST(contains(m, "dtrain_trial_epoch{experiment=\"1\",trial=\"00000\"} 2\n"), m);
+  BOOST_TEST(contains(m, "dtrain_trial_samples_per_second{experiment=\"1\",trial=\"00000\"} 1000.5\n"),
+             m);
+  BOOST_TEST(!contains(m, "trial=\"00001\""), m);  // ended trials leave the label sets
+  BOOST_TEST(contains(m, "dtrain_head_resident_memory_bytes "), m);
+  BOOST_TEST(m.back() == '\n');
+}
+
+BOOST_AUTO_TEST_CASE(label_values_and_help_are_escaped) {
+  prometheus_text p;
+  p.family("x_total", "a \\ b\nc", "counter");
+  p.sample(std::nan(""), {{"l", "q\"\\\n"}});
+  p.sample(-INFINITY);
+  BOOST_TEST(p.text() == "# HELP x_total a \\\\ b\\nc\n# TYPE x_total counter\n"
+                         "x_total{l=\"q\\\"\\\\\\n\"} NaN\nx_total -Inf\n");
+}
+
+BOOST_AUTO_TEST_CASE(trial_keys_name_the_experiment_and_the_trial) {
+  int64_t e = 0;
+  std::string t;
+  BOOST_TEST(parse_trial_key("12-00003", e, t));
+  BOOST_TEST(e == 12);
+  BOOST_TEST(t == "00003");
+  BOOST_TEST(!parse_trial_key("-00003", e, t));
+  BOOST_TEST(!parse_trial_key("12-", e, t));
+  BOOST_TEST(!parse_trial_key("a-1", e, t));
+  BOOST_TEST(trial_key(12, "00003") == "12-00003");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
