@@ -163,6 +163,8 @@ int run_train(const train_options& o) {
     tc.progress_all_ranks = o.verbose;
     tc.on_progress = [display](const progress_msg& p) { display->update(p); };
   }
+  if (display->terminal())  // the trainer's notes must not land on the bar's line
+    tc.on_note = [display](const std::string& text) { display->note(text); };
   // One trial, 00000, checkpointing under <storage>/<experiment id>/00000:
   // a new experiment never finds another's checkpoints.
   tc.checkpoint_dir = run->row.storage.empty() ? "" : run->row.storage + "/00000";

@@ -1,6 +1,8 @@
 // The dashboard in a head process or beside a driver's cluster.
 #include "dashboard_serving.hpp"
 
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "dtrain/core/check.hpp"
@@ -29,8 +31,12 @@ result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system&
   auto d = dashboard::dashboard::start(sys, head, o);
   if (!d)
     return d.error();
-  std::printf("%s dashboard at %s (token in %s)\n", who, (*d)->url_with_token().c_str(),
-              (*d)->token_file().c_str());
+  // The URL with its token only on a terminal: a log (a detached head's)
+  // may be readable by others, and the token opens the dashboard.
+  const bool terminal = isatty(STDOUT_FILENO) != 0;
+  std::printf("%s dashboard at %s (token in %s%s)\n", who,
+              (terminal ? (*d)->url_with_token() : (*d)->url()).c_str(),
+              (*d)->token_file().c_str(), terminal ? "" : "; `dtrain dashboard-token` prints it");
   std::fflush(stdout);
   if (!f.url_file.empty()) {
     const std::string line = (*d)->url() + "\n";

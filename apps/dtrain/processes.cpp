@@ -86,13 +86,11 @@ status write_pid_file(const std::string& role, const std::string& address) {
   std::error_code ec;
   std::filesystem::create_directories(cluster_dir(), ec);
   std::string path = cluster_dir() + "/" + role + ".pid";
-  std::ofstream out(path);
-  out << getpid() << " " << start_time(getpid()) << "\n";
+  // Whole or not at all: a reader (dtrain status) never sees half a record.
+  std::string record = std::to_string(getpid()) + " " + start_time(getpid()) + "\n";
   if (!address.empty())
-    out << address << "\n";
-  if (!out)
-    return io_error("cannot write pid file " + path);
-  return status::ok();
+    record += address + "\n";
+  return write_file_atomically(path, record.data(), record.size(), durability::visible);
 }
 
 result<std::string> local_head_address() {
@@ -192,7 +190,7 @@ result<bool> daemonize(const std::string& log_file, const std::string& ready_fil
     return false;
   }
   setsid();
-  int fd = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  int fd = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);  // only its user
   if (fd >= 0) {
     dup2(fd, STDOUT_FILENO);
     dup2(fd, STDERR_FILENO);

@@ -29,8 +29,11 @@ std::string format_progress(const actors::progress_msg& p, int replicas, int64_t
   const int64_t total = std::max<int64_t>(p.steps_per_epoch, 1);
   const int64_t step = std::clamp<int64_t>(p.step, 0, total);
   std::string eta = "--";
-  if (step > 0 && p.seconds > 0) {
-    const double per_step = p.seconds / static_cast<double>(step);
+  // The pace of the batches trained in this run (a resumed epoch skipped
+  // its first resumed_at ones without training them).
+  const int64_t trained = step - std::clamp<int64_t>(p.resumed_at, 0, step);
+  if (trained > 0 && p.seconds > 0) {
+    const double per_step = p.seconds / static_cast<double>(trained);
     const int64_t later_epochs = std::max<int64_t>(epochs - p.epoch, 0);
     eta = format_duration(per_step * static_cast<double>(total - step + later_epochs * total));
   }
@@ -82,6 +85,14 @@ void progress_display::erase_locked() {
   bar_.clear();
 }
 
+void progress_display::note(const std::string& text) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  erase_locked();
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s\n", text.c_str());
+  std::fflush(stderr);
+}
+
 void progress_display::update(const actors::progress_msg& p) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (verbose_) {
@@ -94,8 +105,12 @@ void progress_display::update(const actors::progress_msg& p) {
   }
   if (!terminal_ || p.rank != 0 || p.epoch <= finished_)
     return;
+  // The window may have been resized since the last bar.
+  winsize size{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0)
+    width_ = size.ws_col;
   // One column short of the width: a full line would wrap on some terminals.
-  std::string bar = format_progress(p, replicas_, epochs_, width_ - 1);
+  std::string bar = format_progress(p, replicas_, epochs_, std::max(width_ - 1, 1));
   std::fputs("\r\033[K", stdout);
   std::fputs(bar.c_str(), stdout);
   std::fflush(stdout);

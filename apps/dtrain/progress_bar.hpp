@@ -38,6 +38,8 @@ public:
   void update(const actors::progress_msg& p);
   /// Prints text (a whole line, without its newline) above the bar.
   void line(const std::string& text);
+  /// The same on stderr (the trainer's notes: failures, recoveries).
+  void note(const std::string& text);
   /// Epoch `epoch` ended (train() returned it): the bar goes, and progress
   /// of that epoch arriving late (messages race the reply) is not drawn.
   void finished_epoch(int64_t epoch);

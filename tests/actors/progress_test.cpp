@@ -76,6 +76,11 @@ BOOST_AUTO_TEST_CASE(the_bar_shows_the_groups_rate_and_the_time_left) {
   std::string narrow = format_progress(p, 2, 3, 30);
   BOOST_TEST(!contains(narrow, "["), narrow);
   BOOST_TEST(narrow.size() <= 30u);
+  // A resumed epoch skipped its first 25 batches: its pace is that of the
+  // 25 it trained in the 10 s, 0.4 s a step, so 150 steps take 60 s.
+  p.resumed_at = 25;
+  BOOST_TEST(contains(format_progress(p, 2, 3, 100), "ETA 1:00"));
+  p.resumed_at = 0;
   // No rate before the first step.
   p.step = 0;
   BOOST_TEST(contains(format_progress(p, 2, 3, 100), "ETA --"));

@@ -141,6 +141,7 @@ struct progress_msg {
   int32_t rank = 0;
   int64_t epoch = 0;            // 1-based, the epoch in progress
   int64_t step = 0;             // batches done in it
+  int64_t resumed_at = 0;       // of which skipped: the epoch resumed there
   int64_t steps_per_epoch = 0;
   int64_t samples = 0;          // this replica's, this epoch
   double loss = 0;              // mean so far
@@ -150,8 +151,8 @@ struct progress_msg {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, progress_msg& x) {
-  return f(caf::meta::type_name("progress_msg"), x.rank, x.epoch, x.step, x.steps_per_epoch,
-           x.samples, x.loss, x.seconds, x.samples_per_second);
+  return f(caf::meta::type_name("progress_msg"), x.rank, x.epoch, x.step, x.resumed_at,
+           x.steps_per_epoch, x.samples, x.loss, x.seconds, x.samples_per_second);
 }
 
 /// An epoch's or a validation pass's metrics, as a replica reports them.

@@ -120,6 +120,7 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
       m.rank = p.rank;
       m.epoch = p.epoch;
       m.step = p.step;
+      m.resumed_at = p.resumed_at;
       m.steps_per_epoch = p.steps_per_epoch;
       m.samples = p.samples;
       m.loss = p.loss;

@@ -82,6 +82,15 @@ result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_confi
 
 trainer::~trainer() { (void)shutdown(); }
 
+void trainer::note(const std::string& text) const {
+  const std::string line = "dtrain: trainer " + config_.name + ": " + text;
+  if (config_.on_note) {
+    config_.on_note(line);
+    return;
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 int trainer::min_replicas() const {
   int m = config_.min_replicas > 0 ? config_.min_replicas : config_.num_replicas;
   return std::min(m, config_.num_replicas);
@@ -123,8 +132,7 @@ status trainer::place(bool recovering) {
                                              std::to_string(config_.placement_timeout.count()) +
                                              " ms for capacity)");
     if (out.message() != last_reason) {
-      std::fprintf(stderr, "dtrain: trainer %s: waiting for capacity: %s\n", config_.name.c_str(),
-                   out.message().c_str());
+      note("waiting for capacity: " + out.message());
       last_reason = out.message();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -212,7 +220,9 @@ status trainer::start(bool recovering) {
   if (!store_)
     store_ = spawn_store(sys);
   if (!progress_sink_ && config_.on_progress && config_.progress_seconds > 0)
-    progress_sink_ = sys.spawn([report = config_.on_progress]() -> caf::behavior {
+    // Detached: the callback may block on a terminal (Ctrl-S), which must
+    // not hold a scheduler thread.
+    progress_sink_ = sys.spawn<caf::detached>([report = config_.on_progress]() -> caf::behavior {
       return {[=](progress_atom, const progress_msg& m) { report(m); }};
     });
   auto deadline = clock_type::now() + config_.placement_timeout;
@@ -231,8 +241,8 @@ status trainer::start(bool recovering) {
     // tell it, give the slots back, and place again without that node.
     if (unreachable_node_ < 0 || clock_type::now() >= deadline)
       return spawned;
-    std::fprintf(stderr, "dtrain: trainer %s: %s; placing again without node %d\n",
-                 config_.name.c_str(), spawned.message().c_str(), unreachable_node_);
+    note(spawned.message() + "; placing again without node " +
+         std::to_string(unreachable_node_));
     stop_replicas();
     caf::scoped_actor self{sys};
     self->request(cluster_.head(), std::chrono::seconds(5), unreach_atom::value,
@@ -387,8 +397,9 @@ status trainer::reform() {
   DTRAIN_RETURN_IF_ERROR(start(true).with_context("re-forming the group (generation " +
                                                   std::to_string(generation_) + ")"));
   if (world_size() < config_.num_replicas)
-    std::fprintf(stderr, "dtrain: trainer %s: continuing with %d of %d replicas (min_replicas %d)\n",
-                 config_.name.c_str(), world_size(), config_.num_replicas, min_replicas());
+    note("continuing with " + std::to_string(world_size()) + " of " +
+         std::to_string(config_.num_replicas) + " replicas (min_replicas " +
+         std::to_string(min_replicas()) + ")");
   if (config_.checkpoint_dir.empty())
     return status::ok();  // no checkpoints: the new group starts over
   status restored = ask_all<caf::ok_atom>(config_.epoch_timeout, "restore from " + config_.checkpoint_dir,
@@ -404,8 +415,8 @@ status trainer::recover(status cause) {
     failures_.push_back({std::chrono::steady_clock::now(), cause.to_string()});
     if (handling_of(cause) != handling::recover)
       return cause.with_context("trainer '" + config_.name + "' stops (not retried)");
-    std::fprintf(stderr, "dtrain: trainer %s: failure %zu of at most %d: %s\n", config_.name.c_str(),
-                 failures_.size(), config_.max_failures, cause.to_string().c_str());
+    note("failure " + std::to_string(failures_.size()) + " of at most " +
+         std::to_string(config_.max_failures) + ": " + cause.to_string());
     if (static_cast<int>(failures_.size()) > config_.max_failures)
       return cause.with_context("trainer '" + config_.name + "' gives up after " +
                                 std::to_string(failures_.size()) + " failures (max_failures " +
@@ -440,8 +451,8 @@ status trainer::maybe_grow() {
   }
   if (free <= 0)
     return status::ok();
-  std::fprintf(stderr, "dtrain: trainer %s: %d free slots; growing from %d to up to %d replicas\n",
-               config_.name.c_str(), free, world_size(), config_.num_replicas);
+  note(std::to_string(free) + " free slots; growing from " + std::to_string(world_size()) +
+       " to up to " + std::to_string(config_.num_replicas) + " replicas");
   DTRAIN_RETURN_IF_ERROR(save(config_.checkpoint_dir));
   status grown = reform();
   return grown.is_ok() ? grown : recover(grown);

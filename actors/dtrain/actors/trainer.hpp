@@ -79,6 +79,10 @@ struct trainer_config {
   /// one after another, never at once).
   std::function<void(const progress_msg&)> on_progress;
   bool progress_all_ranks = false;
+  /// Where the trainer's notes go ("dtrain: trainer NAME: waiting for
+  /// capacity ...", failures, recoveries, growing), a line each, called on
+  /// the thread of the call that noticed; empty: stderr.
+  std::function<void(const std::string&)> on_note;
 };
 
 /// The trainer configuration an experiment file describes.
@@ -174,7 +178,9 @@ private:
   std::vector<replica_actor> replicas_;
   store_actor store_;
   caf::actor owner_;
-  caf::actor progress_sink_;  // calls config_.on_progress (none without one)
+  caf::actor progress_sink_;
+  /// One of the trainer's notes, to config_.on_note or stderr.
+  void note(const std::string& text) const;  // calls config_.on_progress (none without one)
   double startup_seconds_ = 0;
   std::atomic<bool> stopped_{false};  // read by preempt() from other threads
   bool placement_failed_ = false;     // the last start() failed to place

@@ -227,12 +227,13 @@ status replica_runner::build() {
   return status::ok();
 }
 
-void replica_runner::report_progress(int64_t batch_index, const step_totals& totals,
-                                     double elapsed) const {
+void replica_runner::report_progress(int64_t done, int64_t resumed_at,
+                                     const step_totals& totals, double elapsed) const {
   step_progress p;
   p.rank = ctx_->rank();
   p.epoch = epoch_ + 1;
-  p.step = batch_index;
+  p.step = done;
+  p.resumed_at = resumed_at;
   p.steps_per_epoch = train_loader_->batches_per_epoch();
   p.samples = totals.samples();
   p.loss = totals.mean_loss();
@@ -258,6 +259,7 @@ result<epoch_metrics> replica_runner::train_epoch() {
   for (; batch_index < resume_batch_ && train_loader_->next() != nullptr; ++batch_index) {
   }
   resume_batch_ = 0;
+  const int64_t resumed_at = batch_index;
   nn::model& model = *parts_.model;
   nn::accuracy_counter counter;
   step_totals totals;
@@ -271,7 +273,8 @@ result<epoch_metrics> replica_runner::train_epoch() {
         std::chrono::duration<double>(clock_type::now() - last_report).count() >=
             options_.progress_seconds) {
       last_report = clock_type::now();
-      report_progress(batch_index, totals,
+      // The batch just taken is not trained yet.
+      report_progress(batch_index - 1, resumed_at, totals,
                       std::chrono::duration<double>(last_report - start).count());
     }
     auto mb = sync_->begin_micro_batch();

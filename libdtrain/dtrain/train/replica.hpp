@@ -26,6 +26,7 @@ struct step_progress {
   int rank = 0;
   int64_t epoch = 0;            // 1-based, the epoch in progress
   int64_t step = 0;             // batches done in it
+  int64_t resumed_at = 0;       // of which skipped: the epoch resumed there
   int64_t steps_per_epoch = 0;
   int64_t samples = 0;          // this replica's, this epoch
   double loss = 0;              // mean so far
@@ -176,8 +177,11 @@ private:
   result<step_result> run_step(step_context& ctx, bool training);
   /// "replica R, operator 'NAME' train_step" (or validation_step).
   std::string step_error_context(bool training) const;
-  /// Hands where the epoch stands to options_.on_progress, or prints it.
-  void report_progress(int64_t batch_index, const step_totals& totals, double elapsed) const;
+  /// Hands where the epoch stands to options_.on_progress, or prints it:
+  /// `done` batches trained or skipped, the first `resumed_at` of them
+  /// skipped (a resumed epoch), `elapsed` seconds since the epoch began.
+  void report_progress(int64_t done, int64_t resumed_at, const step_totals& totals,
+                       double elapsed) const;
   /// The model's non-parameter state (BatchNorm's running statistics),
   /// averaged over the group: see train_epoch().
   status average_model_buffers();
