@@ -1,0 +1,117 @@
+// The dashboard's charts (uPlot): learning curves of one trial or several
+// overlaid, and a sweep's scatter of a hyperparameter against the metric.
+// Plain script, no build step; app.js calls drawCurves and drawScatter.
+"use strict";
+
+const COLORS = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b",
+  "#6d4c41", "#3949ab", "#c0ca33", "#d81b60"];
+
+// Numbers as uPlot wants them: NaN, infinities and absent values as null.
+function finiteOrNull(x) {
+  return typeof x === "number" && Number.isFinite(x) ? x : null;
+}
+
+// One uPlot chart in a new <div> under `host`, tagged for tests and people:
+// data-chart (its title) and data-points (its non-null y values).
+function addChart(host, charts, opts, data) {
+  const div = document.createElement("div");
+  div.className = "chart";
+  div.dataset.chart = opts.title;
+  let points = 0;
+  for (const ys of data.slice(1)) for (const y of ys) if (y !== null) points++;
+  div.dataset.points = String(points);
+  host.appendChild(div);
+  charts.push(new uPlot(opts, data, div));
+}
+
+// Curves of the trials in `trials` (a Map id -> {reports}), redrawn into
+// `host`. One trial: a chart of its losses and one of its other metrics.
+// Several: one chart per metric, one line per trial (epochs aligned).
+function drawCurves(host, charts, trials) {
+  for (const c of charts) c.destroy();
+  charts.length = 0;
+  host.replaceChildren();
+  const names = new Set();
+  const epochSet = new Set();
+  for (const t of trials.values())
+    for (const r of t.reports) {
+      epochSet.add(r.epoch);
+      for (const k of Object.keys(r.metrics)) if (k !== "lr") names.add(k);
+    }
+  if (!epochSet.size) return;
+  const epochs = [...epochSet].sort((a, b) => a - b);
+  const valueAt = (t, name) => {
+    const byEpoch = new Map(t.reports.map((r) => [r.epoch, r.metrics[name]]));
+    return epochs.map((e) => finiteOrNull(byEpoch.get(e)));
+  };
+  const base = (title) => ({
+    title, width: 560, height: 300,
+    scales: { x: { time: false } },
+    axes: [{ label: "epoch" }, {}],
+  });
+  if (trials.size === 1) {
+    const [t] = trials.values();
+    const losses = [...names].filter((n) => n.includes("loss"));
+    const others = [...names].filter((n) => !n.includes("loss"));
+    for (const [title, group] of [["loss", losses], ["other metrics", others]]) {
+      if (!group.length) continue;
+      const opts = base(title);
+      opts.series = [{ label: "epoch" }, ...group.map((n, i) =>
+        ({ label: n, stroke: COLORS[i % COLORS.length], points: { show: true }, spanGaps: true }))];
+      addChart(host, charts, opts, [epochs, ...group.map((n) => valueAt(t, n))]);
+    }
+    return;
+  }
+  const ids = [...trials.keys()];
+  for (const name of [...names].sort()) {
+    const opts = base(name);
+    opts.series = [{ label: "epoch" }, ...ids.map((id, i) =>
+      ({ label: id, stroke: COLORS[i % COLORS.length], points: { show: true }, spanGaps: true }))];
+    addChart(host, charts, opts, [epochs, ...ids.map((id) => valueAt(trials.get(id), name))]);
+  }
+}
+
+// A hyperparameter's values as numbers: numeric ones as they are (numbers
+// or numeric text), categorical ones as indices into `categories`.
+function hyperparameterAxis(trials, param) {
+  const raw = trials.map((t) => (t.hyperparameters || {})[param]);
+  const numeric = raw.every((v) => v !== undefined && v !== null && v !== "" && !Number.isNaN(Number(v)));
+  if (numeric) return { values: raw.map(Number), categories: null };
+  const categories = [...new Set(raw.map(String))].sort();
+  return { values: raw.map((v) => categories.indexOf(String(v))), categories };
+}
+
+// A scatter of `param` (x) against each trial's best metric (y), one point
+// per trial with a best value; log x when the values span two decades.
+function drawScatter(host, charts, trials, param, metric) {
+  for (const c of charts) c.destroy();
+  charts.length = 0;
+  host.replaceChildren();
+  if (!param) return;
+  const { values, categories } = hyperparameterAxis(trials, param);
+  const pairs = [];
+  trials.forEach((t, i) => {
+    const y = finiteOrNull(t.best);
+    if (y !== null && Number.isFinite(values[i])) pairs.push([values[i], y, t.id]);
+  });
+  pairs.sort((a, b) => a[0] - b[0]);
+  const xs = pairs.map((p) => p[0]);
+  const positive = xs.length > 1 && xs.every((x) => x > 0);
+  const log = !categories && positive && Math.max(...xs) / Math.min(...xs) >= 100;
+  const xAxis = { label: param };
+  if (categories) {
+    xAxis.values = (u, ticks) => ticks.map((v) => (Number.isInteger(v) ? categories[v] ?? "" : ""));
+    xAxis.incrs = [1];
+  }
+  const opts = {
+    title: `${metric} (best) by ${param}`, width: 560, height: 300,
+    scales: { x: { time: false, distr: log ? 3 : 1 } },
+    axes: [xAxis, { label: metric }],
+    series: [{ label: param }, {
+      label: metric, stroke: COLORS[0], fill: COLORS[0],
+      paths: () => null, points: { show: true, size: 9 },
+    }],
+  };
+  addChart(host, charts, opts, [xs, pairs.map((p) => p[1])]);
+  host.dataset.trials = pairs.map((p) => p[2]).join(" ");
+}
