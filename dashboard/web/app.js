@@ -3,7 +3,7 @@
 // curves and a sweep's scatter are drawn by charts.js. No build step.
 //
 // Stable hooks for people and the browser test (tests/browser): rows carry
-// data-node-address, data-experiment-id, data-trial-id and data-state;
+// data-node-address, data-experiment-id, data-trial-id and data-state (lower case);
 // headers that sort carry data-sort; chart <div>s carry data-chart and
 // data-points; window.dtrainDashboard.curvePoints(id) is the number of
 // epochs the page holds for a trial.
@@ -37,6 +37,12 @@ async function api(path) {
   if (r.status === 401) throw new Error("401: open the URL with ?token=… printed when the dashboard started");
   if (!r.ok) throw new Error(r.status + ": " + (await r.text()));
   return r.json();
+}
+
+// States as data-state holds them: trials are stored as the tuner names
+// them (RUNNING), experiments in lower case (running).
+function lower(s) {
+  return String(s || "").toLowerCase();
 }
 
 function fmt(x) {
@@ -125,7 +131,7 @@ async function refreshExperiments() {
   experimentRows = (await api("/api/v1/experiments")).experiments;
   if (state.experiment === null && experimentRows.length) {
     // The newest experiment, running ones first.
-    const running = experimentRows.filter((e) => e.state === "running");
+    const running = experimentRows.filter((e) => lower(e.state) === "running");
     const pick = (running.length ? running : experimentRows).reduce((a, b) => (b.id > a.id ? b : a));
     selectExperiment(pick);
   }
@@ -147,7 +153,7 @@ async function refreshTrials() {
   state.experiment = t.experiment;
   state.trialRows = t.trials;
   if (!state.selected.size && t.trials.length) {
-    const running = t.trials.find((x) => x.state === "running");
+    const running = t.trials.find((x) => lower(x.state) === "running");
     select((running || t.trials[0]).id, false);
   }
 }
@@ -184,7 +190,7 @@ function renderExperiments() {
   for (const e of sorted(experimentRows, state.sort.experiments)) {
     const row = document.createElement("tr");
     row.dataset.experimentId = e.id;
-    row.dataset.state = e.state;
+    row.dataset.state = lower(e.state);
     row.className = "clickable" + (state.experiment && state.experiment.id === e.id ? " selected" : "");
     row.onclick = () => selectExperiment(e);
     for (const v of [e.id, e.name, e.kind, e.state, `${e.metric} (${e.minimize ? "min" : "max"})`,
@@ -205,7 +211,7 @@ function renderTrials() {
   for (const t of sorted(state.trialRows, state.sort.trials)) {
     const row = document.createElement("tr");
     row.dataset.trialId = t.id;
-    row.dataset.state = t.state;
+    row.dataset.state = lower(t.state);
     row.className = "clickable" + (state.selected.has(t.id) ? " selected" : "");
     row.title = "click: show this trial's curves; the box (or ctrl-click): overlay several";
     row.onclick = (ev) => select(t.id, ev.ctrlKey || ev.metaKey);

@@ -94,6 +94,8 @@ function drawScatter(host, charts, trials, param, metric) {
     const y = finiteOrNull(t.best);
     if (y !== null && Number.isFinite(values[i])) pairs.push([values[i], y, t.id]);
   });
+  host.dataset.trials = pairs.map((p) => p[2]).join(" ");
+  if (!pairs.length) return;  // no trial has a metric yet
   pairs.sort((a, b) => a[0] - b[0]);
   const xs = pairs.map((p) => p[0]);
   const positive = xs.length > 1 && xs.every((x) => x > 0);
@@ -113,5 +115,4 @@ function drawScatter(host, charts, trials, param, metric) {
     }],
   };
   addChart(host, charts, opts, [xs, pairs.map((p) => p[1])]);
-  host.dataset.trials = pairs.map((p) => p[2]).join(" ");
 }

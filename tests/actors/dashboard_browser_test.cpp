@@ -55,15 +55,16 @@ std::string missing_browser(const std::string& chromium, const std::string& node
 }
 
 // A random search over lr: four trials of linear regression, two at a time
-// on the node's two slots, each epoch long enough (200,000 samples) that a
-// page polling every 2 s sees the curve grow.
+// on the node's two slots, each epoch long enough (a million samples, about
+// 0.4 s) and with epochs enough that the trials still run while the page
+// watches; the test stops the sweep when the page is done.
 std::string sweep_experiment(const temp_dir& dir) {
   const std::string path = dir.file("sweep.yaml");
   dtrain::testing::write_file(
       path, "name: browser-sweep\n"
             "operator: linear_regression\n"
             "hyperparameters:\n"
-            "  samples: 200000\n"
+            "  samples: 1000000\n"
             "  features: 16\n"
             "  optimizer: sgd\n"
             "  lr: {type: log, base: 10, minval: -3, maxval: -1.5}\n"
@@ -73,7 +74,7 @@ std::string sweep_experiment(const temp_dir& dir) {
             "  smaller_is_better: true\n"
             "  max_trials: 4\n"
             "  max_concurrent_trials: 2\n"
-            "  max_length: {epochs: 12}\n"
+            "  max_length: {epochs: 100}\n"
             "resources: {slots_per_trial: 1}\n"
             "global_batch_size: 256\n"
             "checkpoint_storage: {host_path: " + dir.file("ckpt") + "}\n");

@@ -40,8 +40,9 @@ async function main() {
     timeout: 60000,
   });
   const problems = [];
+  let page = null;
   try {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
+    page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
     page.setDefaultTimeout(60000);
     page.on("console", (m) => { if (m.type() === "error") problems.push("console: " + m.text()); });
     page.on("pageerror", (e) => problems.push("pageerror: " + e.message));
@@ -91,6 +92,10 @@ async function main() {
     await page.screenshot({ path: screenshot, fullPage: true });
     console.log("screenshot: " + screenshot);
     check(problems.length === 0, "no console errors" + (problems.length ? ": " + problems.join(" | ") : ""));
+  } catch (e) {
+    // The page as it was when a check failed, for the person reading why.
+    if (page) await page.screenshot({ path: screenshot, fullPage: true }).catch(() => {});
+    throw e;
   } finally {
     await browser.close();
   }
