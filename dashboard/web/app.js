@@ -117,7 +117,8 @@ async function refreshCluster() {
   for (const t of c.trainers) {
     const li = document.createElement("li");
     li.dataset.trainer = t.id;
-    li.textContent = t.replicas === null ? t.id : `${t.id}: ${t.replicas} replicas`;
+    li.textContent = t.replicas === null ? t.id
+      : `${t.id}: ${t.replicas} replica${t.replicas === 1 ? "" : "s"}`;
     list.appendChild(li);
   }
   document.getElementById("no-trainers").hidden = c.trainers.length > 0;

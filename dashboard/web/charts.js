@@ -11,6 +11,15 @@ function finiteOrNull(x) {
   return typeof x === "number" && Number.isFinite(x) ? x : null;
 }
 
+// Tick labels with as many decimals as the tick spacing needs (uPlot's
+// default keeps three, so a loss between 0.0833 and 0.0835 reads
+// "0.083 0.083 0.083").
+function tickLabels(u, ticks) {
+  const step = ticks.length > 1 ? Math.abs(ticks[1] - ticks[0]) : 0;
+  const digits = step > 0 ? Math.max(0, Math.min(12, -Math.floor(Math.log10(step)))) : 3;
+  return ticks.map((v) => (v === null ? "" : v.toFixed(digits)));
+}
+
 // One uPlot chart in a new <div> under `host`, tagged for tests and people:
 // data-chart (its title) and data-points (its non-null y values).
 function addChart(host, charts, opts, data) {
@@ -47,7 +56,7 @@ function drawCurves(host, charts, trials) {
   const base = (title) => ({
     title, width: 560, height: 300,
     scales: { x: { time: false } },
-    axes: [{ label: "epoch" }, {}],
+    axes: [{ label: "epoch" }, { values: tickLabels, size: 60 }],
   });
   if (trials.size === 1) {
     const [t] = trials.values();
@@ -101,6 +110,7 @@ function drawScatter(host, charts, trials, param, metric) {
   const positive = xs.length > 1 && xs.every((x) => x > 0);
   const log = !categories && positive && Math.max(...xs) / Math.min(...xs) >= 100;
   const xAxis = { label: param };
+  if (!categories && !log) xAxis.values = tickLabels;
   if (categories) {
     xAxis.values = (u, ticks) => ticks.map((v) => (Number.isInteger(v) ? categories[v] ?? "" : ""));
     xAxis.incrs = [1];
@@ -108,7 +118,7 @@ function drawScatter(host, charts, trials, param, metric) {
   const opts = {
     title: `${metric} (best) by ${param}`, width: 560, height: 300,
     scales: { x: { time: false, distr: log ? 3 : 1 } },
-    axes: [xAxis, { label: metric }],
+    axes: [xAxis, { label: metric, values: tickLabels, size: 70 }],
     series: [{ label: param }, {
       label: metric, stroke: COLORS[0], fill: COLORS[0],
       paths: () => null, points: { show: true, size: 9 },
