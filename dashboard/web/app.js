@@ -206,7 +206,7 @@ function renderTrials() {
   const { varying, fixed } = hyperparameterKeys(state.trialRows);
   header("trials", [["", null], ["id", "id"], ["state", "state"], ["epochs", "epochs"],
     [`best ${e ? e.metric : ""}`, "best"], ["last", "last"], ["restarts", "restarts"],
-    ...varying.map((k) => [k, "hp:" + k]), ["other hyperparameters", null]]);
+    ...varying.map((k) => [k, "hp:" + k]), ...(fixed.length ? [["other hyperparameters", null]] : [])]);
   const body = document.querySelector("#trials tbody");
   body.replaceChildren();
   for (const t of sorted(state.trialRows, state.sort.trials)) {
@@ -224,7 +224,7 @@ function renderTrials() {
     row.appendChild(document.createElement("td")).appendChild(box);
     for (const v of [t.id, t.state, t.epochs, t.best, t.last, t.restarts]) cell(row, v);
     for (const k of varying) cell(row, (t.hyperparameters || {})[k], "hp");
-    cell(row, fixed.map((k) => `${k}=${fmt((t.hyperparameters || {})[k])}`).join(" "), "hp");
+    if (fixed.length) cell(row, fixed.map((k) => `${k}=${fmt((t.hyperparameters || {})[k])}`).join(" "), "hp");
     body.appendChild(row);
   }
   renderScatter(varying);

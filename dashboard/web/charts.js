@@ -16,8 +16,20 @@ function finiteOrNull(x) {
 // "0.083 0.083 0.083").
 function tickLabels(u, ticks) {
   const step = ticks.length > 1 ? Math.abs(ticks[1] - ticks[0]) : 0;
-  const digits = step > 0 ? Math.max(0, Math.min(12, -Math.floor(Math.log10(step)))) : 3;
+  // The fewest decimals that write the step as a whole number of units.
+  let digits = step > 0 ? 0 : 3;
+  while (step > 0 && digits < 12) {
+    const units = step * 10 ** digits;
+    if (units >= 0.999999 && Math.abs(units - Math.round(units)) <= 1e-6 * units) break;
+    digits++;
+  }
   return ticks.map((v) => (v === null ? "" : v.toFixed(digits)));
+}
+
+// A y axis wide enough for its longest tick label.
+function axisSize(u, values) {
+  const longest = values ? Math.max(0, ...values.map((v) => String(v).length)) : 4;
+  return 24 + 7 * longest;
 }
 
 // One uPlot chart in a new <div> under `host`, tagged for tests and people:
@@ -56,7 +68,7 @@ function drawCurves(host, charts, trials) {
   const base = (title) => ({
     title, width: 560, height: 300,
     scales: { x: { time: false } },
-    axes: [{ label: "epoch" }, { values: tickLabels, size: 60 }],
+    axes: [{ label: "epoch" }, { values: tickLabels, size: axisSize }],
   });
   if (trials.size === 1) {
     const [t] = trials.values();
@@ -78,6 +90,16 @@ function drawCurves(host, charts, trials) {
       ({ label: id, stroke: COLORS[i % COLORS.length], points: { show: true }, spanGaps: true }))];
     addChart(host, charts, opts, [epochs, ...ids.map((id) => valueAt(trials.get(id), name))]);
   }
+}
+
+// An x range 5% wider than the data on each side (a factor on a log axis).
+function padded(log) {
+  return (u, min, max) => {
+    if (min === null || max === null) return [0, 1];
+    if (log) return [min / 1.25, max * 1.25];
+    const pad = min === max ? Math.abs(min) * 0.1 || 1 : (max - min) * 0.05;
+    return [min - pad, max + pad];
+  };
 }
 
 // A hyperparameter's values as numbers: numeric ones as they are (numbers
@@ -117,8 +139,9 @@ function drawScatter(host, charts, trials, param, metric) {
   }
   const opts = {
     title: `${metric} (best) by ${param}`, width: 560, height: 300,
-    scales: { x: { time: false, distr: log ? 3 : 1 } },
-    axes: [xAxis, { label: metric, values: tickLabels, size: 70 }],
+    // Some room beyond the extreme points, so none sits on the frame.
+    scales: { x: { time: false, distr: log ? 3 : 1, range: padded(log) } },
+    axes: [xAxis, { label: metric, values: tickLabels, size: axisSize }],
     series: [{ label: param }, {
       label: metric, stroke: COLORS[0], fill: COLORS[0],
       paths: () => null, points: { show: true, size: 9 },
