@@ -54,6 +54,9 @@ async function main() {
     check(/\/2$/.test(await nodeRow.locator("td.slots").innerText()),
       `the cluster view lists node ${nodeAddress} with 2 slots`);
 
+    await page.locator("#trainers li[data-trainer]").first().waitFor();
+    check(true, "the cluster view lists the sweep's trainers");
+
     // The trial table fills.
     await page.waitForFunction(() => document.querySelectorAll("#trials tbody tr[data-trial-id]").length >= 2);
     const trials = await page.locator("#trials tbody tr[data-trial-id]").count();
@@ -73,6 +76,13 @@ async function main() {
     check(second > first, `trial ${id}'s curve grew from ${first} to ${second} epochs while it ran`);
     const drawn = await page.locator("#charts .chart[data-points]").first().getAttribute("data-points");
     check(Number(drawn) > 0, `its chart draws ${drawn} points`);
+
+    // The sweep's scatter: a hyperparameter against the trials' best metric.
+    await page.waitForFunction(() => {
+      const chart = document.querySelector("#sweep:not([hidden]) #scatter .chart");
+      return chart && Number(chart.dataset.points) >= 1;
+    });
+    check(true, `the sweep view plots ${await page.locator("#scatter-param").inputValue()} against the metric`);
 
     // Several trials overlaid, and the table sorts by a header.
     // (A click re-renders the table, so no .check(): it would look at the old box.)
