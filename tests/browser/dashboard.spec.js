@@ -25,6 +25,61 @@ function check(ok, what) {
   console.log("ok: " + what);
 }
 
+// The cluster view lists the node, with its 2 slots, and the sweep's trainers.
+async function checkCluster(page, nodeAddress) {
+  const nodeRow = page.locator(`#nodes tbody tr[data-node-address="${nodeAddress}"]`);
+  await nodeRow.waitFor();
+  check(/\/2$/.test(await nodeRow.locator("td.slots").innerText()),
+    `the cluster view lists node ${nodeAddress} with 2 slots`);
+  await page.locator("#trainers li[data-trainer]").first().waitFor();
+  check(true, "the cluster view lists the sweep's trainers");
+}
+
+// The trial table fills; a running trial's curve gains points while it
+// trains (two reads of what the page holds, and its chart draws them).
+async function checkTrialsAndCurves(page) {
+  await page.waitForFunction(() => document.querySelectorAll("#trials tbody tr[data-trial-id]").length >= 2);
+  const trials = await page.locator("#trials tbody tr[data-trial-id]").count();
+  check(trials >= 2, `the trial table lists ${trials} trials`);
+
+  const running = page.locator('#trials tbody tr[data-state="running"]').first();
+  await running.waitFor();
+  const id = await running.getAttribute("data-trial-id");
+  await running.locator("td").nth(1).click();
+  const points = () => page.evaluate((t) => window.dtrainDashboard.curvePoints(t), id);
+  await page.waitForFunction((t) => window.dtrainDashboard.curvePoints(t) >= 1, id);
+  const first = await points();
+  await page.waitForFunction(([t, n]) => window.dtrainDashboard.curvePoints(t) > n, [id, first],
+    { timeout: 90000 });
+  const second = await points();
+  check(second > first, `trial ${id}'s curve grew from ${first} to ${second} epochs while it ran`);
+  const drawn = await page.locator("#charts .chart[data-points]").first().getAttribute("data-points");
+  check(Number(drawn) > 0, `its chart draws ${drawn} points`);
+}
+
+// The sweep's scatter, two trials overlaid, and a header click that sorts.
+async function checkSweepOverlayAndSort(page) {
+  await page.waitForFunction(() => {
+    const chart = document.querySelector("#sweep:not([hidden]) #scatter .chart");
+    return chart && Number(chart.dataset.points) >= 1;
+  });
+  check(true, `the sweep view plots ${await page.locator("#scatter-param").inputValue()} against the metric`);
+
+  // (A click re-renders the table, so no .check(): it would look at the old box.)
+  for (const n of [0, 1]) {
+    const box = page.locator("#trials tbody tr[data-trial-id] input.select-trial").nth(n);
+    if (!(await box.isChecked())) await box.click();
+  }
+  await page.waitForFunction(() => window.dtrainDashboard.selectedTrials().length >= 2);
+  await page.waitForFunction(() => (document.getElementById("charts").dataset.trials || "").split(" ").length >= 2);
+  check(true, "two trials overlaid in the curves");
+
+  await page.locator('#trials th[data-sort="id"]').click();
+  const ids = await page.locator("#trials tbody tr[data-trial-id]").evaluateAll(
+    (rows) => rows.map((r) => r.dataset.trialId));
+  check(ids.join() === [...ids].sort().reverse().join(), "a header click sorts the trials (id, descending)");
+}
+
 async function main() {
   const url = env("DTRAIN_DASHBOARD_URL");
   const nodeAddress = env("DTRAIN_NODE_ADDRESS");
@@ -47,57 +102,9 @@ async function main() {
     page.on("console", (m) => { if (m.type() === "error") problems.push("console: " + m.text()); });
     page.on("pageerror", (e) => problems.push("pageerror: " + e.message));
     await page.goto(url);
-
-    // The cluster view lists the node, with its slots.
-    const nodeRow = page.locator(`#nodes tbody tr[data-node-address="${nodeAddress}"]`);
-    await nodeRow.waitFor();
-    check(/\/2$/.test(await nodeRow.locator("td.slots").innerText()),
-      `the cluster view lists node ${nodeAddress} with 2 slots`);
-
-    await page.locator("#trainers li[data-trainer]").first().waitFor();
-    check(true, "the cluster view lists the sweep's trainers");
-
-    // The trial table fills.
-    await page.waitForFunction(() => document.querySelectorAll("#trials tbody tr[data-trial-id]").length >= 2);
-    const trials = await page.locator("#trials tbody tr[data-trial-id]").count();
-    check(trials >= 2, `the trial table lists ${trials} trials`);
-
-    // A running trial's curve gains points while it trains.
-    const running = page.locator('#trials tbody tr[data-state="running"]').first();
-    await running.waitFor();
-    const id = await running.getAttribute("data-trial-id");
-    await running.locator("td").nth(1).click();
-    const points = () => page.evaluate((t) => window.dtrainDashboard.curvePoints(t), id);
-    await page.waitForFunction((t) => window.dtrainDashboard.curvePoints(t) >= 1, id);
-    const first = await points();
-    await page.waitForFunction(([t, n]) => window.dtrainDashboard.curvePoints(t) > n, [id, first],
-      { timeout: 90000 });
-    const second = await points();
-    check(second > first, `trial ${id}'s curve grew from ${first} to ${second} epochs while it ran`);
-    const drawn = await page.locator("#charts .chart[data-points]").first().getAttribute("data-points");
-    check(Number(drawn) > 0, `its chart draws ${drawn} points`);
-
-    // The sweep's scatter: a hyperparameter against the trials' best metric.
-    await page.waitForFunction(() => {
-      const chart = document.querySelector("#sweep:not([hidden]) #scatter .chart");
-      return chart && Number(chart.dataset.points) >= 1;
-    });
-    check(true, `the sweep view plots ${await page.locator("#scatter-param").inputValue()} against the metric`);
-
-    // Several trials overlaid, and the table sorts by a header.
-    // (A click re-renders the table, so no .check(): it would look at the old box.)
-    for (const n of [0, 1]) {
-      const box = page.locator("#trials tbody tr[data-trial-id] input.select-trial").nth(n);
-      if (!(await box.isChecked())) await box.click();
-    }
-    await page.waitForFunction(() => window.dtrainDashboard.selectedTrials().length >= 2);
-    await page.waitForFunction(() => (document.getElementById("charts").dataset.trials || "").split(" ").length >= 2);
-    check(true, "two trials overlaid in the curves");
-    await page.locator('#trials th[data-sort="id"]').click();
-    const ids = await page.locator("#trials tbody tr[data-trial-id]").evaluateAll(
-      (rows) => rows.map((r) => r.dataset.trialId));
-    check(ids.join() === [...ids].sort().reverse().join(), "a header click sorts the trials (id, descending)");
-
+    await checkCluster(page, nodeAddress);
+    await checkTrialsAndCurves(page);
+    await checkSweepOverlayAndSort(page);
     await page.waitForTimeout(2500);  // one more poll, so the picture is current
     await page.screenshot({ path: screenshot, fullPage: true });
     console.log("screenshot: " + screenshot);
