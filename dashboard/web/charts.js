@@ -6,6 +6,9 @@
 const COLORS = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b",
   "#6d4c41", "#3949ab", "#c0ca33", "#d81b60"];
 
+// Epochs are whole: no tick at 1.25.
+const EPOCH_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
+
 // Numbers as uPlot wants them: NaN, infinities and absent values as null.
 function finiteOrNull(x) {
   return typeof x === "number" && Number.isFinite(x) ? x : null;
@@ -24,6 +27,11 @@ function tickLabels(u, ticks) {
     digits++;
   }
   return ticks.map((v) => (v === null ? "" : v.toFixed(digits)));
+}
+
+// Log-axis labels (uPlot passes null for the ticks it leaves unlabelled).
+function decadeLabels(u, ticks) {
+  return ticks.map((v) => (v === null ? "" : String(Number(v.toPrecision(2)))));
 }
 
 // A y axis wide enough for its longest tick label.
@@ -68,7 +76,7 @@ function drawCurves(host, charts, trials) {
   const base = (title) => ({
     title, width: 560, height: 300,
     scales: { x: { time: false } },
-    axes: [{ label: "epoch" }, { values: tickLabels, size: axisSize }],
+    axes: [{ label: "epoch", incrs: EPOCH_STEPS }, { values: tickLabels, size: axisSize }],
   });
   if (trials.size === 1) {
     const [t] = trials.values();
@@ -92,11 +100,13 @@ function drawCurves(host, charts, trials) {
   }
 }
 
-// An x range 5% wider than the data on each side (a factor on a log axis).
-function padded(log) {
+// An x range 5% wider than the data on each side (whole decades on a log
+// axis, half a category on a categorical one).
+function padded(log, categorical) {
   return (u, min, max) => {
     if (min === null || max === null) return [0, 1];
-    if (log) return [min / 1.25, max * 1.25];
+    if (log) return uPlot.rangeLog(min, max, 10, true);  // whole decades: uPlot's log ticks need them
+    if (categorical) return [min - 0.5, max + 0.5];
     const pad = min === max ? Math.abs(min) * 0.1 || 1 : (max - min) * 0.05;
     return [min - pad, max + pad];
   };
@@ -132,7 +142,7 @@ function drawScatter(host, charts, trials, param, metric) {
   const positive = xs.length > 1 && xs.every((x) => x > 0);
   const log = !categories && positive && Math.max(...xs) / Math.min(...xs) >= 100;
   const xAxis = { label: param };
-  if (!categories && !log) xAxis.values = tickLabels;
+  if (!categories) xAxis.values = log ? decadeLabels : tickLabels;
   if (categories) {
     xAxis.values = (u, ticks) => ticks.map((v) => (Number.isInteger(v) ? categories[v] ?? "" : ""));
     xAxis.incrs = [1];
@@ -140,7 +150,7 @@ function drawScatter(host, charts, trials, param, metric) {
   const opts = {
     title: `${metric} (best) by ${param}`, width: 560, height: 300,
     // Some room beyond the extreme points, so none sits on the frame.
-    scales: { x: { time: false, distr: log ? 3 : 1, range: padded(log) } },
+    scales: { x: { time: false, distr: log ? 3 : 1, range: padded(log, categories !== null) } },
     axes: [xAxis, { label: metric, values: tickLabels, size: axisSize }],
     series: [{ label: param }, {
       label: metric, stroke: COLORS[0], fill: COLORS[0],
