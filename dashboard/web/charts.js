@@ -40,26 +40,47 @@ function axisSize(u, values) {
   return 24 + 7 * longest;
 }
 
-// One uPlot chart in a new <div> under `host`, tagged for tests and people:
-// data-chart (its title) and data-points (its non-null y values).
-function addChart(host, charts, opts, data) {
-  const div = document.createElement("div");
-  div.className = "chart";
-  div.dataset.chart = opts.title;
+// The number of non-null y values in uPlot data.
+function pointCount(data) {
   let points = 0;
   for (const ys of data.slice(1)) for (const y of ys) if (y !== null) points++;
-  div.dataset.points = String(points);
-  host.appendChild(div);
-  charts.push(new uPlot(opts, data, div));
+  return points;
 }
 
-// Curves of the trials in `trials` (a Map id -> {reports}), redrawn into
-// `host`. One trial: a chart of its losses and one of its other metrics.
-// Several: one chart per metric, one line per trial (epochs aligned).
-function drawCurves(host, charts, trials) {
+// Shows `specs` ([opts, data] per chart) in `host`, where `charts` holds the
+// uPlot objects shown now. Charts of the same titles and series get the new
+// data in place (no flicker while a trial trains); otherwise all are built
+// anew. Each chart's <div> carries data-chart (its title) and data-points
+// (its non-null y values) for tests and people.
+function showCharts(host, charts, specs) {
+  const shape = (title, labels) => JSON.stringify([title, labels]);
+  const same = specs.length > 0 && charts.length === specs.length && specs.every(([opts], i) =>
+    shape(opts.title, opts.series.map((x) => x.label)) ===
+    shape(charts[i].root.parentNode.dataset.chart, charts[i].series.map((x) => x.label)));
+  if (same) {
+    specs.forEach(([, data], i) => {
+      charts[i].setData(data);
+      charts[i].root.parentNode.dataset.points = String(pointCount(data));
+    });
+    return;
+  }
   for (const c of charts) c.destroy();
   charts.length = 0;
   host.replaceChildren();
+  for (const [opts, data] of specs) {
+    const div = document.createElement("div");
+    div.className = "chart";
+    div.dataset.chart = opts.title;
+    div.dataset.points = String(pointCount(data));
+    host.appendChild(div);
+    charts.push(new uPlot(opts, data, div));
+  }
+}
+
+// Curves of the trials in `trials` (a Map id -> {reports}), shown in
+// `host`. One trial: a chart of its losses and one of its other metrics.
+// Several: one chart per metric, one line per trial (epochs aligned).
+function drawCurves(host, charts, trials) {
   const names = new Set();
   const epochSet = new Set();
   for (const t of trials.values())
@@ -67,37 +88,31 @@ function drawCurves(host, charts, trials) {
       epochSet.add(r.epoch);
       for (const k of Object.keys(r.metrics)) if (k !== "lr") names.add(k);
     }
-  if (!epochSet.size) return;
   const epochs = [...epochSet].sort((a, b) => a - b);
   const valueAt = (t, name) => {
     const byEpoch = new Map(t.reports.map((r) => [r.epoch, r.metrics[name]]));
     return epochs.map((e) => finiteOrNull(byEpoch.get(e)));
   };
-  const base = (title) => ({
+  const chart = (title, labels, columns) => [{
     title, width: 560, height: 300,
     scales: { x: { time: false } },
     axes: [{ label: "epoch", incrs: EPOCH_STEPS }, { values: tickLabels, size: axisSize }],
-  });
-  if (trials.size === 1) {
+    series: [{ label: "epoch" }, ...labels.map((label, i) =>
+      ({ label, stroke: COLORS[i % COLORS.length], points: { show: true }, spanGaps: true }))],
+  }, [epochs, ...columns]];
+  const specs = [];
+  if (epochs.length && trials.size === 1) {
     const [t] = trials.values();
     const losses = [...names].filter((n) => n.includes("loss"));
     const others = [...names].filter((n) => !n.includes("loss"));
-    for (const [title, group] of [["loss", losses], ["other metrics", others]]) {
-      if (!group.length) continue;
-      const opts = base(title);
-      opts.series = [{ label: "epoch" }, ...group.map((n, i) =>
-        ({ label: n, stroke: COLORS[i % COLORS.length], points: { show: true }, spanGaps: true }))];
-      addChart(host, charts, opts, [epochs, ...group.map((n) => valueAt(t, n))]);
-    }
-    return;
+    for (const [title, group] of [["loss", losses], ["other metrics", others]])
+      if (group.length) specs.push(chart(title, group, group.map((n) => valueAt(t, n))));
+  } else if (epochs.length) {
+    const ids = [...trials.keys()];
+    for (const name of [...names].sort())
+      specs.push(chart(name, ids, ids.map((id) => valueAt(trials.get(id), name))));
   }
-  const ids = [...trials.keys()];
-  for (const name of [...names].sort()) {
-    const opts = base(name);
-    opts.series = [{ label: "epoch" }, ...ids.map((id, i) =>
-      ({ label: id, stroke: COLORS[i % COLORS.length], points: { show: true }, spanGaps: true }))];
-    addChart(host, charts, opts, [epochs, ...ids.map((id) => valueAt(trials.get(id), name))]);
-  }
+  showCharts(host, charts, specs);
 }
 
 // An x range 5% wider than the data on each side (whole decades on a log
@@ -125,10 +140,7 @@ function hyperparameterAxis(trials, param) {
 // A scatter of `param` (x) against each trial's best metric (y), one point
 // per trial with a best value; log x when the values span two decades.
 function drawScatter(host, charts, trials, param, metric) {
-  for (const c of charts) c.destroy();
-  charts.length = 0;
-  host.replaceChildren();
-  if (!param) return;
+  if (!param) return showCharts(host, charts, []);
   const { values, categories } = hyperparameterAxis(trials, param);
   const pairs = [];
   trials.forEach((t, i) => {
@@ -136,16 +148,17 @@ function drawScatter(host, charts, trials, param, metric) {
     if (y !== null && Number.isFinite(values[i])) pairs.push([values[i], y, t.id]);
   });
   host.dataset.trials = pairs.map((p) => p[2]).join(" ");
-  if (!pairs.length) return;  // no trial has a metric yet
+  if (!pairs.length) return showCharts(host, charts, []);  // no trial has a metric yet
   pairs.sort((a, b) => a[0] - b[0]);
   const xs = pairs.map((p) => p[0]);
   const positive = xs.length > 1 && xs.every((x) => x > 0);
   const log = !categories && positive && Math.max(...xs) / Math.min(...xs) >= 100;
   const xAxis = { label: param };
-  if (!categories) xAxis.values = log ? decadeLabels : tickLabels;
   if (categories) {
     xAxis.values = (u, ticks) => ticks.map((v) => (Number.isInteger(v) ? categories[v] ?? "" : ""));
     xAxis.incrs = [1];
+  } else {
+    xAxis.values = log ? decadeLabels : tickLabels;
   }
   const opts = {
     title: `${metric} (best) by ${param}`, width: 560, height: 300,
@@ -157,5 +170,7 @@ function drawScatter(host, charts, trials, param, metric) {
       paths: () => null, points: { show: true, size: 9 },
     }],
   };
-  addChart(host, charts, opts, [xs, pairs.map((p) => p[1])]);
+  // Built anew each time: the axes (log or not, categories) may change.
+  showCharts(host, charts, []);
+  showCharts(host, charts, [[opts, [xs, pairs.map((p) => p[1])]]]);
 }
