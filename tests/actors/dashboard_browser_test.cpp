@@ -54,6 +54,21 @@ std::string missing_browser(const std::string& chromium, const std::string& node
   return "";
 }
 
+// Chromium's process group, should node.js have left it running: the
+// script writes the pid (playwright starts Chromium as a group leader).
+// Checked against /proc first, so a reused pid is left alone.
+void kill_browser(const std::string& pid_text) {
+  const pid_t pid = static_cast<pid_t>(std::atoi(pid_text.c_str()));
+  if (pid <= 1)
+    return;
+  const std::string cmdline = read_file("/proc/" + std::to_string(pid) + "/cmdline");
+  if (cmdline.find("chrom") == std::string::npos)
+    return;
+  BOOST_TEST_MESSAGE("Chromium (pid " << pid << ") outlived its script: killing its group");
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL);
+}
+
 // A random search over lr: four trials of linear regression, two at a time
 // on the node's two slots, each epoch long enough (a million samples, about
 // 0.4 s) and with epochs enough that the trials still run while the page
@@ -128,12 +143,14 @@ BOOST_AUTO_TEST_CASE(the_page_shows_the_cluster_the_trials_and_curves_that_grow_
   setenv("DTRAIN_SCREENSHOT", screenshot.c_str(), 1);
   setenv("DTRAIN_CHROMIUM", chromium.c_str(), 1);
   setenv("NODE_PATH", modules.c_str(), 1);
+  setenv("DTRAIN_BROWSER_PID_FILE", home.file("chromium.pid").c_str(), 1);
   ::unlink(screenshot.c_str());
   child_process page({node_js, std::string(DTRAIN_SOURCE_DIR) + "/tests/browser/dashboard.spec.js"},
                      home.file("page.log"));
   const int code = page.wait(milliseconds(240000));
   if (code == -1)  // timed out: SIGTERM lets playwright close its Chromium first
     page.stop(SIGTERM, milliseconds(10000));
+  kill_browser(read_file(home.file("chromium.pid")));
   const std::string log = read_file(home.file("page.log"));
   BOOST_TEST_MESSAGE(log);
   BOOST_TEST(code == 0, log << "\n--- tune ---\n" << read_file(home.file("tune.log")));

@@ -9,9 +9,11 @@
 //   DTRAIN_NODE_ADDRESS   the node the cluster view must list
 //   DTRAIN_SCREENSHOT     where to write the PNG
 //   DTRAIN_CHROMIUM       the browser (default /usr/bin/chromium)
+//   DTRAIN_BROWSER_PID_FILE  where to write Chromium's pid (optional)
 // NODE_PATH points at tools/browser/node_modules.
 "use strict";
 
+const fs = require("fs");
 const { chromium } = require("playwright-core");
 
 const env = (name) => {
@@ -88,12 +90,18 @@ async function main() {
     "--disable-component-update", "--disable-sync"];
   // Chromium's sandbox refuses to start as root.
   if (process.getuid && process.getuid() === 0) args.push("--no-sandbox");
-  const browser = await chromium.launch({
+  // A browser server rather than launch(): its process() gives Chromium's
+  // pid, which the C++ side kills (with its process group) should this
+  // script die before closing it.
+  const server = await chromium.launchServer({
     executablePath: process.env.DTRAIN_CHROMIUM || "/usr/bin/chromium",
     headless: true,
     args,
     timeout: 60000,
   });
+  if (process.env.DTRAIN_BROWSER_PID_FILE)
+    fs.writeFileSync(process.env.DTRAIN_BROWSER_PID_FILE, String(server.process().pid) + "\n");
+  const browser = await chromium.connect(server.wsEndpoint());
   const problems = [];
   let page = null;
   try {
@@ -115,6 +123,7 @@ async function main() {
     throw e;
   } finally {
     await browser.close();
+    await server.close();
   }
 }
 
