@@ -145,6 +145,8 @@ function selectExperiment(e) {
   state.selected.clear();
   state.scatterKey = "";
   render();
+  // Its trials now rather than at the next poll.
+  refreshTrials().then(render).then(refreshCurves).catch(showError);
 }
 
 async function refreshTrials() {
