@@ -97,6 +97,36 @@ std::string sweep_experiment(const temp_dir& dir) {
   return path;
 }
 
+// What tests/browser/dashboard.spec.js is given.
+struct page_script {
+  std::string node;         // the node.js binary
+  std::string chromium;     // the browser
+  std::string url;          // the page, with ?token=
+  std::string node_address; // the node the cluster view must list
+  std::string screenshot;   // where the PNG goes
+};
+
+// Runs the script (4 minutes at most) with playwright-core from
+// tools/browser; its exit code (-1 if it timed out) and its output in `log`.
+// Chromium is gone afterwards, whatever became of the script.
+int run_page_script(const page_script& s, const temp_dir& home, std::string& log) {
+  setenv("DTRAIN_DASHBOARD_URL", s.url.c_str(), 1);
+  setenv("DTRAIN_NODE_ADDRESS", s.node_address.c_str(), 1);
+  setenv("DTRAIN_SCREENSHOT", s.screenshot.c_str(), 1);
+  setenv("DTRAIN_CHROMIUM", s.chromium.c_str(), 1);
+  setenv("DTRAIN_BROWSER_PID_FILE", home.file("chromium.pid").c_str(), 1);
+  setenv("NODE_PATH", DTRAIN_SOURCE_DIR "/tools/browser/node_modules", 1);
+  ::unlink(s.screenshot.c_str());
+  child_process page({s.node, DTRAIN_SOURCE_DIR "/tests/browser/dashboard.spec.js"},
+                     home.file("page.log"));
+  const int code = page.wait(milliseconds(240000));
+  if (code == -1)  // timed out: SIGTERM lets playwright close its Chromium first
+    page.stop(SIGTERM, milliseconds(10000));
+  kill_browser(read_file(home.file("chromium.pid")));
+  log = read_file(home.file("page.log"));
+  return code;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(dashboard_browser)
@@ -110,9 +140,9 @@ BOOST_AUTO_TEST_CASE(the_page_shows_the_cluster_the_trials_and_curves_that_grow_
     BOOST_TEST_MESSAGE("SKIPPED (no browser: " << why << ")");
     return;
   }
-  const std::string modules = std::string(DTRAIN_SOURCE_DIR) + "/tools/browser/node_modules";
-  if (::access((modules + "/playwright-core/package.json").c_str(), R_OK) != 0)
-    BOOST_FAIL("playwright-core not found in " + modules + ": run tools/install-deps.sh");
+  if (::access(DTRAIN_SOURCE_DIR "/tools/browser/node_modules/playwright-core/package.json", R_OK) != 0)
+    BOOST_FAIL("playwright-core not found in " DTRAIN_SOURCE_DIR
+               "/tools/browser/node_modules: run tools/install-deps.sh");
 
   temp_dir home;
   setenv("DTRAIN_HOME", home.path().c_str(), 1);
@@ -138,25 +168,14 @@ BOOST_AUTO_TEST_CASE(the_page_shows_the_cluster_the_trials_and_curves_that_grow_
                      home.file("tune.log"));
 
   const char* shot = std::getenv("DTRAIN_BROWSER_SCREENSHOT");
-  const std::string screenshot = shot ? shot : home.file("dashboard.png");
-  setenv("DTRAIN_DASHBOARD_URL", (url + "?token=" + token).c_str(), 1);
-  setenv("DTRAIN_NODE_ADDRESS", node_address.c_str(), 1);
-  setenv("DTRAIN_SCREENSHOT", screenshot.c_str(), 1);
-  setenv("DTRAIN_CHROMIUM", chromium.c_str(), 1);
-  setenv("NODE_PATH", modules.c_str(), 1);
-  setenv("DTRAIN_BROWSER_PID_FILE", home.file("chromium.pid").c_str(), 1);
-  ::unlink(screenshot.c_str());
-  child_process page({node_js, std::string(DTRAIN_SOURCE_DIR) + "/tests/browser/dashboard.spec.js"},
-                     home.file("page.log"));
-  const int code = page.wait(milliseconds(240000));
-  if (code == -1)  // timed out: SIGTERM lets playwright close its Chromium first
-    page.stop(SIGTERM, milliseconds(10000));
-  kill_browser(read_file(home.file("chromium.pid")));
-  const std::string log = read_file(home.file("page.log"));
+  const page_script script{node_js, chromium, url + "?token=" + token, node_address,
+                           shot ? shot : home.file("dashboard.png")};
+  std::string log;
+  const int code = run_page_script(script, home, log);
   BOOST_TEST_MESSAGE(log);
   BOOST_TEST(code == 0, log << "\n--- tune ---\n" << read_file(home.file("tune.log")));
-  BOOST_TEST(::access(screenshot.c_str(), R_OK) == 0, "no screenshot at " << screenshot);
-  BOOST_TEST_MESSAGE("screenshot: " << screenshot);
+  BOOST_TEST(::access(script.screenshot.c_str(), R_OK) == 0, "no screenshot at " << script.screenshot);
+  BOOST_TEST_MESSAGE("screenshot: " << script.screenshot);
 
   // The sweep is not needed any more: stop it (as Ctrl-C would), then the
   // node and the head; each child_process kills what is left by its pid.
