@@ -57,8 +57,8 @@ function sorted(items, { key, desc }) {
   const out = [...items];
   out.sort((a, b) => {
     const x = value(a), y = value(b);
-    if (x === null || x === undefined) return 1;
-    if (y === null || y === undefined) return -1;
+    const absent = (v) => v === null || v === undefined;
+    if (absent(x) || absent(y)) return absent(x) - absent(y);
     const nx = Number(x), ny = Number(y);
     const order = !Number.isNaN(nx) && !Number.isNaN(ny) ? nx - ny : String(x).localeCompare(String(y));
     return desc ? -order : order;
