@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Installs every Debian package dtrain needs to build, test and run.
-# Idempotent: packages already present are left alone. Run as root.
+# Installs every Debian package dtrain needs to build, test and run, and the
+# browser test's playwright-core (npm, pinned in tools/browser/package-lock.json,
+# into tools/browser/node_modules; it downloads no browser: the test drives
+# Debian's /usr/bin/chromium). Idempotent and quick when all is present: apt
+# runs only for missing packages, npm only when the pinned version is absent.
+# Run as root (apt); the npm step runs as any user.
 #
 #   tools/install-deps.sh           build + test + run dependencies
 #   tools/install-deps.sh --peers   also PyTorch (python3-torch) and Optuna 3.1, the peers the
@@ -21,7 +25,12 @@ packages=(
   libssl-dev openssl              # cluster certificates (libcrypto); the CLI in their tests
   dataset-fashion-mnist           # the real data set
   prometheus                      # promtool: the dashboard's /metrics test lints with it
+  chromium                        # the dashboard's browser test (tests/browser)
 )
+# Node and npm for that test: Debian's unless a node is already installed
+# (NodeSource's nodejs bundles npm and conflicts with Debian's npm package).
+command -v node > /dev/null || packages+=(nodejs)
+command -v npm > /dev/null || packages+=(npm)
 for arg in "$@"; do
   case "$arg" in
     --peers) packages+=(python3-torch python3-numpy python3-optuna) ;;
@@ -37,13 +46,26 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
-fi
-if [ "$(id -u)" != 0 ]; then
+elif [ "$(id -u)" != 0 ]; then
   echo "install-deps: missing packages (${missing[*]}); run this script as root" >&2
   exit 1
+else
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get -o DPkg::Lock::Timeout=600 update -q
+  apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get -o DPkg::Lock::Timeout=600 update -q
-apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
+
+# playwright-core at the version the lock file pins (1.49.x: it runs on
+# Debian 12's Node 18 as well as on newer ones).
+browser="$(cd "$(dirname "$0")" && pwd)/browser"
+pinned=$(sed -n '/"node_modules\/playwright-core"/,/}/s/.*"version": "\(.*\)".*/\1/p' \
+  "$browser/package-lock.json")
+installed=$(sed -n 's/^  "version": "\(.*\)".*/\1/p' \
+  "$browser/node_modules/playwright-core/package.json" 2>/dev/null || true)
+if [ -n "$pinned" ] && [ "$installed" = "$pinned" ]; then
+  echo "install-deps: playwright-core $pinned present"
+else
+  echo "install-deps: installing playwright-core $pinned into $browser/node_modules"
+  (cd "$browser" && npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -1,5 +1,12 @@
-// The dashboard page: polls the JSON API (README, "Dashboard") and draws a
-// selected trial's learning curves with uPlot. No build step.
+// The dashboard page: polls the JSON API (README, "Dashboard") every 2 s and
+// fills the cluster, experiments and trials tables; the selected trials'
+// curves and a sweep's scatter are drawn by charts.js. No build step.
+//
+// Stable hooks for people and the browser test (tests/browser): rows carry
+// data-node-address, data-experiment-id, data-trial-id and data-state (lower case);
+// headers that sort carry data-sort; chart <div>s carry data-chart and
+// data-points; window.dtrainDashboard.curvePoints(id) is the number of
+// epochs the page holds for a trial.
 "use strict";
 
 // The token: from ?token= (then kept for this tab and dropped from the
@@ -15,7 +22,15 @@ const token = (() => {
   return sessionStorage.getItem("dtrain-token") || "";
 })();
 
-const state = { experiment: null, trial: null, reports: [], since: 0, lastSeq: 0, charts: [] };
+const state = {
+  experiment: null,   // the selected experiment's row
+  trialRows: [],      // its trials, as the API gave them
+  selected: new Map(), // trial id -> {reports, since, lastSeq}, in selection order
+  sort: { experiments: { key: "id", desc: true }, trials: { key: "id", desc: false } },
+  curveCharts: [],
+  scatterCharts: [],
+  scatterKey: "",
+};
 
 async function api(path) {
   const r = await fetch(path, { headers: { Authorization: "Bearer " + token } });
@@ -24,122 +39,252 @@ async function api(path) {
   return r.json();
 }
 
-function cell(row, text, cls) {
-  const td = document.createElement("td");
-  td.textContent = text === null || text === undefined ? "" : String(text);
-  if (cls) td.className = cls;
-  row.appendChild(td);
+// States as data-state holds them: trials are stored as the tuner names
+// them (RUNNING), experiments in lower case (running).
+function lower(s) {
+  return String(s || "").toLowerCase();
 }
 
 function fmt(x) {
-  return typeof x === "number" ? (Number.isInteger(x) ? x : x.toPrecision(4)) : x;
+  if (x === null || x === undefined) return "";
+  return typeof x === "number" ? (Number.isInteger(x) ? String(x) : x.toPrecision(4)) : String(x);
 }
 
-function fill(id, items, columns, onClick, selected) {
-  const body = document.querySelector("#" + id + " tbody");
-  body.replaceChildren();
-  for (const item of items) {
-    const row = document.createElement("tr");
-    for (const [key, cls] of columns) cell(row, fmt(typeof key === "function" ? key(item) : item[key]), cls);
-    if (onClick) {
-      row.className = "clickable" + (selected === item.id ? " selected" : "");
-      row.onclick = () => onClick(item);
-    }
-    body.appendChild(row);
-  }
+// Sorts a copy of `items` by `key` (a field name or "hp:NAME"); numbers
+// numerically, anything else as text, absent values last.
+function sorted(items, { key, desc }) {
+  const value = (item) => (key.startsWith("hp:") ? (item.hyperparameters || {})[key.slice(3)] : item[key]);
+  const out = [...items];
+  out.sort((a, b) => {
+    const x = value(a), y = value(b);
+    const absent = (v) => v === null || v === undefined;
+    if (absent(x) || absent(y)) return absent(x) - absent(y);
+    const nx = Number(x), ny = Number(y);
+    const order = !Number.isNaN(nx) && !Number.isNaN(ny) ? nx - ny : String(x).localeCompare(String(y));
+    return desc ? -order : order;
+  });
+  return out;
 }
+
+// The header row of table `id`: [label, sort key] pairs; clicking a header
+// sorts by it (again: the other way round).
+function header(id, columns) {
+  const row = document.createElement("tr");
+  const sort = state.sort[id];
+  for (const [label, key] of columns) {
+    const th = document.createElement("th");
+    th.textContent = label;
+    if (key) {
+      th.dataset.sort = key;
+      th.className = "sortable" + (sort && sort.key === key ? (sort.desc ? " desc" : " asc") : "");
+      th.onclick = () => {
+        state.sort[id] = { key, desc: sort.key === key ? !sort.desc : false };
+        render();
+      };
+    }
+    row.appendChild(th);
+  }
+  document.querySelector(`#${id} thead`).replaceChildren(row);
+}
+
+function cell(row, text, cls) {
+  const td = document.createElement("td");
+  td.textContent = fmt(text);
+  if (cls) td.className = cls;
+  row.appendChild(td);
+  return td;
+}
+
+// ---- cluster ----
 
 async function refreshCluster() {
   const c = await api("/api/v1/cluster");
   document.getElementById("slots").textContent =
     `${c.nodes.length} nodes, slots ${c.slots.used}/${c.slots.total}, GPUs ${c.gpus.used}/${c.gpus.total}`;
-  fill("nodes", c.nodes, [["index"], ["host"], ["address"], ["pid"],
-    [(n) => `${n.slots_used}/${n.cpu_slots}`], [(n) => `${n.gpus_used}/${n.gpus}`]]);
-  document.getElementById("trainers").textContent = c.trainers.length
-    ? "Trainers: " + c.trainers.map((t) => `${t.id} (${t.replicas} replicas)`).join(", ")
-    : "No trainer holds slots.";
+  const body = document.querySelector("#nodes tbody");
+  body.replaceChildren();
+  for (const n of c.nodes) {
+    const row = document.createElement("tr");
+    row.dataset.nodeIndex = n.index;
+    row.dataset.nodeAddress = n.address;
+    for (const v of [n.index, n.host, n.address, n.pid]) cell(row, v);
+    cell(row, `${n.slots_used}/${n.cpu_slots}`, "slots");
+    cell(row, `${n.gpus_used}/${n.gpus}`, "gpus");
+    body.appendChild(row);
+  }
+  const list = document.getElementById("trainers");
+  list.replaceChildren();
+  for (const t of c.trainers) {
+    const li = document.createElement("li");
+    li.dataset.trainer = t.id;
+    li.textContent = t.replicas === null ? t.id
+      : `${t.id}: ${t.replicas} replica${t.replicas === 1 ? "" : "s"}`;
+    list.appendChild(li);
+  }
+  document.getElementById("no-trainers").hidden = c.trainers.length > 0;
 }
+
+// ---- experiments and trials ----
+
+let experimentRows = [];
 
 async function refreshExperiments() {
-  const e = await api("/api/v1/experiments");
-  fill("experiments", e.experiments, [["id"], ["name"], ["kind"], ["state"],
-    [(x) => `${x.metric} (${x.minimize ? "min" : "max"})`], ["trials"], ["best"],
-    [(x) => new Date(x.created_at * 1000).toLocaleString()]], selectExperiment, state.experiment);
-  if (state.experiment === null && e.experiments.length)
-    await selectExperiment(e.experiments[e.experiments.length - 1]);
+  experimentRows = (await api("/api/v1/experiments")).experiments;
+  if (state.experiment === null && experimentRows.length) {
+    // The newest experiment, running ones first.
+    const running = experimentRows.filter((e) => lower(e.state) === "running");
+    const pick = (running.length ? running : experimentRows).reduce((a, b) => (b.id > a.id ? b : a));
+    selectExperiment(pick);
+  }
 }
 
-async function selectExperiment(e) {
-  state.experiment = e.id;
-  await refreshTrials();
+function selectExperiment(e) {
+  if (state.experiment && state.experiment.id === e.id) return;
+  state.experiment = e;
+  state.trialRows = [];
+  state.selected.clear();
+  state.scatterKey = "";
+  render();
+  // Its trials now rather than at the next poll.
+  refreshTrials().then(render).then(refreshCurves).catch(showError);
 }
 
 async function refreshTrials() {
   if (state.experiment === null) return;
-  const t = await api(`/api/v1/experiments/${state.experiment}/trials`);
-  document.getElementById("trials-of").textContent = `of experiment ${t.experiment.id} (${t.experiment.name})`;
-  fill("trials", t.trials, [["id"], ["state"], ["epochs"], ["best"], ["last"], ["restarts"],
-    [(x) => JSON.stringify(x.hyperparameters), "hp"]], selectTrial, state.trial);
-  if (state.trial === null && t.trials.length) selectTrial(t.trials[0]);
+  const t = await api(`/api/v1/experiments/${state.experiment.id}/trials`);
+  if (t.experiment.id !== state.experiment.id) return;
+  state.experiment = t.experiment;
+  state.trialRows = t.trials;
+  if (!state.selected.size && t.trials.length) {
+    const running = t.trials.find((x) => lower(x.state) === "running");
+    select((running || t.trials[0]).id, false);
+  }
 }
 
-function selectTrial(t) {
-  if (state.trial !== t.id) {
-    state.trial = t.id;
-    state.reports = [];
-    state.since = 0;
-    state.lastSeq = 0;
+// Keys of the hyperparameters whose values differ between the trials (a
+// sweep's searched ones), and of those that are the same everywhere.
+function hyperparameterKeys(trials) {
+  const values = new Map();
+  for (const t of trials)
+    for (const [k, v] of Object.entries(t.hyperparameters || {})) {
+      if (!values.has(k)) values.set(k, new Set());
+      values.get(k).add(JSON.stringify(v));
+    }
+  const varying = [], fixed = [];
+  for (const [k, vs] of values) (vs.size > 1 || trials.length === 1 ? varying : fixed).push(k);
+  return { varying: varying.sort(), fixed: fixed.sort() };
+}
+
+function select(id, additive) {
+  if (!additive) {
+    for (const k of [...state.selected.keys()]) if (k !== id) state.selected.delete(k);
   }
+  if (additive && state.selected.has(id) && state.selected.size > 1) state.selected.delete(id);
+  else if (!state.selected.has(id)) state.selected.set(id, { reports: [], since: 0, lastSeq: 0 });
+  render();
   refreshCurves().catch(showError);
 }
 
-// Fetches only the epochs after the newest one shown (?since=), then redraws.
-async function refreshCurves() {
-  if (state.trial === null) return;
-  const m = await api(`/api/v1/trials/${state.trial}/metrics?since=${state.since}`);
-  if (m.id !== state.trial) return;  // another trial was selected meanwhile
-  let added = 0;
-  for (const r of m.reports) {
-    if (r.seq <= state.lastSeq) continue;  // an overlapping poll already added it
-    state.reports.push(r);
-    state.lastSeq = r.seq;
-    state.since = Math.max(state.since, r.epoch);
-    added++;
+function renderExperiments() {
+  header("experiments", [["id", "id"], ["name", "name"], ["kind", "kind"], ["state", "state"],
+    ["metric", "metric"], ["trials", "trials"], ["best", "best"], ["created", "created_at"]]);
+  const body = document.querySelector("#experiments tbody");
+  body.replaceChildren();
+  for (const e of sorted(experimentRows, state.sort.experiments)) {
+    const row = document.createElement("tr");
+    row.dataset.experimentId = e.id;
+    row.dataset.state = lower(e.state);
+    row.className = "clickable" + (state.experiment && state.experiment.id === e.id ? " selected" : "");
+    row.onclick = () => selectExperiment(e);
+    for (const v of [e.id, e.name, e.kind, e.state, `${e.metric} (${e.minimize ? "min" : "max"})`,
+      e.trials, e.best, new Date(e.created_at * 1000).toLocaleString()]) cell(row, v);
+    body.appendChild(row);
   }
-  if (!added && state.charts.length) return;
-  document.getElementById("curves-of").textContent = `of trial ${state.trial}`;
-  draw();
 }
 
-// Two charts: losses, and every other metric (accuracies, lr, ...).
-function draw() {
-  for (const c of state.charts) c.destroy();
-  state.charts = [];
-  const names = new Set();
-  for (const r of state.reports) for (const k of Object.keys(r.metrics)) names.add(k);
-  const groups = [
-    ["loss", [...names].filter((n) => n.includes("loss"))],
-    ["other metrics", [...names].filter((n) => !n.includes("loss") && n !== "lr")],
-  ];
-  const epochs = state.reports.map((r) => r.epoch);
-  const colors = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b"];
-  const host = document.getElementById("charts");
-  host.replaceChildren();
-  for (const [title, series] of groups) {
-    if (!series.length || !epochs.length) continue;
-    const data = [epochs, ...series.map((n) => state.reports.map((r) => r.metrics[n] ?? null))];
-    const opts = {
-      title, width: 560, height: 300,
-      scales: { x: { time: false } },
-      axes: [{ label: "epoch" }, {}],
-      series: [{ label: "epoch" },
-        ...series.map((n, i) => ({ label: n, stroke: colors[i % colors.length], points: { show: true } }))],
-    };
-    const div = document.createElement("div");
-    host.appendChild(div);
-    state.charts.push(new uPlot(opts, data, div));
+function renderTrials() {
+  const e = state.experiment;
+  document.getElementById("trials-of").textContent = e ? `of experiment ${e.id} (${e.name}, ${e.metric})` : "";
+  const { varying, fixed } = hyperparameterKeys(state.trialRows);
+  header("trials", [["", null], ["id", "id"], ["state", "state"], ["epochs", "epochs"],
+    [`best ${e ? e.metric : ""}`, "best"], ["last", "last"], ["restarts", "restarts"],
+    ...varying.map((k) => [k, "hp:" + k]), ...(fixed.length ? [["other hyperparameters", null]] : [])]);
+  const body = document.querySelector("#trials tbody");
+  body.replaceChildren();
+  for (const t of sorted(state.trialRows, state.sort.trials)) {
+    const row = document.createElement("tr");
+    row.dataset.trialId = t.id;
+    row.dataset.state = lower(t.state);
+    row.className = "clickable" + (state.selected.has(t.id) ? " selected" : "");
+    row.title = "click: show this trial's curves; the box (or ctrl-click): overlay several";
+    row.onclick = (ev) => select(t.id, ev.ctrlKey || ev.metaKey);
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.className = "select-trial";
+    box.checked = state.selected.has(t.id);
+    box.onclick = (ev) => { ev.stopPropagation(); select(t.id, true); };
+    row.appendChild(document.createElement("td")).appendChild(box);
+    for (const v of [t.id, t.state, t.epochs, t.best, t.last, t.restarts]) cell(row, v);
+    for (const k of varying) cell(row, (t.hyperparameters || {})[k], "hp");
+    if (fixed.length) cell(row, fixed.map((k) => `${k}=${fmt((t.hyperparameters || {})[k])}`).join(" "), "hp");
+    body.appendChild(row);
   }
+  renderScatter(varying);
 }
+
+// ---- charts ----
+
+// Fetches each selected trial's epochs after the newest one it holds
+// (?since=), then redraws when any arrived.
+async function refreshCurves() {
+  let added = 0;
+  for (const [id, t] of [...state.selected]) {
+    const m = await api(`/api/v1/trials/${id}/metrics?since=${t.since}`);
+    if (state.selected.get(id) !== t) continue;  // deselected meanwhile
+    for (const r of m.reports) {
+      if (r.seq <= t.lastSeq) continue;  // an overlapping poll already added it
+      t.reports.push(r);
+      t.lastSeq = r.seq;
+      t.since = Math.max(t.since, r.epoch);
+      added++;
+    }
+  }
+  const shown = [...state.selected.keys()].join(" ");
+  const host = document.getElementById("charts");
+  if (!added && host.dataset.trials === shown) return;
+  host.dataset.trials = shown;
+  document.getElementById("curves-of").textContent = state.selected.size > 1
+    ? `of trials ${shown.replaceAll(" ", ", ")}` : state.selected.size ? `of trial ${shown}` : "";
+  drawCurves(host, state.curveCharts, state.selected);
+}
+
+// The sweep view: a chosen hyperparameter (those that vary) against the
+// trials' best metric; hidden for a single-trial experiment.
+function renderScatter(varying) {
+  const section = document.getElementById("sweep");
+  const trials = state.trialRows;
+  section.hidden = trials.length < 2 || !varying.length;
+  if (section.hidden) return;
+  const choice = document.getElementById("scatter-param");
+  const options = [...choice.options].map((o) => o.value).join(",");
+  if (options !== varying.join(",")) {
+    const keep = choice.value;
+    choice.replaceChildren(...varying.map((k) => new Option(k, k)));
+    choice.value = varying.includes(keep) ? keep : varying[0];
+  }
+  const key = JSON.stringify([choice.value, trials.map((t) => [t.id, t.best])]);
+  if (key === state.scatterKey) return;
+  state.scatterKey = key;
+  drawScatter(document.getElementById("scatter"), state.scatterCharts, trials, choice.value,
+    state.experiment.metric);
+}
+
+function render() {
+  renderExperiments();
+  renderTrials();
+}
+
+// ---- the loop ----
 
 function showError(e) {
   const s = document.getElementById("status");
@@ -152,6 +297,7 @@ async function tick() {
     await refreshCluster();
     await refreshExperiments();
     await refreshTrials();
+    render();
     await refreshCurves();
     const s = document.getElementById("status");
     s.textContent = "updated " + new Date().toLocaleTimeString();
@@ -161,5 +307,13 @@ async function tick() {
   }
 }
 
+// For tests and the console: what the page holds, without reading canvases.
+window.dtrainDashboard = {
+  curvePoints: (id) => (state.selected.has(id) ? state.selected.get(id).reports.length : 0),
+  selectedTrials: () => [...state.selected.keys()],
+};
+
+document.getElementById("scatter-param").onchange = () => renderScatter(
+  hyperparameterKeys(state.trialRows).varying);
 tick();
 setInterval(tick, 2000);

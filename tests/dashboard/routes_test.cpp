@@ -101,6 +101,10 @@ BOOST_AUTO_TEST_CASE(the_page_and_its_files_need_no_token) {
   BOOST_TEST(contains(page.content_type, "text/html"));
   BOOST_TEST(contains(page.body, "uPlot.iife.min.js"));
   BOOST_TEST(get("/app.js", "").status == 200);
+  http_response charts = get("/charts.js", "");
+  BOOST_TEST(charts.status == 200);
+  BOOST_TEST(contains(charts.content_type, "text/javascript"));
+  BOOST_TEST(contains(page.body, "charts.js"));
   BOOST_TEST(get("/vendor/uPlot.iife.min.js", "").body.size() > 50000u);
   BOOST_TEST(get("/vendor/uPlot.min.css", "").status == 200);
 }
