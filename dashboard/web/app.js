@@ -1,5 +1,5 @@
 // The dashboard page: polls the JSON API (README, "Dashboard") and draws a
-// selected trial's learning curves with uPlot. No build step.
+// selected trial's learning curves with uPlot (common.js). No build step.
 "use strict";
 
 // The token: from ?token= (then kept for this tab and dropped from the
@@ -22,31 +22,6 @@ async function api(path) {
   if (r.status === 401) throw new Error("401: open the URL with ?token=… printed when the dashboard started");
   if (!r.ok) throw new Error(r.status + ": " + (await r.text()));
   return r.json();
-}
-
-function cell(row, text, cls) {
-  const td = document.createElement("td");
-  td.textContent = text === null || text === undefined ? "" : String(text);
-  if (cls) td.className = cls;
-  row.appendChild(td);
-}
-
-function fmt(x) {
-  return typeof x === "number" ? (Number.isInteger(x) ? x : x.toPrecision(4)) : x;
-}
-
-function fill(id, items, columns, onClick, selected) {
-  const body = document.querySelector("#" + id + " tbody");
-  body.replaceChildren();
-  for (const item of items) {
-    const row = document.createElement("tr");
-    for (const [key, cls] of columns) cell(row, fmt(typeof key === "function" ? key(item) : item[key]), cls);
-    if (onClick) {
-      row.className = "clickable" + (selected === item.id ? " selected" : "");
-      row.onclick = () => onClick(item);
-    }
-    body.appendChild(row);
-  }
 }
 
 async function refreshCluster() {
@@ -78,8 +53,7 @@ async function refreshTrials() {
   if (state.experiment === null) return;
   const t = await api(`/api/v1/experiments/${state.experiment}/trials`);
   document.getElementById("trials-of").textContent = `of experiment ${t.experiment.id} (${t.experiment.name})`;
-  fill("trials", t.trials, [["id"], ["state"], ["epochs"], ["best"], ["last"], ["restarts"],
-    [(x) => JSON.stringify(x.hyperparameters), "hp"]], selectTrial, state.trial);
+  fill("trials", t.trials, trialColumns, selectTrial, state.trial);
   if (state.trial === null && t.trials.length) selectTrial(t.trials[0]);
 }
 
@@ -111,33 +85,22 @@ async function refreshCurves() {
   draw();
 }
 
-// Two charts: losses, and every other metric (accuracies, lr, ...).
+// Two charts of the selected trial: losses, and every other metric
+// (accuracies, ...; not lr).
 function draw() {
   for (const c of state.charts) c.destroy();
   state.charts = [];
-  const names = new Set();
-  for (const r of state.reports) for (const k of Object.keys(r.metrics)) names.add(k);
+  const names = metricNames(state.reports);
   const groups = [
-    ["loss", [...names].filter((n) => n.includes("loss"))],
-    ["other metrics", [...names].filter((n) => !n.includes("loss") && n !== "lr")],
+    ["loss", names.filter((n) => n.includes("loss"))],
+    ["other metrics", names.filter((n) => !n.includes("loss") && n !== "lr")],
   ];
-  const epochs = state.reports.map((r) => r.epoch);
-  const colors = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b"];
   const host = document.getElementById("charts");
   host.replaceChildren();
   for (const [title, series] of groups) {
-    if (!series.length || !epochs.length) continue;
-    const data = [epochs, ...series.map((n) => state.reports.map((r) => r.metrics[n] ?? null))];
-    const opts = {
-      title, width: 560, height: 300,
-      scales: { x: { time: false } },
-      axes: [{ label: "epoch" }, {}],
-      series: [{ label: "epoch" },
-        ...series.map((n, i) => ({ label: n, stroke: colors[i % colors.length], points: { show: true } }))],
-    };
-    const div = document.createElement("div");
-    host.appendChild(div);
-    state.charts.push(new uPlot(opts, data, div));
+    if (!series.length) continue;
+    const chart = plotCurves(host, title, series.map((n) => ({ label: n, points: pointsOf(state.reports, n) })));
+    if (chart) state.charts.push(chart);
   }
 }
 
