@@ -250,7 +250,8 @@ int main(int argc, char** argv) {
                                           "trial's replicas, read through the cluster");
   auto* node_opt = logs->add_option("--node", lo.node, "the node's index (`dtrain status`)");
   logs->add_option("--trial", lo.trial,
-                   "the nodes holding this trial's replicas (its id, as in 00003)")
+                   "the nodes holding this sweep trial's replicas (its id, as in 00003), or a "
+                   "trainer's as `dtrain status` lists it")
       ->excludes(node_opt);
   logs->add_flag("--follow,-f", lo.follow, "keep printing what is added, until Ctrl-C");
   logs->add_option("--tail", lo.tail, "only the last K lines (default: the whole log)");
