@@ -54,11 +54,15 @@ void output_tee::copy_until_closed() {
   int open = 2;
   char buf[8192];
   while (open > 0) {
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR)
-        continue;
+    const int ready = ::poll(fds, 2, 100);
+    if (ready < 0 && errno != EINTR)
       return;
-    }
+    // Closing and nothing came for 100 ms: done, even if a process that
+    // inherited the descriptors still holds the pipes open.
+    if (ready == 0 && closing_.load())
+      return;
+    if (ready <= 0)
+      continue;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || fds[i].revents == 0)
         continue;
@@ -82,6 +86,7 @@ output_tee::~output_tee() {
   // thread reads what is left, sees the end, and returns.
   ::dup2(saved_[0], STDOUT_FILENO);
   ::dup2(saved_[1], STDERR_FILENO);
+  closing_.store(true);
   if (thread_.joinable())
     thread_.join();
   for (int fd : {saved_[0], saved_[1], pipes_[0], pipes_[1], log_})

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -17,9 +18,9 @@ namespace dtrain::cli {
 /// copies each to its original descriptor and to the file; stdout is made
 /// line-buffered, as it was on a terminal. The destructor flushes stdio,
 /// gives both descriptors back, and joins the thread once it has copied
-/// everything written before. Not for a process that forks children which
-/// keep the descriptors (the thread would wait for them). A process that
-/// ends with _Exit may lose the last bytes still in the pipes.
+/// everything written before (or, when a child process still holds the
+/// pipes, once they stayed quiet for 100 ms). A process that ends with
+/// _Exit may lose the last bytes still in the pipes.
 class output_tee {
 public:
   static result<std::unique_ptr<output_tee>> start(const std::string& log_file);
@@ -34,6 +35,7 @@ private:
   int log_ = -1;
   int saved_[2] = {-1, -1};  // the original stdout and stderr
   int pipes_[2] = {-1, -1};  // read ends of the pipes now on 1 and 2
+  std::atomic<bool> closing_{false};
   std::thread thread_;
 };
 
