@@ -112,6 +112,34 @@ BOOST_AUTO_TEST_CASE(a_node_serves_what_it_printed_filtered_and_followed) {
                      << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() -
                                                                  stopped_at).count()
                      << " ms");
+
+  // --trial: the nodes holding a running trainer's replicas, named as
+  // `dtrain status` lists the trainer.
+  const std::string long_run = dir.file("long.yaml");
+  dtrain::testing::write_file(
+      long_run, "name: long\n"
+                "operator: linear_regression\n"
+                "hyperparameters: {lr: 0.01, samples: 20000, features: 4, optimizer: sgd}\n"
+                "resources: {slots_per_trial: 1}\n"
+                "global_batch_size: 32\n"
+                "epochs: 10000\n"
+                "checkpoint_storage: {host_path: " + dir.file("ckpt-long") + "}\n");
+  child_process driver({DTRAIN_BINARY, "train", long_run}, dir.file("long.log"), "/dev/null");
+  std::string trainer;
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (trainer.empty() && driver.running() && std::chrono::steady_clock::now() < deadline) {
+    ran status = run_dtrain({"status"}, dir.file("status.log"));
+    const size_t at = status.log.find("  long-");
+    if (at != std::string::npos)
+      trainer = status.log.substr(at + 2, status.log.find(": ", at) - at - 2);
+    else
+      std::this_thread::sleep_for(milliseconds(200));
+  }
+  BOOST_REQUIRE_MESSAGE(!trainer.empty(), read_file(dir.file("long.log")));
+  ran by_trial = run_dtrain({"logs", "--trial", trainer, "--grep", "joined"}, dir.file("bytrial.log"));
+  BOOST_TEST(by_trial.code == 0);
+  BOOST_TEST(contains(by_trial.log, "dtrain node 0 joined"), by_trial.log);
+  BOOST_TEST(driver.stop(SIGTERM, milliseconds(20000)));
   lc.stop_all(milliseconds(5000));
 }
 
