@@ -1,5 +1,5 @@
 // The page of `dtrain report`: draws the experiment embedded in the page
-// (<script id="dtrain-data">, the dashboard API's documents) with the
+// (the element #dtrain-data: the dashboard API's documents) with the
 // dashboard's own tables and charts (common.js). Fetches nothing.
 "use strict";
 
