@@ -84,16 +84,10 @@ int run_status(const std::string& address, const security::tls_files& tls) {
   cluster::options o;
   o.address = address;
   o.tls = tls;
-  if (o.address.empty()) {
-    auto local = local_head_address();
-    if (!local)
-      return fail(local.error());
-    if (local->empty())
-      return fail(not_found("no dtrain cluster runs on this host (no live head recorded in " +
-                            cluster_dir() + "): start one with `dtrain start --head`, or "
-                            "give --address HOST:PORT or $DTRAIN_ADDRESS"));
-    o.address = *local;
-  }
+  auto found = cluster_address(address);
+  if (!found)
+    return fail(found.error());
+  o.address = *found;
   auto c = cluster::connect(o);
   if (!c)
     return fail(c.error());

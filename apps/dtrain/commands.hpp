@@ -44,9 +44,31 @@ struct experiments_options {
   security::tls_files tls;  // --tls-*: empty: $DTRAIN_HOME/tls, else plain (loopback only)
 };
 
+/// `dtrain report ID` (report_command.cpp): one self-contained HTML file.
+struct report_options {
+  int64_t id = 0;
+  std::string output;    // empty: report-<id>.html in the current directory
+  std::string address;   // through this head; empty: $DTRAIN_ADDRESS, else the local file
+  std::string store;     // a local store file (default: $DTRAIN_HOME/experiments.db)
+  security::tls_files tls;
+};
+
+/// `dtrain logs` (logs_command.cpp): a node's log, read through the cluster.
+struct logs_options {
+  int node = -1;         // the node's index as `dtrain status` lists it
+  std::string trial;     // or the nodes holding this trial's replicas
+  bool follow = false;   // poll for more until SIGINT/SIGTERM
+  int tail = -1;         // only the last K lines (-1: the whole log)
+  std::string grep;      // only lines containing this text
+  std::string address;   // empty: $DTRAIN_ADDRESS, else the head started on this host
+  security::tls_files tls;
+};
+
 int run_status(const std::string& address, const security::tls_files& tls);
 int run_experiments(const experiments_options& o);
 int run_train(const train_options& o);
 int run_tune(const tune_options& o);
+int run_report(const report_options& o);
+int run_logs(const logs_options& o);
 
 } // namespace dtrain::cli

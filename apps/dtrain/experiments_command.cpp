@@ -2,6 +2,7 @@
 // store read (and pruned) from the command line, through the head of a
 // cluster or from the local store file.
 #include "commands.hpp"
+#include "store_access.hpp"
 
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
 #include "dtrain/core/json.hpp"
+#include "dtrain/dashboard/api.hpp"
 #include "dtrain/store/experiment_store.hpp"
 
 namespace dtrain::cli {
@@ -35,40 +37,8 @@ int fail(const status& s) {
   return 1;
 }
 
-// The store the command reads: through the head (then the cluster
-// connection must live as long as the store), or a local file.
-struct opened_store {
-  std::unique_ptr<actors::cluster> cluster;
-  std::shared_ptr<store::experiment_store> store;
-};
-
 result<opened_store> open_store(const experiments_options& o) {
-  std::string address = o.address;
-  if (address.empty() && o.store.empty())
-    if (const char* env = std::getenv("DTRAIN_ADDRESS"))
-      address = env;
-  if (!address.empty() && !o.store.empty())
-    return invalid_argument("give --address or --store, not both");
-  opened_store out;
-  if (!address.empty()) {
-    actors::cluster::options co;
-    co.address = address;
-    co.tls = o.tls;
-    DTRAIN_ASSIGN_OR_RETURN(out.cluster, actors::cluster::connect(co));
-    DTRAIN_ASSIGN_OR_RETURN(out.store, out.cluster->experiments());
-    return out;
-  }
-  const std::string path = o.store.empty() ? actors::experiments::default_store_path() : o.store;
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    return not_found("no experiment store exists yet: looked for " + path +
-                     " (dtrain train and dtrain tune create it; --address HOST:PORT reads a "
-                     "cluster's)");
-  store::sqlite_options so;
-  so.read_only = o.action != "delete";
-  DTRAIN_ASSIGN_OR_RETURN(auto local, store::open_sqlite_store(path, so));
-  out.store = std::move(local);
-  return out;
+  return open_experiment_store(o.address, o.store, o.tls, o.action != "delete");
 }
 
 // ---- values as text ------------------------------------------------------
@@ -151,13 +121,7 @@ bool better(double a, double b, bool minimize) {
 }
 
 // The trial with the best `best` by the experiment's direction; null if none has one.
-const trial_row* best_trial(const experiment_row& e, const std::vector<trial_row>& trials) {
-  const trial_row* out = nullptr;
-  for (auto& t : trials)
-    if (!std::isnan(t.best) && (!out || better(t.best, out->best, e.minimize)))
-      out = &t;
-  return out;
-}
+using dashboard::best_trial;
 
 std::string experiment_json(const experiment_row& e, const std::vector<trial_row>& trials) {
   const trial_row* best = best_trial(e, trials);

@@ -16,6 +16,10 @@
 //                                                   run its hyperparameter sweep
 //   dtrain experiments list | show ID | trials ID | best ID [--metric NAME]
 //         | delete ID [--yes]  [--address HOST:PORT | --store PATH] [--json]
+//   dtrain report ID [-o FILE.html] [--address HOST:PORT | --store PATH]
+//                                                   one self-contained HTML file
+//   dtrain logs [--node N | --trial T] [--follow] [--tail K] [--grep TEXT]
+//         [--address HOST:PORT]                    node logs, through the cluster
 //   dtrain dashboard-token                          the dashboard's bearer token
 //   dtrain cert ca create [--dir DIR] [--name NAME] [--days N] [--force]
 //   dtrain cert create --head|--node|--client [--name NAME] [--host H ...]
@@ -32,6 +36,7 @@
 #include "commands.hpp"
 #include "dtrain/config.hpp"
 #include "dtrain/dashboard/token.hpp"
+#include "output_tee.hpp"
 #include "processes.hpp"
 #include "servers.hpp"
 
@@ -70,6 +75,7 @@ int run_start(bool head, bool detach, server_options o) {
     std::fprintf(stderr, "error: --dashboard-port is for the head (nodes serve no dashboard)\n");
     return 2;
   }
+  const pid_t detached_from = getpid();  // names the detached process's log
   if (detach) {
     std::string role = head ? "head" : "node";
     std::string log = cluster_dir() + "/" + role + "-" + std::to_string(getpid()) + ".log";
@@ -100,7 +106,27 @@ int run_start(bool head, bool detach, server_options o) {
     }
   }
   install_signal_handlers();
-  return head ? run_head(o) : run_node(o);
+  if (head)
+    return run_head(o);
+  // A node's output goes to a log file it serves to `dtrain logs`: the
+  // detached process's own, else a copy of what the terminal shows.
+  std::unique_ptr<output_tee> tee;
+  if (detach) {
+    o.log_file = cluster_dir() + "/node-" + std::to_string(detached_from) + ".log";
+  } else {
+    o.log_file = cluster_dir() + "/node-" + std::to_string(getpid()) + ".log";
+    std::error_code ec;
+    std::filesystem::create_directories(cluster_dir(), ec);
+    auto started = output_tee::start(o.log_file);
+    if (started) {
+      tee = std::move(*started);
+    } else {
+      std::fprintf(stderr, "dtrain node: %s; `dtrain logs` will find no log of this node\n",
+                   started.error().message().c_str());
+      o.log_file.clear();
+    }
+  }
+  return run_node(o);
 }
 
 } // namespace
@@ -206,6 +232,35 @@ int main(int argc, char** argv) {
   action("delete", "delete an experiment's rows and its checkpoint directory", true)
       ->add_flag("--yes", eo.yes, "do not ask");
 
+  report_options ro;
+  auto* report = app.add_subcommand(
+      "report", "write an experiment's learning curves, trial table and best trial as one "
+                "self-contained HTML file");
+  report->add_option("id", ro.id, "the experiment's id (`dtrain experiments list`)")->required();
+  report->add_option("-o,--output", ro.output, "the file to write (default: report-<id>.html)");
+  report->add_option("--address", ro.address,
+                     "read through the head at HOST:PORT (default: $DTRAIN_ADDRESS, else the "
+                     "local store)");
+  report->add_option("--store", ro.store,
+                     "a local store file (default: $DTRAIN_HOME/experiments.db)");
+  add_tls_options(report, ro.tls);
+
+  logs_options lo;
+  auto* logs = app.add_subcommand("logs", "show the log of a node, or of the nodes holding a "
+                                          "trial's replicas, read through the cluster");
+  auto* node_opt = logs->add_option("--node", lo.node, "the node's index (`dtrain status`)");
+  logs->add_option("--trial", lo.trial,
+                   "the nodes holding this sweep trial's replicas (its id, as in 00003), or a "
+                   "trainer's as `dtrain status` lists it")
+      ->excludes(node_opt);
+  logs->add_flag("--follow,-f", lo.follow, "keep printing what is added, until Ctrl-C");
+  logs->add_option("--tail", lo.tail, "only the last K lines (default: the whole log)");
+  logs->add_option("--grep", lo.grep, "only the lines containing TEXT");
+  logs->add_option("--address", lo.address,
+                   "the head's HOST:PORT (default: $DTRAIN_ADDRESS, else the head started on "
+                   "this host)");
+  add_tls_options(logs, lo.tls);
+
   cert_options co;
   auto* cert = add_cert_command(app, co);
 
@@ -225,6 +280,10 @@ int main(int argc, char** argv) {
   }
   if (cert->parsed())
     return run_cert(co);
+  if (report->parsed())
+    return run_report(ro);
+  if (logs->parsed())
+    return run_logs(lo);
   if (experiments->parsed())
     return run_experiments(eo);
   if (tune->parsed())

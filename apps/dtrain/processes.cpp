@@ -122,6 +122,19 @@ void remove_pid_file(const std::string& role) {
   std::filesystem::remove(cluster_dir() + "/" + role + ".pid", ec);
 }
 
+result<std::string> cluster_address(const std::string& given) {
+  if (!given.empty())
+    return given;
+  auto local = local_head_address();
+  if (!local)
+    return local.error();
+  if (local->empty())
+    return not_found("no dtrain cluster runs on this host (no live head recorded in " +
+                     cluster_dir() + "): start one with `dtrain start --head`, or give "
+                     "--address HOST:PORT or $DTRAIN_ADDRESS");
+  return *local;
+}
+
 int stop_recorded_processes(int grace_ms) {
   struct recorded {
     pid_t pid;

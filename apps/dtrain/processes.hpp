@@ -29,6 +29,11 @@ void remove_pid_file(const std::string& role);
 /// invalid_argument naming both and asking for --address.
 result<std::string> local_head_address();
 
+/// `given` when not empty, else local_head_address(); none running is
+/// not_found saying where it looked and what to give instead (`dtrain
+/// status`, `dtrain logs`).
+result<std::string> cluster_address(const std::string& given);
+
 /// Sends SIGTERM to every recorded process, waits up to `grace_ms` for each
 /// to exit, then SIGKILLs the rest; returns how many were stopped. Only a
 /// process that is still the one that wrote its file is signalled: the same

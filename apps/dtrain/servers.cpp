@@ -202,6 +202,7 @@ int run_node(const server_options& o) {
   no.identity = node_proof_name(net::host_identity(), static_cast<int32_t>(getpid()));
   if (tls->enabled())
     no.ca_file = tls->files.ca;
+  no.log_file = o.log_file;
   auto node = spawn_node(sys, no);
   const char* in = net::is_wildcard(bind) ? nullptr : bind.c_str();
   // Plain: a bare BASP port (drivers remote-spawn through it). TLS: the
@@ -244,8 +245,10 @@ int run_node(const server_options& o) {
   }
   std::string role = "node-" + std::to_string(*port);
   (void)write_pid_file(role);
-  std::printf("dtrain node %d joined %s: %d CPU slots, %d GPUs, replicas spawn on %s:%u (pid %d)\n",
-              index, o.address.c_str(), o.slots, info.gpus, advertise.c_str(), *port, getpid());
+  std::printf("dtrain node %d joined %s: %d CPU slots, %d GPUs, replicas spawn on %s:%u (pid %d), "
+              "log %s\n",
+              index, o.address.c_str(), o.slots, info.gpus, advertise.c_str(), *port, getpid(),
+              o.log_file.empty() ? "none" : o.log_file.c_str());
   std::fflush(stdout);
   write_file(o.port_file, advertise + ":" + std::to_string(*port));
   wait_for_stop(sys, head.address(), "the head");

@@ -29,6 +29,9 @@ struct server_options {
   std::string store_path;     // head: its experiment store (empty: $DTRAIN_HOME/experiments.db)
   std::vector<std::string> plugins;  // node: plugin libraries loaded at start
   dashboard_flags dashboard;  // head: --dashboard-port/--dashboard-bind/--dashboard-file
+  /// node: the file its output goes to, served to `dtrain logs` (the
+  /// detached process's log, or the foreground node's copy of its output).
+  std::string log_file;
 };
 
 /// Run in the foreground until SIGINT/SIGTERM (a node also until the head

@@ -8,6 +8,7 @@
 #include "actors/memory_store.hpp"
 #include "dtrain/dashboard/api.hpp"
 #include "dtrain/dashboard/prometheus.hpp"
+#include "dtrain/dashboard/report.hpp"
 #include "dtrain/dashboard/routes.hpp"
 
 using namespace dtrain;
@@ -105,6 +106,7 @@ BOOST_AUTO_TEST_CASE(the_page_and_its_files_need_no_token) {
   BOOST_TEST(charts.status == 200);
   BOOST_TEST(contains(charts.content_type, "text/javascript"));
   BOOST_TEST(contains(page.body, "charts.js"));
+  BOOST_TEST(get("/common.js", "").status == 200);  // the code `dtrain report`'s page uses
   BOOST_TEST(get("/vendor/uPlot.iife.min.js", "").body.size() > 50000u);
   BOOST_TEST(get("/vendor/uPlot.min.css", "").status == 200);
 }
@@ -208,6 +210,38 @@ BOOST_AUTO_TEST_CASE(trial_keys_name_the_experiment_and_the_trial) {
   BOOST_TEST(!parse_trial_key("12-", e, t));
   BOOST_TEST(!parse_trial_key("a-1", e, t));
   BOOST_TEST(trial_key(12, "00003") == "12-00003");
+}
+
+BOOST_AUTO_TEST_CASE(a_report_inlines_every_file_and_the_api_documents) {
+  report_input in;
+  in.experiment.id = 3;
+  in.experiment.name = "</script><script>alert(1)</script>";
+  in.experiment.metric = "validation_loss";
+  in.experiment.minimize = true;
+  store::trial_row t;
+  t.experiment = 3;
+  t.id = "00000";
+  t.best = 0.5;
+  in.trials = {t};
+  store::metric_row m;
+  m.experiment = 3;
+  m.trial = "00000";
+  m.epoch = 1;
+  m.seq = 1;
+  m.name = "validation_loss";
+  m.value = 0.5;
+  in.metrics = {{m}};
+  // The same documents as the API's.
+  const std::string json = report_json(in);
+  BOOST_TEST(contains(json, trials_json(in.experiment, in.trials)));
+  BOOST_TEST(contains(json, metrics_json(3, "00000", in.metrics[0], 0)));
+  BOOST_TEST(contains(json, "\"best_trial\":\"3-00000\""));
+  auto html = report_html(in);
+  BOOST_REQUIRE(html.is_ok());
+  BOOST_TEST(!contains(*html, "<!--dtrain:"));
+  BOOST_TEST(!contains(*html, "<script src="));
+  BOOST_TEST(!contains(*html, "alert(1)</script>"));  // the name cannot end the data's element
+  BOOST_TEST(contains(*html, "function plotCurves("));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -157,17 +157,32 @@ status check_registration(const node_info& info) {
 
 cluster_status make_status(const head_state& s) {
   cluster_status st;
-  for (auto& node : s.nodes)
-    if (usable(node)) {
-      st.nodes.push_back(node.info);
-      st.slots_used.push_back(node.cpu_used);
-      st.gpus_used.push_back(static_cast<int32_t>(node.gpus_held.size()));
-    }
+  std::map<int32_t, int32_t> position;  // head index -> position in st.nodes
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    const auto& node = s.nodes[i];
+    if (!usable(node))
+      continue;
+    position[static_cast<int32_t>(i)] = static_cast<int32_t>(st.nodes.size());
+    st.nodes.push_back(node.info);
+    st.slots_used.push_back(node.cpu_used);
+    st.gpus_used.push_back(static_cast<int32_t>(node.gpus_held.size()));
+    st.node_ids.push_back(static_cast<int32_t>(i));
+  }
   for (auto& [id, h] : s.trainers) {
     int32_t count = static_cast<int32_t>(h.gpus.size());
-    for (auto& [node, c] : h.cpu)
+    std::set<int32_t> held;
+    for (auto& [node, c] : h.cpu) {
       count += c;
+      held.insert(node);
+    }
+    for (auto& [node, device] : h.gpus)
+      held.insert(node);
     st.trainers.push_back(id + ": " + std::to_string(count) + " replicas");
+    std::vector<int32_t> where;
+    for (int32_t node : held)
+      if (auto it = position.find(node); it != position.end())
+        where.push_back(it->second);
+    st.trainer_nodes.push_back(std::move(where));
   }
   return st;
 }

@@ -42,6 +42,7 @@ using challenge_atom = caf::atom_constant<caf::atom("challenge")>;
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using prove_atom = caf::atom_constant<caf::atom("prove")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
+using log_atom = caf::atom_constant<caf::atom("log")>;
 
 /// A node as it registers with the head.
 struct node_info {
@@ -179,18 +180,38 @@ typename Inspector::result_type inspect(Inspector& f, metrics_msg& x) {
            x.extra);
 }
 
-/// What `dtrain status` prints.
+/// What `dtrain status` prints: the usable nodes (a node's position in
+/// `nodes` is the index `dtrain status` and `dtrain logs --node` use).
 struct cluster_status {
   std::vector<node_info> nodes;
   std::vector<int32_t> slots_used;              // per node: CPU slots in use
   std::vector<std::string> trainers;            // "id: N replicas"
   std::vector<int32_t> gpus_used;               // per node: GPUs in use
+  /// Per node: its index in the head's table (head_actor: get), which
+  /// differs from its position once an earlier node is gone.
+  std::vector<int32_t> node_ids;
+  /// Per trainer: the positions in `nodes` of the nodes holding its replicas.
+  std::vector<std::vector<int32_t>> trainer_nodes;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_status& x) {
   return f(caf::meta::type_name("cluster_status"), x.nodes, x.slots_used, x.trainers,
-           x.gpus_used);
+           x.gpus_used, x.node_ids, x.trainer_nodes);
+}
+
+/// A piece of a node's log file (node_actor: log).
+struct log_chunk {
+  std::string bytes;
+  int64_t offset = 0;  // where `bytes` begin in the file
+  int64_t next = 0;    // the offset to ask for next (offset + bytes.size())
+  int64_t size = 0;    // the file's size when it was read
+  std::string path;    // the file, on the node's host
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, log_chunk& x) {
+  return f(caf::meta::type_name("log_chunk"), x.bytes, x.offset, x.next, x.size, x.path);
 }
 
 /// A security::identity_proof on the wire: a certificate (PEM) and a
@@ -249,13 +270,16 @@ using replica_actor = caf::typed_actor<
 /// plugin(hash): the operators of that plugin when it is loaded here, else
 /// not_found; plugin(hash, bytes, credential): installs and loads it;
 /// challenge: a single-use string for an identity-proof credential.
+/// log(offset, max_bytes): up to max_bytes of the node process's log file
+/// from offset (negative: that many bytes before its end), see node_actor.hpp.
 using node_actor = caf::typed_actor<
     caf::replies_to<spawn_atom, replica_spec, caf::actor, store_actor>::with<replica_actor>,
     caf::replies_to<status_atom>::with<int32_t>,
     caf::replies_to<plugin_atom, std::string>::with<std::vector<std::string>>,
     caf::replies_to<plugin_atom, std::string, std::vector<char>, plugin_credential>::with<
         std::vector<std::string>>,
-    caf::replies_to<challenge_atom>::with<std::string>>;
+    caf::replies_to<challenge_atom>::with<std::string>,
+    caf::replies_to<log_atom, int64_t, int32_t>::with<log_chunk>>;
 
 /// The head (head_actor.hpp): node registry, resources, placement.
 using head_actor = caf::typed_actor<

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <deque>
+#include <fstream>
 
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/actors/node_secret.hpp"
@@ -77,6 +78,28 @@ void install_worker(caf::blocking_actor* self, std::string dir) {
   });
 }
 
+// Up to `max_bytes` of `path` from `offset` (negative: from the end).
+result<log_chunk> read_log(const std::string& path, int64_t offset, int32_t max_bytes) {
+  if (path.empty())
+    return not_found("this node keeps no log file (a node in a driver's own process writes to "
+                     "the driver's output)");
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in)
+    return io_error("cannot read the node's log file " + path);
+  log_chunk out;
+  out.path = path;
+  out.size = static_cast<int64_t>(in.tellg());
+  const int64_t want = std::clamp<int64_t>(max_bytes, 0, max_log_chunk);
+  out.offset = offset < 0 ? std::max<int64_t>(0, out.size + offset) : std::min(offset, out.size);
+  const int64_t n = std::min(want, out.size - out.offset);
+  out.bytes.resize(static_cast<size_t>(n));
+  in.seekg(out.offset);
+  in.read(out.bytes.data(), n);
+  out.bytes.resize(static_cast<size_t>(in.gcount()));
+  out.next = out.offset + static_cast<int64_t>(out.bytes.size());
+  return out;
+}
+
 } // namespace
 
 std::string node_proof_name(const std::string& host_id, int32_t pid) {
@@ -135,6 +158,12 @@ node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> sel
       if (open.size() > max_open_challenges)
         open.pop_front();
       return challenge;
+    },
+    [=](log_atom, int64_t offset, int32_t max_bytes) -> caf::result<log_chunk> {
+      auto chunk = read_log(self->state.options.log_file, offset, max_bytes);
+      if (!chunk)
+        return to_caf(chunk.error());
+      return std::move(*chunk);
     },
   };
 }

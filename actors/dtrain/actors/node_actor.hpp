@@ -24,7 +24,14 @@ struct node_options {
   /// TLS clusters: the CA file identity proofs are checked against; empty:
   /// identity proofs are refused (a plain cluster).
   std::string ca_file;
+  /// The node process's log file (its stdout and stderr), served by
+  /// log(offset, max_bytes); empty: it keeps none (an embedded cluster's
+  /// node), and log answers not_found.
+  std::string log_file;
 };
+
+/// The most bytes one log request answers, whatever it asks for.
+constexpr int32_t max_log_chunk = 1 << 20;
 
 /// A node agent: registered with the head, it hosts the replicas drivers
 /// place on it and the plugins their operators come from. Remote drivers
@@ -42,6 +49,13 @@ struct node_options {
 /// (plugin::install_plugin): the answer is the operators, or the loader's
 /// error (another ABI, a missing symbol); the node stays up either way.
 /// challenge hands out a single-use string for identity proofs.
+///
+/// log(offset, max_bytes) reads the log file on the actor's own thread (a
+/// bounded read of at most max_log_chunk bytes of a local file): from
+/// `offset`, or for a negative one from that many bytes before the end,
+/// clamped to the file; the answer's `next` is where to ask next (callers
+/// that follow the log ask again from there). No log file, or one that
+/// cannot be read: not_found / io_error naming the file.
 struct node_state;  // node_actor.cpp
 node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> self,
                                     node_options options);

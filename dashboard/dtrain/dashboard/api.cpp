@@ -67,14 +67,8 @@ void raw_object(std::string& out, const char* k, const std::string& text) {
 }
 
 double best_of(const store::experiment_row& e, const std::vector<store::trial_row>& trials) {
-  double best = store::no_value;
-  for (const auto& t : trials) {
-    if (std::isnan(t.best))
-      continue;
-    if (std::isnan(best) || (e.minimize ? t.best < best : t.best > best))
-      best = t.best;
-  }
-  return best;
+  const store::trial_row* best = best_trial(e, trials);
+  return best ? best->best : store::no_value;
 }
 
 void experiment_fields(std::string& out, const store::experiment_row& e) {
@@ -92,6 +86,18 @@ void experiment_fields(std::string& out, const store::experiment_row& e) {
 }
 
 } // namespace
+
+const store::trial_row* best_trial(const store::experiment_row& e,
+                                   const std::vector<store::trial_row>& trials) {
+  const store::trial_row* best = nullptr;
+  for (const auto& t : trials) {
+    if (std::isnan(t.best))
+      continue;
+    if (!best || (e.minimize ? t.best < best->best : t.best > best->best))
+      best = &t;
+  }
+  return best;
+}
 
 std::string json_number(double d) { return std::isfinite(d) ? json::number(d) : "null"; }
 

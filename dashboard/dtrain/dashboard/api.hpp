@@ -17,6 +17,11 @@ namespace dtrain::dashboard {
 /// `d` as a JSON number, or null when it is NaN or infinite.
 std::string json_number(double d);
 
+/// The trial with the best `best` by the experiment's direction (the first
+/// of equals); nullptr when none has a value. Points into `trials`.
+const store::trial_row* best_trial(const store::experiment_row& e,
+                                   const std::vector<store::trial_row>& trials);
+
 /// GET /api/v1/cluster.
 std::string cluster_json(const actors::cluster_status& s);
 

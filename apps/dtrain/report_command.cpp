@@ -1,0 +1,63 @@
+// `dtrain report EXPERIMENT`: one self-contained HTML file of an
+// experiment, read from the local store or through a head.
+#include "commands.hpp"
+
+#include <cstdio>
+#include <ctime>
+#include <map>
+
+#include "dtrain/core/check.hpp"
+#include "dtrain/core/files.hpp"
+#include "dtrain/dashboard/report.hpp"
+#include "store_access.hpp"
+
+namespace dtrain::cli {
+
+namespace {
+
+int fail(const status& s) {
+  std::fprintf(stderr, "error: %s\n", s.message().c_str());
+  return 1;
+}
+
+// The experiment's rows as report_html takes them: every trial's metrics
+// read at once, then handed to their trials.
+result<dashboard::report_input> read_experiment(store::experiment_store& s, int64_t id) {
+  dashboard::report_input in;
+  DTRAIN_ASSIGN_OR_RETURN(in.experiment, s.experiment(id));
+  DTRAIN_ASSIGN_OR_RETURN(in.trials, s.trials(id));
+  DTRAIN_ASSIGN_OR_RETURN(auto rows, s.metrics(id, ""));
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < in.trials.size(); ++i)
+    index[in.trials[i].id] = i;
+  in.metrics.resize(in.trials.size());
+  for (auto& row : rows)  // by seq: each trial's stay in report order
+    if (auto it = index.find(row.trial); it != index.end())
+      in.metrics[it->second].push_back(std::move(row));
+  in.source = s.where();
+  in.generated_at = static_cast<double>(std::time(nullptr));
+  return in;
+}
+
+} // namespace
+
+int run_report(const report_options& o) {
+  auto opened = open_experiment_store(o.address, o.store, o.tls, true);
+  if (!opened)
+    return fail(opened.error());
+  auto in = read_experiment(*opened->store, o.id);
+  if (!in)
+    return fail(in.error().with_context("dtrain report " + std::to_string(o.id)));
+  auto html = dashboard::report_html(*in);
+  if (!html)
+    return fail(html.error());
+  const std::string path = o.output.empty() ? "report-" + std::to_string(o.id) + ".html" : o.output;
+  if (status w = write_file_atomically(path, html->data(), html->size(), durability::file); !w)
+    return fail(w);
+  std::printf("wrote the report of experiment %lld (%s, %zu trials) to %s\n",
+              static_cast<long long>(o.id), in->experiment.name.c_str(), in->trials.size(),
+              path.c_str());
+  return 0;
+}
+
+} // namespace dtrain::cli

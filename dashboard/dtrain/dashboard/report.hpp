@@ -1,0 +1,36 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dtrain/core/status.hpp"
+#include "dtrain/store/experiment_store.hpp"
+
+/// The page `dtrain report` writes: one self-contained HTML file of an
+/// experiment (its trial table, learning curves with the trials overlaid,
+/// the best trial's hyperparameters and the configuration), made of the
+/// dashboard's embedded files (web/report.html, common.js, uPlot) with the
+/// data inlined as the dashboard API's JSON documents (api.hpp). It loads
+/// nothing from anywhere: it opens offline from a file:// URL.
+namespace dtrain::dashboard {
+
+/// What a report shows: the experiment, its trials, and each trial's
+/// metric rows (metrics[i] are trials[i]'s, by seq).
+struct report_input {
+  store::experiment_row experiment;
+  std::vector<store::trial_row> trials;
+  std::vector<std::vector<store::metric_row>> metrics;
+  std::string source;         // where the data came from, for the footer
+  double generated_at = 0;    // unix seconds
+};
+
+/// The JSON embedded in the page: {"trials": GET .../trials's document,
+/// "metrics": [GET .../metrics's document per trial], "best_trial": the
+/// best trial's key or null, "configuration", "source", "generated_at"}.
+std::string report_json(const report_input& in);
+
+/// The whole page. Fails (internal) only if the embedded template or a
+/// file it names is missing: a build that lost a web file.
+result<std::string> report_html(const report_input& in);
+
+} // namespace dtrain::dashboard
