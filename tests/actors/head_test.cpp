@@ -49,6 +49,7 @@ node_actor::behavior_type fake_node(node_actor::stateful_pointer<fake_node_state
       return to_caf(status(error_code::invalid_argument, "the fake node loads no plugins"));
     },
     [=](challenge_atom) -> caf::result<std::string> { return std::string("none"); },
+    [=](rss_atom) -> caf::result<int64_t> { return int64_t{12345}; },
   };
 }
 
