@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""What a watched dashboard costs the training (tools/bench.sh dashboard).
+
+One `dtrain train --embedded --dashboard` run of a regression; the run is
+cut into phases of PHASE seconds, alternately unwatched and watched by one
+poller that does what the page does in a browser (README, "Dashboard"):
+every second /api/v1/cluster, /api/v1/experiments, the experiment's trials
+and the running trial's new reports (?since=), plus a /metrics scrape every
+second (a Prometheus scraping every 15 s costs less). Same run, interleaved,
+so drift of the machine hits both alike. At the end the trial's stored
+reports give each epoch's samples/s and the time it ended; an epoch counts
+for a phase when it lies wholly inside it. Prints a table per phase, the
+medians and their ratio; the goal is a cost under 2%.
+
+Usage: bench_dashboard.py DTRAIN_BINARY [--phases N] [--phase-seconds S]
+"""
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def get(conn, path, token):
+    conn.request("GET", path, headers={"Authorization": "Bearer " + token})
+    r = conn.getresponse()
+    body = r.read()
+    if r.status != 200:
+        raise RuntimeError(f"{path}: HTTP {r.status}: {body[:200]!r}")
+    return body
+
+
+def wait_for(path, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if os.path.exists(path) and open(path).read().strip():
+            return open(path).read().strip()
+        time.sleep(0.1)
+    raise RuntimeError(f"{path} did not appear in {seconds} s")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("--phases", type=int, default=8, help="phases (half watched)")
+    ap.add_argument("--phase-seconds", type=float, default=12.0)
+    ap.add_argument("--samples", type=int, default=100000, help="regression samples per epoch")
+    a = ap.parse_args()
+
+    home = tempfile.mkdtemp(prefix="dtrain-bench-dashboard-")
+    env = dict(os.environ, DTRAIN_HOME=home)
+    exp = os.path.join(home, "regression.yaml")
+    with open(exp, "w") as f:
+        f.write("name: bench-dashboard\noperator: linear_regression\n"
+                f"hyperparameters: {{lr: 0.01, samples: {a.samples}, features: 16, optimizer: sgd}}\n"
+                "resources: {slots_per_trial: 1}\nglobal_batch_size: 64\nepochs: 1000000\n")
+    url_file = os.path.join(home, "dashboard.url")
+    log = open(os.path.join(home, "train.log"), "w")
+    train = subprocess.Popen([a.binary, "train", exp, "--embedded", "--dashboard",
+                              "--dashboard-file", url_file], stdout=log, stderr=subprocess.STDOUT,
+                             env=env)
+    try:
+        url = wait_for(url_file, 30)
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        token = open(os.path.join(home, "dashboard-token")).read().strip()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        # Warm-up: the first epochs (page cache, allocator) count for nothing.
+        time.sleep(a.phase_seconds)
+        phases = []  # (watched, start, end, requests)
+        since = 0
+        for i in range(a.phases):
+            watched = i % 2 == 1
+            start = time.time()
+            requests = 0
+            while time.time() - start < a.phase_seconds:
+                tick = time.time()
+                if watched:
+                    get(conn, "/api/v1/cluster", token)
+                    get(conn, "/api/v1/experiments", token)
+                    get(conn, "/api/v1/experiments/1/trials", token)
+                    body = json.loads(get(conn, f"/api/v1/trials/1-00000/metrics?since={since}", token))
+                    if body["reports"]:
+                        since = body["reports"][-1]["epoch"]
+                    get(conn, "/metrics", token)
+                    requests += 5
+                time.sleep(max(0.0, 1.0 - (time.time() - tick)))
+            phases.append((watched, start, time.time(), requests))
+        reports = json.loads(get(conn, "/api/v1/trials/1-00000/metrics", token))["reports"]
+    finally:
+        train.terminate()
+        try:
+            train.wait(60)
+        except subprocess.TimeoutExpired:
+            train.kill()
+
+    print(f"{'phase':>5} {'watched':>7} {'requests':>8} {'epochs':>6} {'median samples/s':>16}")
+    rates = {False: [], True: []}
+    for i, (watched, start, end, requests) in enumerate(phases):
+        inside = []
+        for r in reports:
+            m = r["metrics"]
+            sps = m.get("samples_per_second", 0)
+            if sps <= 0:
+                continue
+            span = a.samples / sps  # one replica: the epoch's samples over its rate
+            if r["time"] - span >= start and r["time"] <= end:
+                inside.append(sps)
+        rates[watched] += inside
+        med = statistics.median(inside) if inside else float("nan")
+        print(f"{i:>5} {('yes' if watched else 'no'):>7} {requests:>8} {len(inside):>6} {med:>16.0f}")
+    if not rates[False] or not rates[True]:
+        print("bench_dashboard: no whole epoch inside a phase; use longer phases", file=sys.stderr)
+        return 1
+    off = statistics.median(rates[False])
+    on = statistics.median(rates[True])
+    print(f"unwatched: median {off:.0f} samples/s over {len(rates[False])} epochs")
+    print(f"watched:   median {on:.0f} samples/s over {len(rates[True])} epochs")
+    print(f"dashboard cost: watched/unwatched = {on / off:.4f} ({(1 - on / off) * 100:+.2f}% "
+          f"throughput lost; goal < 2%)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
