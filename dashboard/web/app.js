@@ -111,7 +111,10 @@ async function refreshCurves() {
   draw();
 }
 
-// Two charts: losses, and every other metric (accuracies, lr, ...).
+// Two charts: losses, and every other metric (accuracies, the operator's);
+// the trainer's speed figures (thousands of samples/s) and lr would flatten
+// them, and /metrics shows those.
+const speed = new Set(["lr", "samples_per_second", "step_seconds", "allreduce_seconds", "restarts"]);
 function draw() {
   for (const c of state.charts) c.destroy();
   state.charts = [];
@@ -119,7 +122,7 @@ function draw() {
   for (const r of state.reports) for (const k of Object.keys(r.metrics)) names.add(k);
   const groups = [
     ["loss", [...names].filter((n) => n.includes("loss"))],
-    ["other metrics", [...names].filter((n) => !n.includes("loss") && n !== "lr")],
+    ["other metrics", [...names].filter((n) => !n.includes("loss") && !speed.has(n))],
   ];
   const epochs = state.reports.map((r) => r.epoch);
   const colors = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b"];
