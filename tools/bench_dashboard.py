@@ -101,13 +101,11 @@ def main():
     rates = {False: [], True: []}
     for i, (watched, start, end, requests) in enumerate(phases):
         inside = []
-        for r in reports:
-            m = r["metrics"]
-            sps = m.get("samples_per_second", 0)
-            if sps <= 0:
-                continue
-            span = a.samples / sps  # one replica: the epoch's samples over its rate
-            if r["time"] - span >= start and r["time"] <= end:
+        # An epoch (with its validation) lies between the previous report
+        # and its own.
+        for prev, r in zip(reports, reports[1:]):
+            sps = r["metrics"].get("samples_per_second", 0)
+            if sps > 0 and prev["time"] >= start and r["time"] <= end:
                 inside.append(sps)
         rates[watched] += inside
         med = statistics.median(inside) if inside else float("nan")

@@ -376,7 +376,7 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
     [=](probe_atom, int32_t index) { probe(self, state, index); },
     [=](rss_atom) {
       // The head's own timer only: a peer cannot make it ask more often.
-      if (self->current_sender() == self->ctrl())
+      if (self->current_sender().get() == self->ctrl())
         poll_rss(self, state);
     },
     [=](status_atom) -> caf::result<cluster_status> {
