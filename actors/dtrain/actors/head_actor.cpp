@@ -266,6 +266,8 @@ std::optional<caf::result<T>> refuse(head_actor::pointer self, const head_auth& 
 
 } // namespace
 
+namespace {
+
 // Asks every usable node for its RSS (answers land in node_entry), then
 // schedules the next round. Never blocks the head.
 void poll_rss(head_actor::pointer self, const std::shared_ptr<head_state>& state) {
@@ -278,6 +280,8 @@ void poll_rss(head_actor::pointer self, const std::shared_ptr<head_state>& state
   }
   self->delayed_send(self, head_rss_interval, rss_atom::value);
 }
+
+} // namespace
 
 head_actor::behavior_type head_impl(head_actor::pointer self,
                                     experiments::store_opener open_store, std::string store_path,
