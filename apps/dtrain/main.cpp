@@ -8,6 +8,7 @@
 //   every command that listens or connects: [--tls-cert PEM --tls-key PEM --tls-ca PEM]
 //         (default: $DTRAIN_HOME/tls; required for anything but loopback)
 //         [--dashboard-port P] [--dashboard-file F] (head: the web dashboard, README "Dashboard")
+//         [--dashboard-bind ADDR] [--dashboard-tls] (off loopback: HTTPS with the head's certificate)
 //   dtrain status --address HOST:PORT               nodes, slots, trainers
 //   dtrain stop                                     stop what this host started
 //   dtrain train EXPERIMENT.yaml [--address ...] [--resume ID [--force]]
