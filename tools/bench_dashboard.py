@@ -26,8 +26,15 @@ import time
 
 
 def get(conn, path, token):
-    conn.request("GET", path, headers={"Authorization": "Bearer " + token})
-    r = conn.getresponse()
+    try:
+        conn.request("GET", path, headers={"Authorization": "Bearer " + token})
+        r = conn.getresponse()
+    except (http.client.RemoteDisconnected, ConnectionError):
+        # The server closes a keep-alive connection idle for 30 s (an
+        # unwatched phase); a browser reconnects, so do we.
+        conn.close()
+        conn.request("GET", path, headers={"Authorization": "Bearer " + token})
+        r = conn.getresponse()
     body = r.read()
     if r.status != 200:
         raise RuntimeError(f"{path}: HTTP {r.status}: {body[:200]!r}")
