@@ -12,8 +12,8 @@ drift of the machine hits both alike. Each epoch's samples/s is the
 trainer's own figure from its epoch line. Prints a table per phase, the
 medians and their ratio; the goal is a cost under 2%. Also the training
 process's CPU time per sample in each kind of phase (from /proc/PID/stat):
-what the dashboard adds to the process's own work, which other load on a
-shared machine disturbs far less than wall-clock throughput.
+what the dashboard adds to the process's own work (contention inflates it
+too: OpenBLAS threads spin while they wait).
 
 Usage: bench_dashboard.py DTRAIN_BINARY [--phases N] [--epochs-per-phase EPOCHS]
 """
@@ -148,7 +148,7 @@ def main():
     c_on = statistics.median(cpu[True])
     print(f"CPU time of the training process per sample: unwatched {c_off:.2f} us, watched "
           f"{c_on:.2f} us: {(c_on / c_off - 1) * 100:+.2f}% (what the dashboard adds to the "
-          f"process's work; robust to other load on the machine)")
+          f"process's work)")
     print(f"dashboard cost: watched/unwatched throughput = {on / off:.4f} ({(1 - on / off) * 100:+.2f}% "
           f"lost; goal < 2%)")
     return 0
