@@ -16,6 +16,8 @@
 #                             3 seeds (about 4 minutes here)
 #   tools/bench.sh tls        plain remoting against mutual TLS: latency, 64 MiB throughput,
 #                             driver connect to first step (under a minute)
+#   tools/bench.sh dashboard  training throughput with and without the dashboard polled
+#                             as the page does, same run, interleaved (about 2 minutes)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${DTRAIN_BUILD_DIR:-$root/build}/bin
@@ -34,6 +36,7 @@ case "$what" in
   tpe) "$bin/dtrain-bench-tpe" "$@" ;;
   pbt) "$root/tools/bench_pbt.sh" "$@" ;;
   tls) "$bin/dtrain-bench-tls" "$@" ;;
+  dashboard) python3 "$root/tools/bench_dashboard.py" "$bin/dtrain" "$@" ;;
   all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-cnn-step"; "$bin/dtrain-bench-allreduce"; "$bin/dtrain-bench-trainer" ;;
-  *) echo "bench.sh: unknown benchmark '$what' (step, cnn-step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, pbt, tls, all)" >&2; exit 2 ;;
+  *) echo "bench.sh: unknown benchmark '$what' (step, cnn-step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, pbt, tls, dashboard, all)" >&2; exit 2 ;;
 esac

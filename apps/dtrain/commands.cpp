@@ -273,6 +273,7 @@ int run_train(const train_options& o) {
                      {{"loss", m->loss}, {"accuracy", m->accuracy},
                       {"validation_loss", v->loss}, {"validation_accuracy", v->accuracy},
                       {"lr", static_cast<double>(m->lr)}}};
+    rep.metrics.merge(speed_metrics(*m, (*t)->failures().size()));
     trial.history.push_back(rep);
     auto now = checkpoint::checkpoint_dirs(tc.checkpoint_dir);
     journal.checkpoints_changed(trial, checkpoints, now);

@@ -15,7 +15,13 @@ status check_dashboard_flags(const dashboard_flags& f) {
     return status::ok();
   if (f.port > 65535)
     return invalid_argument("--dashboard-port " + std::to_string(f.port) + ": not a port");
-  return dashboard::check_bind(f.bind);
+  const bool have_certificate = !f.certificate.empty() && !f.key.empty();
+  if (f.tls && !have_certificate)
+    return invalid_argument(
+        "--dashboard-tls: the dashboard serves HTTPS with the head's certificate, and there is "
+        "none here: make them with `dtrain cert ca create` and `dtrain cert create --head`, and "
+        "serve the dashboard from `dtrain start --head`");
+  return dashboard::check_bind(f.bind, have_certificate);
 }
 
 result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system& sys,
@@ -28,6 +34,9 @@ result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system&
   dashboard::dashboard_options o;
   o.bind = f.bind;
   o.port = static_cast<uint16_t>(f.port);
+  o.tls = f.tls;
+  o.certificate = f.certificate;
+  o.key = f.key;
   auto d = dashboard::dashboard::start(sys, head, o);
   if (!d)
     return d.error();

@@ -14,13 +14,21 @@ namespace dtrain::cli {
 struct dashboard_flags {
   int port = -1;              // -1: no dashboard; 0: any free port
   std::string bind = "127.0.0.1";
+  /// --dashboard-tls: HTTPS on loopback too (off loopback it always is).
+  bool tls = false;
+  /// The head's certificate and key (its tls_identity's files), which the
+  /// dashboard serves HTTPS with; empty: a head without certificates, or a
+  /// driver (whose client certificate is not a server's).
+  std::string certificate;
+  std::string key;
   /// Where to write the dashboard's URL (without the token) once it
   /// listens; empty: nowhere.
   std::string url_file;
 };
 
-/// Refuses flags that cannot work (a bind off loopback) before anything
-/// starts; ok when the dashboard is off.
+/// Refuses flags that cannot work (a bind off loopback, or --dashboard-tls,
+/// without the head's certificate) before anything starts; ok when the
+/// dashboard is off.
 status check_dashboard_flags(const dashboard_flags& f);
 
 /// Starts the dashboard on `head` when f.port >= 0 (else nullptr), prints

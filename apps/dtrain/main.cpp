@@ -8,6 +8,7 @@
 //   every command that listens or connects: [--tls-cert PEM --tls-key PEM --tls-ca PEM]
 //         (default: $DTRAIN_HOME/tls; required for anything but loopback)
 //         [--dashboard-port P] [--dashboard-file F] (head: the web dashboard, README "Dashboard")
+//         [--dashboard-bind ADDR] [--dashboard-tls] (off loopback: HTTPS with the head's certificate)
 //   dtrain status --address HOST:PORT               nodes, slots, trainers
 //   dtrain stop                                     stop what this host started
 //   dtrain train EXPERIMENT.yaml [--address ...] [--resume ID [--force]]
@@ -61,9 +62,12 @@ void add_dashboard_options(CLI::App* cmd, dashboard_flags& d, bool driver) {
   cmd->add_option("--dashboard-port", d.port,
                   "serve the web dashboard on this port (0: any free port; default: none)");
   cmd->add_option("--dashboard-bind", d.bind,
-                  "the dashboard's address: loopback only until it speaks TLS")
+                  "the dashboard's address: off loopback HTTPS only, with the head's certificate")
       ->capture_default_str();
   cmd->add_option("--dashboard-file", d.url_file, "write the dashboard's URL here once it listens");
+  cmd->add_flag("--dashboard-tls", d.tls,
+                "serve the dashboard over HTTPS on loopback too (with the head's certificate; "
+                "off loopback it always is)");
 }
 
 int run_start(bool head, bool detach, server_options o) {

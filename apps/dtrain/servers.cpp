@@ -92,13 +92,19 @@ int run_head(const server_options& o) {
     std::fprintf(stderr, "error: --plugin is for nodes (they host the replicas), not the head\n");
     return 2;
   }
-  if (status s = check_dashboard_flags(o.dashboard); !s) {
-    std::fprintf(stderr, "error: %s\n", s.message().c_str());
-    return 2;
-  }
   auto tls = load_tls_identity(o.tls, security::role::head);
   if (!tls) {
     std::fprintf(stderr, "error: %s\n", tls.error().message().c_str());
+    return 2;
+  }
+  // The dashboard serves HTTPS with the head's own certificate.
+  dashboard_flags dash_flags = o.dashboard;
+  if (tls->enabled()) {
+    dash_flags.certificate = tls->files.certificate;
+    dash_flags.key = tls->files.key;
+  }
+  if (status s = check_dashboard_flags(dash_flags); !s) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
     return 2;
   }
   auto addresses = choose_addresses(o, "", *tls);
@@ -122,7 +128,7 @@ int run_head(const server_options& o) {
     return 1;
   }
   // Before the port file: whoever waits for it finds the dashboard up too.
-  auto dash = serve_dashboard(sys, head, o.dashboard, "dtrain head:");
+  auto dash = serve_dashboard(sys, head, dash_flags, "dtrain head:");
   if (!dash) {
     std::fprintf(stderr, "error: %s\n", dash.error().message().c_str());
     caf::anon_send_exit(head, caf::exit_reason::user_shutdown);

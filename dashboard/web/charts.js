@@ -80,13 +80,18 @@ function showCharts(host, charts, specs) {
 // Curves of the trials in `trials` (a Map id -> {reports}), shown in
 // `host`. One trial: a chart of its losses and one of its other metrics.
 // Several: one chart per metric, one line per trial (epochs aligned).
+// The trainer's speed figures (thousands of samples/s) and lr would flatten
+// the learning curves; /metrics shows those.
+const NOT_CURVES = new Set(["lr", "samples_per_second", "step_seconds", "allreduce_seconds",
+  "restarts"]);
+
 function drawCurves(host, charts, trials) {
   const names = new Set();
   const epochSet = new Set();
   for (const t of trials.values())
     for (const r of t.reports) {
       epochSet.add(r.epoch);
-      for (const k of Object.keys(r.metrics)) if (k !== "lr") names.add(k);
+      for (const k of Object.keys(r.metrics)) if (!NOT_CURVES.has(k)) names.add(k);
     }
   const epochs = [...epochSet].sort((a, b) => a - b);
   const valueAt = (t, name) => {

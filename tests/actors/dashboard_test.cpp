@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -85,6 +86,41 @@ std::string wait_for_body(uint16_t port, const std::string& path, const std::str
     std::this_thread::sleep_for(milliseconds(100));
   }
   return body;
+}
+
+// The value of the first sample line of `text` that starts with `prefix`
+// (name and labels); NaN when there is none.
+double sample_value(const std::string& text, const std::string& prefix) {
+  size_t at = text.find("\n" + prefix);
+  if (at == std::string::npos)
+    return std::nan("");
+  const size_t end = text.find('\n', at + 1);
+  const std::string line = text.substr(at + 1, end - at - 1);
+  return std::atof(line.substr(line.rfind(' ') + 1).c_str());
+}
+
+// `"name":VALUE` in the report of `epoch` in a /api/v1/trials/../metrics body.
+double reported(const std::string& body, int64_t epoch, const std::string& name) {
+  const size_t at = body.find("{\"epoch\":" + std::to_string(epoch) + ",");
+  if (at == std::string::npos)
+    return std::nan("");
+  const size_t v = body.find("\"" + name + "\":", at);
+  const size_t next = body.find("{\"epoch\":", at + 1);
+  if (v == std::string::npos || (next != std::string::npos && v > next))
+    return std::nan("");
+  return std::atof(body.c_str() + v + name.size() + 3);
+}
+
+// The samples/s of the epoch line of `epoch` in a `dtrain train` log.
+double epoch_line_rate(const std::string& log, int64_t epoch) {
+  const size_t at = log.find("epoch " + std::to_string(epoch) + "/");
+  if (at == std::string::npos)
+    return std::nan("");
+  const size_t end = log.find(" samples/s", at);
+  const size_t line_end = log.find('\n', at);
+  if (end == std::string::npos || (line_end != std::string::npos && end > line_end))
+    return std::nan("");
+  return std::atof(log.c_str() + log.rfind(' ', end - 1) + 1);
 }
 
 } // namespace
@@ -238,6 +274,48 @@ BOOST_AUTO_TEST_CASE(train_dashboard_shows_its_embedded_cluster_and_curves_that_
   BOOST_TEST(contains(prom.body, "dtrain_trials{state=\"running\"} 1"), prom.body);
   BOOST_TEST(contains(prom.body, "dtrain_slots{state=\"used\"} 1"), prom.body);
   BOOST_TEST(promtool_complaints(home, prom.body) == "", prom.body);
+
+  // Per node and per trial: the node's replica and its process's memory
+  // (the head asks every 2 s), the trial's speed.
+  for (int i = 0; i < 100 && !contains(prom.body, "dtrain_node_resident_memory_bytes{"); ++i) {
+    std::this_thread::sleep_for(milliseconds(100));
+    prom = http_get(port, "/metrics", token);
+  }
+  const std::string node = "{node=\"0\",address=\"in-process\"}";
+  BOOST_TEST(contains(prom.body, "dtrain_node_replicas" + node + " 1"), prom.body);
+  BOOST_TEST(contains(prom.body, "dtrain_node_slots_used" + node + " 1"), prom.body);
+  BOOST_TEST(sample_value(prom.body, "dtrain_node_resident_memory_bytes" + node) > 1e6, prom.body);
+  const std::string trial = "{experiment=\"1\",trial=\"00000\"}";
+  BOOST_TEST(sample_value(prom.body, "dtrain_trial_step_seconds" + trial) > 0, prom.body);
+  BOOST_TEST(sample_value(prom.body, "dtrain_trial_allreduce_seconds" + trial) >= 0, prom.body);
+  BOOST_TEST(sample_value(prom.body, "dtrain_trial_restarts" + trial) == 0, prom.body);
+  BOOST_TEST(contains(prom.body, "\ndtrain_trial_restarts_total 0\n"), prom.body);
+  BOOST_TEST(promtool_complaints(home, prom.body) == "", prom.body);
+
+  // The samples/s /metrics shows is the trainer's own figure for the epoch
+  // it shows: the stored report's and the epoch line's, within 10%.
+  const double epoch = sample_value(prom.body, "dtrain_trial_epoch" + trial);
+  const double rate = sample_value(prom.body, "dtrain_trial_samples_per_second" + trial);
+  BOOST_TEST_MESSAGE("/metrics: epoch " << epoch << ", " << rate << " samples/s");
+  BOOST_TEST_REQUIRE(epoch >= 1);
+  BOOST_TEST(rate > 0, prom.body);
+  const auto e = static_cast<int64_t>(epoch);
+  const std::string stored = http_get(port, path + "?since=" + std::to_string(e - 1), token).body;
+  const double own = reported(stored, e, "samples_per_second");
+  BOOST_TEST(std::fabs(rate - own) <= 0.1 * own, "stored " << own << " vs /metrics " << rate
+                                                            << "\n" << stored);
+  // stdout goes to a file: the epoch line may still sit in its buffer.
+  std::string log;
+  for (int i = 0; i < 100 && std::isnan(epoch_line_rate(log, e)); ++i) {
+    log = dtrain::testing::read_file(home.file("train.log"));
+    if (std::isnan(epoch_line_rate(log, e)))
+      std::this_thread::sleep_for(milliseconds(100));
+  }
+  const double line = epoch_line_rate(log, e);
+  if (std::isnan(line))
+    BOOST_TEST_MESSAGE("no epoch line for epoch " << e << " in the log yet (buffered)");
+  else
+    BOOST_TEST(std::fabs(rate - line) <= 0.1 * line, "epoch line " << line << " vs " << rate);
 
   BOOST_TEST(train.stop(SIGINT, milliseconds(30000)),
              dtrain::testing::read_file(home.file("train.log")));

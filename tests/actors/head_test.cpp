@@ -52,6 +52,7 @@ node_actor::behavior_type fake_node(node_actor::stateful_pointer<fake_node_state
     [=](log_atom, int64_t, int32_t) -> caf::result<log_chunk> {
       return to_caf(status(error_code::not_found, "the fake node keeps no log"));
     },
+    [=](rss_atom) -> caf::result<int64_t> { return int64_t{12345}; },
   };
 }
 

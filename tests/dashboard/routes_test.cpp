@@ -55,6 +55,8 @@ struct fixture {
     source.cluster.nodes = {a, b};
     source.cluster.slots_used = {3, 0};
     source.cluster.gpus_used = {0, 1};
+    source.cluster.replicas = {3, 1};
+    source.cluster.rss_bytes = {123456789, -1};  // b has not told the head yet
     source.cluster.trainers = {"sweep-0: 4 replicas"};
     store::experiment_row e;
     e.name = "sweep";
@@ -78,6 +80,9 @@ struct fixture {
       rows.push_back({id, "00000", epoch, "loss", 1.0 / static_cast<double>(epoch), seq, 0});
       rows.push_back({id, "00000", epoch, "validation_loss", store::no_value, seq, 0});
       rows.push_back({id, "00000", epoch, "samples_per_second", 1000.5, seq, 0});
+      rows.push_back({id, "00000", epoch, "step_seconds", 0.032, seq, 0});
+      rows.push_back({id, "00000", epoch, "allreduce_seconds", 0.25, seq, 0});
+      rows.push_back({id, "00000", epoch, "restarts", 1, seq, 0});
       (void)source.store_->add_metrics(rows);
       ++seq;
     }
@@ -186,6 +191,17 @@ BOOST_AUTO_TEST_CASE(prometheus_text_has_help_type_and_the_running_trials_sample
   BOOST_TEST(contains(m, "dtrain_trial_epoch{experiment=\"1\",trial=\"00000\"} 2\n"), m);
   BOOST_TEST(contains(m, "dtrain_trial_samples_per_second{experiment=\"1\",trial=\"00000\"} 1000.5\n"),
              m);
+  BOOST_TEST(contains(m, "dtrain_trial_step_seconds{experiment=\"1\",trial=\"00000\"} 0.032\n"), m);
+  BOOST_TEST(contains(m, "dtrain_trial_allreduce_seconds{experiment=\"1\",trial=\"00000\"} 0.25\n"),
+             m);
+  BOOST_TEST(contains(m, "dtrain_trial_restarts{experiment=\"1\",trial=\"00000\"} 1\n"), m);
+  BOOST_TEST(contains(m, "\ndtrain_trial_restarts_total 1\n"), m);
+  BOOST_TEST(contains(m, "dtrain_node_slots_used{node=\"0\",address=\"127.0.0.1:5001\"} 3\n"
+                         "dtrain_node_slots_used{node=\"1\",address=\"127.0.0.1:5002\"} 0\n"), m);
+  BOOST_TEST(contains(m, "dtrain_node_replicas{node=\"1\",address=\"127.0.0.1:5002\"} 1\n"), m);
+  BOOST_TEST(contains(m, "dtrain_node_resident_memory_bytes{node=\"0\",address=\"127.0.0.1:5001\"} "
+                         "123456789\n"), m);
+  BOOST_TEST(!contains(m, "dtrain_node_resident_memory_bytes{node=\"1\""), m);
   BOOST_TEST(!contains(m, "trial=\"00001\""), m);  // ended trials leave the label sets
   BOOST_TEST(contains(m, "dtrain_head_resident_memory_bytes "), m);
   BOOST_TEST(m.back() == '\n');

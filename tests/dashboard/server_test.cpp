@@ -141,6 +141,9 @@ BOOST_AUTO_TEST_CASE(only_loopback_addresses_are_accepted_until_tls) {
     BOOST_TEST(s.code() == error_code::invalid_argument);
     BOOST_TEST(s.message().find("loopback only") != std::string::npos, s.message());
     BOOST_TEST(s.message().find("TLS") != std::string::npos, s.message());
+    BOOST_TEST(s.message().find("dtrain cert create --head") != std::string::npos, s.message());
+    // With the head's certificate the dashboard serves HTTPS there.
+    BOOST_TEST(check_bind(refused, true).is_ok(), refused);
   }
 }
 

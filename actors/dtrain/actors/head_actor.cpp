@@ -25,6 +25,7 @@ struct node_entry {
   bool probing = false;            // a probe chain is under way
   int32_t cpu_used = 0;
   std::set<int32_t> gpus_held;     // device indices held by some replica
+  int64_t rss_bytes = -1;          // its process's, as it last said (-1 not yet)
 };
 
 /// What one trainer holds: CPU slots counted per node, GPUs by index.
@@ -157,6 +158,13 @@ status check_registration(const node_info& info) {
 
 cluster_status make_status(const head_state& s) {
   cluster_status st;
+  std::vector<int32_t> replicas(s.nodes.size(), 0);
+  for (auto& [id, h] : s.trainers) {
+    for (auto& [node, c] : h.cpu)
+      replicas[node] += c;
+    for (auto& [node, index] : h.gpus)
+      ++replicas[node];
+  }
   std::map<int32_t, int32_t> position;  // head index -> position in st.nodes
   for (size_t i = 0; i < s.nodes.size(); ++i) {
     const auto& node = s.nodes[i];
@@ -167,6 +175,8 @@ cluster_status make_status(const head_state& s) {
     st.slots_used.push_back(node.cpu_used);
     st.gpus_used.push_back(static_cast<int32_t>(node.gpus_held.size()));
     st.node_ids.push_back(static_cast<int32_t>(i));
+    st.replicas.push_back(replicas[i]);
+    st.rss_bytes.push_back(node.rss_bytes);
   }
   for (auto& [id, h] : s.trainers) {
     int32_t count = static_cast<int32_t>(h.gpus.size());
@@ -269,6 +279,23 @@ std::optional<caf::result<T>> refuse(head_actor::pointer self, const head_auth& 
 
 } // namespace
 
+namespace {
+
+// Asks every usable node for its RSS (answers land in node_entry), then
+// schedules the next round. Never blocks the head.
+void poll_rss(head_actor::pointer self, const std::shared_ptr<head_state>& state) {
+  for (size_t i = 0; i < state->nodes.size(); ++i) {
+    if (!usable(state->nodes[i]))
+      continue;
+    self->request(state->nodes[i].handle, head_probe_timeout, rss_atom::value)
+        .then([=](int64_t bytes) { state->nodes[i].rss_bytes = bytes; },
+              [](caf::error&) {});  // a slow node keeps its last figure
+  }
+  self->delayed_send(self, head_rss_interval, rss_atom::value);
+}
+
+} // namespace
+
 head_actor::behavior_type head_impl(head_actor::pointer self,
                                     experiments::store_opener open_store, std::string store_path,
                                     tls_identity tls) {
@@ -301,6 +328,7 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
     for (auto& id : gone)
       release(*state, id);
   });
+  self->send(self, rss_atom::value);  // starts the RSS rounds
   return {
     [=](register_atom, node_info& info, node_actor& handle,
         const std::string& session) -> caf::result<int32_t> {
@@ -363,6 +391,11 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
       return caf::ok_atom::value;
     },
     [=](probe_atom, int32_t index) { probe(self, state, index); },
+    [=](rss_atom) {
+      // The head's own timer only: a peer cannot make it ask more often.
+      if (self->current_sender().get() == self->ctrl())
+        poll_rss(self, state);
+    },
     [=](status_atom) -> caf::result<cluster_status> {
       if (auto no = refuse<cluster_status>(self, *auth, role::client, "the cluster's status"))
         return *no;

@@ -13,6 +13,10 @@ namespace dtrain::actors {
 /// each probe (a status request to its node actor) may take.
 constexpr std::chrono::milliseconds head_probe_interval{1000};
 constexpr std::chrono::milliseconds head_probe_timeout{1000};
+/// How often the head asks each usable node for its process's resident
+/// memory (status shows the last answer; a node that does not answer in
+/// head_probe_timeout keeps its old figure).
+constexpr std::chrono::milliseconds head_rss_interval{2000};
 
 /// The head: the registry of nodes and their resources, and gang placement
 /// of replica groups. An actor: its state is touched only by its handlers.

@@ -43,6 +43,7 @@ using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using prove_atom = caf::atom_constant<caf::atom("prove")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using log_atom = caf::atom_constant<caf::atom("log")>;
+using rss_atom = caf::atom_constant<caf::atom("rss")>;
 
 /// A node as it registers with the head.
 struct node_info {
@@ -171,13 +172,14 @@ struct metrics_msg {
   int64_t resume_batch = 0;
   /// The operator's own metrics by name (train::epoch_metrics::extra).
   std::map<std::string, double> extra;
+  double allreduce_seconds = 0;  // train::epoch_metrics::allreduce_seconds
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metrics_msg& x) {
   return f(caf::meta::type_name("metrics_msg"), x.epoch, x.steps, x.samples, x.loss, x.accuracy,
            x.seconds, x.samples_per_second, x.lr, x.rank, x.preempted, x.resume_batch,
-           x.extra);
+           x.extra, x.allreduce_seconds);
 }
 
 /// What `dtrain status` prints: the usable nodes (a node's position in
@@ -192,12 +194,16 @@ struct cluster_status {
   std::vector<int32_t> node_ids;
   /// Per trainer: the positions in `nodes` of the nodes holding its replicas.
   std::vector<std::vector<int32_t>> trainer_nodes;
+  std::vector<int32_t> replicas;                // per node: replicas placed there
+  /// Per node: its process's resident memory in bytes, as the node last
+  /// told the head (head_rss_interval); -1 not known yet.
+  std::vector<int64_t> rss_bytes;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_status& x) {
   return f(caf::meta::type_name("cluster_status"), x.nodes, x.slots_used, x.trainers,
-           x.gpus_used, x.node_ids, x.trainer_nodes);
+           x.gpus_used, x.node_ids, x.trainer_nodes, x.replicas, x.rss_bytes);
 }
 
 /// A piece of a node's log file (node_actor: log).
@@ -279,7 +285,8 @@ using node_actor = caf::typed_actor<
     caf::replies_to<plugin_atom, std::string, std::vector<char>, plugin_credential>::with<
         std::vector<std::string>>,
     caf::replies_to<challenge_atom>::with<std::string>,
-    caf::replies_to<log_atom, int64_t, int32_t>::with<log_chunk>>;
+    caf::replies_to<log_atom, int64_t, int32_t>::with<log_chunk>,
+    caf::replies_to<rss_atom>::with<int64_t>>;  // the process's resident bytes (-1 unknown)
 
 /// The head (head_actor.hpp): node registry, resources, placement.
 using head_actor = caf::typed_actor<
@@ -288,6 +295,7 @@ using head_actor = caf::typed_actor<
     caf::replies_to<release_atom, std::string>::with<caf::ok_atom>,
     caf::replies_to<unreach_atom, int32_t>::with<caf::ok_atom>,
     caf::reacts_to<probe_atom, int32_t>,  // the head's own timer (head_actor.hpp)
+    caf::reacts_to<rss_atom>,             // the head's own timer: asks the nodes' RSS
     caf::replies_to<status_atom>::with<cluster_status>,
     caf::replies_to<caf::get_atom, int32_t>::with<node_actor>,
     caf::replies_to<experiments_atom>::with<experiments::experiment_service>,

@@ -1,5 +1,7 @@
 #include "dtrain/actors/node_actor.hpp"
 
+#include "dtrain/core/memory.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <deque>
@@ -120,6 +122,10 @@ node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> sel
                                   std::move(store));
     },
     [=](status_atom) -> caf::result<int32_t> { return hosted_replica_count(); },
+    [=](rss_atom) -> caf::result<int64_t> {
+      auto rss = resident_memory_bytes();
+      return rss ? *rss : int64_t{-1};
+    },
     [=](plugin_atom, const std::string& hash) -> caf::result<std::vector<std::string>> {
       auto p = plugin::find_plugin(hash);
       if (!p)

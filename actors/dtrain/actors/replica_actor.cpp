@@ -82,7 +82,7 @@ struct worker_state {
 
 metrics_msg to_msg(const train::epoch_metrics& m, int rank) {
   return {m.epoch, m.steps, m.samples, m.loss, m.accuracy, m.seconds, m.samples_per_second,
-          m.lr, rank, m.preempted, m.resume_batch, m.extra};
+          m.lr, rank, m.preempted, m.resume_batch, m.extra, m.allreduce_seconds};
 }
 
 result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sys,

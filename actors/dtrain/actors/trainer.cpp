@@ -578,4 +578,11 @@ status trainer::shutdown() {
   return released;
 }
 
+std::map<std::string, double> speed_metrics(const metrics_msg& m, size_t restarts) {
+  return {{"samples_per_second", m.samples_per_second},
+          {"step_seconds", m.steps > 0 ? m.seconds / static_cast<double>(m.steps) : 0.0},
+          {"allreduce_seconds", m.allreduce_seconds},
+          {"restarts", static_cast<double>(restarts)}};
+}
+
 } // namespace dtrain::actors

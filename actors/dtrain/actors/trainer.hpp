@@ -197,4 +197,13 @@ private:
   int plugins_sent_ = 0;
 };
 
+/// What every epoch report of a trainer carries about its speed and
+/// health, beside loss and accuracy (the experiment store keeps them; the
+/// dashboard's /metrics shows them per trial): samples_per_second (the
+/// epoch line's figure), step_seconds (seconds per optimizer step),
+/// allreduce_seconds (the chief's wait in the gradient sync over the
+/// epoch) and restarts (the group's recoveries so far). The names are
+/// reserved for operators (train::is_reserved_metric).
+std::map<std::string, double> speed_metrics(const metrics_msg& m, size_t restarts);
+
 } // namespace dtrain::actors

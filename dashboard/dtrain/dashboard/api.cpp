@@ -121,6 +121,10 @@ std::string cluster_json(const actors::cluster_status& s) {
     field(out, "slots_used", u);
     field(out, "gpus", static_cast<int64_t>(n.gpus));
     field(out, "gpus_used", g);
+    field(out, "replicas", static_cast<int64_t>(i < s.replicas.size() ? s.replicas[i] : 0));
+    key(out, "rss_bytes");
+    const int64_t rss = i < s.rss_bytes.size() ? s.rss_bytes[i] : -1;
+    out += rss < 0 ? "null" : std::to_string(rss);
     out += '}';
   }
   out += "],\"slots\":{";

@@ -16,31 +16,44 @@ class http_server;
 class router;
 
 struct dashboard_options {
-  /// Where to listen: loopback only (127.0.0.0/8, ::1, "localhost") until
-  /// the dashboard speaks TLS; anything else is refused (check_bind).
+  /// Where to listen. Loopback (127.0.0.0/8, ::1, "localhost"): HTTP, or
+  /// HTTPS with `tls`. Any other address: HTTPS only, so `certificate` and
+  /// `key` are required (check_bind).
   std::string bind = "127.0.0.1";
   uint16_t port = 0;                  // 0: any free port
   std::string token_file;             // empty: $DTRAIN_HOME/dashboard-token
+  /// The head's TLS certificate (PEM chain) and key, as `dtrain cert create
+  /// --head` makes them: what a browser checks against the cluster CA.
+  std::string certificate;
+  std::string key;
+  /// HTTPS on loopback too (needs certificate and key).
+  bool tls = false;
   /// Each request to the head (status, the experiment store) may take this
   /// long before the dashboard answers 503.
   std::chrono::milliseconds head_timeout{5000};
   std::chrono::milliseconds connection_timeout{30000};
 };
 
-/// Refuses (invalid_argument, naming `bind` and why) an address that is
-/// not loopback: the dashboard serves plain HTTP, and a bearer token over
-/// plain HTTP off this host would be readable on the network. TLS for the
-/// dashboard has not landed; until it does, reach a remote dashboard
-/// through an SSH tunnel.
-status check_bind(const std::string& bind);
+/// Whether the dashboard on `bind` may start: loopback always; any other
+/// address only over HTTPS, that is with `have_certificate` (the head's
+/// certificate and key). A refusal (invalid_argument) names `bind`, says
+/// that without TLS the dashboard listens on loopback only, and how to make
+/// the certificates (`dtrain cert ...`) or reach it through an SSH tunnel.
+status check_bind(const std::string& bind, bool have_certificate = false);
+
+/// Whether the dashboard with `o` serves HTTPS: certificate and key given
+/// and either o.tls or a non-loopback bind.
+bool serves_tls(const dashboard_options& o);
 
 /// The web dashboard of a cluster: an http_server (server.hpp) with the
 /// routes of routes.hpp, reading from `head` (the head process's own head
 /// actor, or the head of the cluster a driver runs: embedded or attached)
 /// through requests with options.head_timeout.
 ///
-/// start() refuses a bind that check_bind refuses, loads or creates the
-/// token (token.hpp), listens and starts the I/O thread. stop() and the
+/// start() refuses a bind that check_bind refuses (and o.tls without a
+/// certificate), loads or creates the token (token.hpp), listens (HTTPS
+/// when serves_tls(o)) and starts the I/O thread. Over HTTPS browsers
+/// still present the bearer token: TLS protects it on the way. stop() and the
 /// destructor close every connection and join the thread; the dashboard
 /// must be stopped before `sys` is destroyed. Thread-safe accessors.
 class dashboard {
@@ -53,9 +66,10 @@ public:
   dashboard& operator=(const dashboard&) = delete;
 
   uint16_t port() const;
+  bool tls() const { return tls_; }
   const std::string& token() const { return token_; }
   const std::string& token_file() const { return token_file_; }
-  /// "http://127.0.0.1:PORT/" (an IPv6 literal in brackets).
+  /// "http://127.0.0.1:PORT/" or "https://..." (an IPv6 literal in brackets).
   std::string url() const;
   /// url() with "?token=TOKEN": what a person opens in a browser.
   std::string url_with_token() const;
@@ -64,6 +78,7 @@ public:
 private:
   dashboard() = default;
   std::string host_;
+  bool tls_ = false;
   std::string token_;
   std::string token_file_;
   std::unique_ptr<cluster_source> source_;

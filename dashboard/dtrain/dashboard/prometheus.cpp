@@ -73,7 +73,12 @@ constexpr trial_family trial_families[] = {
     {"samples_per_second", "dtrain_trial_samples_per_second",
      "Training samples per second in the running trial's newest report."},
     {"step_seconds", "dtrain_trial_step_seconds",
-     "Seconds per training step in the running trial's newest report."},
+     "Seconds per optimizer step in the running trial's newest report."},
+    {"allreduce_seconds", "dtrain_trial_allreduce_seconds",
+     "Seconds the running trial's chief waited in the gradient all-reduce during its newest "
+     "reported epoch."},
+    {"restarts", "dtrain_trial_restarts",
+     "Recoveries of the running trial's replica group from failures, as of its newest report."},
     {"loss", "dtrain_trial_loss", "Training loss in the running trial's newest report."},
 };
 
@@ -100,21 +105,35 @@ void prometheus_text::sample(double value, const labels& l, const std::string& s
   text_ += " " + value_text(value) + "\n";
 }
 
-result<int64_t> resident_memory_bytes() {
-  const std::string path = "/proc/self/status";
-  std::ifstream in(path);
-  if (!in)
-    return os_error("reading", path, errno);
-  std::string line;
-  while (std::getline(in, line)) {
-    long long kb = 0;
-    if (std::sscanf(line.c_str(), "VmRSS: %lld kB", &kb) == 1)
-      return static_cast<int64_t>(kb) * 1024;
-  }
-  return not_found(path + ": no VmRSS line");
-}
-
 namespace {
+
+// Per usable node, labelled by its index in the status list and its
+// address ("in-process" for an embedded cluster's nodes).
+void node_families(prometheus_text& p, const actors::cluster_status& s) {
+  auto labels_of = [&](size_t i) {
+    const std::string& a = s.nodes[i].address;
+    return prometheus_text::labels{{"node", std::to_string(i)},
+                                   {"address", a.empty() ? "in-process" : a}};
+  };
+  auto per_node = [&](const char* name, const char* help, auto value) {
+    p.family(name, help, "gauge");
+    for (size_t i = 0; i < s.nodes.size(); ++i) {
+      const double v = value(i);
+      if (v >= 0)
+        p.sample(v, labels_of(i));
+    }
+  };
+  per_node("dtrain_node_slots_used", "CPU slots in use on the node.", [&](size_t i) {
+    return i < s.slots_used.size() ? static_cast<double>(s.slots_used[i]) : 0.0;
+  });
+  per_node("dtrain_node_replicas", "Replicas placed on the node (CPU and GPU).", [&](size_t i) {
+    return i < s.replicas.size() ? static_cast<double>(s.replicas[i]) : 0.0;
+  });
+  per_node("dtrain_node_resident_memory_bytes",
+           "Resident memory of the node's process (VmRSS), as it last told the head; absent "
+           "until it has.",
+           [&](size_t i) { return i < s.rss_bytes.size() ? static_cast<double>(s.rss_bytes[i]) : -1.0; });
+}
 
 void cluster_families(prometheus_text& p, const actors::cluster_status& s) {
   double slots = 0, used = 0, gpus = 0, gpus_used = 0;
@@ -134,6 +153,7 @@ void cluster_families(prometheus_text& p, const actors::cluster_status& s) {
   p.family("dtrain_gpus", "GPUs of the usable nodes, in use and in all.", "gauge");
   p.sample(gpus_used, {{"state", "used"}});
   p.sample(gpus, {{"state", "total"}});
+  node_families(p, s);
 }
 
 // Counts by state; the usual states always present (as 0), so a series
@@ -158,6 +178,18 @@ void store_families(prometheus_text& p, const metrics_input& in) {
                {"running", "completed", "interrupted", "failed"});
   state_family(p, "dtrain_trials", "Trials in the store, by state.", trials,
                {"pending", "running", "stopped", "terminated", "error", "interrupted"});
+  double restarts = 0;
+  for (const auto& ts : in.trials)
+    for (const auto& t : ts)
+      restarts += t.restarts;
+  for (const auto& r : in.running)
+    for (const auto& [name, value] : r.latest)
+      if (name == "restarts")
+        restarts += value;  // a running trial's row says 0 until it ends
+  p.family("dtrain_trial_restarts_total",
+           "Recoveries from failures over all trials in the store (running ones as of their "
+           "newest report).", "counter");
+  p.sample(restarts);
   // Per running trial only, so that label sets end with their trial.
   p.family("dtrain_trial_epoch", "The running trial's last reported epoch.", "gauge");
   for (const auto& r : in.running)

@@ -35,10 +35,6 @@ private:
   std::string name_;
 };
 
-/// The head's resident set size in bytes (VmRSS of /proc/self/status), or
-/// an error naming the file.
-result<int64_t> resident_memory_bytes();
-
 /// What /metrics shows, gathered by the routes from the head and the store.
 struct metrics_input {
   bool cluster_ok = false;          // the head answered status

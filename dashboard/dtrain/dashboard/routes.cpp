@@ -1,5 +1,6 @@
 #include "dtrain/dashboard/routes.hpp"
 
+#include "dtrain/core/memory.hpp"
 #include "dtrain/dashboard/api.hpp"
 #include "dtrain/dashboard/assets.hpp"
 #include "dtrain/dashboard/prometheus.hpp"

@@ -1,17 +1,21 @@
 #include "dtrain/dashboard/server.hpp"
 
+#include "dtrain/core/check.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <exception>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 namespace dtrain::dashboard {
 
@@ -20,9 +24,15 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
-class session;
+// What stop() needs of a session, whatever its stream.
+class session {
+public:
+  virtual ~session() = default;
+  virtual void close() = 0;
+};
 
 // What every session shares with the server; outlives both.
 struct shared_state {
@@ -45,30 +55,51 @@ http_response answer(const std::shared_ptr<shared_state>& st, const http_request
 
 // One connection: read a request, answer it, again while the client keeps
 // the connection alive. Every step carries the timeout.
-class session : public std::enable_shared_from_this<session> {
+// Stream: beast::tcp_stream (HTTP) or beast::ssl_stream over one (HTTPS),
+// which first completes the server side of the TLS handshake. Closing
+// skips TLS's close_notify: the dashboard's clients (browsers, scrapers)
+// do not need it, and a peer that is gone would make it wait.
+template <class Stream>
+class http_session final : public session,
+                           public std::enable_shared_from_this<http_session<Stream>> {
 public:
-  session(tcp::socket s, std::shared_ptr<shared_state> st)
-    : stream_(std::move(s)), state_(std::move(st)) {
+  template <class... Args>
+  http_session(std::shared_ptr<shared_state> st, tcp::socket s, Args&... args)
+    : stream_(std::move(s), args...), state_(std::move(st)) {
     ++state_->sessions;
   }
-  ~session() { --state_->sessions; }
+  ~http_session() override { --state_->sessions; }
 
-  void run() { read(); }
+  void run() {
+    if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+      read();
+    } else {
+      lowest().expires_after(state_->options.timeout);
+      stream_.async_handshake(ssl::stream_base::server,
+                              [self = this->shared_from_this()](beast::error_code ec) {
+                                if (ec)
+                                  return self->close();  // not TLS, or a refused handshake
+                                self->read();
+                              });
+    }
+  }
 
-  void close() {
+  void close() override {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.socket().close(ignored);
+    lowest().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    lowest().socket().close(ignored);
   }
 
 private:
+  beast::tcp_stream& lowest() { return beast::get_lowest_layer(stream_); }
+
   void read() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(state_->options.max_header_bytes));
     parser_->body_limit(state_->options.max_body_bytes);
-    stream_.expires_after(state_->options.timeout);
+    lowest().expires_after(state_->options.timeout);
     http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&session::on_read, shared_from_this()));
+                     beast::bind_front_handler(&http_session::on_read, this->shared_from_this()));
   }
 
   void on_read(beast::error_code ec, std::size_t) {
@@ -106,9 +137,9 @@ private:
     response_.keep_alive(keep_alive);
     response_.body() = out.body;
     response_.prepare_payload();
-    stream_.expires_after(state_->options.timeout);
+    lowest().expires_after(state_->options.timeout);
     http::async_write(stream_, response_,
-                      beast::bind_front_handler(&session::on_write, shared_from_this(),
+                      beast::bind_front_handler(&http_session::on_write, this->shared_from_this(),
                                                 response_.need_eof()));
   }
 
@@ -120,7 +151,7 @@ private:
     read();
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
@@ -129,9 +160,37 @@ private:
 
 } // namespace
 
+namespace {
+
+// A TLS server context with `certificate` (chain) and `key`: TLS 1.2 and
+// later, no compression, no client certificate requested.
+result<ssl::context> server_tls_context(const std::string& certificate, const std::string& key) {
+  if (certificate.empty() || key.empty())
+    return invalid_argument("dashboard TLS needs both a certificate and a key file");
+  ssl::context ctx{ssl::context::tls_server};
+  beast::error_code ec;
+  ctx.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                      ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                      ssl::context::no_tlsv1_1 | ssl::context::no_compression |
+                      ssl::context::single_dh_use,
+                  ec);
+  if (ec)
+    return io_error("dashboard TLS: " + ec.message());
+  ctx.use_certificate_chain_file(certificate, ec);
+  if (ec)
+    return io_error("dashboard TLS: certificate " + certificate + ": " + ec.message());
+  ctx.use_private_key_file(key, ssl::context::pem, ec);
+  if (ec)
+    return io_error("dashboard TLS: key " + key + ": " + ec.message());
+  return std::move(ctx);  // move-only
+}
+
+} // namespace
+
 struct http_server::impl {
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
+  std::optional<ssl::context> tls;  // set: HTTPS
   std::shared_ptr<shared_state> state = std::make_shared<shared_state>();
   std::thread thread;
   uint16_t port = 0;
@@ -150,9 +209,16 @@ struct http_server::impl {
           live.erase(std::remove_if(live.begin(), live.end(),
                                     [](const std::weak_ptr<session>& w) { return w.expired(); }),
                      live.end());
-          auto fresh = std::make_shared<session>(std::move(s), state);
-          live.push_back(fresh);
-          fresh->run();
+          if (tls) {
+            auto fresh = std::make_shared<http_session<beast::ssl_stream<beast::tcp_stream>>>(
+                state, std::move(s), *tls);
+            live.push_back(fresh);
+            fresh->run();
+          } else {
+            auto fresh = std::make_shared<http_session<beast::tcp_stream>>(state, std::move(s));
+            live.push_back(fresh);
+            fresh->run();
+          }
         } else {
           beast::error_code ignored;
           s.close(ignored);
@@ -185,6 +251,10 @@ result<std::unique_ptr<http_server>> http_server::start(const options& o, handle
   if (ec)
     return invalid_argument("dashboard address " + o.bind + ": not an IP address (" +
                             ec.message() + ")");
+  if (!o.certificate.empty() || !o.key.empty()) {
+    DTRAIN_ASSIGN_OR_RETURN(auto ctx, server_tls_context(o.certificate, o.key));
+    p->tls.emplace(std::move(ctx));
+  }
   tcp::endpoint endpoint{address, o.port};
   p->acceptor.open(endpoint.protocol(), ec);
   if (!ec)
@@ -207,6 +277,8 @@ http_server::http_server(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 http_server::~http_server() { stop(); }
 
 uint16_t http_server::port() const { return impl_->port; }
+
+bool http_server::tls() const { return impl_->tls.has_value(); }
 
 void http_server::stop() {
   if (impl_->stopped.exchange(true))

@@ -77,8 +77,8 @@ struct operator_parts {
 /// every batch of every replica (with average_training_metrics; else over
 /// this replica's): a per-sample mean when weight is the batch size.
 ///
-/// Names are letters, digits and '_', and not loss, accuracy, lr, nor
-/// validation_*: the trainer, the tuner and the experiment store show a
+/// Names are letters, digits and '_', and none that is_reserved_metric()
+/// (below) names: the trainer, the tuner and the experiment store show a
 /// training metric as NAME and a validation metric as validation_NAME,
 /// beside the built-in loss, accuracy, validation_loss, validation_accuracy.
 struct step_metric {
@@ -86,6 +86,13 @@ struct step_metric {
   double value = 0;
   double weight = 0;
 };
+
+/// Whether `name` is one the trainer reports itself with every epoch, so
+/// no operator metric may take it: loss, accuracy, lr, samples_per_second,
+/// step_seconds, allreduce_seconds, restarts, and any validation_*.
+bool is_reserved_metric(const std::string& name);
+/// The names above, comma-separated, for messages.
+std::string reserved_metric_names();
 
 /// What a step reports about its batch.
 struct step_result {

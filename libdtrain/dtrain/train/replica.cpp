@@ -264,6 +264,7 @@ result<epoch_metrics> replica_runner::train_epoch() {
   nn::accuracy_counter counter;
   step_totals totals;
   int64_t steps = 0, syncs = 0;
+  double allreduce_seconds = 0;
   const int64_t skipped_before = scaler_.skipped_steps();
   bool preempted = false;
   auto last_report = clock_type::now();
@@ -287,7 +288,9 @@ result<epoch_metrics> replica_runner::train_epoch() {
     DTRAIN_ASSIGN_OR_RETURN(step_result r, run_step(sc, true));
     if (status s = totals.add(r, batch->size()); !s)
       return s.with_context(step_error_context(true));
+    const auto sync_start = clock_type::now();
     DTRAIN_ASSIGN_OR_RETURN(bool synced, sync_->finish());
+    allreduce_seconds += std::chrono::duration<double>(clock_type::now() - sync_start).count();
     if (synced) {
       // Checked after the sync, on the averaged gradient every replica
       // holds alike: all skip or all step together, and their scalers stay
@@ -319,6 +322,7 @@ result<epoch_metrics> replica_runner::train_epoch() {
   m.epoch = epoch_;
   m.steps = steps;
   m.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  m.allreduce_seconds = allreduce_seconds;
   totals.report(m);
   if (scaler_.enabled()) {
     m.extra["loss_scale"] = scaler_.scale();

@@ -80,6 +80,10 @@ struct epoch_metrics {
   double accuracy = 0;        // classification only
   double seconds = 0;
   double samples_per_second = 0;
+  /// Training only: seconds this replica waited in the gradient sync's
+  /// finish() (all-reduces not hidden behind backward), summed over the
+  /// epoch's steps; two clock reads per step.
+  double allreduce_seconds = 0;
   float lr = 0;
   /// The group was asked to stop (should_preempt() said so on every
   /// replica): the epoch ended early after `resume_batch` batches; `epoch`

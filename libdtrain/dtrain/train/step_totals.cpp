@@ -9,6 +9,27 @@ namespace dtrain::train {
 
 namespace {
 
+constexpr const char* trainer_metric_names[] = {"loss", "accuracy", "lr", "samples_per_second",
+                                                 "step_seconds", "allreduce_seconds", "restarts"};
+
+} // namespace
+
+bool is_reserved_metric(const std::string& name) {
+  for (const char* n : trainer_metric_names)
+    if (name == n)
+      return true;
+  return name.rfind("validation_", 0) == 0;
+}
+
+std::string reserved_metric_names() {
+  std::string out;
+  for (const char* n : trainer_metric_names)
+    out += (out.empty() ? "" : ", ") + std::string(n);
+  return out;
+}
+
+namespace {
+
 // The trainer and tuner show training metrics under their name and
 // validation metrics as validation_NAME, beside these.
 status check_metric_name(const std::string& name) {
@@ -18,9 +39,9 @@ status check_metric_name(const std::string& name) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
       return invalid_argument("metric '" + name +
                               "': a name is letters, digits and '_' only");
-  if (name == "loss" || name == "accuracy" || name == "lr" || name.rfind("validation_", 0) == 0)
-    return invalid_argument("metric '" + name + "': the name is reserved (loss, accuracy, lr "
-                            "and validation_* are the trainer's)");
+  if (is_reserved_metric(name))
+    return invalid_argument("metric '" + name + "': the name is reserved (" +
+                            reserved_metric_names() + " and validation_* are the trainer's)");
   return status::ok();
 }
 

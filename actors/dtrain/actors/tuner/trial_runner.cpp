@@ -43,7 +43,8 @@ private:
   bool interrupted_ = false;
 };
 
-std::map<std::string, double> metrics_of(const metrics_msg& train, const metrics_msg& validation) {
+std::map<std::string, double> metrics_of(const metrics_msg& train, const metrics_msg& validation,
+                                         size_t restarts) {
   // lr: the rate the epoch trained with, so the record shows what a PBT
   // exploit's new hyperparameters did.
   std::map<std::string, double> out{{"loss", train.loss},
@@ -53,6 +54,8 @@ std::map<std::string, double> metrics_of(const metrics_msg& train, const metrics
                                     {"lr", static_cast<double>(train.lr)}};
   // The operator's own metrics; the replica refuses names that would
   // collide with the ones above.
+  for (const auto& [name, value] : speed_metrics(train, restarts))
+    out[name] = value;
   for (const auto& [name, value] : train.extra)
     out[name] = value;
   for (const auto& [name, value] : validation.extra)
@@ -124,7 +127,7 @@ void run_trial(caf::blocking_actor* self, cluster* c, trial_launch launch, caf::
     bool go_on = false;
     // The tuner answers at once; the bound only guards against a tuner
     // that is gone (its down message may not have reached us yet).
-    auto metrics = metrics_of(*m, *v);
+    auto metrics = metrics_of(*m, *v, t->failures().size());
     error = missing_metric(launch.metric, launch.config.operator_name, metrics);
     if (!error.empty())
       break;
