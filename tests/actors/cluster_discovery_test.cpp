@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/child_process.hpp"
+#include "actors/dtrain_command.hpp"
 #include "actors/loopback_cluster.hpp"
 #include "test_util.hpp"
 
@@ -19,21 +20,10 @@ using std::chrono::milliseconds;
 
 namespace {
 
-struct ran {
-  int code = -1;
-  std::string log;
-};
+using ran = dtrain::testing::command_result;
 
-// `dtrain ARGS...` with the environment's DTRAIN_HOME; its exit code and
-// output.
 ran run_dtrain(const std::vector<std::string>& args, const std::string& log_path) {
-  std::vector<std::string> full{DTRAIN_BINARY};
-  full.insert(full.end(), args.begin(), args.end());
-  child_process p(full, log_path);
-  ran r;
-  r.code = p.wait(milliseconds(120000));
-  r.log = dtrain::testing::read_file(log_path);
-  return r;
+  return dtrain::testing::run_dtrain(args, log_path, milliseconds(120000));
 }
 
 // One replica of a small regression: a run takes well under a second.

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "actors/child_process.hpp"
+#include "actors/dtrain_command.hpp"
 #include "dtrain/store/experiment_store.hpp"
 #include "test_util.hpp"
 
@@ -33,21 +34,8 @@ struct home_dir {
   std::string db() const { return dir.file("experiments.db"); }
 };
 
-struct ran {
-  int code = -1;
-  std::string log;
-};
-
-ran run_dtrain(const std::vector<std::string>& args, const std::string& log_path,
-               milliseconds timeout = milliseconds(300000)) {
-  std::vector<std::string> full{DTRAIN_BINARY};
-  full.insert(full.end(), args.begin(), args.end());
-  child_process p(full, log_path);
-  ran r;
-  r.code = p.wait(timeout);
-  r.log = testing::read_file(log_path);
-  return r;
-}
+using ran = testing::command_result;
+using testing::run_dtrain;
 
 // A small regression experiment: epochs of a few milliseconds.
 std::string regression_experiment(const temp_dir& dir, const std::string& lr, int epochs) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "actors/child_process.hpp"
+#include "actors/dtrain_command.hpp"
 #include "actors/loopback_cluster.hpp"
 #include "test_util.hpp"
 
@@ -22,20 +23,10 @@ using std::chrono::milliseconds;
 
 namespace {
 
-struct ran {
-  int code = -1;
-  std::string log;
-};
+using ran = dtrain::testing::command_result;
 
 ran run_dtrain(const std::vector<std::string>& args, const std::string& log_path) {
-  std::vector<std::string> full{DTRAIN_BINARY};
-  full.insert(full.end(), args.begin(), args.end());
-  child_process p(full, log_path, "/dev/null");
-  ran r;
-  r.code = p.wait(milliseconds(120000));
-  r.log = read_file(log_path);
-  BOOST_TEST_MESSAGE("dtrain logs ... -> " << r.code << "\n" << r.log);
-  return r;
+  return dtrain::testing::run_dtrain(args, log_path, milliseconds(120000));
 }
 
 bool contains(const std::string& text, const std::string& part) {
