@@ -344,7 +344,8 @@ int run_tune(const tune_options& o) {
   tc.resume = run->resumed;
   tc.force = o.force;
   tc.verbosity = o.verbosity;
-  tc.redraw = isatty(fileno(stdout)) != 0;
+  tc.redraw = stdout_is_terminal();
+  tc.bar_width = tc.redraw ? terminal_width() : 0;
   tuner sweep(**c, trainer_config_from(*e), e->space, tc);
   signal_watch watch([&] { sweep.stop("interrupted by a signal"); });
   auto grid = sweep.fit();

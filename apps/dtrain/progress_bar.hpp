@@ -5,23 +5,17 @@
 #include <string>
 
 #include "dtrain/actors/messages.hpp"
+#include "dtrain/actors/progress_text.hpp"
 
 /// `dtrain train`'s view of a running group: one progress bar for the whole
 /// group, redrawn in place on a terminal, and whole lines (epoch results,
 /// messages) that clear the bar, print, and let it be drawn again.
 namespace dtrain::cli {
 
-/// One bar line for the chief's progress, `width` columns at most:
-/// "epoch 3/8 [=====>    ] 120/469  loss 0.4312  2345 samples/s  ETA 1:02".
-/// samples/s is the group's: the chief's rate times `replicas` (every
-/// replica trains an equal share). ETA counts the rest of this epoch and
-/// the `epochs` after it at the epoch's pace so far; "--" before a rate is
-/// known.
-std::string format_progress(const actors::progress_msg& p, int replicas, int64_t epochs,
-                            int width);
-
-/// "1:02", "12:03:07": h:mm:ss from an hour on, m:ss below.
-std::string format_duration(double seconds);
+/// Whether stdout is a terminal that draws in place (a tty whose TERM is
+/// not "dumb"), and its width in columns (`fallback` when unknown).
+bool stdout_is_terminal();
+int terminal_width(int fallback = 80);
 
 /// Where progress and result lines go. On a terminal (stdout a tty whose
 /// TERM is not "dumb") the chief's progress is a bar redrawn in place;

@@ -13,8 +13,8 @@
 #include "test_util.hpp"
 
 using dtrain::actors::progress_msg;
-using dtrain::cli::format_duration;
-using dtrain::cli::format_progress;
+using dtrain::actors::format_duration;
+using dtrain::actors::format_progress;
 using dtrain::testing::child_process;
 using dtrain::testing::temp_dir;
 using std::chrono::milliseconds;
@@ -47,6 +47,30 @@ std::string train(const temp_dir& dir, const std::vector<std::string>& extra, bo
   const std::string log = dir.file(name + ".log");
   child_process p(args, log);
   BOOST_TEST(p.wait(milliseconds(180000)) == 0, name);
+  return dtrain::testing::read_file(log);
+}
+
+// `dtrain tune` of two such trials (two replicas each, one after the
+// other) on a pseudo-terminal; its output.
+std::string tune_on_a_terminal(const temp_dir& dir) {
+  const std::string experiment = dir.file("sweep.yaml");
+  dtrain::testing::write_file(
+      experiment, "name: sweep\n"
+                  "operator: linear_regression\n"
+                  "hyperparameters:\n"
+                  "  lr: {type: categorical, vals: [0.01, 0.02]}\n"
+                  "  samples: 2000000\n"
+                  "  features: 8\n"
+                  "  optimizer: sgd\n"
+                  "searcher: {name: grid, metric: loss, smaller_is_better: true,\n"
+                  "           max_concurrent_trials: 1, max_length: {epochs: 1}}\n"
+                  "resources: {slots_per_trial: 2}\n"
+                  "global_batch_size: 32\n");
+  setenv("DTRAIN_HOME", dir.file("home").c_str(), 1);
+  const std::string command = std::string(DTRAIN_BINARY) + " tune " + experiment + " --embedded";
+  const std::string log = dir.file("tune.log");
+  child_process p({"/usr/bin/script", "-qfec", command, "/dev/null"}, log);
+  BOOST_TEST(p.wait(milliseconds(180000)) == 0);
   return dtrain::testing::read_file(log);
 }
 
@@ -107,6 +131,24 @@ BOOST_AUTO_TEST_CASE(a_terminal_gets_one_bar_a_log_gets_lines_and_verbose_every_
   BOOST_TEST(contains(verbose, "[rank 0] epoch 1 step "), verbose);
   BOOST_TEST(contains(verbose, "[rank 1] epoch 1 step "), verbose);
   BOOST_TEST(!contains(verbose, "ETA"), verbose);
+}
+
+BOOST_AUTO_TEST_CASE(a_sweep_on_a_terminal_draws_a_bar_under_each_running_trial) {
+  temp_dir dir;
+  std::string out = tune_on_a_terminal(dir);
+  // The table is redrawn in place with a bar line under a RUNNING row, for
+  // both trials.
+  for (const std::string trial : {"00000", "00001"}) {
+    bool found = false;
+    for (size_t at = out.find(trial + "  RUNNING"); at != std::string::npos && !found;
+         at = out.find(trial + "  RUNNING", at + 1)) {
+      const size_t next = out.find('\n', at);
+      found = next != std::string::npos && out.compare(next + 1, 13, "  epoch 1/1 [") == 0;
+    }
+    BOOST_TEST(found, "no bar under trial " << trial << "'s row in:\n" << out);
+  }
+  BOOST_TEST(contains(out, "samples/s  ETA "), out);
+  BOOST_TEST(contains(out, "2 trials in"), out);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

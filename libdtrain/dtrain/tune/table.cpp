@@ -44,7 +44,7 @@ trial_table::trial_table(options o, std::vector<std::string> columns, std::strin
   : options_(o), columns_(std::move(columns)), metric_(std::move(metric)), direction_(direction) {}
 
 std::string trial_table::render(const std::vector<const trial_record*>& rows,
-                                size_t max_rows) const {
+                                size_t max_rows, const bar_lines& bars) const {
   std::vector<std::string> header{"trial", "status"};
   header.insert(header.end(), columns_.begin(), columns_.end());
   for (const char* h : {"epochs", "last", "best", "time (s)"})
@@ -78,15 +78,18 @@ std::string trial_table::render(const std::vector<const trial_record*>& rows,
     return out + "\n";
   };
   std::string out = line(header);
-  for (const auto& row : cells)
-    out += line(row);
+  for (size_t i = 0; i < cells.size(); ++i) {
+    out += line(cells[i]);
+    if (auto it = bars.find(rows[i]->id); it != bars.end())
+      out += "  " + it->second + "\n";
+  }
   if (rows.size() > max_rows)
     out += "... and " + std::to_string(rows.size() - max_rows) + " more trials\n";
   return out;
 }
 
 void trial_table::show(const std::vector<trial_record>& trials, double elapsed_seconds,
-                       const std::string& headline, bool force) {
+                       const std::string& headline, bool force, const bar_lines& bars) {
   if (!options_.redraw || options_.verbosity == 0)
     return;
   double now = now_seconds();
@@ -107,7 +110,7 @@ void trial_table::show(const std::vector<trial_record>& trials, double elapsed_s
   std::stable_sort(ended.begin(), ended.end(), by_metric);
   live.insert(live.end(), ended.begin(), ended.end());
   std::string text = headline + " (" + fixed(elapsed_seconds, 0) + " s)\n" +
-                     render(live, options_.max_rows);
+                     render(live, options_.max_rows, bars);
   std::string erase;
   if (drawn_lines_ > 0)
     erase = "\x1b[" + std::to_string(drawn_lines_) + "F\x1b[J";  // up N lines, clear below

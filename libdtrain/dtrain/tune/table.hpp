@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,14 @@ public:
   };
   trial_table(options o, std::vector<std::string> columns, std::string metric, mode direction);
 
-  /// Redraws the table (terminal only; at most every 200 ms unless `force`).
+  /// Trial id -> a line drawn under that trial's row (a running trial's
+  /// progress bar), indented two columns.
+  using bar_lines = std::map<std::string, std::string>;
+
+  /// Redraws the table (terminal only; at most every 200 ms unless `force`),
+  /// with `bars` under the rows they name.
   void show(const std::vector<trial_record>& trials, double elapsed_seconds,
-            const std::string& headline, bool force = false);
+            const std::string& headline, bool force = false, const bar_lines& bars = {});
   /// One event line (not a terminal, and verbosity at least `level`).
   void event(int level, const std::string& line);
   /// The final table, sorted by the metric, and the best trial's
@@ -34,8 +40,9 @@ public:
   void summary(const result_grid& grid, double elapsed_seconds);
 
   /// The table as text: header, then rows in the given order, the first
-  /// `max_rows` of them.
-  std::string render(const std::vector<const trial_record*>& rows, size_t max_rows) const;
+  /// `max_rows` of them, each followed by its line of `bars` if it has one.
+  std::string render(const std::vector<const trial_record*>& rows, size_t max_rows,
+                     const bar_lines& bars = {}) const;
 
 private:
   options options_;

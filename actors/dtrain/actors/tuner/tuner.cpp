@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/progress_text.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/checkpoint/checkpoint_copy.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
@@ -97,6 +98,7 @@ struct tuner_state {
   std::deque<std::string> resume_queue;  // unfinished trials of a resumed sweep
   std::map<std::string, tune::exploit_plan> exploiting;  // copying a checkpoint, then relaunched
   std::map<std::string, std::map<int64_t, std::string>> checkpoints;  // trial -> epoch -> dir
+  std::map<std::string, progress_msg> progress;  // running trial -> its chief's latest
 
   double elapsed() const { return std::chrono::duration<double>(clock_type::now() - start).count(); }
   tune::trial_record& record(const std::string& id) { return trials[index.at(id)]; }
@@ -121,8 +123,23 @@ std::string headline(tuner_state& s) {
          " pending";
 }
 
+// The bars under the running trials' rows (tune_config::bar_width).
+tune::trial_table::bar_lines bars(const tuner_state& s) {
+  tune::trial_table::bar_lines out;
+  const int width = s.sw->config.bar_width - 3;  // indented 2, one short of the edge
+  if (width <= 0)
+    return out;
+  for (const auto& [id, p] : s.progress) {
+    auto it = s.index.find(id);
+    if (it != s.index.end() && s.trials[it->second].status == tune::trial_status::running)
+      out[id] = format_progress(p, s.sw->trial_template.num_replicas, s.sw->config.max_epochs,
+                                width);
+  }
+  return out;
+}
+
 void redraw(tuner_state& s, bool force = false) {
-  s.table->show(s.trials, s.elapsed(), headline(s), force);
+  s.table->show(s.trials, s.elapsed(), headline(s), force, bars(s));
 }
 
 // Ends the sweep: every live trial is asked to stop; fit() returns once
@@ -194,6 +211,19 @@ void launch_trial(tuner_pointer self, const std::string& id, const std::string& 
   launch.restore_from = restore_from;
   launch.max_epochs = s.sw->config.max_epochs;
   launch.metric = s.sw->config.metric;
+  s.progress.erase(id);
+  if (s.sw->config.redraw && s.sw->config.bar_width > 0) {
+    // The chief's progress comes to this actor, tagged with the trial. A
+    // weak handle: the trainer keeps its configuration (and this function)
+    // for as long as it runs, which must not keep the tuner alive.
+    launch.config.progress_seconds = s.sw->config.progress_seconds;
+    launch.config.progress_all_ranks = false;
+    launch.config.on_progress = [tuner = caf::actor_cast<caf::weak_actor_ptr>(self),
+                                 id](const progress_msg& p) {
+      if (auto strong = tuner.lock())
+        caf::anon_send(caf::actor_cast<caf::actor>(strong), progress_atom::value, id, p);
+    };
+  }
   live_trial t;
   t.handle = s.sw->launch(self->system(), caf::actor_cast<caf::actor>(self), launch);
   t.since = clock_type::now();
@@ -449,6 +479,7 @@ void on_end(tuner_pointer self, const std::string& id, int32_t restarts, const s
   self->demonitor(lt->second.handle.runner);
   s.sw->track(id, nullptr);
   s.live.erase(lt);
+  s.progress.erase(id);
   if (exploit) {
     start_exploit(self, id, plan);
     return fill(self);
@@ -551,6 +582,14 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
       [self](trial_report_atom, const std::string& id, int64_t epoch,
              std::map<std::string, double>& metrics) {
         return on_report(self, id, epoch, metrics);
+      },
+      [self](progress_atom, const std::string& id, const progress_msg& p) {
+        auto& st = self->state;
+        // Late progress of a trial that ended (messages race its end) is dropped.
+        if (p.rank != 0 || st.live.count(id) == 0)
+          return;
+        st.progress[id] = p;
+        redraw(st);
       },
       [self](trial_end_atom, const std::string& id, int32_t restarts, const std::string& error,
              bool interrupted) { on_end(self, id, restarts, error, interrupted); },

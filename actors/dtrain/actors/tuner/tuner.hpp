@@ -47,6 +47,11 @@ struct tune_config : tune::sweep_config {
   std::FILE* out = stdout;
   int verbosity = 2;       // 0 silent, 1 trial starts and ends, 2 every epoch
   bool redraw = false;     // redraw the table in place (a terminal)
+  /// With redraw: the terminal's width, and each running trial's progress
+  /// bar (its chief's, as `dtrain train` draws it) on a line under its row,
+  /// updated every progress_seconds; 0: no bars.
+  int bar_width = 0;
+  double progress_seconds = 1.0;
 };
 
 /// Runs a hyperparameter sweep (Ray's Tuner): trials drawn by a searcher
