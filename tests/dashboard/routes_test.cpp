@@ -185,6 +185,8 @@ BOOST_AUTO_TEST_CASE(prometheus_text_has_help_type_and_the_running_trials_sample
   BOOST_TEST(contains(m, "# HELP dtrain_nodes "), m);
   BOOST_TEST(contains(m, "# TYPE dtrain_nodes gauge\ndtrain_nodes 2\n"), m);
   BOOST_TEST(contains(m, "dtrain_trainers 1\n"), m);
+  BOOST_TEST(contains(m, "# TYPE dtrain_trainer_replicas gauge\n"
+                         "dtrain_trainer_replicas{trainer=\"sweep-0\"} 4\n"), m);
   BOOST_TEST(contains(m, "dtrain_slots{state=\"used\"} 3\ndtrain_slots{state=\"total\"} 6\n"), m);
   BOOST_TEST(contains(m, "dtrain_trials{state=\"running\"} 1\n"), m);
   BOOST_TEST(contains(m, "dtrain_trials{state=\"terminated\"} 1\n"), m);

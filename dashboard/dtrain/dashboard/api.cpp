@@ -36,24 +36,6 @@ void field(std::string& out, const char* k, bool v) {
   out += v ? "true" : "false";
 }
 
-// "h: 2 replicas" (head_actor.cpp) into its id and count; -1 if the text
-// has another shape.
-void parse_trainer(const std::string& text, std::string& id, int64_t& replicas) {
-  id = text;
-  replicas = -1;
-  const size_t colon = text.rfind(": ");
-  if (colon == std::string::npos)
-    return;
-  const std::string rest = text.substr(colon + 2);
-  const size_t space = rest.find(' ');
-  try {
-    replicas = std::stoll(rest.substr(0, space));
-    id = text.substr(0, colon);
-  } catch (...) {
-    replicas = -1;
-  }
-}
-
 // A stored JSON document (hyperparameters) as it is when it looks like an
 // object; otherwise as a string, so the document stays well-formed.
 void raw_object(std::string& out, const char* k, const std::string& text) {
@@ -86,6 +68,23 @@ void experiment_fields(std::string& out, const store::experiment_row& e) {
 }
 
 } // namespace
+
+void parse_trainer(const std::string& text, std::string& id, int64_t& replicas) {
+  id = text;
+  replicas = -1;
+  const size_t colon = text.rfind(": ");
+  if (colon == std::string::npos)
+    return;
+  const std::string rest = text.substr(colon + 2);
+  const size_t space = rest.find(' ');
+  try {
+    replicas = std::stoll(rest.substr(0, space));
+    id = text.substr(0, colon);
+  } catch (...) {
+    replicas = -1;
+  }
+}
+
 
 const store::trial_row* best_trial(const store::experiment_row& e,
                                    const std::vector<store::trial_row>& trials) {

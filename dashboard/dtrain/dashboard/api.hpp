@@ -22,6 +22,10 @@ std::string json_number(double d);
 const store::trial_row* best_trial(const store::experiment_row& e,
                                    const std::vector<store::trial_row>& trials);
 
+/// A trainer of cluster_status ("h: 2 replicas", head_actor.cpp) split into
+/// its id and replica count; `text` and -1 when it has another shape.
+void parse_trainer(const std::string& text, std::string& id, int64_t& replicas);
+
 /// GET /api/v1/cluster.
 std::string cluster_json(const actors::cluster_status& s);
 

@@ -1,5 +1,7 @@
 #include "dtrain/dashboard/prometheus.hpp"
 
+#include "dtrain/dashboard/api.hpp"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -147,6 +149,16 @@ void cluster_families(prometheus_text& p, const actors::cluster_status& s) {
   p.sample(static_cast<double>(s.nodes.size()));
   p.family("dtrain_trainers", "Trainers holding slots or GPUs.", "gauge");
   p.sample(static_cast<double>(s.trainers.size()));
+  // Per trainer holding slots now (a trial's trainer while it runs), so the
+  // label set stays as small as the cluster's current work.
+  p.family("dtrain_trainer_replicas", "Replicas of a trainer holding slots or GPUs.", "gauge");
+  for (const auto& text : s.trainers) {
+    std::string id;
+    int64_t replicas = -1;
+    parse_trainer(text, id, replicas);
+    if (replicas >= 0)
+      p.sample(static_cast<double>(replicas), {{"trainer", id}});
+  }
   p.family("dtrain_slots", "CPU slots of the usable nodes, in use and in all.", "gauge");
   p.sample(used, {{"state", "used"}});
   p.sample(slots, {{"state", "total"}});
