@@ -108,12 +108,13 @@ namespace {
 // refused): that error comes back as error_code::invalid_argument, with
 // what the diagnostics saw and our identity.
 template <class Handle>
-result<Handle> reach(caf::actor_system& sys, const tls_identity& tls, const std::string& host,
-                     uint16_t port, const std::string& address) {
+result<Handle> reach_once(caf::actor_system& sys, const tls_identity& tls, const std::string& host,
+                          uint16_t port, const std::string& address, caf::error& raw) {
   if (!uses_tls(sys)) {
     auto h = sys.middleman().remote_actor<Handle>(host, port);
     if (h)
       return *h;
+    raw = h.error();
     status why = from_caf(h.error(), "connecting");
     if (h.error() == caf::sec::disconnect_during_handshake)
       return invalid_argument(why.message() + " (does " + address +
@@ -125,11 +126,26 @@ result<Handle> reach(caf::actor_system& sys, const tls_identity& tls, const std:
   auto h = caf::openssl::remote_actor<Handle>(sys, host, port);
   if (h)
     return *h;
+  raw = h.error();
   const std::string seen = take_tls_client_failure(host, port);
   if (h.error() == caf::sec::disconnect_during_handshake || !seen.empty())
     return invalid_argument(
         explain_tls_connect_failure(tls, address, caf::to_string(h.error()), seen));
   return from_caf(h.error(), "connecting");
+}
+
+// reach_once, and once more when the connection timed out (with heartbeats
+// on, the middleman drops a connection that stays silent for its
+// connection-timeout, which a peer process that has just started may be on
+// a loaded host): a peer that refuses or is not there fails at once.
+template <class Handle>
+result<Handle> reach(caf::actor_system& sys, const tls_identity& tls, const std::string& host,
+                     uint16_t port, const std::string& address) {
+  caf::error raw;
+  auto h = reach_once<Handle>(sys, tls, host, port, address, raw);
+  if (h || raw != caf::sec::connection_timeout)
+    return h;
+  return reach_once<Handle>(sys, tls, host, port, address, raw);
 }
 
 } // namespace

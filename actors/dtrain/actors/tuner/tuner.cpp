@@ -30,6 +30,8 @@ using clock_type = std::chrono::steady_clock;
 using tick_atom = caf::atom_constant<caf::atom("tunetick")>;
 // (exploit_done_atom, trial, copied checkpoint or "", error, source epoch)
 using exploit_done_atom = caf::atom_constant<caf::atom("exploited")>;
+// (trial_note_atom, trial, line): one of a trial's trainer's notes.
+using trial_note_atom = caf::atom_constant<caf::atom("trialnote")>;
 
 // Everything one sweep needs, owned by its actor.
 struct sweep {
@@ -99,6 +101,7 @@ struct tuner_state {
   std::map<std::string, tune::exploit_plan> exploiting;  // copying a checkpoint, then relaunched
   std::map<std::string, std::map<int64_t, std::string>> checkpoints;  // trial -> epoch -> dir
   std::map<std::string, progress_msg> progress;  // running trial -> its chief's latest
+  std::map<std::string, std::string> notes;      // running trial -> its trainer's latest note
 
   double elapsed() const { return std::chrono::duration<double>(clock_type::now() - start).count(); }
   tune::trial_record& record(const std::string& id) { return trials[index.at(id)]; }
@@ -129,12 +132,21 @@ tune::trial_table::bar_lines bars(const tuner_state& s) {
   const int width = s.sw->config.bar_width - 3;  // indented 2, one short of the edge
   if (width <= 0)
     return out;
-  for (const auto& [id, p] : s.progress) {
+  auto running = [&](const std::string& id) {
     auto it = s.index.find(id);
-    if (it != s.index.end() && s.trials[it->second].status == tune::trial_status::running)
+    return it != s.index.end() && s.trials[it->second].status == tune::trial_status::running;
+  };
+  for (const auto& [id, p] : s.progress)
+    if (running(id))
       out[id] = format_progress(p, s.sw->trial_template.num_replicas, s.sw->config.max_epochs,
                                 width);
-  }
+  // A note (a failure, a recovery) above the bar, cut to the width.
+  for (const auto& [id, text] : s.notes)
+    if (running(id)) {
+      std::string line = text.substr(0, static_cast<size_t>(width));
+      auto bar = out.find(id);
+      out[id] = bar == out.end() ? line : line + "\n  " + bar->second;
+    }
   return out;
 }
 
@@ -212,6 +224,16 @@ void launch_trial(tuner_pointer self, const std::string& id, const std::string& 
   launch.max_epochs = s.sw->config.max_epochs;
   launch.metric = s.sw->config.metric;
   s.progress.erase(id);
+  s.notes.erase(id);
+  if (s.sw->config.redraw && s.sw->config.bar_width > 0 && !launch.config.on_note) {
+    // On stderr the trainer's notes would break the table drawn in place:
+    // the latest is shown under the trial's row instead.
+    launch.config.on_note = [tuner = caf::actor_cast<caf::weak_actor_ptr>(self),
+                             id](const std::string& line) {
+      if (auto strong = tuner.lock())
+        caf::anon_send(caf::actor_cast<caf::actor>(strong), trial_note_atom::value, id, line);
+    };
+  }
   if (s.sw->config.redraw && s.sw->config.bar_width > 0) {
     // The chief's progress comes to this actor, tagged with the trial. A
     // weak handle: the trainer keeps its configuration (and this function)
@@ -480,6 +502,7 @@ void on_end(tuner_pointer self, const std::string& id, int32_t restarts, const s
   s.sw->track(id, nullptr);
   s.live.erase(lt);
   s.progress.erase(id);
+  s.notes.erase(id);
   if (exploit) {
     start_exploit(self, id, plan);
     return fill(self);
@@ -590,6 +613,13 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
           return;
         st.progress[id] = p;
         redraw(st);
+      },
+      [self](trial_note_atom, const std::string& id, const std::string& line) {
+        auto& st = self->state;
+        if (st.live.count(id) == 0)
+          return;
+        st.notes[id] = line;
+        redraw(st, true);
       },
       [self](trial_end_atom, const std::string& id, int32_t restarts, const std::string& error,
              bool interrupted) { on_end(self, id, restarts, error, interrupted); },

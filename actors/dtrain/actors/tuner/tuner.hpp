@@ -49,7 +49,9 @@ struct tune_config : tune::sweep_config {
   bool redraw = false;     // redraw the table in place (a terminal)
   /// With redraw: the terminal's width, and each running trial's progress
   /// bar (its chief's, as `dtrain train` draws it) on a line under its row,
-  /// updated every progress_seconds; 0: no bars.
+  /// updated every progress_seconds, with its trainer's latest note (a
+  /// failure, a recovery) above the bar instead of on stderr, unless the
+  /// trial template has an on_note of its own; 0: no bars.
   int bar_width = 0;
   double progress_seconds = 1.0;
 };
