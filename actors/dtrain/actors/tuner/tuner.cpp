@@ -151,7 +151,16 @@ tune::trial_table::bar_lines bars(const tuner_state& s) {
 }
 
 void redraw(tuner_state& s, bool force = false) {
-  s.table->show(s.trials, s.elapsed(), headline(s), force, bars(s));
+  if (!s.sw->config.redraw)
+    return;
+  if (s.live.empty())
+    return s.table->show(s.trials, s.elapsed(), headline(s), force, bars(s));
+  // Running trials show their time so far (a record counts ended runs).
+  std::vector<tune::trial_record> now = s.trials;
+  for (const auto& [id, t] : s.live)
+    if (auto it = s.index.find(id); it != s.index.end())
+      now[it->second].seconds += std::chrono::duration<double>(clock_type::now() - t.since).count();
+  s.table->show(now, s.elapsed(), headline(s), force, bars(s));
 }
 
 // Ends the sweep: every live trial is asked to stop; fit() returns once
@@ -228,10 +237,14 @@ void launch_trial(tuner_pointer self, const std::string& id, const std::string& 
   if (s.sw->config.redraw && s.sw->config.bar_width > 0 && !launch.config.on_note) {
     // On stderr the trainer's notes would break the table drawn in place:
     // the latest is shown under the trial's row instead.
-    launch.config.on_note = [tuner = caf::actor_cast<caf::weak_actor_ptr>(self),
-                             id](const std::string& line) {
+    launch.config.on_note = [tuner = caf::actor_cast<caf::weak_actor_ptr>(self), id,
+                             prefix = "dtrain: trainer " + launch.config.name + ": "](
+                                const std::string& line) {
+      // Under its trial's row the trainer's name says nothing new.
+      std::string text = line.rfind(prefix, 0) == 0 ? line.substr(prefix.size()) : line;
       if (auto strong = tuner.lock())
-        caf::anon_send(caf::actor_cast<caf::actor>(strong), trial_note_atom::value, id, line);
+        caf::anon_send(caf::actor_cast<caf::actor>(strong), trial_note_atom::value, id,
+                       std::move(text));
     };
   }
   if (s.sw->config.redraw && s.sw->config.bar_width > 0) {
