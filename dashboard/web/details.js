@@ -47,6 +47,7 @@ const trialDetails = (() => {
       for (const v of [c.epoch, c.metric, c.valid ? "yes" : "no", time(c.time), c.path]) cell(row, v);
       body.appendChild(row);
     }
+    document.getElementById("checkpoints").hidden = absent.has("checkpoints");
     note("checkpoints-note", absent.has("checkpoints") ? "This head does not list checkpoints."
       : doc && !rows.length ? "No checkpoint was written yet." : "");
   }
