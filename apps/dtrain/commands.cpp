@@ -106,6 +106,13 @@ int run_status(const std::string& address, const security::tls_files& tls) {
             std::printf("trainers: %zu\n", st.trainers.size());
             for (auto& t : st.trainers)
               std::printf("  %s\n", t.c_str());
+            // Only when there are some: scripts read the lines above.
+            if (!st.lost.empty())
+              std::printf("lost nodes (not placed on): %zu\n", st.lost.size());
+            for (const auto& l : st.lost)
+              std::printf("  %-7s %-20s %-22s pid %-7d last heard %.0f s ago\n", l.state.c_str(),
+                          l.info.host.c_str(), l.info.address.c_str(), l.info.pid,
+                          l.last_heard_seconds);
           },
           [&](caf::error& e) { rc = fail(from_caf(e, "asking the head for its status")); });
   return rc;

@@ -15,6 +15,7 @@
 #include "dtrain/actors/cluster.hpp"
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/actors/node_actor.hpp"
+#include "dtrain/actors/node_logs.hpp"
 #include "processes.hpp"
 
 namespace dtrain::cli {
@@ -44,11 +45,7 @@ struct node_log {
 
 result<log_chunk> fetch(caf::scoped_actor& self, const node_log& n, int64_t offset,
                         int32_t max_bytes) {
-  result<log_chunk> out{status(error_code::internal, "no reply")};
-  self->request(n.actor, request_timeout, log_atom::value, offset, max_bytes)
-      .receive([&](log_chunk& c) { out = std::move(c); },
-               [&](caf::error& e) { out = from_caf(e, "reading the log of " + n.label); });
-  return out;
+  return read_log_chunk(self, n.actor, offset, max_bytes, request_timeout, n.label);
 }
 
 // Prints the complete lines of `text` (after what was begun) that contain
@@ -138,19 +135,10 @@ result<std::vector<int32_t>> chosen_nodes(const logs_options& o, const cluster_s
     return out;
   }
   if (!o.trial.empty()) {
-    // A trial's trainer is "<experiment name>-<trial>-<host>-<pid>-<n>"
-    // (tuner.cpp, trainer.cpp): match the trial between dashes.
+    out = trial_nodes(st, o.trial);
     std::string names;
-    for (size_t i = 0; i < st.trainers.size(); ++i) {
-      const std::string id = st.trainers[i].substr(0, st.trainers[i].rfind(": "));
-      names += (names.empty() ? "" : ", ") + id;
-      if (("-" + id + "-").find("-" + o.trial + "-") == std::string::npos)
-        continue;
-      if (i < st.trainer_nodes.size())
-        for (int32_t p : st.trainer_nodes[i])
-          if (std::find(out.begin(), out.end(), p) == out.end())
-            out.push_back(p);
-    }
+    for (const auto& t : st.trainers)
+      names += (names.empty() ? "" : ", ") + trainer_id(t);
     if (out.empty())
       return not_found("no running trainer of the cluster at " + where + " holds trial " +
                        o.trial + " (trainers: " + (names.empty() ? "none" : names) + ")");

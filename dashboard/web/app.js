@@ -1,12 +1,14 @@
 // The dashboard page: polls the JSON API (README, "Dashboard") every 2 s and
 // fills the cluster, experiments and trials tables; the selected trials'
-// curves and a sweep's scatter are drawn by charts.js. No build step.
+// curves and a sweep's scatter are drawn by charts.js, the node logs by
+// logs.js, a trial's checkpoints and failures by details.js; cells and
+// charts are common.js's. No build step.
 //
 // Stable hooks for people and the browser test (tests/browser): rows carry
 // data-node-address, data-experiment-id, data-trial-id and data-state (lower case);
-// headers that sort carry data-sort; chart <div>s carry data-chart and
-// data-points; window.dtrainDashboard.curvePoints(id) is the number of
-// epochs the page holds for a trial.
+// node rows data-liveness; headers that sort carry data-sort; chart <div>s
+// carry data-chart and data-points; window.dtrainDashboard.curvePoints(id)
+// is the number of reports the page holds for a trial.
 "use strict";
 
 // The token: from ?token= (then kept for this tab and dropped from the
@@ -25,17 +27,31 @@ const token = (() => {
 const state = {
   experiment: null,   // the selected experiment's row
   trialRows: [],      // its trials, as the API gave them
-  selected: new Map(), // trial id -> {reports, since, lastSeq}, in selection order
+  selected: new Map(), // trial id -> {reports, lastSeq}, in selection order
+  focus: null,        // the trial clicked last: its checkpoints, failures and logs are shown
+  cluster: null,      // the last GET /api/v1/cluster
   sort: { experiments: { key: "id", desc: true }, trials: { key: "id", desc: false } },
   curveCharts: [],
   scatterCharts: [],
   scatterKey: "",
 };
 
+// A path segment: ids go into URLs encoded.
+const enc = encodeURIComponent;
+
+// GET `path` as JSON. An error carries the HTTP status (e.status) and the
+// API's message.
 async function api(path) {
   const r = await fetch(path, { headers: { Authorization: "Bearer " + token } });
   if (r.status === 401) throw new Error("401: open the URL with ?token=… printed when the dashboard started");
-  if (!r.ok) throw new Error(r.status + ": " + (await r.text()));
+  if (!r.ok) {
+    const text = await r.text();
+    let message = text;
+    try { message = JSON.parse(text).error || text; } catch (_) { /* not JSON: as it is */ }
+    const e = new Error(r.status + ": " + message);
+    e.status = r.status;
+    throw e;
+  }
   return r.json();
 }
 
@@ -43,11 +59,6 @@ async function api(path) {
 // them (RUNNING), experiments in lower case (running).
 function lower(s) {
   return String(s || "").toLowerCase();
-}
-
-function fmt(x) {
-  if (x === null || x === undefined) return "";
-  return typeof x === "number" ? (Number.isInteger(x) ? String(x) : x.toPrecision(4)) : String(x);
 }
 
 // Sorts a copy of `items` by `key` (a field name or "hp:NAME"); numbers
@@ -87,29 +98,45 @@ function header(id, columns) {
   document.querySelector(`#${id} thead`).replaceChildren(row);
 }
 
-function cell(row, text, cls) {
-  const td = document.createElement("td");
-  td.textContent = fmt(text);
-  if (cls) td.className = cls;
-  row.appendChild(td);
-  return td;
-}
-
 // ---- cluster ----
+
+// "alive, heard 2 s ago" (a node the head polls every 2 s stays near that).
+function liveness(n) {
+  const heard = typeof n.last_heard_seconds === "number"
+    ? `, heard ${Math.round(n.last_heard_seconds)} s ago` : "";
+  const lost = n.lost_at ? `, lost ${new Date(n.lost_at * 1000).toLocaleTimeString()}` : "";
+  return (n.state || "alive") + heard + lost;
+}
 
 async function refreshCluster() {
   const c = await api("/api/v1/cluster");
+  state.cluster = c;
+  const lost = c.lost || [];
   document.getElementById("slots").textContent =
-    `${c.nodes.length} nodes, slots ${c.slots.used}/${c.slots.total}, GPUs ${c.gpus.used}/${c.gpus.total}`;
+    `${c.nodes.length} nodes${lost.length ? ` (${lost.length} lost)` : ""}, ` +
+    `slots ${c.slots.used}/${c.slots.total}, GPUs ${c.gpus.used}/${c.gpus.total}`;
   const body = document.querySelector("#nodes tbody");
   body.replaceChildren();
   for (const n of c.nodes) {
     const row = document.createElement("tr");
     row.dataset.nodeIndex = n.index;
     row.dataset.nodeAddress = n.address;
+    row.dataset.liveness = n.state || "alive";
     for (const v of [n.index, n.host, n.address, n.pid]) cell(row, v);
     cell(row, `${n.slots_used}/${n.cpu_slots}`, "slots");
     cell(row, `${n.gpus_used}/${n.gpus}`, "gpus");
+    cell(row, liveness(n), "liveness " + (n.state || "alive"));
+    body.appendChild(row);
+  }
+  // The nodes the head no longer places on: greyed, without an index (the
+  // usable nodes' positions are the indices `dtrain logs --node` takes).
+  for (const n of lost) {
+    const row = document.createElement("tr");
+    row.className = "lost";
+    row.dataset.nodeAddress = n.address;
+    row.dataset.liveness = n.state;
+    for (const v of ["", n.host, n.address, n.pid, "", ""]) cell(row, v);
+    cell(row, liveness(n), "liveness " + n.state);
     body.appendChild(row);
   }
   const list = document.getElementById("trainers");
@@ -130,6 +157,9 @@ let experimentRows = [];
 
 async function refreshExperiments() {
   experimentRows = (await api("/api/v1/experiments")).experiments;
+  // An experiment deleted meanwhile: dropped from the selection quietly.
+  if (state.experiment !== null && !experimentRows.some((e) => e.id === state.experiment.id))
+    dropExperiment();
   if (state.experiment === null && experimentRows.length) {
     // The newest experiment, running ones first.
     const running = experimentRows.filter((e) => lower(e.state) === "running");
@@ -138,21 +168,44 @@ async function refreshExperiments() {
   }
 }
 
+// Forgets everything of the selected experiment's trials: the selection,
+// the focused trial (its checkpoints, failures, and logs if they showed it)
+// and the charts' keys.
+function resetTrials() {
+  state.trialRows = [];
+  state.selected.clear();
+  state.focus = null;
+  state.scatterKey = "";
+  trialDetails.reset();
+  nodeLogs.trialGone();
+}
+
 function selectExperiment(e) {
   if (state.experiment && state.experiment.id === e.id) return;
   state.experiment = e;
-  state.trialRows = [];
-  state.selected.clear();
-  state.scatterKey = "";
+  resetTrials();
   render();
   // Its trials now rather than at the next poll.
   refreshTrials().then(render).then(refreshCurves).catch(showError);
 }
 
+function dropExperiment() {
+  state.experiment = null;
+  resetTrials();
+}
+
 async function refreshTrials() {
-  if (state.experiment === null) return;
-  const t = await api(`/api/v1/experiments/${state.experiment.id}/trials`);
-  if (t.experiment.id !== state.experiment.id) return;
+  const e = state.experiment;
+  if (e === null) return;
+  let t;
+  try {
+    t = await api(`/api/v1/experiments/${enc(e.id)}/trials`);
+  } catch (err) {
+    // Deleted between two polls: the next experiments poll picks another.
+    if (err.status === 404 && state.experiment === e) { dropExperiment(); return; }
+    throw err;
+  }
+  if (state.experiment === null || t.experiment.id !== state.experiment.id) return;
   state.experiment = t.experiment;
   state.trialRows = t.trials;
   if (!state.selected.size && t.trials.length) {
@@ -180,9 +233,16 @@ function select(id, additive) {
     for (const k of [...state.selected.keys()]) if (k !== id) state.selected.delete(k);
   }
   if (additive && state.selected.has(id) && state.selected.size > 1) state.selected.delete(id);
-  else if (!state.selected.has(id)) state.selected.set(id, { reports: [], since: 0, lastSeq: 0 });
+  else if (!state.selected.has(id)) state.selected.set(id, { reports: [], lastSeq: 0 });
+  state.focus = state.selected.has(id) ? id : [...state.selected.keys()].pop() || null;
   render();
   refreshCurves().catch(showError);
+  trialDetails.refresh(focusedTrial()).catch(showError);
+}
+
+// The focused trial's row (null if none).
+function focusedTrial() {
+  return state.trialRows.find((t) => t.id === state.focus) || null;
 }
 
 function renderExperiments() {
@@ -234,18 +294,24 @@ function renderTrials() {
 
 // ---- charts ----
 
-// Fetches each selected trial's epochs after the newest one it holds
-// (?since=), then redraws when any arrived.
+// Fetches each selected trial's reports after the newest one it holds
+// (?after_seq=: by report, not epoch, since a restarted or PBT trial
+// reports an epoch again), then redraws when any arrived.
 async function refreshCurves() {
   let added = 0;
   for (const [id, t] of [...state.selected]) {
-    const m = await api(`/api/v1/trials/${id}/metrics?since=${t.since}`);
+    let m;
+    try {
+      m = await api(`/api/v1/trials/${enc(id)}/metrics?after_seq=${t.lastSeq}`);
+    } catch (err) {
+      if (err.status === 404) continue;  // its experiment was deleted: the next poll drops it
+      throw err;
+    }
     if (state.selected.get(id) !== t) continue;  // deselected meanwhile
     for (const r of m.reports) {
       if (r.seq <= t.lastSeq) continue;  // an overlapping poll already added it
       t.reports.push(r);
       t.lastSeq = r.seq;
-      t.since = Math.max(t.since, r.epoch);
       added++;
     }
   }
@@ -282,6 +348,7 @@ function renderScatter(varying) {
 function render() {
   renderExperiments();
   renderTrials();
+  nodeLogs.renderChoices(state.cluster, focusedTrial());
 }
 
 // ---- the loop ----
@@ -299,6 +366,7 @@ async function tick() {
     await refreshTrials();
     render();
     await refreshCurves();
+    await trialDetails.refresh(focusedTrial());
     const s = document.getElementById("status");
     s.textContent = "updated " + new Date().toLocaleTimeString();
     s.className = "";

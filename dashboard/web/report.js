@@ -25,12 +25,14 @@
   const base = (n) => n.replace(/^validation_/, "");
   const ordered = [...names].sort((a, b) => base(a).localeCompare(base(b)) || a.localeCompare(b));
   const host = document.getElementById("charts");
+  const specs = [];
   for (const name of ordered) {
     const series = trials.map((t) => ({ label: t.trial, points: pointsOf(reports.get(t.id) || [], name) }))
       .filter((s) => s.points.length);
-    plotCurves(host, name, series);
+    if (series.length) specs.push(curveChart(name, series));
   }
-  if (!ordered.length) host.textContent = "No metrics were reported.";
+  showCharts(host, [], specs);
+  if (!specs.length) host.textContent = "No metrics were reported.";
 
   const best = trials.find((t) => t.id === data.best_trial);
   document.getElementById("best-of").textContent = `by ${e.metric} (${e.minimize ? "min" : "max"})`;

@@ -2,8 +2,9 @@
 // slots and a sweep running through them (all on loopback), watched by
 // tests/browser/dashboard.spec.js in Debian's headless Chromium through
 // playwright-core (tools/install-deps.sh installs both). The script checks
-// the cluster view, the trial table, a curve that grows while its trial
-// trains and a console without errors, and writes a screenshot to
+// the cluster view (the node alive), the trial table, a curve that grows
+// while its trial trains, the trial's checkpoints view, the node's log in
+// the log view and a console without errors, and writes a screenshot to
 // $DTRAIN_BROWSER_SCREENSHOT (CTest sets it to the build directory).
 // Without chromium or node the suite says "SKIPPED (no browser: ...)",
 // which CTest reports as skipped.
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "actors/child_process.hpp"
 #include "test_util.hpp"
@@ -103,6 +105,7 @@ struct page_script {
   std::string chromium;     // the browser
   std::string url;          // the page, with ?token=
   std::string node_address; // the node the cluster view must list
+  std::string node_log_text; // in a line of that node's log
   std::string screenshot;   // where the PNG goes
 };
 
@@ -112,6 +115,7 @@ struct page_script {
 int run_page_script(const page_script& s, const temp_dir& home, std::string& log) {
   setenv("DTRAIN_DASHBOARD_URL", s.url.c_str(), 1);
   setenv("DTRAIN_NODE_ADDRESS", s.node_address.c_str(), 1);
+  setenv("DTRAIN_NODE_LOG_TEXT", s.node_log_text.c_str(), 1);
   setenv("DTRAIN_SCREENSHOT", s.screenshot.c_str(), 1);
   setenv("DTRAIN_CHROMIUM", s.chromium.c_str(), 1);
   setenv("DTRAIN_BROWSER_PID_FILE", home.file("chromium.pid").c_str(), 1);
@@ -168,12 +172,20 @@ BOOST_AUTO_TEST_CASE(the_page_shows_the_cluster_the_trials_and_curves_that_grow_
                      home.file("tune.log"));
 
   const char* shot = std::getenv("DTRAIN_BROWSER_SCREENSHOT");
-  const page_script script{node_js, chromium, url + "?token=" + token, node_address,
+  // The node prints "dtrain node 0 joined HEAD: ..." to its terminal and
+  // its log file ($DTRAIN_HOME/node-PID.log), which the log view reads.
+  const std::string joined = "dtrain node 0 joined " + address;
+  for (int i = 0; i < 50 && read_file(home.file("node.log")).find(joined) == std::string::npos; ++i)
+    std::this_thread::sleep_for(milliseconds(100));
+  BOOST_REQUIRE_MESSAGE(read_file(home.file("node.log")).find(joined) != std::string::npos,
+                        read_file(home.file("node.log")));
+  const page_script script{node_js, chromium, url + "?token=" + token, node_address, joined,
                            shot ? shot : home.file("dashboard.png")};
   std::string log;
   const int code = run_page_script(script, home, log);
   BOOST_TEST_MESSAGE(log);
-  BOOST_TEST(code == 0, log << "\n--- tune ---\n" << read_file(home.file("tune.log")));
+  BOOST_TEST(code == 0, log << "\n--- tune ---\n" << read_file(home.file("tune.log"))
+                            << "\n--- head ---\n" << read_file(home.file("head.log")));
   BOOST_TEST(::access(script.screenshot.c_str(), R_OK) == 0, "no screenshot at " << script.screenshot);
   BOOST_TEST_MESSAGE("screenshot: " << script.screenshot);
 

@@ -1,6 +1,6 @@
 // The head actor on its own, in this process: registration with fake GPU
-// device lists, mixed CPU and GPU placement, release, and nodes reported
-// unreachable that come back (or do not).
+// device lists, mixed CPU and GPU placement, release, nodes reported
+// unreachable that come back (or do not), and what status says of them.
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
@@ -240,6 +240,53 @@ BOOST_FIXTURE_TEST_CASE(a_registration_without_a_node_actor_is_refused, head_fix
              r.error().message());
   BOOST_TEST(status_now().nodes.empty());
   BOOST_TEST(!place("t", 1, false).is_ok());
+}
+
+// The dashboard's liveness view: when the head last heard from each usable
+// node (its RSS poll refreshes it), and the nodes it no longer places on.
+BOOST_FIXTURE_TEST_CASE(status_says_when_each_node_was_last_heard_and_lists_the_lost_ones,
+                        head_fixture) {
+  BOOST_REQUIRE(add_node("h0", 1, {}).is_ok());
+  const auto registered = std::chrono::steady_clock::now();
+  auto st = status_now();
+  BOOST_REQUIRE(st.last_heard_seconds.size() == 1u);
+  BOOST_TEST(st.last_heard_seconds[0] >= 0.0);
+  BOOST_TEST(st.last_heard_seconds[0] < 5.0);
+  BOOST_TEST(st.lost.empty());
+  // An RSS answer (every head_rss_interval) counts as hearing from it.
+  auto since_registration = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - registered).count();
+  };
+  BOOST_TEST(eventually([&](const cluster_status& s) {
+    return s.last_heard_seconds.size() == 1u && s.last_heard_seconds[0] + 0.5 < since_registration();
+  }, milliseconds(3 * head_rss_interval.count() + 2000)));
+
+  BOOST_REQUIRE(add_node("h1", 1, {}).is_ok());
+  answering->store(false);  // its probes go unanswered: it stays suspect
+  const int64_t before = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch()).count();
+  unreachable(1);
+  st = status_now();
+  BOOST_REQUIRE(st.nodes.size() == 1u);  // `nodes` stays the usable ones
+  BOOST_TEST(st.nodes[0].host == "h0");
+  BOOST_TEST(st.last_heard_seconds.size() == 1u);
+  BOOST_REQUIRE(st.lost.size() == 1u);
+  BOOST_TEST(st.lost[0].info.host == "h1");
+  BOOST_TEST(st.lost[0].node_id == 1);
+  BOOST_TEST(st.lost[0].state == "suspect");
+  BOOST_TEST(st.lost[0].lost_at >= before);
+  BOOST_TEST(st.lost[0].lost_at <= before + 5);
+  BOOST_TEST(st.lost[0].last_heard_seconds >= 0.0);
+  const int64_t lost_at = st.lost[0].lost_at;
+  // Its actor goes down: dead, still lost since the first time.
+  caf::anon_send_exit(nodes[1], caf::exit_reason::kill);
+  BOOST_TEST(eventually([](const cluster_status& s) {
+    return s.lost.size() == 1u && s.lost[0].state == "dead";
+  }, milliseconds(5000)));
+  st = status_now();
+  BOOST_REQUIRE(st.lost.size() == 1u);
+  BOOST_TEST(st.lost[0].lost_at == lost_at);
+  BOOST_TEST(st.nodes.size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(asking_for_more_gpus_than_the_machine_has_is_an_error_not_an_abort) {

@@ -115,7 +115,8 @@ BOOST_AUTO_TEST_CASE(the_page_holds_the_curves_the_trials_and_inlined_code_only)
   // The code: uPlot, the dashboard's shared chart and table code, the
   // report's own; the trial table's header.
   BOOST_TEST(contains(html, "var uPlot=function"));
-  BOOST_TEST(contains(html, "function plotCurves("));
+  BOOST_TEST(contains(html, "function curveChart("));
+  BOOST_TEST(contains(html, "function showCharts("));  // the live page's too (common.js)
   BOOST_TEST(contains(html, "<th>hyperparameters</th>"));
   // Nothing from elsewhere.
   BOOST_TEST(!contains(html, "src=\"http"));
@@ -177,6 +178,7 @@ BOOST_AUTO_TEST_CASE(chromium_renders_the_trial_table_and_the_charts) {
   BOOST_TEST(contains(rendered, "<td>1-00002</td>"), rendered.substr(0, 4000));
   BOOST_TEST(contains(rendered, "{\"lr\":0.025}"));
   BOOST_TEST(contains(rendered, "class=\"uplot"), rendered.substr(0, 4000));
+  BOOST_TEST(contains(rendered, "data-chart=\"validation_loss\""), rendered.substr(0, 4000));
   BOOST_TEST(contains(rendered, "trial 00002: validation_loss 0.125"));
 }
 

@@ -7,6 +7,7 @@
 // Environment:
 //   DTRAIN_DASHBOARD_URL  the page with ?token=
 //   DTRAIN_NODE_ADDRESS   the node the cluster view must list
+//   DTRAIN_NODE_LOG_TEXT  text of a line of that node's log
 //   DTRAIN_SCREENSHOT     where to write the PNG
 //   DTRAIN_CHROMIUM       the browser (default /usr/bin/chromium)
 //   DTRAIN_BROWSER_PID_FILE  where to write Chromium's pid (optional)
@@ -27,12 +28,15 @@ function check(ok, what) {
   console.log("ok: " + what);
 }
 
-// The cluster view lists the node, with its 2 slots, and the sweep's trainers.
+// The cluster view lists the node, with its 2 slots, alive, and the sweep's trainers.
 async function checkCluster(page, nodeAddress) {
   const nodeRow = page.locator(`#nodes tbody tr[data-node-address="${nodeAddress}"]`);
   await nodeRow.waitFor();
   check(/\/2$/.test(await nodeRow.locator("td.slots").innerText()),
     `the cluster view lists node ${nodeAddress} with 2 slots`);
+  const liveness = await nodeRow.locator("td.liveness").innerText();
+  check(/^alive, heard \d+ s ago$/.test(liveness) && (await nodeRow.getAttribute("data-liveness")) === "alive",
+    `its liveness column says "${liveness}"`);
   await page.locator("#trainers li[data-trainer]").first().waitFor();
   check(true, "the cluster view lists the sweep's trainers");
 }
@@ -82,9 +86,42 @@ async function checkSweepOverlayAndSort(page) {
   check(ids.join() === [...ids].sort().reverse().join(), "a header click sorts the trials (id, descending)");
 }
 
+// The log view: the node's log shows its lines (the tail, read through the
+// head), and the search box keeps only the lines with its text, marked.
+async function checkLogs(page, nodeAddress, logText) {
+  await page.locator("#log-source").selectOption(`node:${nodeAddress}`);
+  const line = page.locator("#log .log-line", { hasText: logText }).first();
+  await line.waitFor({ timeout: 30000 });
+  const lines = Number(await page.locator("#log").getAttribute("data-lines"));
+  check(lines >= 1, `the log view shows ${lines} lines of node ${nodeAddress}'s log, "${logText}" among them`);
+  await page.locator("#log-search").fill(logText);
+  const shown = await page.locator("#log .log-line").evaluateAll((ls) => ls.map((l) => l.textContent));
+  const marked = await page.locator("#log .log-line mark").count();
+  check(shown.length >= 1 && shown.length <= lines && shown.every((l) => l.includes(logText)) && marked >= shown.length,
+    `the search box keeps the ${shown.length} lines with "${logText}", marked`);
+  await page.locator("#log-search").fill("");
+}
+
+// The focused trial's checkpoints and failures view is shown (its routes
+// may be absent from this head: then it says so instead of failing).
+async function checkDetails(page) {
+  await page.locator("#details:not([hidden])").waitFor();
+  const of = await page.locator("#details-of").innerText();
+  check(/^of trial \d+-/.test(of), `the checkpoints and failures view shows ${of}`);
+}
+
+// A 404 of the checkpoints and events routes while a head has none yet
+// (they come with another change): the page asks once and says so, but
+// Chromium still logs the failed fetch.
+function expected404(m) {
+  return /status of 404/.test(m.text()) &&
+    /\/api\/v1\/trials\/[^/]+\/(checkpoints|events)$/.test((m.location() || {}).url || "");
+}
+
 async function main() {
   const url = env("DTRAIN_DASHBOARD_URL");
   const nodeAddress = env("DTRAIN_NODE_ADDRESS");
+  const logText = env("DTRAIN_NODE_LOG_TEXT");
   const screenshot = env("DTRAIN_SCREENSHOT");
   const args = ["--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync"];
@@ -107,11 +144,13 @@ async function main() {
   try {
     page = await browser.newPage({ viewport: { width: 1280, height: 1400 } });
     page.setDefaultTimeout(60000);
-    page.on("console", (m) => { if (m.type() === "error") problems.push("console: " + m.text()); });
+    page.on("console", (m) => { if (m.type() === "error" && !expected404(m)) problems.push("console: " + m.text()); });
     page.on("pageerror", (e) => problems.push("pageerror: " + e.message));
     await page.goto(url);
     await checkCluster(page, nodeAddress);
     await checkTrialsAndCurves(page);
+    await checkDetails(page);
+    await checkLogs(page, nodeAddress, logText);
     await checkSweepOverlayAndSort(page);
     await page.waitForTimeout(2500);  // one more poll, so the picture is current
     await page.screenshot({ path: screenshot, fullPage: true });

@@ -2,10 +2,13 @@
 // and a fixed status): tokens, JSON documents, Prometheus text, errors.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <utility>
 
 #include "actors/memory_store.hpp"
+#include "dtrain/actors/node_actor.hpp"
 #include "dtrain/dashboard/api.hpp"
 #include "dtrain/dashboard/prometheus.hpp"
 #include "dtrain/dashboard/report.hpp"
@@ -36,6 +39,27 @@ public:
       return unavailable("the head's experiment store: request_timeout");
     return std::shared_ptr<store::experiment_store>(store_);
   }
+  // Node i's log is logs[i]; read as node_actor reads its file. The last
+  // request's arguments are kept.
+  std::vector<std::string> logs;
+  std::pair<int64_t, int32_t> asked{0, 0};
+  result<actors::log_chunk> node_log(int32_t position, int64_t offset, int32_t max_bytes) override {
+    asked = {offset, max_bytes};
+    if (head_down)
+      return unavailable("the head: request_timeout");
+    if (position < 0 || position >= static_cast<int32_t>(logs.size()))
+      return not_found("no node " + std::to_string(position));
+    const std::string& text = logs[position];
+    const int64_t size = static_cast<int64_t>(text.size());
+    const int64_t from = std::clamp<int64_t>(offset < 0 ? size + offset : offset, 0, size);
+    actors::log_chunk c;
+    c.bytes = text.substr(from, max_bytes);
+    c.offset = from;
+    c.next = from + static_cast<int64_t>(c.bytes.size());
+    c.size = size;
+    c.path = "/home/n/node-" + std::to_string(position) + ".log";
+    return c;
+  }
 };
 
 struct fixture {
@@ -58,6 +82,18 @@ struct fixture {
     source.cluster.replicas = {3, 1};
     source.cluster.rss_bytes = {123456789, -1};  // b has not told the head yet
     source.cluster.trainers = {"sweep-0: 4 replicas"};
+    source.cluster.trainer_nodes = {{0, 1}};
+    source.cluster.last_heard_seconds = {0.5, 1.25};
+    actors::lost_node gone;
+    gone.node_id = 2;
+    gone.info = a;
+    gone.info.host = "c";
+    gone.info.address = "127.0.0.1:5003";
+    gone.state = "dead";
+    gone.lost_at = 1700000000;
+    gone.last_heard_seconds = 30;
+    source.cluster.lost = {gone};
+    source.logs = {"first line\nsecond \"line\"\n", ""};
     store::experiment_row e;
     e.name = "sweep";
     e.kind = "tune";
@@ -135,7 +171,48 @@ BOOST_AUTO_TEST_CASE(cluster_lists_nodes_slots_gpus_and_trainers) {
   BOOST_TEST(contains(r.body, "\"address\":\"127.0.0.1:5002\""), r.body);
   BOOST_TEST(contains(r.body, "\"slots\":{\"used\":3,\"total\":6}"), r.body);
   BOOST_TEST(contains(r.body, "\"gpus\":{\"used\":1,\"total\":1}"), r.body);
-  BOOST_TEST(contains(r.body, "{\"id\":\"sweep-0\",\"replicas\":4}"), r.body);
+  BOOST_TEST(contains(r.body, "{\"id\":\"sweep-0\",\"replicas\":4,\"nodes\":[0,1]}"), r.body);
+}
+
+BOOST_AUTO_TEST_CASE(cluster_says_when_the_head_last_heard_from_each_node_and_lists_lost_ones) {
+  http_response r = get("/api/v1/cluster");
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(contains(r.body, "\"state\":\"alive\",\"last_heard_seconds\":0.5}"), r.body);
+  BOOST_TEST(contains(r.body, "\"state\":\"alive\",\"last_heard_seconds\":1.25}"), r.body);
+  BOOST_TEST(contains(r.body, "\"lost\":[{\"node_id\":2,\"host\":\"c\",\"address\":\"127.0.0.1:5003\","
+                              "\"pid\":0,\"state\":\"dead\",\"lost_at\":1700000000,"
+                              "\"last_heard_seconds\":30.0}]"),
+             r.body);
+  // The lost node is not one of the nodes: those stay the usable ones.
+  BOOST_TEST(!contains(r.body.substr(0, r.body.find("\"lost\"")), "127.0.0.1:5003"), r.body);
+}
+
+BOOST_AUTO_TEST_CASE(a_nodes_log_comes_in_chunks_from_an_offset_or_from_its_end) {
+  http_response all = get("/api/v1/nodes/0/log?offset=0");
+  BOOST_TEST(all.status == 200);
+  BOOST_TEST(all.body == "{\"node\":0,\"path\":\"/home/n/node-0.log\",\"offset\":0,\"next\":25,"
+                         "\"size\":25,\"text\":\"first line\\nsecond \\\"line\\\"\\n\"}");
+  http_response tail = get("/api/v1/nodes/0/log?offset=-14&max=7");
+  BOOST_TEST(tail.status == 200);
+  BOOST_TEST(contains(tail.body, "\"offset\":11,\"next\":18,\"size\":25,\"text\":\"second \""),
+             tail.body);
+  // No offset: the tail of the default size; max is bounded by the node's chunk.
+  BOOST_TEST(get("/api/v1/nodes/0/log").status == 200);
+  BOOST_TEST(source.asked.first == -router::default_log_bytes);
+  BOOST_TEST(source.asked.second == router::default_log_bytes);
+  BOOST_TEST(get("/api/v1/nodes/0/log?offset=0&max=999999999").status == 200);
+  BOOST_TEST(source.asked.second == actors::max_log_chunk);
+  BOOST_TEST(contains(get("/api/v1/nodes/1/log").body, "\"size\":0,\"text\":\"\""));
+  BOOST_TEST(get("/api/v1/nodes/7/log").status == 404);
+  BOOST_TEST(get("/api/v1/nodes/x/log").status == 400);
+  BOOST_TEST(get("/api/v1/nodes/-1/log").status == 400);
+  BOOST_TEST(get("/api/v1/nodes/0/log?offset=end").status == 400);
+  BOOST_TEST(get("/api/v1/nodes/0/log?max=-5").status == 400);
+  BOOST_TEST(get("/api/v1/nodes/0/log", "").status == 401);
+  source.head_down = true;
+  http_response down = get("/api/v1/nodes/0/log");
+  BOOST_TEST(down.status == 503);
+  BOOST_TEST(contains(down.body, "request_timeout"), down.body);
 }
 
 BOOST_AUTO_TEST_CASE(experiments_and_trials_carry_state_hyperparameters_and_best) {
@@ -162,7 +239,22 @@ BOOST_AUTO_TEST_CASE(metrics_come_per_report_and_since_skips_the_epochs_seen) {
   BOOST_TEST(contains(since.body, "{\"epoch\":2,"), since.body);
   BOOST_TEST(get("/api/v1/trials/00000/metrics").status == 400);
   BOOST_TEST(get("/api/v1/trials/1-00000/metrics?since=x").status == 400);
+  BOOST_TEST(get("/api/v1/trials/1-00000/metrics?after_seq=x").status == 400);
   BOOST_TEST(get("/api/v1/trials/5-00000/metrics").status == 404);
+}
+
+BOOST_AUTO_TEST_CASE(after_seq_skips_the_reports_seen_even_when_an_epoch_comes_again) {
+  // A restarted trial reports epoch 2 again (seq 3): since=2 would miss it.
+  std::vector<store::metric_row> rows;
+  rows.push_back({1, "00000", 2, "loss", 0.4, 3, 0});
+  (void)source.store_->add_metrics(rows);
+  http_response r = get("/api/v1/trials/1-00000/metrics?after_seq=2");
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(contains(r.body, "\"after_seq\":2,\"reports\":[{\"epoch\":2,\"seq\":3,"), r.body);
+  BOOST_TEST(!contains(r.body, "\"seq\":2,"), r.body);
+  BOOST_TEST(contains(get("/api/v1/trials/1-00000/metrics?after_seq=3").body, "\"reports\":[]"));
+  BOOST_TEST(!contains(get("/api/v1/trials/1-00000/metrics?since=2").body, "\"seq\":3"));
+  BOOST_TEST(contains(get("/api/v1/trials/1-00000/metrics").body, "\"after_seq\":null"));
 }
 
 BOOST_AUTO_TEST_CASE(a_head_that_does_not_answer_gives_503_with_the_reason) {
@@ -259,7 +351,7 @@ BOOST_AUTO_TEST_CASE(a_report_inlines_every_file_and_the_api_documents) {
   BOOST_TEST(!contains(*html, "<!--dtrain:"));
   BOOST_TEST(!contains(*html, "<script src="));
   BOOST_TEST(!contains(*html, "alert(1)</script>"));  // the name cannot end the data's element
-  BOOST_TEST(contains(*html, "function plotCurves("));
+  BOOST_TEST(contains(*html, "function curveChart("));  // common.js, the live page's too
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,5 +1,6 @@
 #include "dtrain/actors/head_actor.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -26,6 +27,8 @@ struct node_entry {
   int32_t cpu_used = 0;
   std::set<int32_t> gpus_held;     // device indices held by some replica
   int64_t rss_bytes = -1;          // its process's, as it last said (-1 not yet)
+  std::chrono::steady_clock::time_point heard = std::chrono::steady_clock::now();  // last answer
+  int64_t lost_at = 0;             // unix seconds it stopped being usable (0: usable)
 };
 
 /// What one trainer holds: CPU slots counted per node, GPUs by index.
@@ -41,6 +44,31 @@ struct head_state {
 };
 
 bool usable(const node_entry& n) { return n.state == node_state::alive; }
+
+const char* state_name(node_state s) {
+  switch (s) {
+  case node_state::alive: return "alive";
+  case node_state::suspect: return "suspect";
+  case node_state::dead: return "dead";
+  }
+  return "unknown";
+}
+
+// Moves `n` to `to`, keeping when it was lost: the first time it stopped
+// being usable (suspect, then dead, keeps the suspect time).
+void set_state(node_entry& n, node_state to) {
+  if (to == node_state::alive)
+    n.lost_at = 0;
+  else if (n.lost_at == 0)
+    n.lost_at = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  n.state = to;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
 
 int32_t capacity(const node_entry& n, bool gpu) {
   return gpu ? static_cast<int32_t>(n.info.gpu_devices.size()) : n.info.cpu_slots;
@@ -168,8 +196,11 @@ cluster_status make_status(const head_state& s) {
   std::map<int32_t, int32_t> position;  // head index -> position in st.nodes
   for (size_t i = 0; i < s.nodes.size(); ++i) {
     const auto& node = s.nodes[i];
-    if (!usable(node))
+    if (!usable(node)) {
+      st.lost.push_back(lost_node{static_cast<int32_t>(i), node.info, state_name(node.state),
+                                  node.lost_at, seconds_since(node.heard)});
       continue;
+    }
     position[static_cast<int32_t>(i)] = static_cast<int32_t>(st.nodes.size());
     st.nodes.push_back(node.info);
     st.slots_used.push_back(node.cpu_used);
@@ -177,6 +208,7 @@ cluster_status make_status(const head_state& s) {
     st.node_ids.push_back(static_cast<int32_t>(i));
     st.replicas.push_back(replicas[i]);
     st.rss_bytes.push_back(node.rss_bytes);
+    st.last_heard_seconds.push_back(seconds_since(node.heard));
   }
   for (auto& [id, h] : s.trainers) {
     int32_t count = static_cast<int32_t>(h.gpus.size());
@@ -213,13 +245,14 @@ void probe(head_actor::pointer self, const std::shared_ptr<head_state>& state, i
           [=](int32_t) {
             auto& n = state->nodes[index];
             n.probing = false;
+            n.heard = std::chrono::steady_clock::now();
             if (n.state == node_state::suspect)
-              n.state = node_state::alive;
+              set_state(n, node_state::alive);
           },
           [=](caf::error& e) {
             auto& n = state->nodes[index];
             if (e == caf::sec::request_receiver_down) {
-              n.state = node_state::dead;
+              set_state(n, node_state::dead);
               n.probing = false;
               return;
             }
@@ -236,7 +269,7 @@ void suspect(head_actor::pointer self, head_state& s, int32_t index) {
   auto& node = s.nodes[index];
   if (node.state != node_state::alive)
     return;
-  node.state = node_state::suspect;
+  set_state(node, node_state::suspect);
   if (!node.probing) {
     node.probing = true;
     self->delayed_send(self, head_probe_interval, probe_atom::value, index);
@@ -288,7 +321,11 @@ void poll_rss(head_actor::pointer self, const std::shared_ptr<head_state>& state
     if (!usable(state->nodes[i]))
       continue;
     self->request(state->nodes[i].handle, head_probe_timeout, rss_atom::value)
-        .then([=](int64_t bytes) { state->nodes[i].rss_bytes = bytes; },
+        .then(
+            [=](int64_t bytes) {
+              state->nodes[i].rss_bytes = bytes;
+              state->nodes[i].heard = std::chrono::steady_clock::now();
+            },
               [](caf::error&) {});  // a slow node keeps its last figure
   }
   self->delayed_send(self, head_rss_interval, rss_atom::value);
@@ -312,7 +349,7 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
   self->set_down_handler([=](caf::down_msg& dm) {
     for (auto& node : state->nodes)
       if (node.addr == dm.source) {
-        node.state = node_state::dead;
+        set_state(node, node_state::dead);
         // Its process left (or its node actor did): its proof goes with it,
         // so a later process that gets the same node id (the same pid on
         // that host) proves anew.

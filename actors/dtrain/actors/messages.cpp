@@ -14,6 +14,7 @@ void register_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<replica_spec>("dtrain::replica_spec");
   cfg.add_message_type<metrics_msg>("dtrain::metrics_msg");
   cfg.add_message_type<progress_msg>("dtrain::progress_msg");
+  cfg.add_message_type<lost_node>("dtrain::lost_node");
   cfg.add_message_type<cluster_status>("dtrain::cluster_status");
   cfg.add_message_type<log_chunk>("dtrain::log_chunk");
   cfg.add_message_type<identity_msg>("dtrain::identity_msg");

@@ -182,6 +182,23 @@ typename Inspector::result_type inspect(Inspector& f, metrics_msg& x) {
            x.extra, x.allreduce_seconds);
 }
 
+/// A node the head no longer places on: "suspect" (a trainer could not
+/// reach it; the head probes it until it answers, then it is usable again)
+/// or "dead" (its node actor went down; a restarted node registers anew).
+struct lost_node {
+  int32_t node_id = 0;            // its index in the head's table
+  node_info info;
+  std::string state;              // "suspect" or "dead"
+  int64_t lost_at = 0;            // unix seconds when it stopped being usable
+  double last_heard_seconds = -1; // since the head last heard from it
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, lost_node& x) {
+  return f(caf::meta::type_name("lost_node"), x.node_id, x.info, x.state, x.lost_at,
+           x.last_heard_seconds);
+}
+
 /// What `dtrain status` prints: the usable nodes (a node's position in
 /// `nodes` is the index `dtrain status` and `dtrain logs --node` use).
 struct cluster_status {
@@ -198,12 +215,19 @@ struct cluster_status {
   /// Per node: its process's resident memory in bytes, as the node last
   /// told the head (head_rss_interval); -1 not known yet.
   std::vector<int64_t> rss_bytes;
+  /// Per node: seconds since the head last heard from it (its registration,
+  /// an RSS answer every head_rss_interval, a probe's answer).
+  std::vector<double> last_heard_seconds;
+  /// The nodes that are not usable (suspect or dead), not in `nodes`, in
+  /// the head's table order.
+  std::vector<lost_node> lost;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_status& x) {
   return f(caf::meta::type_name("cluster_status"), x.nodes, x.slots_used, x.trainers,
-           x.gpus_used, x.node_ids, x.trainer_nodes, x.replicas, x.rss_bytes);
+           x.gpus_used, x.node_ids, x.trainer_nodes, x.replicas, x.rss_bytes,
+           x.last_heard_seconds, x.lost);
 }
 
 /// A piece of a node's log file (node_actor: log).

@@ -124,6 +124,24 @@ std::string cluster_json(const actors::cluster_status& s) {
     key(out, "rss_bytes");
     const int64_t rss = i < s.rss_bytes.size() ? s.rss_bytes[i] : -1;
     out += rss < 0 ? "null" : std::to_string(rss);
+    // Usable nodes are alive by definition (the lost ones are below).
+    field(out, "state", std::string("alive"));
+    key(out, "last_heard_seconds");
+    out += i < s.last_heard_seconds.size() ? json_number(s.last_heard_seconds[i]) : "null";
+    out += '}';
+  }
+  out += "],\"lost\":[";
+  for (size_t i = 0; i < s.lost.size(); ++i) {
+    const auto& l = s.lost[i];
+    out += i == 0 ? "{" : ",{";
+    field(out, "node_id", static_cast<int64_t>(l.node_id));
+    field(out, "host", l.info.host);
+    field(out, "address", l.info.address.empty() ? std::string("in-process") : l.info.address);
+    field(out, "pid", static_cast<int64_t>(l.info.pid));
+    field(out, "state", l.state);
+    field(out, "lost_at", l.lost_at);
+    key(out, "last_heard_seconds");
+    out += l.last_heard_seconds < 0 ? "null" : json_number(l.last_heard_seconds);
     out += '}';
   }
   out += "],\"slots\":{";
@@ -141,7 +159,11 @@ std::string cluster_json(const actors::cluster_status& s) {
     field(out, "id", id);
     key(out, "replicas");
     out += replicas < 0 ? "null" : std::to_string(replicas);
-    out += '}';
+    out += ",\"nodes\":[";
+    if (i < s.trainer_nodes.size())
+      for (size_t j = 0; j < s.trainer_nodes[i].size(); ++j)
+        out += (j == 0 ? "" : ",") + std::to_string(s.trainer_nodes[i][j]);
+    out += "]}";
   }
   out += "]}";
   return out;
@@ -209,12 +231,15 @@ bool parse_trial_key(const std::string& key, int64_t& experiment, std::string& t
 }
 
 std::string metrics_json(int64_t experiment, const std::string& trial,
-                         const std::vector<store::metric_row>& rows, int64_t since) {
+                         const std::vector<store::metric_row>& rows, int64_t since,
+                         std::optional<int64_t> after_seq) {
   std::string out = "{";
   field(out, "id", trial_key(experiment, trial));
   field(out, "experiment", experiment);
   field(out, "trial", trial);
   field(out, "since", since);
+  key(out, "after_seq");
+  out += after_seq ? std::to_string(*after_seq) : "null";
   out += ",\"reports\":[";
   bool first = true;
   for (size_t i = 0; i < rows.size();) {
@@ -222,7 +247,7 @@ std::string metrics_json(int64_t experiment, const std::string& trial,
     size_t end = i;
     while (end < rows.size() && rows[end].seq == rows[i].seq)
       ++end;
-    if (rows[i].epoch > since) {
+    if (rows[i].epoch > since && (!after_seq || rows[i].seq > *after_seq)) {
       out += first ? "{" : ",{";
       first = false;
       field(out, "epoch", rows[i].epoch);
@@ -237,6 +262,22 @@ std::string metrics_json(int64_t experiment, const std::string& trial,
     i = end;
   }
   out += "]}";
+  return out;
+}
+
+} // namespace dtrain::dashboard
+
+namespace dtrain::dashboard {
+
+std::string log_json(int32_t node, const actors::log_chunk& c) {
+  std::string out = "{";
+  field(out, "node", static_cast<int64_t>(node));
+  field(out, "path", c.path);
+  field(out, "offset", c.offset);
+  field(out, "next", c.next);
+  field(out, "size", c.size);
+  field(out, "text", c.bytes);
+  out += '}';
   return out;
 }
 

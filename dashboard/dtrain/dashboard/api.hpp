@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,9 +45,16 @@ std::string trial_key(int64_t experiment, const std::string& trial);
 bool parse_trial_key(const std::string& key, int64_t& experiment, std::string& trial);
 
 /// GET /api/v1/trials/{key}/metrics: one entry per report (a seq) whose
-/// epoch is above `since`, in report order, with every metric of it.
-/// `rows` are the trial's, by seq (experiment_store::metrics).
+/// epoch is above `since` and, when given, whose seq is above `after_seq`,
+/// in report order, with every metric of it. `rows` are the trial's, by
+/// seq (experiment_store::metrics).
 std::string metrics_json(int64_t experiment, const std::string& trial,
-                         const std::vector<store::metric_row>& rows, int64_t since);
+                         const std::vector<store::metric_row>& rows, int64_t since,
+                         std::optional<int64_t> after_seq = std::nullopt);
+
+/// GET /api/v1/nodes/{index}/log: a chunk of node `node`'s log. The text
+/// is the file's bytes as they are (a chunk may cut a line, or a UTF-8
+/// character, at either end).
+std::string log_json(int32_t node, const actors::log_chunk& c);
 
 } // namespace dtrain::dashboard

@@ -1,5 +1,9 @@
 #include "dtrain/dashboard/routes.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
+#include "dtrain/actors/node_actor.hpp"
 #include "dtrain/core/memory.hpp"
 #include "dtrain/dashboard/api.hpp"
 #include "dtrain/dashboard/assets.hpp"
@@ -88,6 +92,8 @@ http_response router::handle(const http_request& r) {
     return trials(id);
   if (middle(t.path, "/api/v1/trials/", "/metrics", id))
     return metrics(id, t);
+  if (middle(t.path, "/api/v1/nodes/", "/log", id))
+    return node_log(id, t);
   if (t.path == "/metrics")
     return prometheus();
   return error_response(404, "no such path: " + t.path);
@@ -143,6 +149,14 @@ http_response router::metrics(const std::string& key, const parsed_target& t) {
   const std::string s = t.get("since", &given);
   if (given && !parse_int(s, since))
     return error_response(400, "since=" + s + ": not an epoch number");
+  std::optional<int64_t> after_seq;
+  const std::string a = t.get("after_seq", &given);
+  if (given) {
+    int64_t seq = 0;
+    if (!parse_int(a, seq))
+      return error_response(400, "after_seq=" + a + ": not a report seq");
+    after_seq = seq;
+  }
   auto store = source_.store();
   if (!store)
     return failed(store.error());
@@ -152,7 +166,27 @@ http_response router::metrics(const std::string& key, const parsed_target& t) {
   auto rows = (*store)->metrics(experiment, trial);
   if (!rows)
     return failed(rows.error());
-  return ok_json(metrics_json(experiment, trial, *rows, since));
+  return ok_json(metrics_json(experiment, trial, *rows, since, after_seq));
+}
+
+http_response router::node_log(const std::string& index, const parsed_target& t) {
+  int64_t node = 0;
+  if (!parse_int(index, node) || node < 0 || node > INT32_MAX)
+    return error_response(400, "not a node index (as GET /api/v1/cluster lists them): " + index);
+  bool given = false;
+  int64_t max = default_log_bytes;
+  const std::string m = t.get("max", &given);
+  if (given && (!parse_int(m, max) || max < 0))
+    return error_response(400, "max=" + m + ": not a byte count");
+  max = std::min<int64_t>(max, actors::max_log_chunk);
+  int64_t offset = -max;  // the tail
+  const std::string o = t.get("offset", &given);
+  if (given && !parse_int(o, offset))
+    return error_response(400, "offset=" + o + ": not a byte offset (negative: from the end)");
+  auto chunk = source_.node_log(static_cast<int32_t>(node), offset, static_cast<int32_t>(max));
+  if (!chunk)
+    return failed(chunk.error());
+  return ok_json(log_json(static_cast<int32_t>(node), *chunk));
 }
 
 http_response router::prometheus() {

@@ -18,6 +18,9 @@ namespace dtrain::dashboard {
 /// thread-safe: the server calls it from its one I/O thread.
 class router {
 public:
+  /// GET /api/v1/nodes/{index}/log without ?max=: this many bytes.
+  static constexpr int64_t default_log_bytes = 64 << 10;
+
   /// `source` must outlive the router.
   router(cluster_source& source, std::string token);
   http_response handle(const http_request& r);
@@ -27,6 +30,7 @@ private:
   http_response experiments();
   http_response trials(const std::string& id);
   http_response metrics(const std::string& key, const parsed_target& t);
+  http_response node_log(const std::string& index, const parsed_target& t);
   http_response prometheus();
 
   cluster_source& source_;

@@ -1,8 +1,12 @@
 #include "dtrain/dashboard/source.hpp"
 
+#include <algorithm>
 #include <mutex>
 
+#include "dtrain/actors/errors.hpp"
 #include "dtrain/actors/experiments/client.hpp"
+#include "dtrain/actors/node_actor.hpp"
+#include "dtrain/actors/node_logs.hpp"
 
 namespace dtrain::dashboard {
 
@@ -17,11 +21,39 @@ public:
 
   result<cluster_status> status() override {
     caf::scoped_actor self{sys_};
-    result<cluster_status> out = unavailable("the head did not answer");
-    self->request(head_, timeout_, status_atom::value)
-        .receive([&](cluster_status& s) { out = std::move(s); },
-                 [&](caf::error& e) { out = unavailable("the head: " + caf::to_string(e)); });
-    return out;
+    return status_within(self, timeout_);
+  }
+
+  result<log_chunk> node_log(int32_t position, int64_t offset, int32_t max_bytes) override {
+    using clock = std::chrono::steady_clock;
+    const clock::time_point deadline = clock::now() + timeout_;
+    auto left = [&] {
+      return std::max(std::chrono::milliseconds(1),
+                      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()));
+    };
+    caf::scoped_actor self{sys_};
+    auto st = status_within(self, left());
+    if (!st)
+      return st.error();
+    const int32_t count = static_cast<int32_t>(st->nodes.size());
+    if (position < 0 || position >= count)
+      return not_found("no node " + std::to_string(position) + ": the cluster has " +
+                       std::to_string(count) + " live nodes");
+    const node_info& info = st->nodes[position];
+    const std::string label = "node " + std::to_string(position) + " (" + info.host + ", " +
+                              (info.address.empty() ? "in-process" : info.address) + ")";
+    const int32_t id =
+        position < static_cast<int32_t>(st->node_ids.size()) ? st->node_ids[position] : position;
+    // The head holds every node's actor (it is where they registered), so
+    // it hands out the handle: nothing to connect to from here.
+    result<node_actor> node = unavailable(label + ": the head did not answer");
+    self->request(head_, left(), caf::get_atom::value, id)
+        .receive([&](node_actor& n) { node = std::move(n); },
+                 [&](caf::error& e) { node = from_caf(e, label + ": asking the head for it"); });
+    if (!node)
+      return node.error();
+    return read_log_chunk(self, *node, offset, std::clamp(max_bytes, 0, max_log_chunk), left(),
+                          label);
   }
 
   result<std::shared_ptr<store::experiment_store>> store() override {
@@ -45,6 +77,14 @@ public:
   }
 
 private:
+  result<cluster_status> status_within(caf::scoped_actor& self, std::chrono::milliseconds timeout) {
+    result<cluster_status> out = unavailable("the head did not answer");
+    self->request(head_, timeout, status_atom::value)
+        .receive([&](cluster_status& s) { out = std::move(s); },
+                 [&](caf::error& e) { out = unavailable("the head: " + caf::to_string(e)); });
+    return out;
+  }
+
   caf::actor_system& sys_;
   head_actor head_;
   std::chrono::milliseconds timeout_;

@@ -14,9 +14,9 @@ namespace dtrain::dashboard {
 /// and the experiment store it keeps. One implementation talks to a head
 /// actor (head_source); tests may hand in their own.
 ///
-/// Both calls block the caller, each bounded by the source's timeout, and
-/// fail (unavailable) when the head does not answer in time. Called from
-/// the dashboard's I/O thread only.
+/// Every call blocks the caller, bounded by the source's timeout, and fails
+/// (unavailable) when the head (or a node) does not answer in time. Called
+/// from the dashboard's I/O thread only.
 class cluster_source {
 public:
   virtual ~cluster_source() = default;
@@ -25,6 +25,13 @@ public:
   /// The cluster's experiment store (its read calls are what the dashboard
   /// uses); made once, kept while it answers.
   virtual result<std::shared_ptr<store::experiment_store>> store() = 0;
+  /// Up to `max_bytes` (at most actors::max_log_chunk) of the log file of
+  /// node `position` (as status() lists it) from `offset` (negative: that
+  /// many bytes before its end), read by that node (node_actor: log).
+  /// not_found when no node has that position; the head's node list, the
+  /// node's handle and the chunk all within the one timeout.
+  virtual result<actors::log_chunk> node_log(int32_t position, int64_t offset,
+                                             int32_t max_bytes) = 0;
 };
 
 /// A cluster_source over `head` (the head process's own head actor, or an

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "caf/all.hpp"
+#include "dtrain/actors/messages.hpp"
+#include "dtrain/core/status.hpp"
+
+/// Reading node logs through the cluster, shared by `dtrain logs`
+/// (apps/dtrain/logs_command.cpp) and the dashboard's log route: which nodes
+/// hold a trial, and one bounded chunk of a node's log file.
+namespace dtrain::actors {
+
+/// The trainer's id in one of cluster_status::trainers ("ID: N replicas").
+std::string trainer_id(const std::string& trainer_text);
+
+/// Whether trainer `id` runs `trial`: a sweep trial's trainer is
+/// "<experiment name>-<trial>-<host>-<pid>-<n>" (tuner.cpp, trainer.cpp),
+/// so the trial is matched between dashes; a trainer's own id matches too.
+bool trainer_runs_trial(const std::string& id, const std::string& trial);
+
+/// The positions in `st.nodes` of the nodes holding the replicas of the
+/// trainers that run `trial` (each once, in trainer order); the ids of
+/// those trainers in `trainers` when given. Empty: no running trainer holds it.
+std::vector<int32_t> trial_nodes(const cluster_status& st, const std::string& trial,
+                                 std::vector<std::string>* trainers = nullptr);
+
+/// Up to `max_bytes` (at most max_log_chunk) of `node`'s log from `offset`
+/// (negative: that many bytes before its end), asked from `self`. Blocks
+/// at most `timeout`; its error names `label` ("node 0 (host, address)").
+result<log_chunk> read_log_chunk(caf::scoped_actor& self, const node_actor& node, int64_t offset,
+                                 int32_t max_bytes, std::chrono::milliseconds timeout,
+                                 const std::string& label);
+
+} // namespace dtrain::actors
