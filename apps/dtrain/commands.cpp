@@ -219,6 +219,11 @@ int run_train(const train_options& o) {
     end_experiment(*run, "failed", trial.error);
     return fail(s);
   };
+  // The group's failures and recoveries go to the store beside the notes
+  // (on this thread: the trainer calls it inside train() and the others).
+  tc.on_event = [&journal, &trial](const trainer_event& ev) {
+    journal.event(trial, ev.epoch, ev.kind, ev.message);
+  };
   auto t = trainer::create(**c, tc);
   if (!t)
     return failed(t.error());

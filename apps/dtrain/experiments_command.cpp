@@ -194,7 +194,18 @@ int show(store::experiment_store& s, const experiments_options& o) {
   auto lineage = s.lineage(o.id);
   if (!lineage)
     return fail(lineage.error());
+  auto events = s.events(o.id);
+  if (!events)
+    return fail(events.error());
   if (o.json) {
+    std::string happened = "[";
+    for (const auto& ev : *events)
+      happened += (happened.size() > 1 ? ", " : "") + std::string("{\"trial\": ") +
+                  json_string(ev.trial) + ", \"seq\": " + std::to_string(ev.seq) +
+                  ", \"epoch\": " + std::to_string(ev.epoch) + ", \"kind\": " +
+                  json_string(ev.kind) + ", \"message\": " + json_string(ev.message) +
+                  ", \"time\": " + json_number(ev.time) + "}";
+    happened += "]";
     std::string exploits = "[";
     for (const auto& l : *lineage)
       exploits += (exploits.size() > 1 ? ", " : "") + std::string("{\"trial\": ") + json_string(l.trial) +
@@ -210,7 +221,8 @@ int show(store::experiment_store& s, const experiments_options& o) {
     std::string out = experiment_json(*e, *trials);
     out.pop_back();  // the closing brace: the fields below join it
     out += ", \"configuration\": " + json_string(e->configuration) +
-           ", \"trial_states\": " + counts + "}, \"lineage\": " + exploits + ", \"best_trial_row\": " +
+           ", \"trial_states\": " + counts + "}, \"lineage\": " + exploits +
+           ", \"events\": " + happened + ", \"best_trial_row\": " +
            (best ? trial_json(*best) : "null") + "}";
     std::printf("%s\n", out.c_str());
     return 0;
@@ -243,6 +255,13 @@ int show(store::experiment_store& s, const experiments_options& o) {
         std::printf("  trial %s at epoch %lld copied trial %s's epoch %lld: %s -> %s\n", l.trial.c_str(),
                     static_cast<long long>(l.epoch), l.source.c_str(),
                     static_cast<long long>(l.source_epoch), l.before.c_str(), l.after.c_str());
+  }
+  if (!events->empty()) {
+    // What the trainers went through: failures with their causes, recoveries.
+    std::printf("events (failures and recoveries):\n");
+    for (const auto& ev : *events)
+      std::printf("  trial %s epoch %lld %s: %s\n", ev.trial.c_str(),
+                  static_cast<long long>(ev.epoch), ev.kind.c_str(), ev.message.c_str());
   }
   std::printf("configuration:\n");
   std::string config = e->configuration;

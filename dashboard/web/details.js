@@ -1,15 +1,11 @@
 // The focused trial's checkpoints and its failures and restarts, from
 // GET /api/v1/trials/{id}/checkpoints and /events (README, "Dashboard").
-// A head without those routes answers 404 "no such path": then the view
-// says so and the page stops asking it (one 404 per route, not one per
-// poll). app.js calls trialDetails.refresh(trial) on each poll and
+// app.js calls trialDetails.refresh(trial) on each poll and
 // trialDetails.reset() when the experiment changes. Plain script, no build
 // step; uses api(), enc() and state from app.js, cell() and fmt() from common.js.
 "use strict";
 
 const trialDetails = (() => {
-  // Routes this head does not serve (404 "no such path"): not asked again.
-  const absent = new Set();
   let shownFor = null;     // the trial id the tables hold
   let finishedFor = null;  // a trial that had ended when last read: nothing more to fetch
 
@@ -17,15 +13,13 @@ const trialDetails = (() => {
     return typeof t === "number" && t > 0 ? new Date(t * 1000).toLocaleString() : "";
   }
 
-  // The document at trials/{id}/{what}, or null when the head has no such
-  // route (or no such trial); a 404 of the route itself is remembered.
+  // The document at trials/{id}/{what}, or null when there is no such
+  // trial (its experiment was deleted meanwhile).
   async function optional(id, what) {
-    if (absent.has(what)) return null;
     try {
       return await api(`/api/v1/trials/${enc(id)}/${what}`);
     } catch (e) {
       if (e.status !== 404) throw e;
-      if (/no such path/.test(e.message)) absent.add(what);
       return null;
     }
   }
@@ -47,9 +41,7 @@ const trialDetails = (() => {
       for (const v of [c.epoch, c.metric, c.valid ? "yes" : "no", time(c.time), c.path]) cell(row, v);
       body.appendChild(row);
     }
-    document.getElementById("checkpoints").hidden = absent.has("checkpoints");
-    note("checkpoints-note", absent.has("checkpoints") ? "This head does not list checkpoints."
-      : doc && !rows.length ? "No checkpoint was written yet." : "");
+    note("checkpoints-note", doc && !rows.length ? "No checkpoint was written yet." : "");
   }
 
   function showEvents(doc) {
@@ -68,8 +60,7 @@ const trialDetails = (() => {
       li.append(when, what, document.createTextNode(ev.message ? " — " + ev.message : ""));
       list.appendChild(li);
     }
-    note("events-note", absent.has("events") ? "This head does not list failures and restarts."
-      : doc && !events.length ? "No failure or restart." : "");
+    note("events-note", doc && !events.length ? "No failure or restart." : "");
   }
 
   async function refresh(trial) {

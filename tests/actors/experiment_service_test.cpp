@@ -54,6 +54,8 @@ cluster::options embedded_with(std::shared_ptr<memory_store> shared, const std::
     result<std::vector<store::checkpoint_row>> checkpoints(int64_t e, const std::string& t) override { return s->checkpoints(e, t); }
     status add_lineage(const store::lineage_row& l) override { return s->add_lineage(l); }
     result<std::vector<store::lineage_row>> lineage(int64_t e) override { return s->lineage(e); }
+    status add_event(const store::event_row& e) override { return s->add_event(e); }
+    result<std::vector<store::event_row>> events(int64_t e, const std::string& t) override { return s->events(e, t); }
     status flush() override { return s->flush(); }
     std::string where() const override { return s->where(); }
   };
@@ -114,6 +116,17 @@ void write_rows(store::experiment_store& s, int64_t id) {
   l.source = "00002";
   l.seq = 4;
   BOOST_TEST(s.add_lineage(l).is_ok());
+  for (const char* trial : {"00001", "00002"}) {
+    store::event_row ev;
+    ev.experiment = id;
+    ev.trial = trial;
+    ev.seq = trial == std::string("00001") ? 6 : 5;
+    ev.epoch = 3;
+    ev.time = 1700000002.75;
+    ev.kind = "failure";
+    ev.message = std::string("failure 1 of at most 3: replica of ") + trial + " died";
+    BOOST_TEST(s.add_event(ev).is_ok());
+  }
   auto e = s.experiment(id);
   BOOST_REQUIRE(e.is_ok());
   e->state = "completed";
@@ -148,6 +161,18 @@ void check_rows(store::experiment_store& s, int64_t id, const std::string& name)
   BOOST_REQUIRE(lineage.is_ok());
   BOOST_REQUIRE(lineage->size() == 1u);
   BOOST_TEST((*lineage)[0].source == "00002");
+  auto events = s.events(id, "00001");
+  BOOST_REQUIRE(events.is_ok());
+  BOOST_REQUIRE(events->size() == 1u);
+  BOOST_TEST((*events)[0].seq == 6);
+  BOOST_TEST((*events)[0].epoch == 3);
+  BOOST_TEST((*events)[0].time == 1700000002.75);
+  BOOST_TEST((*events)[0].kind == "failure");
+  BOOST_TEST((*events)[0].message == "failure 1 of at most 3: replica of 00001 died");
+  auto all = s.events(id);
+  BOOST_REQUIRE(all.is_ok());
+  BOOST_REQUIRE(all->size() == 2u);
+  BOOST_TEST((*all)[0].trial == "00002");  // by seq
 }
 
 // A head process on loopback with its experiment store at `store_path`.

@@ -102,6 +102,13 @@ struct filled_home {
     l.before = "{\"lr\": 0.01}";
     l.after = "{\"lr\": 0.0016}";
     BOOST_REQUIRE(s.add_lineage(l).is_ok());
+    // 00002's group lost a replica in epoch 3 and ran again.
+    // fields: experiment, trial, seq, epoch, time, kind, message
+    BOOST_REQUIRE(s.add_event({1, "00002", 300, 3, 1700000000, "failure",
+                               "failure 1 of at most 3: replica 1 (node b) died"}).is_ok());
+    BOOST_REQUIRE(s.add_event({1, "00002", 301, 3, 1700000001, "recovered",
+                               "running again with 2 of 2 replicas (generation 1) from the "
+                               "checkpoint of epoch 2"}).is_ok());
     BOOST_REQUIRE(s.flush().is_ok());
   }
 
@@ -174,8 +181,19 @@ BOOST_AUTO_TEST_CASE(show_and_trials_print_the_experiment_and_its_trials) {
   BOOST_TEST(out.find("trial 00002") != std::string::npos, out);
   BOOST_TEST(out.find("trial 00001 at epoch 2 copied trial 00002's epoch 2: {\"lr\": 0.01} -> "
                       "{\"lr\": 0.0016}") != std::string::npos, out);
+  BOOST_TEST(out.find("trial 00002 epoch 3 failure: failure 1 of at most 3: replica 1 (node b) "
+                      "died\n  trial 00002 epoch 3 recovered: running again") != std::string::npos,
+             out);
   auto shown = h.json({"show", "1", "--json"});
   BOOST_TEST(shown.get<double>("lineage..after.lr", 0) == 0.0016);
+  std::vector<pt::ptree> events;
+  for (auto& [key, row] : shown.get_child("events"))
+    events.push_back(row);
+  BOOST_REQUIRE(events.size() == 2u);
+  BOOST_TEST(events[0].get<std::string>("kind") == "failure");
+  BOOST_TEST(events[0].get<int>("epoch") == 3);
+  BOOST_TEST(events[1].get<std::string>("kind") == "recovered");
+  BOOST_TEST(events[1].get<int>("seq") == 301);
   BOOST_REQUIRE(h.run({"trials", "1"}, out) == 0);
   BOOST_TEST(out.find("the end") == std::string::npos, "errors are shortened in the table");
   auto trials = h.json({"trials", "1", "--json"});

@@ -10,7 +10,9 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "actors/loopback_cluster.hpp"
 #include "dtrain/actors/trainer.hpp"
@@ -68,6 +70,34 @@ double fault_free_accuracy() {
   return accuracy;
 }
 
+// The trainer's events (trainer_config::on_event), gathered from whichever
+// thread the trainer calls it on.
+struct event_log {
+  std::mutex mutex;
+  std::vector<trainer_event> events;
+
+  void listen(trainer_config& cfg) {
+    cfg.on_event = [this](const trainer_event& e) {
+      std::lock_guard<std::mutex> lock(mutex);
+      events.push_back(e);
+    };
+  }
+  // "kind@epoch" of each, in order; the messages on the test log.
+  std::vector<std::string> kinds() {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::vector<std::string> out;
+    for (const auto& e : events) {
+      BOOST_TEST_MESSAGE("event " << e.kind << " epoch " << e.epoch << ": " << e.message);
+      out.push_back(e.kind + "@" + std::to_string(e.epoch));
+    }
+    return out;
+  }
+  const trainer_event& at(size_t i) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return events.at(i);
+  }
+};
+
 // How the group gets its second replica back after losing a node on a
 // cluster with exactly as many nodes as replicas.
 enum class comeback {
@@ -87,6 +117,8 @@ void fail_a_node_mid_epoch(int sig, milliseconds detect_within, comeback how) {
   auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
   auto cfg = mlp(ckpt.path());
   cfg.min_replicas = how == comeback::elastic ? 1 : 0;
+  event_log log;
+  log.listen(cfg);
   auto t = trainer::create(*c, cfg).value();
   BOOST_REQUIRE(t->train().is_ok());  // epoch 1, checkpointed
   auto victim = lc.node_at(t->placement()[1].info.address);
@@ -126,6 +158,22 @@ void fail_a_node_mid_epoch(int sig, milliseconds detect_within, comeback how) {
     done = next->epoch;
   }
   BOOST_TEST(t->world_size() == 2);
+  // What a driver records: the failure in epoch 2 with its cause, how the
+  // group re-formed, and that it ran epoch 2 again from epoch 1's checkpoint.
+  const std::vector<std::string> kinds = log.kinds();
+  if (how == comeback::elastic) {
+    BOOST_TEST(kinds == (std::vector<std::string>{"failure@2", "shrank@2", "recovered@2", "grew@2"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(log.at(1).message == "continuing with 1 of 2 replicas (was 2)");
+    BOOST_TEST(log.at(2).message ==
+               "running again with 1 of 2 replicas (generation 1) from the checkpoint of epoch 1");
+  } else {
+    BOOST_TEST(kinds == (std::vector<std::string>{"failure@2", "recovered@2"}),
+               boost::test_tools::per_element());
+    BOOST_TEST(log.at(1).message ==
+               "running again with 2 of 2 replicas (generation 1) from the checkpoint of epoch 1");
+  }
+  BOOST_TEST(log.at(0).message == "failure 1 of at most 2: " + t->failures()[0].cause);
   accuracy = t->validate().value().accuracy;
   BOOST_TEST_MESSAGE("accuracy after recovery " << accuracy << " vs " << reference);
   BOOST_TEST(std::fabs(accuracy - reference) <= 0.005);
@@ -194,6 +242,8 @@ BOOST_AUTO_TEST_CASE(out_of_retries_train_fails_naming_the_replica_and_the_cause
   auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
   auto cfg = mlp("");
   cfg.max_failures = 0;
+  event_log log;
+  log.listen(cfg);
   auto t = trainer::create(*c, cfg).value();
   auto victim = lc.node_at(t->placement()[1].info.address);
   auto epoch = t->train_async();
@@ -204,6 +254,10 @@ BOOST_AUTO_TEST_CASE(out_of_retries_train_fails_naming_the_replica_and_the_cause
   BOOST_TEST_MESSAGE(m.error().to_string());
   BOOST_TEST(m.error().message().find("replica 1 (node") != std::string::npos);
   BOOST_TEST(m.error().message().find("gives up after 1 failures") != std::string::npos);
+  BOOST_TEST(log.kinds() == (std::vector<std::string>{"failure@1", "gave_up@1"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(log.at(0).message.find("failure 1 of at most 0: ") == 0u, log.at(0).message);
+  BOOST_TEST(log.at(1).message == m.error().to_string());
   lc.stop_all(milliseconds(5000));
 }
 

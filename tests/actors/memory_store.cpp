@@ -151,4 +151,33 @@ result<std::vector<lineage_row>> memory_store::lineage(int64_t experiment) {
   return t->lineage;
 }
 
+status memory_store::add_event(const event_row& e) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto* t = find(e.experiment);
+  if (!t)
+    return missing(e.experiment);
+  auto same = std::find_if(t->events.begin(), t->events.end(), [&](const event_row& x) {
+    return x.seq == e.seq && x.trial == e.trial;
+  });
+  if (same != t->events.end())
+    *same = e;
+  else
+    t->events.push_back(e);
+  std::stable_sort(t->events.begin(), t->events.end(),
+                   [](const event_row& a, const event_row& b) { return a.seq < b.seq; });
+  return status::ok();
+}
+
+result<std::vector<event_row>> memory_store::events(int64_t experiment, const std::string& trial) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto* t = find(experiment);
+  if (!t)
+    return missing(experiment);
+  std::vector<event_row> out;
+  for (auto& e : t->events)
+    if (trial.empty() || e.trial == trial)
+      out.push_back(e);
+  return out;
+}
+
 } // namespace dtrain::testing

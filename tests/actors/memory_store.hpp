@@ -32,6 +32,9 @@ public:
                                                          const std::string& trial = "") override;
   status add_lineage(const store::lineage_row& l) override;
   result<std::vector<store::lineage_row>> lineage(int64_t experiment) override;
+  status add_event(const store::event_row& e) override;
+  result<std::vector<store::event_row>> events(int64_t experiment,
+                                               const std::string& trial = "") override;
   status flush() override { return status::ok(); }
   std::string where() const override { return name_; }
 
@@ -42,6 +45,7 @@ private:
     std::vector<store::metric_row> metrics;
     std::vector<store::checkpoint_row> checkpoints;
     std::vector<store::lineage_row> lineage;
+    std::vector<store::event_row> events;  // by seq
   };
   status missing(int64_t id) const;
   tables* find(int64_t id);

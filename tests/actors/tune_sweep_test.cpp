@@ -9,11 +9,14 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "actors/loopback_cluster.hpp"
+#include "actors/memory_store.hpp"
 #include "dtrain/actors/tuner/tuner.hpp"
 #include "dtrain/config/experiment.hpp"
 
@@ -125,7 +128,15 @@ BOOST_AUTO_TEST_CASE(a_node_killed_during_a_sweep_is_recovered_and_every_trial_e
   BOOST_REQUIRE_MESSAGE(c.is_ok(), c.error().to_string());
   tune::space s;
   s.add("lr", tune::loguniform(0.003, 0.03));
-  tuner sweep(**c, regression(dir.path()), s, sweep_of(4, 6, 2));
+  // Recorded in a store: the failure and the recovery must be there.
+  auto db = std::make_shared<dtrain::testing::memory_store>();
+  store::experiment_row row;
+  row.name = "faults";
+  row.kind = "tune";
+  tune_config tc = sweep_of(4, 6, 2);
+  tc.store = db;
+  tc.experiment_id = db->create_experiment(row).value();
+  tuner sweep(**c, regression(dir.path()), s, tc);
   std::atomic<int> reports{0};
   sweep.add_stopper(std::make_unique<first_report_hook>(&reports));
   std::atomic<bool> killed{false};
@@ -157,6 +168,43 @@ BOOST_AUTO_TEST_CASE(a_node_killed_during_a_sweep_is_recovered_and_every_trial_e
   }
   BOOST_TEST(g->trials.size() == 4u);
   BOOST_TEST(restarts >= 1);
+  // Each restart is a stored failure with its cause, followed by the
+  // trial's recovery (after it, by seq), with the epochs the group was in.
+  auto events = db->events(tc.experiment_id);
+  BOOST_REQUIRE_MESSAGE(events.is_ok(), events.error().to_string());
+  int failures = 0;
+  std::map<std::string, int64_t> failed_at;  // trial -> seq of its last failure
+  for (const auto& e : *events) {
+    BOOST_TEST_MESSAGE("event " << e.seq << " trial " << e.trial << " epoch " << e.epoch << " "
+                                << e.kind << ": " << e.message);
+    BOOST_TEST(e.time > 1.6e9);
+    BOOST_TEST(e.epoch >= 1);
+    BOOST_TEST(e.epoch <= 6);
+    if (e.kind == "failure") {
+      ++failures;
+      failed_at[e.trial] = e.seq;
+      BOOST_TEST(e.message.find("failure ") == 0u, e.message);
+      BOOST_TEST(e.message.find(" of at most 2: ") != std::string::npos, e.message);
+    } else if (e.kind == "recovered") {
+      BOOST_TEST(failed_at.count(e.trial) == 1u, "a recovery without a failure: " << e.trial);
+      BOOST_TEST(e.message.find("running again with 1 of 1 replicas") == 0u, e.message);
+    } else {
+      BOOST_TEST(false, "unexpected event kind " << e.kind << ": " << e.message);
+    }
+  }
+  BOOST_TEST(failures == restarts);
+  for (const auto& [trial, seq] : failed_at) {
+    bool recovered = false;
+    for (const auto& e : db->events(tc.experiment_id, trial).value())
+      recovered = recovered || (e.kind == "recovered" && e.seq > seq);
+    BOOST_TEST(recovered, "trial " << trial << " failed and has no recovery after it");
+  }
+  // Every row of the experiment has a seq of its own.
+  std::set<int64_t> seqs;
+  for (const auto& m : db->metrics(tc.experiment_id).value())
+    seqs.insert(m.seq);
+  for (const auto& e : *events)
+    BOOST_TEST(seqs.insert(e.seq).second, "event seq " << e.seq << " is a report's too");
   BOOST_TEST(used_slots(status_of(**c)) == 0);
   lc.stop_all(milliseconds(10000));
 }

@@ -257,6 +257,58 @@ BOOST_AUTO_TEST_CASE(after_seq_skips_the_reports_seen_even_when_an_epoch_comes_a
   BOOST_TEST(contains(get("/api/v1/trials/1-00000/metrics").body, "\"after_seq\":null"));
 }
 
+BOOST_AUTO_TEST_CASE(checkpoints_come_in_seq_order_with_null_for_a_missing_metric) {
+  auto& s = *source.store_;
+  // Written out of order, and another trial's: the answer is the trial's, by seq.
+  // fields: experiment, trial, epoch, path, metric, valid, seq, time
+  BOOST_REQUIRE(s.put_checkpoint({1, "00000", 2, "/ck/00000/2", store::no_value, true, 7, 2.5}).is_ok());
+  BOOST_REQUIRE(s.put_checkpoint({1, "00000", 1, "/ck/00000/1", 0.75, false, 4, 1.25}).is_ok());
+  BOOST_REQUIRE(s.put_checkpoint({1, "00001", 1, "/ck/00001/1", 0.5, true, 5, 1.5}).is_ok());
+  http_response r = get("/api/v1/trials/1-00000/checkpoints");
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(contains(r.content_type, "application/json"));
+  BOOST_TEST(r.body == "{\"id\":\"1-00000\",\"experiment\":1,\"trial\":\"00000\",\"checkpoints\":["
+                       "{\"epoch\":1,\"path\":\"/ck/00000/1\",\"metric\":0.75,\"valid\":false,"
+                       "\"seq\":4,\"time\":1.25},"
+                       "{\"epoch\":2,\"path\":\"/ck/00000/2\",\"metric\":null,\"valid\":true,"
+                       "\"seq\":7,\"time\":2.5}]}",
+             r.body);
+  http_response none = get("/api/v1/trials/1-00009/checkpoints");
+  BOOST_TEST(none.status == 200);
+  BOOST_TEST(contains(none.body, "\"checkpoints\":[]"), none.body);
+  BOOST_TEST(get("/api/v1/trials/5-00000/checkpoints").status == 404);  // no experiment 5
+  BOOST_TEST(get("/api/v1/trials/00000/checkpoints").status == 400);
+  BOOST_TEST(get("/api/v1/trials/1-00000/checkpoints", "").status == 401);
+}
+
+BOOST_AUTO_TEST_CASE(events_come_in_seq_order_with_kind_epoch_and_message) {
+  auto& s = *source.store_;
+  // fields: experiment, trial, seq, epoch, time, kind, message
+  BOOST_REQUIRE(s.add_event({1, "00000", 9, 2, 3.5, "recovered",
+                             "running again with 2 of 2 replicas (generation 1) from the "
+                             "checkpoint of epoch 1"}).is_ok());
+  BOOST_REQUIRE(s.add_event({1, "00000", 8, 2, 3.25, "failure",
+                             "failure 1 of at most 3: node \"b\" died"}).is_ok());
+  BOOST_REQUIRE(s.add_event({1, "00001", 10, 1, 4, "gave_up", "not this trial's"}).is_ok());
+  http_response r = get("/api/v1/trials/1-00000/events");
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(r.body == "{\"id\":\"1-00000\",\"experiment\":1,\"trial\":\"00000\",\"events\":["
+                       "{\"seq\":8,\"time\":3.25,\"epoch\":2,\"kind\":\"failure\","
+                       "\"message\":\"failure 1 of at most 3: node \\\"b\\\" died\"},"
+                       "{\"seq\":9,\"time\":3.5,\"epoch\":2,\"kind\":\"recovered\","
+                       "\"message\":\"running again with 2 of 2 replicas (generation 1) from the "
+                       "checkpoint of epoch 1\"}]}",
+             r.body);
+  http_response none = get("/api/v1/trials/1-00009/events");
+  BOOST_TEST(none.status == 200);
+  BOOST_TEST(contains(none.body, "\"events\":[]"), none.body);
+  BOOST_TEST(get("/api/v1/trials/5-00000/events").status == 404);
+  BOOST_TEST(get("/api/v1/trials/x/events").status == 400);
+  source.head_down = true;
+  BOOST_TEST(get("/api/v1/trials/1-00000/events").status == 503);
+  BOOST_TEST(get("/api/v1/trials/1-00000/checkpoints").status == 503);
+}
+
 BOOST_AUTO_TEST_CASE(a_head_that_does_not_answer_gives_503_with_the_reason) {
   source.head_down = true;
   http_response r = get("/api/v1/cluster");

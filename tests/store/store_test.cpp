@@ -1,6 +1,7 @@
 // The SQLite experiment store (store/experiment_store.hpp): every row type
 // round trips (non-finite doubles, -0.0, quotes and UTF-8 included), ids are
-// never reused, delete leaves no row behind, a version-1 file is migrated,
+// never reused, delete leaves no row behind, version-1 and version-2 files
+// are migrated (and a version-2 file reads read-only, without events),
 // refused files (newer schema, not a database, truncated) are left byte for
 // byte, readers in other store objects and in another process never fail
 // while a writer writes, and a write error surfaces at flush().
@@ -129,6 +130,30 @@ CREATE INDEX checkpoints_by_seq ON checkpoints (experiment, seq);
 PRAGMA user_version = 1;
 )sql";
 
+// Version 1 -> 2 as dtrain wrote it (frozen too): run after version_1_ddl.
+const char* const version_2_ddl = R"sql(
+ALTER TABLE trials ADD COLUMN end_how TEXT NOT NULL DEFAULT '';
+CREATE TABLE lineage (experiment INTEGER NOT NULL REFERENCES experiments (id),
+  seq INTEGER NOT NULL, trial TEXT NOT NULL, epoch INTEGER NOT NULL, source TEXT NOT NULL,
+  source_epoch INTEGER NOT NULL, hyperparameters_before TEXT NOT NULL,
+  hyperparameters_after TEXT NOT NULL, time ANY,
+  PRIMARY KEY (experiment, seq, trial)) STRICT, WITHOUT ROWID;
+PRAGMA user_version = 2;
+)sql";
+
+// A version-2 file with one experiment, a trial and its checkpoint.
+void write_version_2_file(const std::string& path) {
+  raw_exec(path, version_1_ddl);
+  raw_exec(path, version_2_ddl);
+  raw_exec(path, R"sql(
+    INSERT INTO experiments VALUES (1, 'old', 'train', 'c', 'h', 'completed', '', 'loss', 1,
+                                    10.0, 11.0, 12.0, '', '');
+    INSERT INTO trials VALUES (1, '00000', 1, '{}', 'terminated', 1, '', 0.25, NULL,
+                               3, '/ck', 6, 1.0, 2.0, 'completed');
+    INSERT INTO checkpoints VALUES (1, '/ck/3', '00000', 3, NULL, 1, 5, 1.5);
+  )sql");
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(experiment_store_sqlite)
@@ -163,6 +188,10 @@ BOOST_AUTO_TEST_CASE(every_row_type_round_trips_with_non_finite_values_and_unico
     BOOST_REQUIRE(s->add_metrics(rows).is_ok());
     BOOST_REQUIRE(s->put_checkpoint({1, t.id, 4, "/ck/\"x\"", not_a_number, false, 5, -inf}).is_ok());
     BOOST_REQUIRE(s->add_lineage({1, t.id, 6, 4, "00002", 3, R"({"lr": 0.1})", odd, inf}).is_ok());
+    // fields: experiment, trial, seq, epoch, time, kind, message
+    BOOST_REQUIRE(s->add_event({1, t.id, 8, 2, -0.0, "recovered", odd}).is_ok());
+    BOOST_REQUIRE(s->add_event({1, t.id, 7, 2, not_a_number, "failure", "node 1 died"}).is_ok());
+    BOOST_REQUIRE(s->add_event({1, "00002", 9, 0, 1.25, "gave_up", "too many"}).is_ok());
     BOOST_REQUIRE(s->flush().is_ok());
   }
   auto s = open_or_die(path, {true});  // read back from the file, read-only
@@ -209,6 +238,24 @@ BOOST_AUTO_TEST_CASE(every_row_type_round_trips_with_non_finite_values_and_unico
   BOOST_TEST(lineage[0].epoch == 4);
   BOOST_TEST(lineage[0].after == odd);
   BOOST_TEST(same(lineage[0].time, inf));
+  const auto events = s->events(1, t.id).value();  // by seq, not as written
+  BOOST_REQUIRE_EQUAL(events.size(), 2u);
+  BOOST_TEST(events[0].seq == 7);
+  BOOST_TEST(events[0].kind == "failure");
+  BOOST_TEST(events[0].message == "node 1 died");
+  BOOST_TEST(events[0].epoch == 2);
+  BOOST_TEST(std::isnan(events[0].time));
+  BOOST_TEST(events[1].seq == 8);
+  BOOST_TEST(events[1].trial == t.id);
+  BOOST_TEST(events[1].kind == "recovered");
+  BOOST_TEST(events[1].message == odd);
+  BOOST_TEST(same(events[1].time, -0.0));
+  const auto all = s->events(1).value();
+  BOOST_REQUIRE_EQUAL(all.size(), 3u);
+  BOOST_TEST(all[2].trial == "00002");
+  BOOST_TEST(all[2].kind == "gave_up");
+  BOOST_TEST(s->events(1, "00009").value().empty());
+  BOOST_TEST(s->events(2).value().empty());
 }
 
 BOOST_AUTO_TEST_CASE(a_put_replaces_the_row_with_the_same_key) {
@@ -271,6 +318,7 @@ BOOST_AUTO_TEST_CASE(a_delete_removes_the_experiment_s_rows_from_every_table_and
     write_report(*s, t, 1);
     BOOST_REQUIRE(s->put_checkpoint({id, t.id, 1, "/c", 0.5, true, 2, 0}).is_ok());
     BOOST_REQUIRE(s->add_lineage({id, t.id, 3, 1, "00002", 1, "{}", "{}", 0}).is_ok());
+    BOOST_REQUIRE(s->add_event({id, t.id, 4, 1, 0, "failure", "x"}).is_ok());
   }
   BOOST_REQUIRE(s->delete_experiment(1).is_ok());
   const auto gone = s->experiment(1);
@@ -278,7 +326,7 @@ BOOST_AUTO_TEST_CASE(a_delete_removes_the_experiment_s_rows_from_every_table_and
   BOOST_TEST(gone.error().message() == "no experiment 1 in " + path);
   BOOST_TEST(s->delete_experiment(1).code() == error_code::not_found);
   BOOST_REQUIRE(s->flush().is_ok());
-  for (const char* table : {"trials", "metrics", "checkpoints", "lineage"}) {
+  for (const char* table : {"trials", "metrics", "checkpoints", "lineage", "events"}) {
     const std::string from = std::string("SELECT count(*) FROM ") + table;
     BOOST_TEST(raw_count(path, from + " WHERE experiment = 1") == 0, table);
     BOOST_TEST(raw_count(path, from + " WHERE experiment = 2") > 0, table);
@@ -301,7 +349,7 @@ BOOST_AUTO_TEST_CASE(a_version_1_file_is_migrated_and_keeps_its_rows) {
   )sql");
   auto s = open_or_die(path);
   BOOST_TEST(raw_count(path, "PRAGMA user_version") == sqlite_schema_version());
-  BOOST_TEST(sqlite_schema_version() == 2);
+  BOOST_TEST(sqlite_schema_version() == 3);
   const experiment_row e = s->experiment(1).value();
   BOOST_TEST(e.name == "old");
   BOOST_TEST(e.minimize);
@@ -316,7 +364,45 @@ BOOST_AUTO_TEST_CASE(a_version_1_file_is_migrated_and_keeps_its_rows) {
   BOOST_TEST(s->checkpoints(1).value().at(0).path == "/ck/3");
   BOOST_REQUIRE(s->add_lineage({1, "00001", 5, 3, "00002", 2, "{}", "{}", 0}).is_ok());
   BOOST_TEST(s->lineage(1).value().size() == 1u);
+  BOOST_TEST(s->events(1).value().empty());
+  BOOST_REQUIRE(s->add_event({1, "00001", 6, 3, 2.5, "failure", "lost"}).is_ok());
+  BOOST_TEST(s->events(1, "00001").value().at(0).message == "lost");
   BOOST_TEST(s->create_experiment(sample_experiment("new")).value() == 2);
+}
+
+BOOST_AUTO_TEST_CASE(a_version_2_file_reads_read_only_without_events_and_migrates_to_hold_them) {
+  temp_dir dir;
+  const std::string path = dir.file("experiments.db");
+  write_version_2_file(path);
+  const std::string before = read_file(path);
+  {
+    // A reader (the dashboard, `dtrain experiments`) of a file no writer
+    // has migrated yet: everything reads, there are no events.
+    auto s = open_or_die(path, {true});
+    BOOST_TEST(s->trials(1).value().at(0).end_how == "completed");
+    BOOST_TEST(s->checkpoints(1, "00000").value().at(0).path == "/ck/3");
+    const auto events = s->events(1, "00000");
+    BOOST_REQUIRE_MESSAGE(events.is_ok(), events.error().to_string());
+    BOOST_TEST(events->empty());
+  }
+  BOOST_TEST(read_file(path) == before);
+  BOOST_TEST(raw_count(path, "PRAGMA user_version") == 2);
+  {
+    auto s = open_or_die(path);
+    BOOST_TEST(raw_count(path, "PRAGMA user_version") == 3);
+    BOOST_TEST(s->trials(1).value().at(0).restarts == 1);
+    BOOST_TEST(std::isnan(s->checkpoints(1).value().at(0).metric));
+    BOOST_TEST(s->events(1).value().empty());
+    BOOST_REQUIRE(s->add_event({1, "00000", 7, 3, 3.5, "failure", "replica 1 died"}).is_ok());
+    BOOST_REQUIRE(s->add_event({1, "00000", 8, 3, 4.5, "recovered", "running again"}).is_ok());
+    BOOST_REQUIRE(s->flush().is_ok());
+  }
+  auto s = open_or_die(path, {true});
+  const auto events = s->events(1, "00000").value();
+  BOOST_REQUIRE_EQUAL(events.size(), 2u);
+  BOOST_TEST(events[0].kind == "failure");
+  BOOST_TEST(events[1].kind == "recovered");
+  BOOST_TEST(events[1].time == 4.5);
 }
 
 BOOST_AUTO_TEST_CASE(an_old_file_is_refused_read_only_with_a_way_out) {
@@ -339,14 +425,14 @@ BOOST_AUTO_TEST_CASE(a_newer_schema_is_refused_and_the_file_left_as_it_was) {
     auto s = open_or_die(path);
     BOOST_REQUIRE(s->create_experiment(sample_experiment("e")).is_ok());
   }
-  raw_exec(path, "PRAGMA user_version = 3");
+  raw_exec(path, "PRAGMA user_version = 4");
   const std::string before = read_file(path);
   BOOST_REQUIRE(!before.empty());
   for (bool read_only : {false, true}) {
     const auto s = open_sqlite_store(path, {read_only});
     BOOST_TEST(s.error().code() == error_code::invalid_argument);
     BOOST_TEST(s.error().message() ==
-               path + " has schema version 3; this dtrain reads versions up to 2 "
+               path + " has schema version 4; this dtrain reads versions up to 3 "
                       "(a newer dtrain wrote it)");
     BOOST_TEST(read_file(path) == before);
   }

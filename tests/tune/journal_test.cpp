@@ -8,6 +8,7 @@
 #include <cmath>
 #include <deque>
 #include <map>
+#include <set>
 
 #include "dtrain/store/experiment_store.hpp"
 #include "dtrain/tune/journal.hpp"
@@ -123,6 +124,10 @@ outcome run(store::experiment_store& db, std::shared_ptr<store::experiment_store
       report rep{tid, epoch, {{"validation_accuracy", curve(r.configuration, epoch)}, {"loss", 1.0 / epoch}}};
       r.history.push_back(rep);
       j.reported(r, rep);
+      // A trainer's event (informational) as the last row before a kill:
+      // the resumed journal must number after it.
+      if (epoch == 2)
+        j.event(r, epoch, "failure", "failure 1 of at most 3: a replica of " + tid + " died");
       if (kill_after >= 0 && ++reports > kill_after) {
         BOOST_TEST_REQUIRE(j.flush().is_ok());
         return {};  // the driver is gone: nothing else happens
@@ -178,7 +183,10 @@ BOOST_AUTO_TEST_CASE(a_sweep_killed_anywhere_resumes_to_the_same_trials_and_deci
     auto opened = store::open_sqlite_store(dir.file("experiments.db"));
     BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
     std::shared_ptr<store::experiment_store> db = std::move(*opened);
-    const outcome whole = run(*db, db, new_experiment(*db), scheduler, false, -1);
+    const int64_t whole_id = new_experiment(*db);
+    const outcome whole = run(*db, db, whole_id, scheduler, false, -1);
+    const size_t whole_events = db->events(whole_id).value().size();
+    BOOST_TEST(whole_events > 0u);
     BOOST_TEST_REQUIRE(whole.ids.size() == 12u);
     int stopped = 0;
     for (const auto& [id, state] : whole.states)
@@ -192,6 +200,18 @@ BOOST_AUTO_TEST_CASE(a_sweep_killed_anywhere_resumes_to_the_same_trials_and_deci
       BOOST_TEST((resumed.configs == whole.configs), scheduler << " killed after " << kill_after);
       BOOST_TEST((resumed.states == whole.states), scheduler << " killed after " << kill_after);
       BOOST_TEST((resumed.epochs == whole.epochs), scheduler << " killed after " << kill_after);
+      // Events survive the resume (none replaced) and share no seq with
+      // another row.
+      BOOST_TEST(db->events(id).value().size() == whole_events,
+                 scheduler << " killed after " << kill_after);
+      std::set<int64_t> seqs;
+      for (const auto& m : db->metrics(id).value())
+        seqs.insert(m.seq);
+      for (const auto& t : db->trials(id).value())
+        seqs.insert({t.seq_created, t.seq_ended});
+      for (const auto& e : db->events(id).value())
+        BOOST_TEST(seqs.insert(e.seq).second, "event seq " << e.seq << " reused, " << scheduler
+                                                           << " killed after " << kill_after);
       // Killed twice: still the same.
       const int64_t twice = new_experiment(*db);
       (void)run(*db, db, twice, scheduler, false, kill_after);

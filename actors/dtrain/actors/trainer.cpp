@@ -91,6 +91,23 @@ void trainer::note(const std::string& text) const {
   std::fprintf(stderr, "%s\n", line.c_str());
 }
 
+void trainer::event(const char* kind, int64_t epoch, const std::string& message) const {
+  if (config_.on_event)
+    config_.on_event(trainer_event{kind, epoch, message});
+}
+
+void trainer::recovered(int64_t epoch, int64_t restored_epoch) {
+  if (!recovery_pending_)
+    return;
+  recovery_pending_ = false;
+  event("recovered", epoch,
+        "running again with " + std::to_string(world_size()) + " of " +
+            std::to_string(config_.num_replicas) + " replicas (generation " +
+            std::to_string(generation_) + ") " +
+            (restored_epoch > 0 ? "from the checkpoint of epoch " + std::to_string(restored_epoch)
+                                : std::string("from the start")));
+}
+
 int trainer::min_replicas() const {
   int m = config_.min_replicas > 0 ? config_.min_replicas : config_.num_replicas;
   return std::min(m, config_.num_replicas);
@@ -391,15 +408,20 @@ handling handling_of(const status& s) {
 // replicas as fit, down to min_replicas, waiting for capacity up to
 // placement_timeout), restoring the newest valid checkpoint.
 status trainer::reform() {
+  const int before = world_size();
   stop_replicas();
   release_slots();
   ++generation_;
   DTRAIN_RETURN_IF_ERROR(start(true).with_context("re-forming the group (generation " +
                                                   std::to_string(generation_) + ")"));
+  const std::string size = std::to_string(world_size()) + " of " +
+                           std::to_string(config_.num_replicas) + " replicas";
   if (world_size() < config_.num_replicas)
-    note("continuing with " + std::to_string(world_size()) + " of " +
-         std::to_string(config_.num_replicas) + " replicas (min_replicas " +
-         std::to_string(min_replicas()) + ")");
+    note("continuing with " + size + " (min_replicas " + std::to_string(min_replicas()) + ")");
+  if (world_size() < before)
+    event("shrank", epoch_, "continuing with " + size + " (was " + std::to_string(before) + ")");
+  else if (world_size() > before)
+    event("grew", epoch_, "continuing with " + size + " (was " + std::to_string(before) + ")");
   if (config_.checkpoint_dir.empty())
     return status::ok();  // no checkpoints: the new group starts over
   status restored = ask_all<caf::ok_atom>(config_.epoch_timeout, "restore from " + config_.checkpoint_dir,
@@ -413,15 +435,29 @@ status trainer::reform() {
 status trainer::recover(status cause) {
   for (;;) {
     failures_.push_back({std::chrono::steady_clock::now(), cause.to_string()});
-    if (handling_of(cause) != handling::recover)
-      return cause.with_context("trainer '" + config_.name + "' stops (not retried)");
-    note("failure " + std::to_string(failures_.size()) + " of at most " +
-         std::to_string(config_.max_failures) + ": " + cause.to_string());
-    if (static_cast<int>(failures_.size()) > config_.max_failures)
-      return cause.with_context("trainer '" + config_.name + "' gives up after " +
-                                std::to_string(failures_.size()) + " failures (max_failures " +
-                                std::to_string(config_.max_failures) + ")");
+    const std::string count = "failure " + std::to_string(failures_.size());
+    if (handling_of(cause) != handling::recover) {
+      event("failure", epoch_, count + " (not retried): " + cause.to_string());
+      status out = cause.with_context("trainer '" + config_.name + "' stops (not retried)");
+      event("gave_up", epoch_, out.to_string());
+      return out;
+    }
+    const std::string text =
+        count + " of at most " + std::to_string(config_.max_failures) + ": " + cause.to_string();
+    note(text);
+    event("failure", epoch_, text);
+    if (static_cast<int>(failures_.size()) > config_.max_failures) {
+      status out = cause.with_context("trainer '" + config_.name + "' gives up after " +
+                                      std::to_string(failures_.size()) + " failures (max_failures " +
+                                      std::to_string(config_.max_failures) + ")");
+      event("gave_up", epoch_, out.to_string());
+      return out;
+    }
     status reformed = reform();
+    if (reformed.is_ok())
+      recovery_pending_ = true;
+    else if (placement_failed_ && !stopped_)
+      event("gave_up", epoch_, reformed.to_string());
     if (reformed.is_ok() || placement_failed_ || stopped_)
       return reformed;
     cause = reformed;  // the new group failed too: that is another failure
@@ -475,11 +511,15 @@ result<std::vector<Reply>> trainer::ask_with_recovery(std::chrono::milliseconds 
 
 result<metrics_msg> trainer::train() {
   DTRAIN_RETURN_IF_ERROR(maybe_grow());
+  ++epoch_;
   for (;;) {
     auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "train", train_atom::value);
     if (!all)
       return all.error();
     metrics_msg m = all->front();
+    // A recovered group ran the epoch after the checkpoint it restored.
+    recovered(m.epoch, m.epoch - 1);
+    epoch_ = m.epoch;
     bool due = config_.checkpoint_every > 0 && m.epoch % config_.checkpoint_every == 0;
     if (config_.checkpoint_dir.empty() || !(m.preempted || due))
       return m;
@@ -498,6 +538,9 @@ result<metrics_msg> trainer::validate() {
   auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "validate", valid_atom::value);
   if (!all)
     return all.error();
+  // Validation reports the epoch the (restored) model stands at.
+  recovered(all->front().epoch + 1, all->front().epoch);
+  epoch_ = all->front().epoch;
   return all->front();
 }
 

@@ -20,6 +20,23 @@
 
 namespace dtrain::actors {
 
+/// Something that happened to a trainer's group, for its driver to record
+/// (the tuner and `dtrain train` store it as store::event_row). Kinds:
+/// "failure" (message: "failure N of at most M: CAUSE", or "failure N (not
+/// retried): CAUSE"), "recovered" (the group reported an epoch again:
+/// "training again with R of N replicas (generation G) from the checkpoint
+/// of epoch E" or "... from the start"), "gave_up" (the error train() and
+/// the other calls return from then on), "shrank" and "grew" (an elastic
+/// group re-formed with fewer or more replicas than before).
+struct trainer_event {
+  std::string kind;
+  /// For a failure, the epoch the group was in (the last one reported + 1
+  /// while training, the last one while saving or validating); for a
+  /// recovery, the epoch it trained again; otherwise the last reported.
+  int64_t epoch = 0;
+  std::string message;
+};
+
 /// A trainer's configuration (Ray's TorchTrainer arguments and
 /// Determined's experiment fields).
 struct trainer_config {
@@ -83,6 +100,11 @@ struct trainer_config {
   /// capacity ...", failures, recoveries, growing), a line each, called on
   /// the thread of the call that noticed; empty: stderr.
   std::function<void(const std::string&)> on_note;
+  /// Failures, recoveries, giving up, growing and shrinking as they happen,
+  /// called on the thread of the trainer call that noticed (the caller's,
+  /// or the thread of a *_async call); empty: none. The notes say the same
+  /// to people; this is for what records them.
+  std::function<void(const trainer_event&)> on_event;
 };
 
 /// The trainer configuration an experiment file describes.
@@ -180,7 +202,12 @@ private:
   caf::actor owner_;
   caf::actor progress_sink_;
   /// One of the trainer's notes, to config_.on_note or stderr.
-  void note(const std::string& text) const;  // calls config_.on_progress (none without one)
+  void note(const std::string& text) const;
+  /// One event to config_.on_event (nothing without one).
+  void event(const char* kind, int64_t epoch, const std::string& message) const;
+  /// After a recovery, the "recovered" event once the group reports an
+  /// epoch (train) or where it stands (validate) again.
+  void recovered(int64_t epoch, int64_t restored_epoch);
   double startup_seconds_ = 0;
   std::atomic<bool> stopped_{false};  // read by preempt() from other threads
   bool placement_failed_ = false;     // the last start() failed to place
@@ -191,6 +218,8 @@ private:
   std::mutex chief_mutex_;
   replica_actor chief_;
   std::vector<failure> failures_;
+  int64_t epoch_ = 0;                // the epoch the group is in, as far as it reported
+  bool recovery_pending_ = false;    // re-formed after a failure; not reported since
   std::vector<plugin_package> plugins_;
   std::vector<std::string> plugin_hashes_;
   std::set<std::string> equipped_nodes_;  // "address pid" of nodes that have plugins_

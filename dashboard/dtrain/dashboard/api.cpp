@@ -265,6 +265,54 @@ std::string metrics_json(int64_t experiment, const std::string& trial,
   return out;
 }
 
+namespace {
+
+// `{"id":..,"experiment":..,"trial":..,"NAME":[` of a trial's list.
+std::string trial_list_head(int64_t experiment, const std::string& trial, const char* name) {
+  std::string out = "{";
+  field(out, "id", trial_key(experiment, trial));
+  field(out, "experiment", experiment);
+  field(out, "trial", trial);
+  key(out, name);
+  out += '[';
+  return out;
+}
+
+} // namespace
+
+std::string checkpoints_json(int64_t experiment, const std::string& trial,
+                             const std::vector<store::checkpoint_row>& rows) {
+  std::string out = trial_list_head(experiment, trial, "checkpoints");
+  for (const auto& c : rows) {
+    out += out.back() == '[' ? "{" : ",{";
+    field(out, "epoch", c.epoch);
+    field(out, "path", c.path);
+    field(out, "metric", c.metric);
+    field(out, "valid", c.valid);
+    field(out, "seq", c.seq);
+    field(out, "time", c.time);
+    out += '}';
+  }
+  out += "]}";
+  return out;
+}
+
+std::string events_json(int64_t experiment, const std::string& trial,
+                        const std::vector<store::event_row>& rows) {
+  std::string out = trial_list_head(experiment, trial, "events");
+  for (const auto& e : rows) {
+    out += out.back() == '[' ? "{" : ",{";
+    field(out, "seq", e.seq);
+    field(out, "time", e.time);
+    field(out, "epoch", e.epoch);
+    field(out, "kind", e.kind);
+    field(out, "message", e.message);
+    out += '}';
+  }
+  out += "]}";
+  return out;
+}
+
 } // namespace dtrain::dashboard
 
 namespace dtrain::dashboard {

@@ -57,4 +57,15 @@ std::string metrics_json(int64_t experiment, const std::string& trial,
 /// character, at either end).
 std::string log_json(int32_t node, const actors::log_chunk& c);
 
+/// GET /api/v1/trials/{key}/checkpoints: the trial's checkpoints, by seq
+/// (experiment_store::checkpoints), each with its epoch, path, metric (null
+/// when none), valid, seq and time.
+std::string checkpoints_json(int64_t experiment, const std::string& trial,
+                             const std::vector<store::checkpoint_row>& rows);
+
+/// GET /api/v1/trials/{key}/events: the trial's failures, recoveries and
+/// the like, by seq (experiment_store::events).
+std::string events_json(int64_t experiment, const std::string& trial,
+                        const std::vector<store::event_row>& rows);
+
 } // namespace dtrain::dashboard

@@ -94,6 +94,10 @@ http_response router::handle(const http_request& r) {
     return metrics(id, t);
   if (middle(t.path, "/api/v1/nodes/", "/log", id))
     return node_log(id, t);
+  if (middle(t.path, "/api/v1/trials/", "/checkpoints", id))
+    return checkpoints(id);
+  if (middle(t.path, "/api/v1/trials/", "/events", id))
+    return events(id);
   if (t.path == "/metrics")
     return prometheus();
   return error_response(404, "no such path: " + t.path);
@@ -187,6 +191,43 @@ http_response router::node_log(const std::string& index, const parsed_target& t)
   if (!chunk)
     return failed(chunk.error());
   return ok_json(log_json(static_cast<int32_t>(node), *chunk));
+}
+
+namespace {
+
+// The two lists of a trial's rows: checkpoints and events.
+template <class Read, class Json>
+http_response trial_rows(cluster_source& source, const std::string& key, Read read, Json json) {
+  int64_t experiment = 0;
+  std::string trial;
+  if (!parse_trial_key(key, experiment, trial))
+    return error_response(400, "not a trial id (EXPERIMENT-TRIAL, as in 3-00000): " + key);
+  auto store = source.store();
+  if (!store)
+    return failed(store.error());
+  auto e = (*store)->experiment(experiment);
+  if (!e)
+    return failed(e.error());
+  auto rows = read(**store, experiment, trial);
+  if (!rows)
+    return failed(rows.error());
+  return ok_json(json(experiment, trial, *rows));
+}
+
+} // namespace
+
+http_response router::checkpoints(const std::string& key) {
+  return trial_rows(
+      source_, key,
+      [](store::experiment_store& s, int64_t e, const std::string& t) { return s.checkpoints(e, t); },
+      checkpoints_json);
+}
+
+http_response router::events(const std::string& key) {
+  return trial_rows(
+      source_, key,
+      [](store::experiment_store& s, int64_t e, const std::string& t) { return s.events(e, t); },
+      events_json);
 }
 
 http_response router::prometheus() {

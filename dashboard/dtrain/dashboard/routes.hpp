@@ -31,6 +31,8 @@ private:
   http_response trials(const std::string& id);
   http_response metrics(const std::string& key, const parsed_target& t);
   http_response node_log(const std::string& index, const parsed_target& t);
+  http_response checkpoints(const std::string& key);
+  http_response events(const std::string& key);
   http_response prometheus();
 
   cluster_source& source_;

@@ -20,7 +20,9 @@ namespace dtrain::store {
 /// sequence number `seq`, increasing within the experiment. Resuming a
 /// sweep replays the events in `seq` order into a fresh searcher and
 /// scheduler, which rebuilds their state (random generator position, grid
-/// position, ASHA rungs, PBT population) exactly.
+/// position, ASHA rungs, PBT population) exactly. The trainer's events
+/// (event_row: failures, recoveries) share the numbering and are skipped
+/// by that replay.
 ///
 /// Values: every double (metrics, best, last) reads back as it was
 /// written, NaN and +-infinity included.
@@ -102,6 +104,31 @@ struct lineage_row {
   double time = 0;
 };
 
+/// Something that happened to a trial's group of replicas, for people
+/// (the dashboard, `dtrain experiments show`): informational only, a
+/// resume never replays it. Numbered by the experiment's seq like every
+/// other row. Kinds:
+///   "failure"   a replica or node failed: `message` is the cause as the
+///               trainer saw it ("failure 1 of at most 3: ...");
+///   "recovered" the group trains again: with how many replicas, from
+///               which checkpoint epoch;
+///   "gave_up"   the trainer stopped recovering (max_failures reached, an
+///               error that would repeat, no capacity): the error;
+///   "shrank"    an elastic group re-formed with fewer than num_replicas;
+///   "grew"      an elastic group grew back towards num_replicas.
+struct event_row {
+  int64_t experiment = 0;
+  std::string trial;
+  int64_t seq = 0;
+  /// The epoch the event concerns: for a failure, the one the group was
+  /// in (the last reported + 1, or the last reported while it was saved
+  /// or validated); for a recovery, the epoch it trains again; 0 before any.
+  int64_t epoch = 0;
+  double time = 0;                // unix seconds
+  std::string kind;
+  std::string message;
+};
+
 /// One interface, two implementations: SQLite on the machine that keeps
 /// the store (the head, or the driver's own for an embedded cluster) and a
 /// client that writes through the head (actors/experiments).
@@ -143,6 +170,13 @@ public:
   virtual status add_lineage(const lineage_row& l) = 0;
   /// By seq.
   virtual result<std::vector<lineage_row>> lineage(int64_t experiment) = 0;
+
+  /// One-way like add_metrics: inserts or replaces (e.experiment, e.seq).
+  virtual status add_event(const event_row& e) = 0;
+  /// By seq; `trial` "" = every trial. A store written before events
+  /// existed has none.
+  virtual result<std::vector<event_row>> events(int64_t experiment,
+                                                const std::string& trial = "") = 0;
 
   /// Every write accepted before it is durable, or the first write error
   /// since the last flush.

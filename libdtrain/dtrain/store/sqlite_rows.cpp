@@ -148,4 +148,26 @@ lineage_row read_lineage(const sqlite::statement& s) {
   return l;
 }
 
+const char* const add_event =
+    "INSERT OR REPLACE INTO events (experiment, seq, trial, epoch, time, kind, message) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+const char* const event_columns = "experiment, seq, trial, epoch, time, kind, message";
+
+void bind(sqlite::statement& s, const event_row& e) {
+  s.bind(1, e.experiment).bind(2, e.seq).bind(3, e.trial).bind(4, e.epoch);
+  s.bind(5, e.time).bind(6, e.kind).bind(7, e.message);
+}
+
+event_row read_event(const sqlite::statement& s) {
+  event_row e;
+  e.experiment = s.integer(0);
+  e.seq = s.integer(1);
+  e.trial = s.text(2);
+  e.epoch = s.integer(3);
+  e.time = s.real(4);
+  e.kind = s.text(5);
+  e.message = s.text(6);
+  return e;
+}
+
 } // namespace dtrain::store::rows

@@ -16,6 +16,7 @@ extern const char* const put_trial;           // insert or replace
 extern const char* const add_metric;          // insert or replace (a report written twice)
 extern const char* const put_checkpoint;      // insert or replace
 extern const char* const add_lineage;         // insert or replace
+extern const char* const add_event;           // insert or replace
 
 // SELECT column lists, in the order read_*() reads them.
 extern const char* const experiment_columns;
@@ -23,6 +24,7 @@ extern const char* const trial_columns;
 extern const char* const metric_columns;
 extern const char* const checkpoint_columns;
 extern const char* const lineage_columns;
+extern const char* const event_columns;
 
 /// Binds the fields in the order of the INSERT above (an experiment: every
 /// field but the id, to parameters 1..13).
@@ -31,11 +33,13 @@ void bind(sqlite::statement& s, const trial_row& t);
 void bind(sqlite::statement& s, const metric_row& m);
 void bind(sqlite::statement& s, const checkpoint_row& c);
 void bind(sqlite::statement& s, const lineage_row& l);
+void bind(sqlite::statement& s, const event_row& e);
 
 experiment_row read_experiment(const sqlite::statement& s);
 trial_row read_trial(const sqlite::statement& s);
 metric_row read_metric(const sqlite::statement& s);
 checkpoint_row read_checkpoint(const sqlite::statement& s);
 lineage_row read_lineage(const sqlite::statement& s);
+event_row read_event(const sqlite::statement& s);
 
 } // namespace dtrain::store::rows

@@ -95,9 +95,23 @@ CREATE TABLE lineage (
 ) STRICT, WITHOUT ROWID;
 )sql";
 
+// Version 2 -> 3: the trainer's events (failures, recoveries) per trial.
+const char* const version_2_to_3 = R"sql(
+CREATE TABLE events (
+  experiment INTEGER NOT NULL REFERENCES experiments (id),
+  seq INTEGER NOT NULL,
+  trial TEXT NOT NULL,
+  epoch INTEGER NOT NULL,
+  time ANY,
+  kind TEXT NOT NULL,
+  message TEXT NOT NULL,
+  PRIMARY KEY (experiment, seq, trial)
+) STRICT, WITHOUT ROWID;
+)sql";
+
 // steps[v] takes a database from version v to v + 1 (version 0: empty).
-const std::vector<const char*> steps = {version_1, version_1_to_2};
-static_assert(current_version == 2, "add the step to the new version to `steps`");
+const std::vector<const char*> steps = {version_1, version_1_to_2, version_2_to_3};
+static_assert(current_version == 3, "add the step to the new version to `steps`");
 
 status newer_version(const std::string& path, int64_t version) {
   return invalid_argument(path + " has schema version " + std::to_string(version) +

@@ -12,7 +12,12 @@
 namespace dtrain::store::schema {
 
 /// The version this dtrain writes (PRAGMA user_version).
-inline constexpr int current_version = 2;
+inline constexpr int current_version = 3;
+/// The oldest version a read-only store reads: version 2 lacks only the
+/// events table (version 3), which reads as empty there.
+inline constexpr int oldest_readable_version = 2;
+/// The first version with the events table.
+inline constexpr int events_version = 3;
 
 /// Reads the file at `path` without writing to it: its schema version (0
 /// for an empty database), or an error naming the path when it is not an

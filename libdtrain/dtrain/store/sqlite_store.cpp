@@ -31,7 +31,8 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 // A write waiting for the writer thread: a copy of its rows.
-using queued_write = std::variant<trial_row, std::vector<metric_row>, checkpoint_row, lineage_row>;
+using queued_write =
+    std::variant<trial_row, std::vector<metric_row>, checkpoint_row, lineage_row, event_row>;
 
 // The queue commits at once when it holds this many writes, whatever
 // batch_ms says: a transaction's size stays bounded when writes come
@@ -46,7 +47,7 @@ constexpr size_t max_queued = 16 * max_batch;
 /// The writer connection and its statements, prepared once.
 struct writer {
   sqlite::connection db;
-  sqlite::statement put_trial, add_metric, put_checkpoint, add_lineage;
+  sqlite::statement put_trial, add_metric, put_checkpoint, add_lineage, add_event;
 
   static result<writer> open(const std::string& path, const sqlite_options& o);
   status apply(const queued_write& w);
@@ -66,11 +67,12 @@ result<writer> writer::open(const std::string& path, const sqlite_options& o) {
   DTRAIN_RETURN_IF_ERROR(db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
                                  "PRAGMA foreign_keys = ON"));
   DTRAIN_RETURN_IF_ERROR(schema::migrate(db));
-  writer w{std::move(db), {}, {}, {}, {}};
+  writer w{std::move(db), {}, {}, {}, {}, {}};
   DTRAIN_ASSIGN_OR_RETURN(w.put_trial, w.db.prepare(rows::put_trial));
   DTRAIN_ASSIGN_OR_RETURN(w.add_metric, w.db.prepare(rows::add_metric));
   DTRAIN_ASSIGN_OR_RETURN(w.put_checkpoint, w.db.prepare(rows::put_checkpoint));
   DTRAIN_ASSIGN_OR_RETURN(w.add_lineage, w.db.prepare(rows::add_lineage));
+  DTRAIN_ASSIGN_OR_RETURN(w.add_event, w.db.prepare(rows::add_event));
   return w;
 }
 
@@ -85,6 +87,8 @@ status writer::apply(const queued_write& w) {
     return run(put_checkpoint, *c);
   if (const auto* l = std::get_if<lineage_row>(&w))
     return run(add_lineage, *l);
+  if (const auto* e = std::get_if<event_row>(&w))
+    return run(add_event, *e);
   for (const metric_row& m : std::get<std::vector<metric_row>>(w))
     DTRAIN_RETURN_IF_ERROR(run(add_metric, m));
   return status::ok();
@@ -98,19 +102,20 @@ status writer::apply_all(const std::vector<queued_write>& batch, size_t first, s
 }
 
 /// experiment_store over one SQLite file. Writes (put_trial, add_metrics,
-/// put_checkpoint, add_lineage) copy their rows into a queue and return;
+/// put_checkpoint, add_lineage, add_event) copy their rows into a queue and return;
 /// the writer thread commits the queue in one transaction batch_ms after
 /// its first write, at once when a flush, a read or the destructor asks,
 /// or when it holds max_batch writes. create/update/delete_experiment wait
 /// for the queue and run on the writer's connection, so their results are
 /// synchronous. Reads wait for the queue (not for an fsync) and run on a
 /// read-only connection, so they see every write accepted before them and
-/// never block the writer. Read-only stores have neither queue nor thread.
+/// never block the writer. Read-only stores have neither queue nor thread,
+/// and may be of schema version 2, whose missing events read as none.
 /// Thread-safe; the destructor flushes and joins.
 class sqlite_store final : public experiment_store {
 public:
   sqlite_store(std::string path, const sqlite_options& o, std::optional<writer> w,
-               sqlite::connection reader);
+               sqlite::connection reader, int version);
   ~sqlite_store() override;
 
   result<int64_t> create_experiment(const experiment_row& e) override;
@@ -128,6 +133,8 @@ public:
                                                   const std::string& trial) override;
   status add_lineage(const lineage_row& l) override { return enqueue(l); }
   result<std::vector<lineage_row>> lineage(int64_t experiment) override;
+  status add_event(const event_row& e) override { return enqueue(e); }
+  result<std::vector<event_row>> events(int64_t experiment, const std::string& trial) override;
 
   status flush() override;
   std::string where() const override { return path_; }
@@ -150,6 +157,7 @@ private:
 
   const std::string path_;
   const sqlite_options options_;
+  const int version_;  // the file's schema version (current once a writer migrated it)
 
   // The writer connection (absent when read-only): the writer thread's,
   // and create/update/delete_experiment's after they waited for the queue.
@@ -174,8 +182,9 @@ private:
 };
 
 sqlite_store::sqlite_store(std::string path, const sqlite_options& o, std::optional<writer> w,
-                           sqlite::connection reader)
-  : path_(std::move(path)), options_(o), writer_(std::move(w)), reader_(std::move(reader)) {
+                           sqlite::connection reader, int version)
+  : path_(std::move(path)), options_(o), version_(version), writer_(std::move(w)),
+    reader_(std::move(reader)) {
   if (writer_)
     writer_thread_ = std::thread([this] { writer_loop(); });
 }
@@ -342,7 +351,7 @@ status sqlite_store::delete_experiment(int64_t id) {
   DTRAIN_ASSIGN_OR_RETURN(sqlite::transaction t, sqlite::transaction::begin(db));
   const std::string where = " WHERE experiment = " + std::to_string(id);
   // Children first: the foreign keys refuse an experiment with rows left.
-  for (const char* table : {"metrics", "trials", "checkpoints", "lineage"})
+  for (const char* table : {"metrics", "trials", "checkpoints", "lineage", "events"})
     DTRAIN_RETURN_IF_ERROR(db.exec(std::string("DELETE FROM ") + table + where));
   DTRAIN_RETURN_IF_ERROR(db.exec("DELETE FROM experiments WHERE id = " + std::to_string(id)));
   if (db.changes() == 0)
@@ -421,6 +430,17 @@ result<std::vector<lineage_row>> sqlite_store::lineage(int64_t experiment) {
                 [&](sqlite::statement& s) { s.bind(1, experiment); }, rows::read_lineage);
 }
 
+result<std::vector<event_row>> sqlite_store::events(int64_t experiment,
+                                                    const std::string& trial) {
+  if (version_ < schema::events_version)
+    return std::vector<event_row>{};  // a read-only version 2 file: no table, no events
+  return select(std::string("SELECT ") + rows::event_columns +
+                    " FROM events WHERE experiment = ?1 AND (?2 = '' OR trial = ?2)"
+                    " ORDER BY seq, trial",
+                [&](sqlite::statement& s) { s.bind(1, experiment).bind(2, trial); },
+                rows::read_event);
+}
+
 } // namespace
 
 namespace {
@@ -444,14 +464,16 @@ result<bool> existing(const std::string& path, const sqlite_options& o) {
   return false;
 }
 
-// Read-only reads only the current schema: an older one lacks tables and
-// columns the reads name, and migrating is a write.
+// Read-only reads the current schema and version 2 (whose only lack, the
+// events table, reads as empty); an older one lacks tables and columns the
+// reads name, and migrating is a write.
 status readable_read_only(const std::string& path, int version) {
   if (version == 0)
     return invalid_argument(path + " holds no experiment store yet (an empty database)");
-  if (version != schema::current_version)
+  if (version < schema::oldest_readable_version)
     return invalid_argument(path + " has schema version " + std::to_string(version) +
-                            "; read-only, this dtrain reads only version " +
+                            "; read-only, this dtrain reads versions " +
+                            std::to_string(schema::oldest_readable_version) + " to " +
                             std::to_string(schema::current_version) +
                             ": open it once with a writer (dtrain train or dtrain tune) "
                             "to migrate it");
@@ -486,7 +508,8 @@ result<std::unique_ptr<experiment_store>> open_sqlite_store(const std::string& p
     DTRAIN_RETURN_IF_ERROR(sync_directory(parent_of(path)));
   }
   return std::unique_ptr<experiment_store>(
-      std::make_unique<sqlite_store>(path, o, std::move(w), std::move(reader)));
+      std::make_unique<sqlite_store>(path, o, std::move(w), std::move(reader),
+                                     o.read_only ? version : schema::current_version));
 }
 
 } // namespace dtrain::store

@@ -210,6 +210,19 @@ void journal::exploited(const trial_record& r, const std::string& source, int64_
   (void)store_->put_trial(row(r));
 }
 
+void journal::event(const trial_record& r, int64_t epoch, const std::string& kind,
+                    const std::string& message) {
+  store::event_row e;
+  e.experiment = experiment_;
+  e.trial = r.id;
+  e.seq = seq_++;
+  e.epoch = epoch;
+  e.time = unix_now();
+  e.kind = kind;
+  e.message = message;
+  (void)store_->add_event(e);
+}
+
 void journal::ended(const trial_record& r, trial_end how) {
   ended_seq_[r.id] = seq_++;
   end_how_[r.id] = end_name(how);
@@ -232,6 +245,9 @@ result<int64_t> next_sequence(store::experiment_store& s, int64_t experiment) {
   DTRAIN_ASSIGN_OR_RETURN(auto lineage, s.lineage(experiment));
   for (const auto& l : lineage)
     last = std::max(last, l.seq);
+  DTRAIN_ASSIGN_OR_RETURN(auto events, s.events(experiment));
+  for (const auto& e : events)
+    last = std::max(last, e.seq);
   return last + 1;
 }
 
@@ -243,6 +259,9 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
   DTRAIN_ASSIGN_OR_RETURN(auto metrics, s.metrics(experiment));
   DTRAIN_ASSIGN_OR_RETURN(auto checkpoints, s.checkpoints(experiment));
   DTRAIN_ASSIGN_OR_RETURN(auto lineage, s.lineage(experiment));
+  // The trainer's events are for people: replayed they change nothing, but
+  // a resumed journal must number after them (or it would replace them).
+  DTRAIN_ASSIGN_OR_RETURN(auto trainer_events, s.events(experiment));
 
   enum kind { create, report_event, exploit_event, end };
   struct event {
@@ -278,6 +297,8 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
       out.checkpoint_epochs[c.trial] = std::max(out.checkpoint_epochs[c.trial], c.epoch);
   }
   for (const auto& e : events)
+    last_seq = std::max(last_seq, e.seq);
+  for (const auto& e : trainer_events)
     last_seq = std::max(last_seq, e.seq);
   std::stable_sort(events.begin(), events.end(),
                    [](const event& a, const event& b) { return std::tie(a.seq, a.what) < std::tie(b.seq, b.what); });

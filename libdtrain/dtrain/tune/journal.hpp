@@ -65,6 +65,11 @@ public:
   /// An exploit carried out (`after` set) or failed (`after` empty).
   void exploited(const trial_record& r, const std::string& source, int64_t source_epoch,
                  const config& before, const config* after);
+  /// Something happened to r's group of replicas (store::event_row's
+  /// kinds: failure, recovered, gave_up, shrank, grew): a row for people;
+  /// replay() skips it.
+  void event(const trial_record& r, int64_t epoch, const std::string& kind,
+             const std::string& message);
   /// The trial ended: how (completed, stopped, failed); interrupted
   /// trials are not ended (a resume continues them).
   void ended(const trial_record& r, trial_end how);
@@ -119,7 +124,8 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
                               scheduler& sched, std::vector<std::unique_ptr<stopper>>& stoppers,
                               const sweep_config& config, bool check_configs);
 
-/// One past the greatest seq of experiment `experiment`'s rows (1 for none):
+/// One past the greatest seq of experiment `experiment`'s rows, events
+/// included (1 for none):
 /// where a journal of a continued experiment starts.
 result<int64_t> next_sequence(store::experiment_store& s, int64_t experiment);
 

@@ -109,6 +109,15 @@ result<std::vector<store::lineage_row>> service_client::lineage(int64_t experime
   return ask<std::vector<store::lineage_row>>("lineage", lineage_atom::value, experiment);
 }
 
+status service_client::add_event(const store::event_row& e) {
+  return tell(add_event_atom::value, id_, e);
+}
+
+result<std::vector<store::event_row>> service_client::events(int64_t experiment,
+                                                             const std::string& trial) {
+  return ask<std::vector<store::event_row>>("events", events_atom::value, experiment, trial);
+}
+
 status service_client::flush() {
   std::lock_guard<std::mutex> lock(mutex_);
   status out = status(error_code::internal, context("flush") + ": no reply");

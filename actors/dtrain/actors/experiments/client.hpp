@@ -16,7 +16,7 @@ namespace dtrain::actors::experiments {
 ///
 /// Reads, create_experiment and delete_experiment are requests, each with
 /// `timeout` (30 s by default); the writes (update_experiment, put_trial,
-/// add_metrics, put_checkpoint, add_lineage) are one-way sends that return
+/// add_metrics, put_checkpoint, add_lineage, add_event) are one-way sends that return
 /// ok at once, and their errors come back from the next flush(), a request.
 /// Every message goes from one actor of this client, so the service sees
 /// them in call order: a read sees every earlier write. Errors name the
@@ -46,6 +46,9 @@ public:
                                                          const std::string& trial = "") override;
   status add_lineage(const store::lineage_row& l) override;
   result<std::vector<store::lineage_row>> lineage(int64_t experiment) override;
+  status add_event(const store::event_row& e) override;
+  result<std::vector<store::event_row>> events(int64_t experiment,
+                                               const std::string& trial = "") override;
   status flush() override;
   std::string where() const override { return where_; }
 

@@ -9,6 +9,7 @@ void register_experiment_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<store::metric_row>("dtrain::store::metric_row");
   cfg.add_message_type<store::checkpoint_row>("dtrain::store::checkpoint_row");
   cfg.add_message_type<store::lineage_row>("dtrain::store::lineage_row");
+  cfg.add_message_type<store::event_row>("dtrain::store::event_row");
   cfg.add_message_type<experiment_service>("dtrain::experiment_service");
 }
 

@@ -77,6 +77,13 @@ typename Inspector::result_type inspect(Inspector& f, lineage_row& x) {
            x.source_epoch, x.before, x.after, time);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, event_row& x) {
+  wire_double time{x.time};
+  return f(caf::meta::type_name("event_row"), x.experiment, x.trial, x.seq, x.epoch, time, x.kind,
+           x.message);
+}
+
 } // namespace dtrain::store
 
 namespace dtrain::actors::experiments {
@@ -95,6 +102,8 @@ using put_ckpt_atom = caf::atom_constant<caf::atom("xputckpt")>;
 using ckpts_atom = caf::atom_constant<caf::atom("xckpts")>;
 using add_lineage_atom = caf::atom_constant<caf::atom("xaddlin")>;
 using lineage_atom = caf::atom_constant<caf::atom("xlineage")>;
+using add_event_atom = caf::atom_constant<caf::atom("xaddevent")>;
+using events_atom = caf::atom_constant<caf::atom("xevents")>;
 using flush_atom = caf::atom_constant<caf::atom("xflush")>;
 using where_atom = caf::atom_constant<caf::atom("xwhere")>;
 
@@ -117,6 +126,8 @@ using experiment_service = caf::typed_actor<
     caf::replies_to<ckpts_atom, int64_t, std::string>::with<std::vector<store::checkpoint_row>>,
     caf::reacts_to<add_lineage_atom, std::string, store::lineage_row>,
     caf::replies_to<lineage_atom, int64_t>::with<std::vector<store::lineage_row>>,
+    caf::reacts_to<add_event_atom, std::string, store::event_row>,
+    caf::replies_to<events_atom, int64_t, std::string>::with<std::vector<store::event_row>>,
     caf::replies_to<flush_atom, std::string>::with<caf::ok_atom>,
     caf::replies_to<where_atom>::with<std::string>>;
 

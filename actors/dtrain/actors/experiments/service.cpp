@@ -115,6 +115,14 @@ experiment_service::behavior_type service_impl(self_ptr self, store_opener open,
         return answer<std::vector<lineage_row>>(
             s, "lineage", [&](experiment_store& st) { return st.lineage(experiment); });
       },
+      [=, &s](add_event_atom, const std::string& client, const event_row& e) {
+        write(s, client, "add_event", [&](experiment_store& st) { return st.add_event(e); });
+      },
+      [=, &s](events_atom, int64_t experiment,
+              const std::string& trial) -> caf::result<std::vector<event_row>> {
+        return answer<std::vector<event_row>>(
+            s, "events", [&](experiment_store& st) { return st.events(experiment, trial); });
+      },
       [=, &s](flush_atom, const std::string& client) -> caf::result<caf::ok_atom> {
         auto kept = s.write_errors.find(client);
         if (kept != s.write_errors.end()) {

@@ -85,6 +85,10 @@ void run_trial(caf::blocking_actor* self, cluster* c, trial_launch launch, caf::
   };
   if (control->interrupted())
     return end(0, "", true);
+  // The trainer calls it on this thread, inside its calls below.
+  launch.config.on_event = [self, &launch, &tuner](const trainer_event& e) {
+    self->send(tuner, trial_event_atom::value, launch.id, e.epoch, e.kind, e.message);
+  };
   auto created = trainer::create(*c, launch.config);
   if (!created)
     return end(0, created.error().to_string(), false);

@@ -15,6 +15,8 @@ namespace dtrain::actors {
 ///
 ///   runner -> tuner  (trial_up_atom, trial)                  the trainer is placed and set up
 ///   runner -> tuner  request (trial_report_atom, trial, epoch, metrics) -> bool  go on?
+///   runner -> tuner  (trial_event_atom, trial, epoch, kind, message)  the group failed,
+///                    recovered, gave up, shrank or grew (trainer_event)
 ///   runner -> tuner  (trial_end_atom, trial, restarts, error, interrupted)  slots are free
 ///
 /// A runner waits for the answer to each report before its next epoch, so
@@ -22,6 +24,7 @@ namespace dtrain::actors {
 using trial_up_atom = caf::atom_constant<caf::atom("trialup")>;
 using trial_report_atom = caf::atom_constant<caf::atom("trialrep")>;
 using trial_end_atom = caf::atom_constant<caf::atom("trialend")>;
+using trial_event_atom = caf::atom_constant<caf::atom("trialevent")>;
 
 /// One trial to run: the trainer configuration (the sweep's template with
 /// this trial's hyperparameters and checkpoint directory), where to restore

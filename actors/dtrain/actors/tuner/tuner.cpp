@@ -634,6 +634,12 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
         st.notes[id] = line;
         redraw(st, true);
       },
+      [self](trial_event_atom, const std::string& id, int64_t epoch, const std::string& kind,
+             const std::string& message) {
+        auto& st = self->state;
+        if (st.index.count(id) != 0 && st.sw->journal)
+          st.sw->journal->event(st.record(id), epoch, kind, message);
+      },
       [self](trial_end_atom, const std::string& id, int32_t restarts, const std::string& error,
              bool interrupted) { on_end(self, id, restarts, error, interrupted); },
       [self](exploit_done_atom, const std::string& id, const std::string& copied,
