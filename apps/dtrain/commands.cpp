@@ -99,10 +99,11 @@ int run_status(const std::string& address, const security::tls_files& tls) {
             std::printf("cluster at %s: %zu nodes\n", (*c)->where().c_str(), st.nodes.size());
             for (size_t i = 0; i < st.nodes.size(); ++i)
               std::printf("  node %zu  %-20s %-22s pid %-7d slots %d/%d in use  "
-                          "GPUs %d/%d in use\n",
+                          "GPUs %d/%d in use  cpus %s\n",
                           i, st.nodes[i].host.c_str(), st.nodes[i].address.c_str(),
                           st.nodes[i].pid, st.slots_used[i], st.nodes[i].cpu_slots,
-                          i < st.gpus_used.size() ? st.gpus_used[i] : 0, st.nodes[i].gpus);
+                          i < st.gpus_used.size() ? st.gpus_used[i] : 0, st.nodes[i].gpus,
+                          st.nodes[i].cpus > 0 ? std::to_string(st.nodes[i].cpus).c_str() : "-");
             std::printf("trainers: %zu\n", st.trainers.size());
             for (auto& t : st.trainers)
               std::printf("  %s\n", t.c_str());

@@ -35,6 +35,7 @@
 
 #include "cert_command.hpp"
 #include "commands.hpp"
+#include "dtrain/core/threads.hpp"
 #include "dtrain/config.hpp"
 #include "dtrain/dashboard/token.hpp"
 #include "output_tee.hpp"
@@ -136,6 +137,8 @@ int run_start(bool head, bool detach, server_options o) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // Before any other thread starts: OpenBLAS's pool is all there is yet.
+  dtrain::name_blas_pool_threads();
   CLI::App app{"dtrain: data-parallel training on actors"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dtrain " DTRAIN_VERSION);
@@ -152,6 +155,9 @@ int main(int argc, char** argv) {
   start->add_option("--advertise", so.advertise,
                     "address peers reach this process at (default: the bind address)");
   start->add_option("--slots", so.slots, "CPU slots this node offers")->capture_default_str();
+  start->add_option("--cpus", so.cpus,
+                    "cores this node's replicas may use together (default: the host's, shared "
+                    "with every replica on the host)");
   start->add_option("--gpus", so.gpus, "GPUs this node offers")->capture_default_str();
   start->add_option("--port-file", so.port_file, "write HOST:PORT here once listening");
   start->add_option("--store", so.store_path,

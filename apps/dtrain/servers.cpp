@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
 #include "dtrain/core/net.hpp"
+#include "dtrain/core/threads.hpp"
 #include "dtrain/plugin/loader.hpp"
 #include "processes.hpp"
 
@@ -153,6 +155,12 @@ int run_head(const server_options& o) {
 }
 
 int run_node(const server_options& o) {
+  if (o.cpus < 0) {
+    std::fprintf(stderr, "error: --cpus: %d is not a number of cores (give 1 or more; leave it "
+                         "out to share the host's)\n", o.cpus);
+    return 2;
+  }
+  set_cpu_budget(o.cpus);
   auto gpus = offered_gpus(o.gpus);
   if (!gpus) {
     std::fprintf(stderr, "error: --gpus: %s\n", gpus.error().message().c_str());
@@ -234,7 +242,9 @@ int run_node(const server_options& o) {
   head_actor head = *reached;
   node_info info{net::host_name(), advertise + ":" + std::to_string(*port), o.slots,
                  static_cast<int32_t>(gpus->size()), static_cast<int32_t>(getpid()),
-                 net::host_identity(), *gpus, secret->path()};
+                 net::host_identity(), *gpus, secret->path(),
+                 o.cpus > 0 ? o.cpus
+                            : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()))};
   int32_t index = -1;
   {
     caf::scoped_actor self{sys};
@@ -251,9 +261,10 @@ int run_node(const server_options& o) {
   }
   std::string role = "node-" + std::to_string(*port);
   (void)write_pid_file(role);
-  std::printf("dtrain node %d joined %s: %d CPU slots, %d GPUs, replicas spawn on %s:%u (pid %d), "
-              "log %s\n",
-              index, o.address.c_str(), o.slots, info.gpus, advertise.c_str(), *port, getpid(),
+  std::printf("dtrain node %d joined %s: %d CPU slots, %d cpus%s, %d GPUs, replicas spawn on "
+              "%s:%u (pid %d), log %s\n",
+              index, o.address.c_str(), o.slots, info.cpus, o.cpus > 0 ? "" : " (the host's)",
+              info.gpus, advertise.c_str(), *port, getpid(),
               o.log_file.empty() ? "none" : o.log_file.c_str());
   std::fflush(stdout);
   write_file(o.port_file, advertise + ":" + std::to_string(*port));

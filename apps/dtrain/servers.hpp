@@ -24,6 +24,7 @@ struct server_options {
   security::tls_files tls;
   uint16_t port = 0;          // 0: any free port
   int slots = 2;              // node: CPU slots offered
+  int cpus = 0;               // node: cores its replicas may use together; 0: the host's
   int gpus = 0;               // node: GPUs offered
   std::string port_file;      // where to write "HOST:PORT" once listening
   std::string store_path;     // head: its experiment store (empty: $DTRAIN_HOME/experiments.db)

@@ -57,12 +57,16 @@ struct node_info {
   /// A file only the node's user can read, holding the secret a driver of
   /// the same user presents to ship plugins (node_secret.hpp); empty: none.
   std::string secret_file;
+  /// The cores its replicas may use together: `dtrain start --cpus`, else
+  /// the host's (shared then with the replicas of every process on the
+  /// host); 0: not said (an embedded cluster's node).
+  int32_t cpus = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
   return f(caf::meta::type_name("node_info"), x.host, x.address, x.cpu_slots, x.gpus, x.pid,
-           x.host_id, x.gpu_devices, x.secret_file);
+           x.host_id, x.gpu_devices, x.secret_file, x.cpus);
 }
 
 /// What a driver presents with a plugin it ships to a node (node_actor.hpp):
@@ -128,6 +132,7 @@ struct replica_spec {
   /// none: it prints "[rank R] ..." lines to its own stdout instead.
   caf::actor progress_sink;
   std::string precision = "fp32";  // GEMM compute (tensor/precision.hpp)
+  int32_t cpus = 0;  // CPU threads (trainer_config::cpus_per_replica); 0: the host's share
 };
 
 template <class Inspector>
@@ -135,7 +140,7 @@ typename Inspector::result_type inspect(Inspector& f, replica_spec& x) {
   return f(caf::meta::type_name("replica_spec"), x.trainer, x.generation, x.rank, x.world_size,
            x.local_rank, x.node_rank, x.host, x.bind_address, x.backend, x.gpu, x.timeout_ms, x.operator_name,
            x.plugins, x.config, x.global_batch_size, x.aggregation_frequency, x.average_training_metrics,
-           x.compression, x.seed, x.progress_seconds, x.progress_sink, x.precision);
+           x.compression, x.seed, x.progress_seconds, x.progress_sink, x.precision, x.cpus);
 }
 
 /// Where a replica is within its epoch (train::step_progress on the wire).

@@ -155,7 +155,7 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
         return to_caf(s);
       self->state.runner = std::move(shared);
       if (spec.gpu < 0) {
-        self->state.cores = std::make_unique<blas_share>();
+        self->state.cores = std::make_unique<blas_share>(spec.cpus);
         self->state.cores->refresh();
       }
       return caf::ok_atom::value;

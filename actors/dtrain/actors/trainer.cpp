@@ -41,6 +41,7 @@ trainer_config trainer_config_from(const config::experiment& e) {
   t.config = e.hyperparameters;
   t.num_replicas = e.slots_per_trial;
   t.min_replicas = e.min_slots_per_trial;
+  t.cpus_per_replica = e.cpus_per_replica;
   t.use_gpu = e.use_gpu;
   t.backend = e.backend;
   t.global_batch_size = e.global_batch_size;
@@ -58,6 +59,9 @@ trainer_config trainer_config_from(const config::experiment& e) {
 result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_config& config) {
   if (config.num_replicas < 1)
     return invalid_argument("trainer '" + config.name + "': num_replicas must be >= 1");
+  if (config.cpus_per_replica < 0)
+    return invalid_argument("trainer '" + config.name + "': cpus_per_replica must be >= 0, got " +
+                            std::to_string(config.cpus_per_replica));
   if (config.operator_name.empty())
     return invalid_argument("trainer '" + config.name + "': no training operator named");
   if (auto p = parse_precision(config.precision); !p.is_ok())
@@ -214,6 +218,7 @@ status trainer::spawn_all() {
     spec.average_training_metrics = config_.average_training_metrics;
     spec.compression = config_.compression;
     spec.precision = config_.precision;
+    spec.cpus = config_.cpus_per_replica;
     spec.seed = config_.seed;
     spec.progress_seconds = config_.progress_seconds;
     if (progress_sink_ && (rank == 0 || config_.progress_all_ranks))

@@ -58,6 +58,10 @@ struct trainer_config {
   /// checkpoint_dir, through which the state moves). 0: num_replicas, i.e.
   /// not elastic: recovery waits up to placement_timeout for capacity.
   int min_replicas = 0;
+  /// Threads each CPU replica computes with (its GEMMs and parallel loops),
+  /// capped by its node's --cpus; 0: its share of the host's cores (the
+  /// cores over the replicas on the host, all processes counted).
+  int cpus_per_replica = 0;
   bool use_gpu = false;
   std::string backend = "auto";                // communicator backend
   /// Split evenly across replicas; the remainder is dropped.

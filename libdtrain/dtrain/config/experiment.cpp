@@ -31,9 +31,11 @@ using namespace detail;
 status read_resources(const YAML::Node& node, experiment& exp) {
   DTRAIN_ASSIGN_OR_RETURN(section s,
                           open_section(node, "resources",
-                                       {"slots_per_trial", "min_slots_per_trial", "use_gpu", "backend"}));
+                                       {"slots_per_trial", "min_slots_per_trial", "cpus_per_replica", "use_gpu",
+                                        "backend"}));
   DTRAIN_RETURN_IF_ERROR(read_int(s, "slots_per_trial", 1, exp.slots_per_trial));
   DTRAIN_RETURN_IF_ERROR(read_int(s, "min_slots_per_trial", 0, exp.min_slots_per_trial));
+  DTRAIN_RETURN_IF_ERROR(read_int(s, "cpus_per_replica", 0, exp.cpus_per_replica));
   DTRAIN_RETURN_IF_ERROR(read_bool(s, "use_gpu", exp.use_gpu));
   return read_string(s, "backend", exp.backend, {"auto", "shm", "gloo", "hierarchical", "nccl"});
 }
@@ -444,8 +446,11 @@ std::string to_yaml(const experiment& exp) {
   emit_hyperparameters(out, exp);
   out << YAML::Key << "resources" << YAML::Value << YAML::BeginMap
       << YAML::Key << "slots_per_trial" << YAML::Value << exp.slots_per_trial
-      << YAML::Key << "min_slots_per_trial" << YAML::Value << exp.min_slots_per_trial
-      << YAML::Key << "use_gpu" << YAML::Value << exp.use_gpu
+      << YAML::Key << "min_slots_per_trial" << YAML::Value << exp.min_slots_per_trial;
+  // Only when set: an experiment written before the key existed keeps its hash.
+  if (exp.cpus_per_replica > 0)
+    out << YAML::Key << "cpus_per_replica" << YAML::Value << exp.cpus_per_replica;
+  out << YAML::Key << "use_gpu" << YAML::Value << exp.use_gpu
       << YAML::Key << "backend" << YAML::Value << exp.backend << YAML::EndMap;
   out << YAML::Key << "global_batch_size" << YAML::Value << exp.global_batch_size;
   out << YAML::Key << "epochs" << YAML::Value << exp.epochs;

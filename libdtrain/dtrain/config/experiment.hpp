@@ -22,7 +22,9 @@ namespace dtrain::config {
 ///     name: fashion-mnist-mlp          # required
 ///     operator: mlp_classifier
 ///     hyperparameters: {lr: 0.001, hidden: [256, 128]}
-///     resources: {slots_per_trial: 2, use_gpu: false, backend: auto}
+///     resources: {slots_per_trial: 2, use_gpu: false, backend: auto,
+///                 cpus_per_replica: 0}   # threads each CPU replica computes with;
+///                                        # 0: its share of the host's cores
 ///     global_batch_size: 128           # required
 ///     epochs: 15                       # or searcher.max_length.epochs
 ///     optimizations: {aggregation_frequency: 1, average_training_metrics: true,
@@ -79,6 +81,7 @@ struct experiment {
   std::map<std::string, std::string> hyperparameters;
   int slots_per_trial = 1;                             // resources.slots_per_trial, >= 1
   int min_slots_per_trial = 0;                         // resources.*: elastic down to this; 0 = not
+  int cpus_per_replica = 0;                            // resources.*: BLAS threads; 0 = a share of the host
   bool use_gpu = false;                                // resources.use_gpu
   std::string backend = "auto";                        // auto|shm|gloo|hierarchical|nccl
   int64_t global_batch_size = 128;                     // required, >= slots_per_trial

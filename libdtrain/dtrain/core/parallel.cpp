@@ -1,5 +1,6 @@
 #include "dtrain/core/parallel.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -98,7 +99,10 @@ private:
     workers = std::min(workers, max_workers);
     try {
       while (static_cast<int>(threads_.size()) < workers)
-        threads_.emplace_back([this] { serve(); });
+        threads_.emplace_back([this] {
+          pthread_setname_np(pthread_self(), "dtrain-par");  // top -H, /proc/PID/task/*/comm
+          serve();
+        });
     } catch (const std::system_error&) {
       // No more threads for now; the next loop tries again.
     }

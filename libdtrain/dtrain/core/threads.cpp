@@ -22,6 +22,33 @@ void set_blas_threads(int threads) { openblas_set_num_threads(threads < 1 ? 1 : 
 
 int blas_threads() { return openblas_get_num_threads(); }
 
+int name_blas_pool_threads() {
+  namespace fs = std::filesystem;
+  const std::string self = std::to_string(static_cast<long>(gettid()));
+  int named = 0;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator("/proc/self/task", ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    const std::string tid = it->path().filename().string();
+    if (tid == self || tid == std::to_string(static_cast<long>(getpid())))
+      continue;
+    std::ofstream comm(it->path() / "comm");
+    comm << "dtrain-blas";
+    comm.flush();
+    named += comm.good() ? 1 : 0;
+  }
+  return named;
+}
+
+namespace {
+std::atomic<int> process_budget{0};
+std::atomic<int> process_replicas{0};  // live blas_share objects in this process
+} // namespace
+
+void set_cpu_budget(int cpus) { process_budget.store(std::max(cpus, 0)); }
+
+int cpu_budget() { return process_budget.load(); }
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -49,7 +76,8 @@ bool user_fixed_threads() {
 
 } // namespace
 
-blas_share::blas_share() {
+blas_share::blas_share(int fixed) : fixed_(std::max(fixed, 0)) {
+  ++process_replicas;
   static std::atomic<uint64_t> counter{0};
   std::error_code ec;
   fs::path dir = registry();
@@ -65,6 +93,7 @@ blas_share::blas_share() {
 }
 
 blas_share::~blas_share() {
+  --process_replicas;
   if (!entry_.empty()) {
     std::error_code ec;
     fs::remove(entry_, ec);
@@ -89,8 +118,14 @@ int blas_share::refresh() {
   replicas_ = std::max(live, 1);
   if (user_fixed_threads())
     return blas_threads();
-  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  int share = std::max(1, cores / replicas_);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int budget = cpu_budget();
+  int share = cores / replicas_;
+  if (budget > 0)
+    share = std::min(share, budget / std::max(process_replicas.load(), 1));
+  if (fixed_ > 0)
+    share = budget > 0 ? std::min(fixed_, budget) : fixed_;
+  share = std::max(share, 1);
   if (share != blas_threads())
     set_blas_threads(share);
   return share;
