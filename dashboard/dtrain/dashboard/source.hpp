@@ -16,7 +16,8 @@ namespace dtrain::dashboard {
 ///
 /// Both calls block the caller, each bounded by the source's timeout, and
 /// fail (unavailable) when the head does not answer in time. Called from
-/// the dashboard's I/O thread only.
+/// the dashboard server's workers, several at once: implementations must
+/// be thread-safe.
 class cluster_source {
 public:
   virtual ~cluster_source() = default;
