@@ -236,6 +236,7 @@ struct http_server::impl {
   std::shared_ptr<shared_state> state = std::make_shared<shared_state>();
   std::thread thread;
   uint16_t port = 0;
+  bool accept_failing = false;  // I/O thread only
   std::once_flag stop_once;
   std::mutex join_mutex;  // held by the caller that joins; others wait on it
   bool joined = false;    // under join_mutex
@@ -249,6 +250,7 @@ struct http_server::impl {
       }
       if (ec)
         return accept_later(ec);
+      accept_failing = false;
       if (state->sessions.load() < state->options.max_connections)
         open_session(std::move(s));
       else {
@@ -263,8 +265,11 @@ struct http_server::impl {
   // the connection waits in the backlog, so accepting again at once would
   // fail again at once, a busy loop. Try again after accept_retry.
   void accept_later(const beast::error_code& ec) {
-    std::fprintf(stderr, "dtrain dashboard: accept: %s; again in %lld ms\n", ec.message().c_str(),
-                 static_cast<long long>(state->options.accept_retry.count()));
+    if (!accept_failing)  // once per spell of failures, not every retry
+      std::fprintf(stderr, "dtrain dashboard: accept: %s; trying again every %lld ms\n",
+                   ec.message().c_str(),
+                   static_cast<long long>(state->options.accept_retry.count()));
+    accept_failing = true;
     accept_retry.expires_after(state->options.accept_retry);
     accept_retry.async_wait([this](beast::error_code wait_ec) {
       if (!wait_ec && acceptor.is_open())
