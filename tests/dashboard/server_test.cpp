@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "dashboard/http_client.hpp"
@@ -324,6 +325,22 @@ BOOST_AUTO_TEST_CASE(the_quick_handler_answers_while_every_worker_is_busy) {
   BOOST_TEST(!h.finished.load());
   slow.join();
   BOOST_TEST(h.calls.load() == 1);  // /page never reached the handler
+}
+
+BOOST_AUTO_TEST_CASE(a_handler_that_throws_answers_500_and_the_server_goes_on) {
+  auto s = start_server(
+      {}, [](const http_request&) -> http_response { throw std::runtime_error("broken route"); },
+      [](const http_request& r) -> std::optional<http_response> {
+        if (r.target == "/quick")
+          throw std::runtime_error("broken file");
+        return std::nullopt;
+      });
+  auto slow = http_get(s->port(), "/api");
+  BOOST_TEST(slow.status == 500);
+  BOOST_TEST(slow.body == "internal error: broken route\n");
+  auto quick = http_get(s->port(), "/quick");
+  BOOST_TEST(quick.status == 500);
+  BOOST_TEST(quick.body == "internal error: broken file\n");
 }
 
 BOOST_AUTO_TEST_CASE(stop_waits_for_the_running_handler_and_abandons_the_waiting_ones) {

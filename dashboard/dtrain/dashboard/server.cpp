@@ -53,13 +53,17 @@ struct shared_state {
   std::vector<std::weak_ptr<session>> live;
 };
 
-http_response answer(const std::shared_ptr<shared_state>& st, const http_request& r) {
+// What `h` answers to `r`, or 500 when it throws (no exception leaves a
+// handler of the server's threads).
+template <class Handler>
+auto answer(const Handler& h, const http_request& r) -> decltype(h(r)) {
   try {
-    return st->handle(r);
+    return h(r);
   } catch (const std::exception& e) {
-    return {500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what() + "\n", {}};
+    return http_response{500, "text/plain; charset=utf-8",
+                         std::string("internal error: ") + e.what() + "\n", {}};
   } catch (...) {
-    return {500, "text/plain; charset=utf-8", "internal error\n", {}};
+    return http_response{500, "text/plain; charset=utf-8", "internal error\n", {}};
   }
 }
 
@@ -128,7 +132,7 @@ private:
     const unsigned version = req.version();
     const bool keep_alive = req.keep_alive();
     if (state_->quick) {
-      if (auto out = state_->quick(r))
+      if (auto out = answer(state_->quick, r))
         return write(*out, version, keep_alive);
     }
     // The handler may block (the head's timeout): on a worker, so that the
@@ -139,7 +143,7 @@ private:
                               keep_alive]() mutable {
       if (self->state_->stopped)
         return;  // stop() abandons requests that have not started
-      http_response out = answer(self->state_, r);
+      http_response out = answer(self->state_->handle, r);
       auto executor = self->stream_.get_executor();
       asio::post(executor, [self = std::move(self), out = std::move(out), version, keep_alive] {
         if (self->state_->stopped)
@@ -224,15 +228,16 @@ struct http_server::impl {
     state->pool = &pool;
   }
 
-  // Declared first, destroyed last: the sessions that the pool's abandoned
-  // jobs and the queue's handlers hold close their sockets on it.
+  // Declared first, destroyed last: what the sessions use. Sessions that
+  // the pool's abandoned jobs and the queue's handlers hold close their
+  // sockets on `io` when those are destroyed.
+  std::optional<ssl::context> tls;  // set: HTTPS
   asio::io_context io{1};
   // Runs the handlers. Destroyed before `io`: its abandoned jobs hold
   // sessions (and the shared state), released there.
   asio::thread_pool pool;
   tcp::acceptor acceptor{io};
   asio::steady_timer accept_retry{io};
-  std::optional<ssl::context> tls;  // set: HTTPS
   std::shared_ptr<shared_state> state = std::make_shared<shared_state>();
   std::thread thread;
   uint16_t port = 0;
