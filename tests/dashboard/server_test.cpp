@@ -165,20 +165,24 @@ bool eventually(Predicate done, milliseconds limit = milliseconds(10000)) {
   return true;
 }
 
-// A handler that answers "/slow" after `block` (flagging `started` and then
-// `finished`) and everything else at once; counts its calls.
+// A handler that answers "/slow" once `release` is set or `block` has
+// passed (flagging `started` and then `finished`), and everything else at
+// once; counts its calls.
 struct blocking_handler {
   milliseconds block;
   std::atomic<int> calls{0};
   std::atomic<bool> started{false};
   std::atomic<bool> finished{false};
+  std::atomic<bool> release{false};
 
   http_server::handler handler() {
     return [this](const http_request& r) {
       ++calls;
       if (r.target == "/slow") {
         started = true;
-        std::this_thread::sleep_for(block);
+        const auto end = steady_clock::now() + block;
+        while (!release.load() && steady_clock::now() < end)
+          std::this_thread::sleep_for(milliseconds(5));
         finished = true;
       }
       return http_response{200, "text/plain", "done " + r.target, {}};
@@ -344,7 +348,8 @@ BOOST_AUTO_TEST_CASE(a_handler_that_throws_answers_500_and_the_server_goes_on) {
 }
 
 BOOST_AUTO_TEST_CASE(stop_waits_for_the_running_handler_and_abandons_the_waiting_ones) {
-  blocking_handler h{milliseconds(1500)};
+  // The handler holds its worker until released (20 s at most).
+  blocking_handler h{milliseconds(20000)};
   http_server::options o;
   o.workers = 1;
   std::atomic<int> seen{0};
@@ -353,16 +358,29 @@ BOOST_AUTO_TEST_CASE(stop_waits_for_the_running_handler_and_abandons_the_waiting
     return std::nullopt;
   });
   std::atomic<int> slow_status{0}, queued_status{0};
-  std::thread slow([&] { slow_status = http_get(s->port(), "/slow").status; });
+  std::atomic<bool> slow_done{false}, stopped{false};
+  std::thread slow([&] {
+    slow_status = http_get(s->port(), "/slow").status;
+    slow_done = true;
+  });
   BOOST_REQUIRE(eventually([&] { return h.started.load(); }));
   std::thread queued([&] { queued_status = http_get(s->port(), "/queued").status; });
   // The second request waits for the only worker.
   BOOST_REQUIRE(eventually([&] { return seen.load() == 2; }));
-  s->stop();
-  BOOST_TEST(h.finished.load());  // joined
-  BOOST_TEST(h.calls.load() == 1);  // /queued abandoned
+  std::thread stopper([&] {
+    s->stop();
+    stopped = true;
+  });
+  // stop() closes the connections at once, and waits for the handler.
+  BOOST_TEST(eventually([&] { return slow_done.load(); }));
+  std::this_thread::sleep_for(milliseconds(200));
+  BOOST_TEST(!stopped.load());
+  h.release = true;
+  stopper.join();
   slow.join();
   queued.join();
+  BOOST_TEST(h.finished.load());
+  BOOST_TEST(h.calls.load() == 1);  // /queued abandoned
   BOOST_TEST(slow_status.load() == -1);  // finished after stop(): not sent
   BOOST_TEST(queued_status.load() == -1);
   std::this_thread::sleep_for(milliseconds(200));
@@ -370,24 +388,30 @@ BOOST_AUTO_TEST_CASE(stop_waits_for_the_running_handler_and_abandons_the_waiting
 }
 
 BOOST_AUTO_TEST_CASE(stop_from_two_threads_returns_in_both_only_after_everything_is_joined) {
-  blocking_handler h{milliseconds(1000)};
+  blocking_handler h{milliseconds(20000)};
   auto s = start_server({}, h.handler());
-  std::thread client([&] { (void)http_get(s->port(), "/slow"); });
+  std::atomic<bool> client_done{false};
+  std::thread client([&] {
+    (void)http_get(s->port(), "/slow");
+    client_done = true;
+  });
   BOOST_REQUIRE(eventually([&] { return h.started.load(); }));
-  std::atomic<bool> joined_first{false}, joined_second{false};
-  std::thread first([&] {
+  std::atomic<int> returned{0};
+  auto stop = [&] {
     s->stop();
-    joined_first = h.finished.load();
-  });
-  std::thread second([&] {
-    s->stop();
-    joined_second = h.finished.load();
-  });
+    ++returned;
+  };
+  std::thread first(stop), second(stop);
+  // Both are in stop() (the connection closed proves one is); neither
+  // returns while the handler runs.
+  BOOST_TEST(eventually([&] { return client_done.load(); }));
+  std::this_thread::sleep_for(milliseconds(300));
+  BOOST_TEST(returned.load() == 0);
+  h.release = true;
   first.join();
   second.join();
   client.join();
-  BOOST_TEST(joined_first.load());
-  BOOST_TEST(joined_second.load());
+  BOOST_TEST(returned.load() == 2);
   s->stop();  // again: returns at once
   BOOST_TEST(http_get(s->port(), "/").status == -1);
 }
