@@ -21,8 +21,11 @@ namespace dtrain::dashboard {
 /// timeout), and a request that asks it several times (the experiment
 /// list with each one's trials, /metrics, ...) stops when `head_timeout`
 /// has passed since it began and answers 503 saying the head is slow, so
-/// that one answer takes at most about twice head_timeout. quick() never
-/// blocks. Thread-safe when `source` is (head_source is): the server calls
+/// that one answer takes at most about twice head_timeout (plus, with
+/// head_source, the wait for other workers' calls to the experiment store,
+/// whose client sends one request at a time). /metrics still answers, with
+/// dtrain_up 0, when the head failed rather than answered late. quick()
+/// never blocks. Thread-safe when `source` is (head_source is): the server calls
 /// handle() from several workers at once, and the router holds nothing
 /// that changes.
 class router {
