@@ -416,20 +416,27 @@ BOOST_AUTO_TEST_CASE(stop_from_two_threads_returns_in_both_only_after_everything
   BOOST_TEST(http_get(s->port(), "/").status == -1);
 }
 
-BOOST_AUTO_TEST_CASE(stop_from_a_handler_does_not_deadlock) {
-  std::atomic<http_server*> server{nullptr};
-  std::atomic<int> calls{0};
-  auto s = start_server({}, [&](const http_request&) {
-    ++calls;
-    server.load()->stop();  // only starts the stop: a worker cannot join itself
-    return http_response{200, "text/plain", "stopping", {}};
-  });
-  server = s.get();
-  BOOST_TEST(http_get(s->port(), "/").status == -1);  // answered after stop(): dropped
-  const auto start = steady_clock::now();
-  s->stop();
-  BOOST_TEST((steady_clock::now() - start < milliseconds(2000)));
-  BOOST_TEST(calls.load() == 1);
+BOOST_AUTO_TEST_CASE(stop_from_a_handler_or_the_io_thread_does_not_deadlock) {
+  for (const bool quick : {false, true}) {
+    std::atomic<http_server*> server{nullptr};
+    std::atomic<int> calls{0};
+    // Each only starts the stop: a thread cannot join itself.
+    auto stop_and_answer = [&](const http_request&) {
+      ++calls;
+      server.load()->stop();
+      return http_response{200, "text/plain", "stopping", {}};
+    };
+    http_server::quick_handler on_io_thread = [&](const http_request& r) {
+      return std::optional<http_response>(stop_and_answer(r));
+    };
+    auto s = quick ? start_server({}, {}, on_io_thread) : start_server({}, stop_and_answer);
+    server = s.get();
+    BOOST_TEST(http_get(s->port(), "/").status == -1, "quick " << quick);  // dropped
+    const auto start = steady_clock::now();
+    s->stop();
+    BOOST_TEST((steady_clock::now() - start < milliseconds(2000)));
+    BOOST_TEST(calls.load() == 1);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(accept_failures_are_tried_again_after_a_pause_not_in_a_busy_loop) {

@@ -146,8 +146,6 @@ private:
       http_response out = answer(self->state_->handle, r);
       auto executor = self->stream_.get_executor();
       asio::post(executor, [self = std::move(self), out = std::move(out), version, keep_alive] {
-        if (self->state_->stopped)
-          return self->close();  // finished after stop(): dropped
         self->write(out, version, keep_alive);
       });
     });
@@ -158,6 +156,8 @@ private:
   }
 
   void write(const http_response& out, unsigned version, bool keep_alive) {
+    if (state_->stopped)
+      return close();  // an answer finished after stop(): dropped
     response_ = {};
     response_.version(version);
     response_.result(static_cast<http::status>(out.status));
@@ -312,7 +312,7 @@ struct http_server::impl {
   }
 
   bool on_own_thread() {
-    return std::this_thread::get_id() == thread.get_id() ||
+    return io.get_executor().running_in_this_thread() ||
            pool.get_executor().running_in_this_thread();
   }
 
