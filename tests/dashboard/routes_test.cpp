@@ -3,8 +3,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <memory>
+#include <thread>
 #include <utility>
 
 #include "actors/memory_store.hpp"
@@ -21,22 +24,91 @@ namespace {
 
 const std::string token = "0123456789abcdef0123456789abcdef";
 
+using std::chrono::milliseconds;
+
+// A store that answers as `inner` does, each read `delay` late: the store
+// of a head that answers, slowly. Counts the reads.
+class slow_store final : public store::experiment_store {
+public:
+  slow_store(std::shared_ptr<store::experiment_store> inner, milliseconds delay)
+    : inner_(std::move(inner)), delay_(delay) {}
+  std::atomic<int> reads{0};
+
+  result<int64_t> create_experiment(const store::experiment_row& e) override {
+    return inner_->create_experiment(e);
+  }
+  status update_experiment(const store::experiment_row& e) override {
+    return inner_->update_experiment(e);
+  }
+  result<store::experiment_row> experiment(int64_t id) override {
+    return late(), inner_->experiment(id);
+  }
+  result<std::vector<store::experiment_row>> experiments() override {
+    return late(), inner_->experiments();
+  }
+  status delete_experiment(int64_t id) override { return inner_->delete_experiment(id); }
+  status put_trial(const store::trial_row& t) override { return inner_->put_trial(t); }
+  result<std::vector<store::trial_row>> trials(int64_t experiment) override {
+    return late(), inner_->trials(experiment);
+  }
+  status add_metrics(const std::vector<store::metric_row>& rows) override {
+    return inner_->add_metrics(rows);
+  }
+  result<std::vector<store::metric_row>> metrics(int64_t experiment,
+                                                 const std::string& trial) override {
+    return late(), inner_->metrics(experiment, trial);
+  }
+  status put_checkpoint(const store::checkpoint_row& c) override {
+    return inner_->put_checkpoint(c);
+  }
+  result<std::vector<store::checkpoint_row>> checkpoints(int64_t experiment,
+                                                         const std::string& trial) override {
+    return late(), inner_->checkpoints(experiment, trial);
+  }
+  status add_lineage(const store::lineage_row& l) override { return inner_->add_lineage(l); }
+  result<std::vector<store::lineage_row>> lineage(int64_t experiment) override {
+    return late(), inner_->lineage(experiment);
+  }
+  status add_event(const store::event_row& e) override { return inner_->add_event(e); }
+  result<std::vector<store::event_row>> events(int64_t experiment,
+                                               const std::string& trial) override {
+    return late(), inner_->events(experiment, trial);
+  }
+  status flush() override { return inner_->flush(); }
+  std::string where() const override { return "a slow store"; }
+
+private:
+  void late() {
+    ++reads;
+    std::this_thread::sleep_for(delay_);
+  }
+  std::shared_ptr<store::experiment_store> inner_;
+  milliseconds delay_;
+};
+
 // A source that answers from memory, or fails as a head that does not
-// answer would.
+// answer would (at once, or the status request after status_delay), or
+// answers slowly (through `slow`, when set).
 class fake_source final : public cluster_source {
 public:
   bool head_down = false;
+  bool status_down = false;  // the status request alone fails
+  milliseconds status_delay{0};
   actors::cluster_status cluster;
   std::shared_ptr<testing::memory_store> store_ = std::make_shared<testing::memory_store>();
+  std::shared_ptr<slow_store> slow;
 
   result<actors::cluster_status> status() override {
-    if (head_down)
+    std::this_thread::sleep_for(status_delay);
+    if (head_down || status_down)
       return unavailable("the head: request_timeout");
     return cluster;
   }
   result<std::shared_ptr<store::experiment_store>> store() override {
     if (head_down)
       return unavailable("the head's experiment store: request_timeout");
+    if (slow)
+      return std::shared_ptr<store::experiment_store>(slow);
     return std::shared_ptr<store::experiment_store>(store_);
   }
   // Node i's log is logs[i]; read as node_actor reads its file. The last
@@ -319,6 +391,49 @@ BOOST_AUTO_TEST_CASE(a_head_that_does_not_answer_gives_503_with_the_reason) {
   BOOST_TEST(m.status == 200);
   BOOST_TEST(contains(m.body, "dtrain_up{part=\"cluster\"} 0\n"), m.body);
   BOOST_TEST(!contains(m.body, "dtrain_nodes"), m.body);
+}
+
+BOOST_AUTO_TEST_CASE(a_slow_head_gets_503_once_one_answers_requests_exceed_the_head_timeout) {
+  // 12 experiments: their list and each one's trials are 13 reads, 1.3 s
+  // at 100 ms each; the deadline of 300 ms stops after about 3.
+  for (int i = 0; i < 11; ++i) {
+    store::experiment_row e;
+    e.name = "more-" + std::to_string(i);
+    (void)source.store_->create_experiment(e);
+  }
+  source.slow = std::make_shared<slow_store>(source.store_, milliseconds(100));
+  router slow_routes{source, token, milliseconds(300)};
+  http_response r = slow_routes.handle({"GET", "/api/v1/experiments", "Bearer " + token});
+  BOOST_TEST(r.status == 503);
+  BOOST_TEST(contains(r.body, "/api/v1/experiments: the head is slow"), r.body);
+  BOOST_TEST(contains(r.body, "300 ms"), r.body);
+  BOOST_TEST(source.slow->reads.load() < 8);
+  source.slow->reads = 0;
+  http_response m = slow_routes.handle({"GET", "/metrics", "Bearer " + token});
+  BOOST_TEST(m.status == 503);
+  BOOST_TEST(contains(m.body, "/metrics: the head is slow"), m.body);
+  BOOST_TEST(source.slow->reads.load() < 8);
+  // One trial's list is 2 reads: within the deadline.
+  http_response t = slow_routes.handle({"GET", "/api/v1/experiments/1/trials", "Bearer " + token});
+  BOOST_TEST(t.status == 200, t.body);
+  // The page's files never ask the head.
+  BOOST_TEST(slow_routes.handle({"GET", "/app.js", ""}).status == 200);
+  BOOST_TEST(slow_routes.quick({"GET", "/app.js", ""}).has_value());
+  BOOST_TEST(!slow_routes.quick({"GET", "/api/v1/cluster", ""}).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_head_that_times_out_still_gives_metrics_saying_it_is_down) {
+  // The status request fails after the whole deadline: /metrics answers
+  // at once with both parts down, without asking the store.
+  source.status_down = true;
+  source.status_delay = milliseconds(400);
+  source.slow = std::make_shared<slow_store>(source.store_, milliseconds(0));
+  router slow_routes{source, token, milliseconds(300)};
+  http_response m = slow_routes.handle({"GET", "/metrics", "Bearer " + token});
+  BOOST_TEST(m.status == 200);
+  BOOST_TEST(contains(m.body, "dtrain_up{part=\"cluster\"} 0\n"), m.body);
+  BOOST_TEST(contains(m.body, "dtrain_up{part=\"store\"} 0\n"), m.body);
+  BOOST_TEST(source.slow->reads.load() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(prometheus_text_has_help_type_and_the_running_trials_samples) {

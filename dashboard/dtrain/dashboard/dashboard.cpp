@@ -40,7 +40,7 @@ result<std::unique_ptr<dashboard>> dashboard::start(caf::actor_system& sys,
   d->token_file_ = o.token_file.empty() ? default_token_path() : o.token_file;
   DTRAIN_ASSIGN_OR_RETURN(d->token_, load_or_create_token(d->token_file_));
   d->source_ = head_source(sys, head, o.head_timeout);
-  d->router_ = std::make_unique<router>(*d->source_, d->token_);
+  d->router_ = std::make_unique<router>(*d->source_, d->token_, o.head_timeout);
   http_server::options so;
   so.bind = d->host_;
   so.port = o.port;
@@ -50,8 +50,10 @@ result<std::unique_ptr<dashboard>> dashboard::start(caf::actor_system& sys,
     so.key = o.key;
   }
   router* r = d->router_.get();
-  DTRAIN_ASSIGN_OR_RETURN(d->server_,
-                          http_server::start(so, [r](const http_request& q) { return r->handle(q); }));
+  DTRAIN_ASSIGN_OR_RETURN(
+      d->server_, http_server::start(
+                      so, [r](const http_request& q) { return r->handle(q); },
+                      [r](const http_request& q) { return r->quick(q); }));
   return d;
 }
 

@@ -29,7 +29,8 @@ struct dashboard_options {
   /// HTTPS on loopback too (needs certificate and key).
   bool tls = false;
   /// Each request to the head (status, the experiment store) may take this
-  /// long before the dashboard answers 503.
+  /// long before the dashboard answers 503, and so may all of one page's
+  /// requests together (routes.hpp).
   std::chrono::milliseconds head_timeout{5000};
   std::chrono::milliseconds connection_timeout{30000};
 };
@@ -48,13 +49,13 @@ bool serves_tls(const dashboard_options& o);
 /// The web dashboard of a cluster: an http_server (server.hpp) with the
 /// routes of routes.hpp, reading from `head` (the head process's own head
 /// actor, or the head of the cluster a driver runs: embedded or attached)
-/// through requests with options.head_timeout.
+/// through requests with options.head_timeout, on the server's workers.
 ///
 /// start() refuses a bind that check_bind refuses (and o.tls without a
 /// certificate), loads or creates the token (token.hpp), listens (HTTPS
-/// when serves_tls(o)) and starts the I/O thread. Over HTTPS browsers
+/// when serves_tls(o)) and starts the I/O thread and the workers. Over HTTPS browsers
 /// still present the bearer token: TLS protects it on the way. stop() and the
-/// destructor close every connection and join the thread; the dashboard
+/// destructor close every connection and join the threads; the dashboard
 /// must be stopped before `sys` is destroyed. Thread-safe accessors.
 class dashboard {
 public:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 
 #include "dtrain/actors/node_actor.hpp"
 #include "dtrain/core/memory.hpp"
@@ -56,15 +57,28 @@ bool parse_int(const std::string& s, int64_t& out) {
 
 } // namespace
 
-router::router(cluster_source& source, std::string token)
-  : source_(source), token_(std::move(token)) {}
+router::router(cluster_source& source, std::string token, std::chrono::milliseconds head_timeout)
+  : source_(source), token_(std::move(token)), head_timeout_(head_timeout) {}
+
+std::optional<http_response> router::quick(const http_request& r) const {
+  if (r.method != "GET")
+    return std::nullopt;
+  if (const asset* a = find_asset(parse_target(r.target).path))
+    return http_response{200, std::string(a->content_type), std::string(a->bytes), {}};
+  return std::nullopt;
+}
+
+http_response router::too_slow(const std::string& path) const {
+  return error_response(503, path + ": the head is slow: its answers took more than " +
+                                 std::to_string(head_timeout_.count()) +
+                                 " ms in all (the dashboard's head timeout); try again");
+}
 
 http_response router::handle(const http_request& r) {
+  if (auto out = quick(r))
+    return std::move(*out);
   const parsed_target t = parse_target(r.target);
-  if (r.method == "GET") {
-    if (const asset* a = find_asset(t.path))
-      return {200, std::string(a->content_type), std::string(a->bytes), {}};
-  }
+  const clock::time_point deadline = clock::now() + head_timeout_;
   const std::string bearer = "Bearer ";
   std::string presented;
   if (starts_with(r.authorization, bearer))
@@ -87,19 +101,19 @@ http_response router::handle(const http_request& r) {
   if (t.path == "/api/v1/cluster")
     return cluster();
   if (t.path == "/api/v1/experiments")
-    return experiments();
+    return experiments(deadline);
   if (middle(t.path, "/api/v1/experiments/", "/trials", id))
-    return trials(id);
+    return trials(id, deadline);
   if (middle(t.path, "/api/v1/trials/", "/metrics", id))
-    return metrics(id, t);
+    return metrics(id, t, deadline);
   if (middle(t.path, "/api/v1/nodes/", "/log", id))
     return node_log(id, t);
   if (middle(t.path, "/api/v1/trials/", "/checkpoints", id))
-    return checkpoints(id);
+    return checkpoints(id, t.path, deadline);
   if (middle(t.path, "/api/v1/trials/", "/events", id))
-    return events(id);
+    return events(id, t.path, deadline);
   if (t.path == "/metrics")
-    return prometheus();
+    return prometheus(deadline);
   return error_response(404, "no such path: " + t.path);
 }
 
@@ -110,15 +124,22 @@ http_response router::cluster() {
   return ok_json(cluster_json(*s));
 }
 
-http_response router::experiments() {
+// Each route checks `deadline` before every request to the source after
+// its first: each request is bounded by the source's own timeout, so an
+// answer takes at most about twice head_timeout.
+http_response router::experiments(clock::time_point deadline) {
   auto store = source_.store();
   if (!store)
     return failed(store.error());
+  if (clock::now() >= deadline)
+    return too_slow("/api/v1/experiments");
   auto rows = (*store)->experiments();
   if (!rows)
     return failed(rows.error());
   std::vector<std::vector<store::trial_row>> trials;
   for (const auto& e : *rows) {
+    if (clock::now() >= deadline)
+      return too_slow("/api/v1/experiments");
     auto ts = (*store)->trials(e.id);
     if (!ts)
       return failed(ts.error());
@@ -127,23 +148,29 @@ http_response router::experiments() {
   return ok_json(experiments_json(*rows, trials));
 }
 
-http_response router::trials(const std::string& id) {
+http_response router::trials(const std::string& id, clock::time_point deadline) {
   int64_t experiment = 0;
   if (!parse_int(id, experiment))
     return error_response(400, "not an experiment id: " + id);
+  const std::string path = "/api/v1/experiments/" + id + "/trials";
   auto store = source_.store();
   if (!store)
     return failed(store.error());
+  if (clock::now() >= deadline)
+    return too_slow(path);
   auto e = (*store)->experiment(experiment);
   if (!e)
     return failed(e.error());
+  if (clock::now() >= deadline)
+    return too_slow(path);
   auto ts = (*store)->trials(experiment);
   if (!ts)
     return failed(ts.error());
   return ok_json(trials_json(*e, *ts));
 }
 
-http_response router::metrics(const std::string& key, const parsed_target& t) {
+http_response router::metrics(const std::string& key, const parsed_target& t,
+                             clock::time_point deadline) {
   int64_t experiment = 0;
   std::string trial;
   if (!parse_trial_key(key, experiment, trial))
@@ -164,9 +191,13 @@ http_response router::metrics(const std::string& key, const parsed_target& t) {
   auto store = source_.store();
   if (!store)
     return failed(store.error());
+  if (clock::now() >= deadline)
+    return too_slow(t.path);
   auto e = (*store)->experiment(experiment);
   if (!e)
     return failed(e.error());
+  if (clock::now() >= deadline)
+    return too_slow(t.path);
   auto rows = (*store)->metrics(experiment, trial);
   if (!rows)
     return failed(rows.error());
@@ -195,9 +226,13 @@ http_response router::node_log(const std::string& index, const parsed_target& t)
 
 namespace {
 
-// The two lists of a trial's rows: checkpoints and events.
+// The two lists of a trial's rows: checkpoints and events (at `path`,
+// answered by then).
 template <class Read, class Json>
-http_response trial_rows(cluster_source& source, const std::string& key, Read read, Json json) {
+http_response trial_rows(cluster_source& source, const std::string& key, const std::string& path,
+                         std::chrono::steady_clock::time_point deadline,
+                         const std::function<http_response(const std::string&)>& too_slow,
+                         Read read, Json json) {
   int64_t experiment = 0;
   std::string trial;
   if (!parse_trial_key(key, experiment, trial))
@@ -205,9 +240,13 @@ http_response trial_rows(cluster_source& source, const std::string& key, Read re
   auto store = source.store();
   if (!store)
     return failed(store.error());
+  if (std::chrono::steady_clock::now() >= deadline)
+    return too_slow(path);
   auto e = (*store)->experiment(experiment);
   if (!e)
     return failed(e.error());
+  if (std::chrono::steady_clock::now() >= deadline)
+    return too_slow(path);
   auto rows = read(**store, experiment, trial);
   if (!rows)
     return failed(rows.error());
@@ -216,53 +255,74 @@ http_response trial_rows(cluster_source& source, const std::string& key, Read re
 
 } // namespace
 
-http_response router::checkpoints(const std::string& key) {
+http_response router::checkpoints(const std::string& key, const std::string& path,
+                                  clock::time_point deadline) {
   return trial_rows(
-      source_, key,
+      source_, key, path, deadline, [this](const std::string& p) { return too_slow(p); },
       [](store::experiment_store& s, int64_t e, const std::string& t) { return s.checkpoints(e, t); },
       checkpoints_json);
 }
 
-http_response router::events(const std::string& key) {
+http_response router::events(const std::string& key, const std::string& path,
+                             clock::time_point deadline) {
   return trial_rows(
-      source_, key,
+      source_, key, path, deadline, [this](const std::string& p) { return too_slow(p); },
       [](store::experiment_store& s, int64_t e, const std::string& t) { return s.events(e, t); },
       events_json);
 }
 
-http_response router::prometheus() {
+bool router::store_metrics(metrics_input& in, clock::time_point deadline) {
+  auto store = source_.store();
+  if (!store)
+    return true;  // in.store_ok stays false
+  if (clock::now() >= deadline)
+    return false;
+  auto rows = (*store)->experiments();
+  in.store_ok = rows.is_ok();
+  if (rows)
+    in.experiments = std::move(*rows);
+  for (const auto& e : in.experiments) {
+    if (clock::now() >= deadline)
+      return false;
+    auto ts = (*store)->trials(e.id);
+    if (!ts) {
+      in.store_ok = false;
+      break;
+    }
+    for (const auto& tr : *ts) {
+      if (tr.state != "RUNNING" && tr.state != "running")
+        continue;
+      if (clock::now() >= deadline)
+        return false;
+      metrics_input::running_trial r{e.id, tr.id, tr.epochs, {}};
+      // The newest report's values: the rows of the highest seq.
+      if (auto m = (*store)->metrics(e.id, tr.id); m && !m->empty()) {
+        const int64_t seq = m->back().seq;
+        for (const auto& row : *m)
+          if (row.seq == seq)
+            r.latest.emplace_back(row.name, row.value);
+      }
+      in.running.push_back(std::move(r));
+    }
+    in.trials.push_back(std::move(*ts));
+  }
+  return true;
+}
+
+// A head that does not answer still gives a document (dtrain_up 0, and
+// the store is not asked once the time is up); one that answers, but too
+// slowly for the deadline, gives 503.
+http_response router::prometheus(clock::time_point deadline) {
   metrics_input in;
   if (auto s = source_.status()) {
     in.cluster_ok = true;
     in.cluster = std::move(*s);
   }
-  if (auto store = source_.store()) {
-    auto rows = (*store)->experiments();
-    in.store_ok = rows.is_ok();
-    if (rows)
-      in.experiments = std::move(*rows);
-    for (const auto& e : in.experiments) {
-      auto ts = (*store)->trials(e.id);
-      if (!ts) {
-        in.store_ok = false;
-        break;
-      }
-      for (const auto& tr : *ts) {
-        if (tr.state != "RUNNING" && tr.state != "running")
-          continue;
-        metrics_input::running_trial r{e.id, tr.id, tr.epochs, {}};
-        // The newest report's values: the rows of the highest seq.
-        if (auto m = (*store)->metrics(e.id, tr.id); m && !m->empty()) {
-          const int64_t seq = m->back().seq;
-          for (const auto& row : *m)
-            if (row.seq == seq)
-              r.latest.emplace_back(row.name, row.value);
-        }
-        in.running.push_back(std::move(r));
-      }
-      in.trials.push_back(std::move(*ts));
-    }
-  }
+  const bool late = clock::now() >= deadline;
+  if (late && in.cluster_ok)
+    return too_slow("/metrics");
+  if (!late && !store_metrics(in, deadline))
+    return too_slow("/metrics");
   if (auto rss = resident_memory_bytes())
     in.rss_bytes = *rss;
   return {200, "text/plain; version=0.0.4; charset=utf-8", head_metrics(in), {}};

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <exception>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <type_traits>
@@ -13,6 +14,9 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -38,18 +42,28 @@ public:
 struct shared_state {
   http_server::options options;
   http_server::handler handle;
+  http_server::quick_handler quick;
   std::atomic<int> sessions{0};
+  // Set by stop(): no handler starts, no finished answer is sent.
+  std::atomic<bool> stopped{false};
+  // Where handlers run, off the I/O thread (the server's; used from the
+  // I/O thread only, which the server joins before destroying it).
+  asio::thread_pool* pool = nullptr;
   // The open sessions, so that stop() can close them (I/O thread only).
   std::vector<std::weak_ptr<session>> live;
 };
 
-http_response answer(const std::shared_ptr<shared_state>& st, const http_request& r) {
+// What `h` answers to `r`, or 500 when it throws (no exception leaves a
+// handler of the server's threads).
+template <class Handler>
+auto answer(const Handler& h, const http_request& r) -> decltype(h(r)) {
   try {
-    return st->handle(r);
+    return h(r);
   } catch (const std::exception& e) {
-    return {500, "text/plain; charset=utf-8", std::string("internal error: ") + e.what() + "\n", {}};
+    return http_response{500, "text/plain; charset=utf-8",
+                         std::string("internal error: ") + e.what() + "\n", {}};
   } catch (...) {
-    return {500, "text/plain; charset=utf-8", "internal error\n", {}};
+    return http_response{500, "text/plain; charset=utf-8", "internal error\n", {}};
   }
 }
 
@@ -115,7 +129,26 @@ private:
     r.target = std::string(req.target());
     if (auto it = req.find(http::field::authorization); it != req.end())
       r.authorization = std::string(it->value());
-    write(answer(state_, r), req.version(), req.keep_alive());
+    const unsigned version = req.version();
+    const bool keep_alive = req.keep_alive();
+    if (state_->quick) {
+      if (auto out = answer(state_->quick, r))
+        return write(*out, version, keep_alive);
+    }
+    // The handler may block (the head's timeout): on a worker, so that the
+    // I/O thread keeps serving every other connection; its answer comes
+    // back to this connection's executor. No read is pending meanwhile, so
+    // the connection's timeout does not run while the handler does.
+    asio::post(*state_->pool, [self = this->shared_from_this(), r = std::move(r), version,
+                              keep_alive]() mutable {
+      if (self->state_->stopped)
+        return;  // stop() abandons requests that have not started
+      http_response out = answer(self->state_->handle, r);
+      auto executor = self->stream_.get_executor();
+      asio::post(executor, [self = std::move(self), out = std::move(out), version, keep_alive] {
+        self->write(out, version, keep_alive);
+      });
+    });
   }
 
   void refuse(int code, const char* why) {
@@ -123,6 +156,8 @@ private:
   }
 
   void write(const http_response& out, unsigned version, bool keep_alive) {
+    if (state_->stopped)
+      return close();  // an answer finished after stop(): dropped
     response_ = {};
     response_.version(version);
     response_.result(static_cast<http::status>(out.status));
@@ -188,13 +223,28 @@ result<ssl::context> server_tls_context(const std::string& certificate, const st
 } // namespace
 
 struct http_server::impl {
-  asio::io_context io{1};
-  tcp::acceptor acceptor{io};
+  explicit impl(const options& o) : pool(static_cast<std::size_t>(std::max(1, o.workers))) {
+    state->options = o;
+    state->pool = &pool;
+  }
+
+  // Declared first, destroyed last: what the sessions use. Sessions that
+  // the pool's abandoned jobs and the queue's handlers hold close their
+  // sockets on `io` when those are destroyed.
   std::optional<ssl::context> tls;  // set: HTTPS
+  asio::io_context io{1};
+  // Runs the handlers. Destroyed before `io`: its abandoned jobs hold
+  // sessions (and the shared state), released there.
+  asio::thread_pool pool;
+  tcp::acceptor acceptor{io};
+  asio::steady_timer accept_retry{io};
   std::shared_ptr<shared_state> state = std::make_shared<shared_state>();
   std::thread thread;
   uint16_t port = 0;
-  std::atomic<bool> stopped{false};
+  bool accept_failing = false;  // I/O thread only
+  std::once_flag stop_once;
+  std::mutex join_mutex;  // held by the caller that joins; others wait on it
+  bool joined = false;    // under join_mutex
 
   void accept() {
     acceptor.async_accept(io, [this](beast::error_code ec, tcp::socket s) {
@@ -203,29 +253,50 @@ struct http_server::impl {
         s.close(ignored);
         return;
       }
-      if (!ec) {
-        if (state->sessions.load() < state->options.max_connections) {
-          auto& live = state->live;
-          live.erase(std::remove_if(live.begin(), live.end(),
-                                    [](const std::weak_ptr<session>& w) { return w.expired(); }),
-                     live.end());
-          if (tls) {
-            auto fresh = std::make_shared<http_session<beast::ssl_stream<beast::tcp_stream>>>(
-                state, std::move(s), *tls);
-            live.push_back(fresh);
-            fresh->run();
-          } else {
-            auto fresh = std::make_shared<http_session<beast::tcp_stream>>(state, std::move(s));
-            live.push_back(fresh);
-            fresh->run();
-          }
-        } else {
-          beast::error_code ignored;
-          s.close(ignored);
-        }
+      if (ec)
+        return accept_later(ec);
+      accept_failing = false;
+      if (state->sessions.load() < state->options.max_connections)
+        open_session(std::move(s));
+      else {
+        beast::error_code ignored;
+        s.close(ignored);
       }
       accept();
     });
+  }
+
+  // The accept failed for want of a resource (EMFILE, ENFILE, ENOBUFS):
+  // the connection waits in the backlog, so accepting again at once would
+  // fail again at once, a busy loop. Try again after accept_retry.
+  void accept_later(const beast::error_code& ec) {
+    if (!accept_failing)  // once per spell of failures, not every retry
+      std::fprintf(stderr, "dtrain dashboard: accept: %s; trying again every %lld ms\n",
+                   ec.message().c_str(),
+                   static_cast<long long>(state->options.accept_retry.count()));
+    accept_failing = true;
+    accept_retry.expires_after(state->options.accept_retry);
+    accept_retry.async_wait([this](beast::error_code wait_ec) {
+      if (!wait_ec && acceptor.is_open())
+        accept();
+    });
+  }
+
+  void open_session(tcp::socket s) {
+    auto& live = state->live;
+    live.erase(std::remove_if(live.begin(), live.end(),
+                              [](const std::weak_ptr<session>& w) { return w.expired(); }),
+               live.end());
+    if (tls) {
+      auto fresh = std::make_shared<http_session<beast::ssl_stream<beast::tcp_stream>>>(
+          state, std::move(s), *tls);
+      live.push_back(fresh);
+      fresh->run();
+    } else {
+      auto fresh = std::make_shared<http_session<beast::tcp_stream>>(state, std::move(s));
+      live.push_back(fresh);
+      fresh->run();
+    }
   }
 
   void run() {
@@ -239,12 +310,54 @@ struct http_server::impl {
       }
     }
   }
+
+  bool on_own_thread() {
+    return io.get_executor().running_in_this_thread() ||
+           pool.get_executor().running_in_this_thread();
+  }
+
+  // Once, from whichever caller comes first: no handler starts after it,
+  // and on the I/O thread the acceptor and every connection close, after
+  // which run() runs out of work and returns (a connection accepted
+  // meanwhile is closed by the accept handler, which sees the acceptor
+  // closed).
+  void begin_stop() {
+    std::call_once(stop_once, [this] {
+      state->stopped = true;
+      pool.stop();  // requests not started are abandoned
+      asio::post(io, [this] {
+        beast::error_code ignored;
+        acceptor.close(ignored);
+        accept_retry.cancel();
+        for (auto& w : state->live)
+          if (auto s = w.lock())
+            s->close();
+        state->live.clear();
+      });
+    });
+  }
+
+  // Waits for the running handlers (each bounded by the caller's own
+  // timeouts) and the I/O thread; every caller returns after both.
+  void join() {
+    std::lock_guard<std::mutex> lock(join_mutex);
+    if (joined)
+      return;
+    pool.join();
+    if (thread.joinable())
+      thread.join();
+    joined = true;
+  }
 };
 
-result<std::unique_ptr<http_server>> http_server::start(const options& o, handler h) {
-  auto p = std::make_unique<impl>();
-  p->state->options = o;
+result<std::unique_ptr<http_server>> http_server::start(const options& o, handler h,
+                                                        quick_handler quick) {
+  if (o.workers < 1)
+    return invalid_argument("dashboard workers: " + std::to_string(o.workers) +
+                            ": at least one thread must run the handler");
+  auto p = std::make_unique<impl>(o);
   p->state->handle = std::move(h);
+  p->state->quick = std::move(quick);
   const std::string where = o.bind + ":" + std::to_string(o.port);
   beast::error_code ec;
   auto address = asio::ip::make_address(o.bind, ec);
@@ -274,29 +387,24 @@ result<std::unique_ptr<http_server>> http_server::start(const options& o, handle
 
 http_server::http_server(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
 
-http_server::~http_server() { stop(); }
+http_server::~http_server() {
+  // Destroyed by its own handler or I/O thread, it would free what that
+  // thread still runs on.
+  DTRAIN_CHECK(!impl_->on_own_thread(), "an http_server destroyed from its own handler");
+  stop();
+}
 
 uint16_t http_server::port() const { return impl_->port; }
 
 bool http_server::tls() const { return impl_->tls.has_value(); }
 
 void http_server::stop() {
-  if (impl_->stopped.exchange(true))
+  impl_->begin_stop();
+  // A thread cannot join itself: from a handler or the I/O thread, stop()
+  // only starts the stop; the owner's stop() or destructor joins.
+  if (impl_->on_own_thread())
     return;
-  // On the I/O thread: closing the acceptor and every open connection
-  // ends their pending operations, after which run() runs out of work and
-  // returns. A connection accepted meanwhile is closed by the same loop's
-  // end: the accept handler sees the acceptor closed.
-  asio::post(impl_->io, [p = impl_.get()] {
-    beast::error_code ignored;
-    p->acceptor.close(ignored);
-    for (auto& w : p->state->live)
-      if (auto s = w.lock())
-        s->close();
-    p->state->live.clear();
-  });
-  if (impl_->thread.joinable())
-    impl_->thread.join();
+  impl_->join();
 }
 
 } // namespace dtrain::dashboard

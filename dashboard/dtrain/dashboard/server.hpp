@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "dtrain/core/status.hpp"
@@ -13,7 +14,8 @@
 namespace dtrain::dashboard {
 
 /// An HTTP/1.1 server on Boost.Beast: one I/O thread, owned by the server,
-/// runs every connection asynchronously (no thread per connection).
+/// runs every connection asynchronously (no thread per connection), and a
+/// pool of `workers` threads, owned too, runs the handler.
 ///
 /// HTTPS when options.certificate and options.key are given (PEM files;
 /// Asio SSL over OpenSSL 3, TLS 1.2 or later, no client certificate asked):
@@ -24,16 +26,31 @@ namespace dtrain::dashboard {
 /// max_body_bytes (431 / 413 and the connection closed otherwise); each
 /// read and write of a connection must finish within `timeout`, else the
 /// connection is closed (an idle keep-alive connection too); at most
-/// max_connections are open at once, further ones are closed on accept.
+/// max_connections are open at once, further ones are closed on accept
+/// without an answer. An accept that fails for want of a resource (EMFILE,
+/// ENFILE, ENOBUFS) is tried again after accept_retry, not at once.
 ///
-/// The handler runs on the I/O thread, one request at a time, so it must
-/// be quick or bounded (the dashboard's routes ask the head with a
-/// timeout); an exception from it answers 500. Listening where the caller
-/// says: the address policy (loopback only) is the caller's (dashboard.hpp).
+/// Handlers: `quick`, when given, runs first on the I/O thread and must not
+/// block (the page's files); when it declines (nullopt), `handle` runs on
+/// one of the workers, so a handler that blocks (the dashboard's routes ask
+/// the head, each request bounded by its timeout) holds up only its own
+/// connection, while `workers` others answer. The answer goes back to the
+/// connection on the I/O thread. `handle` is called from several threads
+/// at once and must be thread-safe; an exception from either answers 500.
+/// A connection waiting for its handler has no timeout running: the
+/// handler's own bounds apply. Listening where the caller says: the
+/// address policy (loopback only) is the caller's (dashboard.hpp).
 ///
-/// stop() (and the destructor) closes every connection and joins the I/O
-/// thread; after it the handler is never called again. Thread-safe: port()
-/// from any thread, stop() from any thread but the I/O thread.
+/// stop() (and the destructor) closes every connection, abandons requests
+/// whose handler has not started, waits for the handlers running (bounded
+/// by their own timeouts) and joins the I/O thread and the workers; an
+/// answer finished after stop() is dropped, and after stop() returns the
+/// handlers are never called again. stop() may be called from several
+/// threads at once (each returns once all is joined), and more than once.
+/// Called from a handler or the I/O thread, it only starts the stop and
+/// returns at once (a thread cannot join itself): the owner's stop() or
+/// destructor joins. Destroying the server from a handler or the I/O
+/// thread is a broken invariant (aborts). port() and tls() from any thread.
 class http_server {
 public:
   struct options {
@@ -43,15 +60,21 @@ public:
     size_t max_header_bytes = 8 * 1024;
     size_t max_body_bytes = 64 * 1024;
     int max_connections = 64;
+    int workers = 2;  // threads running `handle` (at least 1)
+    std::chrono::milliseconds accept_retry{100};
     std::string certificate;  // PEM chain, leaf first; with `key`: HTTPS
     std::string key;          // PEM private key of `certificate`
   };
   using handler = std::function<http_response(const http_request&)>;
+  /// An answer without blocking, or nullopt: `handle` answers instead.
+  using quick_handler = std::function<std::optional<http_response>(const http_request&)>;
 
-  /// Listens and starts the I/O thread. Errors (io_error) name the address
-  /// and the OS's reason, or the certificate or key file that cannot be
-  /// used and OpenSSL's reason.
-  static result<std::unique_ptr<http_server>> start(const options& o, handler h);
+  /// Listens and starts the I/O thread and the workers. Errors (io_error)
+  /// name the address and the OS's reason, or the certificate or key file
+  /// that cannot be used and OpenSSL's reason; invalid_argument a bind that
+  /// is not an IP address, or workers < 1.
+  static result<std::unique_ptr<http_server>> start(const options& o, handler h,
+                                                    quick_handler quick = {});
   ~http_server();
   http_server(const http_server&) = delete;
   http_server& operator=(const http_server&) = delete;

@@ -56,18 +56,26 @@ public:
                           label);
   }
 
+  // The lock is not held while asking: a head that does not answer would
+  // hold every other worker's call for the whole timeout. Two callers may
+  // both ask; the first client made is kept.
   result<std::shared_ptr<store::experiment_store>> store() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (store_)
-      return store_;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (store_)
+        return store_;
+    }
     caf::scoped_actor self{sys_};
     result<std::shared_ptr<store::experiment_store>> out =
         unavailable("the head did not answer for its experiment store");
     self->request(head_, timeout_, experiments_atom::value)
         .receive(
             [&](experiments::experiment_service& service) {
-              store_ = std::make_shared<experiments::service_client>(
+              auto made = std::make_shared<experiments::service_client>(
                   sys_, std::move(service), "the head's experiment store", timeout_);
+              std::lock_guard<std::mutex> lock(mutex_);
+              if (!store_)
+                store_ = std::move(made);
               out = store_;
             },
             [&](caf::error& e) {
@@ -88,7 +96,7 @@ private:
   caf::actor_system& sys_;
   head_actor head_;
   std::chrono::milliseconds timeout_;
-  std::mutex mutex_;
+  std::mutex mutex_;  // guards store_
   std::shared_ptr<store::experiment_store> store_;
 };
 

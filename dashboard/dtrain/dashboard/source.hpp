@@ -16,7 +16,8 @@ namespace dtrain::dashboard {
 ///
 /// Every call blocks the caller, bounded by the source's timeout, and fails
 /// (unavailable) when the head (or a node) does not answer in time. Called
-/// from the dashboard's I/O thread only.
+/// from the dashboard server's workers, several at once: implementations
+/// must be thread-safe.
 class cluster_source {
 public:
   virtual ~cluster_source() = default;

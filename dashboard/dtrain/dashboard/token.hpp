@@ -14,8 +14,12 @@ std::string default_token_path();
 /// bits from OpenSSL's RAND_bytes). The one in `path` is kept when it is
 /// such a token and the file is readable by its owner only (so a browser's
 /// bookmark outlives a restart, and every dashboard of one DTRAIN_HOME
-/// shares it); otherwise a new one replaces the file atomically, created
-/// with mode 0600. Errors (io_error) name the path. Blocks on file I/O.
+/// shares it). Without a file, a new one is created with mode 0600,
+/// whole or not at all, and exclusively: of dashboards starting at once,
+/// one creates it and the others read and use its token. A file that is
+/// there but unusable is replaced atomically (a rename over it; two
+/// processes replacing it at once may each keep their own, the file the
+/// last). Errors (io_error) name the path. Blocks on file I/O.
 result<std::string> load_or_create_token(const std::string& path);
 
 /// Compares a presented token with the real one in time that does not
