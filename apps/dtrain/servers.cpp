@@ -161,6 +161,11 @@ int run_node(const server_options& o) {
     return 2;
   }
   set_cpu_budget(o.cpus);
+  if (o.cpus > 0 && o.slots > o.cpus)
+    std::fprintf(stderr,
+                 "warning: --slots %d is more than --cpus %d: every replica still computes with "
+                 "at least one thread, so a full node uses up to %d cores\n",
+                 o.slots, o.cpus, o.slots);
   auto gpus = offered_gpus(o.gpus);
   if (!gpus) {
     std::fprintf(stderr, "error: --gpus: %s\n", gpus.error().message().c_str());

@@ -373,6 +373,9 @@ async function tick() {
   } catch (e) {
     showError(e);
   }
+  // The next poll 2 s after this one ended, never on top of it: a slow head
+  // must not pile up requests behind the server's workers.
+  setTimeout(tick, 2000);
 }
 
 // For tests and the console: what the page holds, without reading canvases.
@@ -384,4 +387,3 @@ window.dtrainDashboard = {
 document.getElementById("scatter-param").onchange = () => renderScatter(
   hyperparameterKeys(state.trialRows).varying);
 tick();
-setInterval(tick, 2000);

@@ -68,13 +68,14 @@ const trialDetails = (() => {
     section.hidden = trial === null;
     if (trial === null) { shownFor = finishedFor = null; return; }
     document.getElementById("details-of").textContent = `of trial ${trial.id} (${trial.state})`;
+    const running = /running|pending|created/.test(String(trial.state).toLowerCase());
+    if (running && finishedFor === trial.id) finishedFor = null;  // resumed: read it again
     if (finishedFor === trial.id) return;
     const [checkpoints, events] = [await optional(trial.id, "checkpoints"), await optional(trial.id, "events")];
     if (state.focus !== trial.id) return;  // another trial was focused meanwhile
     shownFor = trial.id;
     showCheckpoints(checkpoints);
     showEvents(events);
-    const running = /running|pending|created/.test(String(trial.state).toLowerCase());
     finishedFor = running ? null : trial.id;
   }
 

@@ -261,4 +261,31 @@ BOOST_AUTO_TEST_CASE(out_of_retries_train_fails_naming_the_replica_and_the_cause
   lc.stop_all(milliseconds(5000));
 }
 
+BOOST_AUTO_TEST_CASE(a_failure_after_a_restore_is_reported_in_the_epoch_after_the_checkpoint) {
+  loopback_cluster lc(2);
+  auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
+  dtrain::testing::temp_dir ckpt;
+  {
+    auto first = trainer::create(*c, mlp(ckpt.path())).value();
+    BOOST_REQUIRE(first->train().is_ok());  // epoch 1, checkpointed
+    BOOST_REQUIRE(first->shutdown().is_ok());
+  }
+  // A new group (a resumed run) continues from epoch 1's checkpoint: the
+  // epoch it fails in is 2, not its own first.
+  auto cfg = mlp("");
+  cfg.max_failures = 0;
+  event_log log;
+  log.listen(cfg);
+  auto t = trainer::create(*c, cfg).value();
+  BOOST_REQUIRE(t->restore(ckpt.path() + "/" + checkpoint::checkpoint_name(1)).is_ok());
+  auto victim = lc.node_at(t->placement()[1].info.address);
+  auto epoch = t->train_async();
+  std::this_thread::sleep_for(milliseconds(300));
+  kill(victim->pid(), SIGKILL);
+  BOOST_REQUIRE(!epoch.get().is_ok());
+  BOOST_TEST(log.kinds() == (std::vector<std::string>{"failure@2", "gave_up@2"}),
+             boost::test_tools::per_element());
+  lc.stop_all(milliseconds(5000));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

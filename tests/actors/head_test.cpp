@@ -289,6 +289,28 @@ BOOST_FIXTURE_TEST_CASE(status_says_when_each_node_was_last_heard_and_lists_the_
   BOOST_TEST(st.nodes.size() == 1u);
 }
 
+// A node restarted at the address of a dead one replaces it in the lost
+// list; an in-process node (no address) replaces nothing.
+BOOST_FIXTURE_TEST_CASE(a_node_back_at_a_dead_ones_address_takes_it_off_the_lost_list,
+                        head_fixture) {
+  node_info info{"h1", "127.0.0.1:7001", 1, 0, 11, "h1", {}, ""};
+  BOOST_REQUIRE(register_node(info, spawn_fake_node()).is_ok());
+  BOOST_REQUIRE(add_node("inproc", 1, {}).is_ok());
+  caf::anon_send_exit(nodes[0], caf::exit_reason::kill);
+  caf::anon_send_exit(nodes[1], caf::exit_reason::kill);
+  BOOST_TEST(eventually([](const cluster_status& s) {
+    return s.lost.size() == 2u && s.lost[0].state == "dead" && s.lost[1].state == "dead";
+  }, milliseconds(5000)));
+  BOOST_REQUIRE(add_node("inproc", 1, {}).is_ok());
+  BOOST_TEST(status_now().lost.size() == 2u);
+  info.pid = 12;
+  BOOST_REQUIRE(register_node(info, spawn_fake_node()).is_ok());
+  auto st = status_now();
+  BOOST_REQUIRE(st.lost.size() == 1u);
+  BOOST_TEST(st.lost[0].info.host == "inproc");
+  BOOST_TEST(st.nodes.size() == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(asking_for_more_gpus_than_the_machine_has_is_an_error_not_an_abort) {
   const int present = cuda::device_count();
   auto none = offered_gpus(0);

@@ -405,6 +405,23 @@ BOOST_AUTO_TEST_CASE(a_version_2_file_reads_read_only_without_events_and_migrate
   BOOST_TEST(events[1].time == 4.5);
 }
 
+BOOST_AUTO_TEST_CASE(a_reader_opened_before_the_migration_sees_the_events_written_after_it) {
+  temp_dir dir;
+  const std::string path = dir.file("experiments.db");
+  write_version_2_file(path);
+  auto reader = open_or_die(path, {true});  // the dashboard, open for days
+  BOOST_TEST(reader->events(1).value().empty());
+  {
+    auto writer = open_or_die(path);  // a new `dtrain tune` migrates the file
+    BOOST_REQUIRE(writer->add_event({1, "00000", 7, 3, 3.5, "failure", "replica 1 died"}).is_ok());
+    BOOST_REQUIRE(writer->flush().is_ok());
+  }
+  const auto events = reader->events(1, "00000");
+  BOOST_REQUIRE_MESSAGE(events.is_ok(), events.error().to_string());
+  BOOST_REQUIRE_EQUAL(events->size(), 1u);
+  BOOST_TEST(events->at(0).message == "replica 1 died");
+}
+
 BOOST_AUTO_TEST_CASE(an_old_file_is_refused_read_only_with_a_way_out) {
   temp_dir dir;
   const std::string path = dir.file("experiments.db");

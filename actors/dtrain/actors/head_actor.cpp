@@ -29,7 +29,12 @@ struct node_entry {
   int64_t rss_bytes = -1;          // its process's, as it last said (-1 not yet)
   std::chrono::steady_clock::time_point heard = std::chrono::steady_clock::now();  // last answer
   int64_t lost_at = 0;             // unix seconds it stopped being usable (0: usable)
+  bool replaced = false;           // dead, and a node registered at its address since
 };
+
+// The most lost nodes a status lists (the newest): a cluster whose nodes
+// come and go for weeks must not answer with all of them.
+constexpr size_t max_lost_listed = 32;
 
 /// What one trainer holds: CPU slots counted per node, GPUs by index.
 struct holding {
@@ -197,8 +202,9 @@ cluster_status make_status(const head_state& s) {
   for (size_t i = 0; i < s.nodes.size(); ++i) {
     const auto& node = s.nodes[i];
     if (!usable(node)) {
-      st.lost.push_back(lost_node{static_cast<int32_t>(i), node.info, state_name(node.state),
-                                  node.lost_at, seconds_since(node.heard)});
+      if (!node.replaced)
+        st.lost.push_back(lost_node{static_cast<int32_t>(i), node.info, state_name(node.state),
+                                    node.lost_at, seconds_since(node.heard)});
       continue;
     }
     position[static_cast<int32_t>(i)] = static_cast<int32_t>(st.nodes.size());
@@ -226,6 +232,8 @@ cluster_status make_status(const head_state& s) {
         where.push_back(it->second);
     st.trainer_nodes.push_back(std::move(where));
   }
+  if (st.lost.size() > max_lost_listed)  // in table order: the oldest first
+    st.lost.erase(st.lost.begin(), st.lost.end() - static_cast<std::ptrdiff_t>(max_lost_listed));
   return st;
 }
 
@@ -395,6 +403,12 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
         return to_caf(invalid_argument(text));
       }
       self->monitor(handle);
+      // A node back at the address of a dead one (restarted): the dead one
+      // is no longer news.
+      for (auto& old : state->nodes)
+        if (old.state == node_state::dead && !info.address.empty() &&
+            old.info.address == info.address)
+          old.replaced = true;
       node_entry entry;
       entry.info = std::move(info);
       entry.handle = handle;

@@ -11,6 +11,7 @@
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/net.hpp"
+#include "dtrain/serialization/capnp_checkpoint.hpp"
 #include "dtrain/tensor/precision.hpp"
 #include "dtrain/actors/store_actor.hpp"
 
@@ -556,9 +557,15 @@ status trainer::save(const std::string& path) {
 }
 
 status trainer::restore(const std::string& path) {
-  return ask_with_recovery<caf::ok_atom>(config_.epoch_timeout, "restore from " + path,
-                                         restore_atom::value, path)
-      .to_status();
+  DTRAIN_RETURN_IF_ERROR(ask_with_recovery<caf::ok_atom>(config_.epoch_timeout,
+                                                         "restore from " + path,
+                                                         restore_atom::value, path)
+                             .to_status());
+  // The group is at the checkpoint's epoch now: what a failure in the next
+  // one is reported with (events), before train() hears it from the replicas.
+  if (auto m = serialization::make_capnp_codec()->read_manifest(path))
+    epoch_ = m->epoch;
+  return status::ok();
 }
 
 result<std::vector<float>> trainer::get_model() {

@@ -24,7 +24,7 @@ namespace dtrain::actors {
 /// (the tuner and `dtrain train` store it as store::event_row). Kinds:
 /// "failure" (message: "failure N of at most M: CAUSE", or "failure N (not
 /// retried): CAUSE"), "recovered" (the group reported an epoch again:
-/// "training again with R of N replicas (generation G) from the checkpoint
+/// "running again with R of N replicas (generation G) from the checkpoint
 /// of epoch E" or "... from the start"), "gave_up" (the error train() and
 /// the other calls return from then on), "shrank" and "grew" (an elastic
 /// group re-formed with fewer or more replicas than before).

@@ -120,11 +120,11 @@ int blas_share::refresh() {
     return blas_threads();
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int budget = cpu_budget();
-  int share = cores / replicas_;
+  // The budget is for all of this process's replicas together.
+  const int budget_share = budget / std::max(process_replicas.load(), 1);
+  int share = fixed_ > 0 ? fixed_ : cores / replicas_;
   if (budget > 0)
-    share = std::min(share, budget / std::max(process_replicas.load(), 1));
-  if (fixed_ > 0)
-    share = budget > 0 ? std::min(fixed_, budget) : fixed_;
+    share = std::min(share, budget_share);
   share = std::max(share, 1);
   if (share != blas_threads())
     set_blas_threads(share);

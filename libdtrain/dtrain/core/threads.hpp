@@ -33,7 +33,7 @@ int cpu_budget();
 /// 1: the host's cores divided by the live replicas on the host, and at
 /// most cpu_budget() divided by the live replicas in this process when a
 /// budget is set; or `fixed` (a trainer's cpus_per_replica) when it is
-/// above 0, capped by the budget. A replica calls it before each epoch, so
+/// above 0, capped the same way by the budget's share. A replica calls it before each epoch, so
 /// the split follows trials as they start and end. Entries of dead
 /// processes are ignored and removed. $OPENBLAS_NUM_THREADS, when set,
 /// wins: refresh() then changes nothing. OpenBLAS's setting is

@@ -432,8 +432,17 @@ result<std::vector<lineage_row>> sqlite_store::lineage(int64_t experiment) {
 
 result<std::vector<event_row>> sqlite_store::events(int64_t experiment,
                                                     const std::string& trial) {
-  if (version_ < schema::events_version)
-    return std::vector<event_row>{};  // a read-only version 2 file: no table, no events
+  if (version_ < schema::events_version) {
+    // Opened read-only at version 2: no events, until a writer migrates the
+    // file while this store is open.
+    auto table = select<std::string>(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'events'",
+        [](sqlite::statement&) {}, +[](const sqlite::statement& s) { return s.text(0); });
+    if (!table)
+      return table.error();
+    if (table->empty())
+      return std::vector<event_row>{};
+  }
   return select(std::string("SELECT ") + rows::event_columns +
                     " FROM events WHERE experiment = ?1 AND (?2 = '' OR trial = ?2)"
                     " ORDER BY seq, trial",

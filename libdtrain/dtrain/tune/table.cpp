@@ -88,6 +88,11 @@ std::string trial_table::render(const std::vector<const trial_record*>& rows,
   return out;
 }
 
+bool trial_table::due() const {
+  return options_.redraw && options_.verbosity != 0 &&
+         (last_draw_ < 0 || now_seconds() - last_draw_ >= 0.2);
+}
+
 void trial_table::show(const std::vector<trial_record>& trials, double elapsed_seconds,
                        const std::string& headline, bool force, const bar_lines& bars) {
   if (!options_.redraw || options_.verbosity == 0)

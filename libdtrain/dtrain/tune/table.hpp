@@ -25,6 +25,10 @@ public:
   };
   trial_table(options o, std::vector<std::string> columns, std::string metric, mode direction);
 
+  /// Whether show() without `force` would draw now (a terminal, and 200 ms
+  /// since the last drawing): callers may skip building its input.
+  bool due() const;
+
   /// Trial id -> a line drawn under that trial's row (a running trial's
   /// progress bar), indented two columns.
   using bar_lines = std::map<std::string, std::string>;

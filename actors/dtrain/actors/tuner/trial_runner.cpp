@@ -86,7 +86,11 @@ void run_trial(caf::blocking_actor* self, cluster* c, trial_launch launch, caf::
   if (control->interrupted())
     return end(0, "", true);
   // The trainer calls it on this thread, inside its calls below.
-  launch.config.on_event = [self, &launch, &tuner](const trainer_event& e) {
+  // (after the sweep's own, if its trial template has one).
+  launch.config.on_event = [self, &launch, &tuner,
+                            previous = launch.config.on_event](const trainer_event& e) {
+    if (previous)
+      previous(e);
     self->send(tuner, trial_event_atom::value, launch.id, e.epoch, e.kind, e.message);
   };
   auto created = trainer::create(*c, launch.config);

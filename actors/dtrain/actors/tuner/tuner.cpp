@@ -151,7 +151,7 @@ tune::trial_table::bar_lines bars(const tuner_state& s) {
 }
 
 void redraw(tuner_state& s, bool force = false) {
-  if (!s.sw->config.redraw)
+  if (!s.sw->config.redraw || (!force && !s.table->due()))
     return;
   if (s.live.empty())
     return s.table->show(s.trials, s.elapsed(), headline(s), force, bars(s));
@@ -253,8 +253,10 @@ void launch_trial(tuner_pointer self, const std::string& id, const std::string& 
     // for as long as it runs, which must not keep the tuner alive.
     launch.config.progress_seconds = s.sw->config.progress_seconds;
     launch.config.progress_all_ranks = false;
-    launch.config.on_progress = [tuner = caf::actor_cast<caf::weak_actor_ptr>(self),
-                                 id](const progress_msg& p) {
+    launch.config.on_progress = [tuner = caf::actor_cast<caf::weak_actor_ptr>(self), id,
+                                 previous = launch.config.on_progress](const progress_msg& p) {
+      if (previous)
+        previous(p);
       if (auto strong = tuner.lock())
         caf::anon_send(caf::actor_cast<caf::actor>(strong), progress_atom::value, id, p);
     };
