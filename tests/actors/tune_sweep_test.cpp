@@ -195,13 +195,15 @@ BOOST_AUTO_TEST_CASE(a_node_killed_during_a_sweep_is_recovered_and_every_trial_e
   BOOST_TEST(failures == restarts);
   for (const auto& [trial, seq] : failed_at) {
     bool recovered = false;
-    for (const auto& e : db->events(tc.experiment_id, trial).value())
+    const auto stored_events = db->events(tc.experiment_id, trial).value();
+    for (const auto& e : stored_events)
       recovered = recovered || (e.kind == "recovered" && e.seq > seq);
     BOOST_TEST(recovered, "trial " << trial << " failed and has no recovery after it");
   }
   // Every row of the experiment has a seq of its own.
   std::set<int64_t> seqs;
-  for (const auto& m : db->metrics(tc.experiment_id).value())
+  const auto stored_metrics = db->metrics(tc.experiment_id).value();
+  for (const auto& m : stored_metrics)
     seqs.insert(m.seq);
   for (const auto& e : *events)
     BOOST_TEST(seqs.insert(e.seq).second, "event seq " << e.seq << " is a report's too");

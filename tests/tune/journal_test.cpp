@@ -204,12 +204,16 @@ BOOST_AUTO_TEST_CASE(a_sweep_killed_anywhere_resumes_to_the_same_trials_and_deci
       // another row.
       BOOST_TEST(db->events(id).value().size() == whole_events,
                  scheduler << " killed after " << kill_after);
+      // (Rows kept in locals: a loop over a temporary result's value() dangles.)
       std::set<int64_t> seqs;
-      for (const auto& m : db->metrics(id).value())
+      const auto stored_metrics = db->metrics(id).value();
+      for (const auto& m : stored_metrics)
         seqs.insert(m.seq);
-      for (const auto& t : db->trials(id).value())
+      const auto stored_trials = db->trials(id).value();
+      for (const auto& t : stored_trials)
         seqs.insert({t.seq_created, t.seq_ended});
-      for (const auto& e : db->events(id).value())
+      const auto stored_events = db->events(id).value();
+      for (const auto& e : stored_events)
         BOOST_TEST(seqs.insert(e.seq).second, "event seq " << e.seq << " reused, " << scheduler
                                                            << " killed after " << kill_after);
       // Killed twice: still the same.
