@@ -1,9 +1,11 @@
-// Benchmark: the trainer end to end on an embedded cluster.
+// Benchmark: the trainer end to end.
 //  1. Data-parallel throughput of the MLP 784-1024-1024-10, batch 256 per
-//     replica, N = 2 replicas, SGD, OpenBLAS 1 thread per replica, side by
-//     side with ../shared/peers/torch_ddp_mlp.py N = 2 (1 + 1 threads per
-//     rank) run by this program. dtrain trains on Fashion-MNIST (real data
-//     through its loader); the peer repeats one synthetic batch.
+//     replica, N = 2 replicas, SGD, OpenBLAS 1 thread per replica, on an
+//     embedded cluster and on a head + 2 node processes on loopback (`dtrain
+//     start`, as users run it; each replica's threads are its share of the
+//     host), side by side with ../shared/peers/torch_ddp_mlp.py N = 2 (1 + 1
+//     threads per rank) run by this program. dtrain trains on Fashion-MNIST
+//     (real data through its loader); the peer repeats one synthetic batch.
 //  2. The framework's own cost: time per step of the `noop` operator (a
 //     one-parameter model), 1 and 2 replicas.
 //  3. Time from driver start to the replicas being ready for the first
@@ -12,11 +14,18 @@
 //   build/bin/dtrain-bench-trainer [--repeats 3] [--peer PATH]
 #include <CLI/CLI.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_util.hpp"
@@ -84,6 +93,91 @@ double startup_seconds() {
   return t ? s : 0;
 }
 
+// A head and two one-slot nodes of the dtrain binary beside this one, on
+// loopback, in a DTRAIN_HOME of their own; every process killed by its pid
+// when this ends.
+class node_processes {
+public:
+  node_processes() {
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = '\0';
+    binary_ = (std::filesystem::path(self).parent_path() / "dtrain").string();
+    home_ = std::filesystem::temp_directory_path() /
+            ("dtrain-bench-trainer-" + std::to_string(getpid()));
+    std::filesystem::create_directories(home_);
+    setenv("DTRAIN_HOME", home_.c_str(), 1);
+    address_ = start({"start", "--head", "--port", "0"}, "head");
+    for (int i = 0; i < 2; ++i)
+      if (!address_.empty())
+        start({"start", "--address", address_, "--slots", "1"}, "node" + std::to_string(i));
+  }
+  ~node_processes() {
+    for (pid_t pid : pids_)
+      kill(pid, SIGKILL);
+    for (pid_t pid : pids_)
+      waitpid(pid, nullptr, 0);
+    std::error_code ec;
+    std::filesystem::remove_all(home_, ec);
+  }
+  // The head's address; empty when a process did not start.
+  const std::string& address() const { return address_; }
+
+private:
+  // Starts `dtrain ARGS --port-file F` (output to NAME.log); what it wrote
+  // to F within 20 s, or "" (then address_ is cleared: no cluster).
+  std::string start(std::vector<std::string> args, const std::string& name) {
+    const std::string port_file = (home_ / (name + ".address")).string();
+    const std::string log = (home_ / (name + ".log")).string();
+    args.insert(args.begin(), binary_);
+    args.push_back("--port-file");
+    args.push_back(port_file);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      std::FILE* out = std::freopen(log.c_str(), "w", stdout);
+      if (out != nullptr)
+        dup2(fileno(out), STDERR_FILENO);
+      std::vector<char*> argv;
+      for (auto& a : args)
+        argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(binary_.c_str(), argv.data());
+      _exit(127);
+    }
+    if (pid > 0)
+      pids_.push_back(pid);
+    const auto deadline = clock_type::now() + std::chrono::seconds(20);
+    std::string at;
+    while (pid > 0 && at.empty() && clock_type::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::ifstream(port_file) >> at;
+    }
+    if (at.empty()) {
+      std::printf("%s did not start (see %s)\n", name.c_str(), log.c_str());
+      address_.clear();
+    }
+    return at;
+  }
+
+  std::string binary_;
+  std::filesystem::path home_;
+  std::string address_;
+  std::vector<pid_t> pids_;
+};
+
+// The MLP's throughput on a head + 2 node processes; 0 if they did not start.
+double node_process_throughput() {
+  node_processes nodes;
+  if (nodes.address().empty())
+    return 0;
+  auto c = actors::cluster::connect({nodes.address(), 0, 0, std::chrono::milliseconds(10000)});
+  if (!c) {
+    std::printf("connecting to the node processes: %s\n", c.error().to_string().c_str());
+    return 0;
+  }
+  return mlp_throughput(**c);
+}
+
 double torch_ddp_samples_per_second(const std::string& script) {
   std::regex row(R"(^\s*2\s+\S+\s+[0-9.]+\s+[0-9.]+\s+[-0-9.]+\s+[0-9.]+\s+([0-9.]+))");
   double out = 0;
@@ -107,7 +201,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   set_blas_threads(1);
 
-  std::vector<double> ours, theirs, startup, noop1, noop2;
+  std::vector<double> ours, processes, theirs, startup, noop1, noop2;
   for (int r = 0; r < repeats; ++r) {
     startup.push_back(startup_seconds());
     {
@@ -116,18 +210,22 @@ int main(int argc, char** argv) {
       noop1.push_back(noop_step_us(*c, 1));
       noop2.push_back(noop_step_us(*c, 2));
     }
+    processes.push_back(node_process_throughput());
     theirs.push_back(torch_ddp_samples_per_second(peer));
   }
-  double o = median(ours), t = median(theirs);
+  double o = median(ours), p = median(processes), t = median(theirs);
   std::printf("medians of %d interleaved repeats\n\n", repeats);
   std::printf("%-58s %12s %12s %8s\n", "MLP 784-1024-1024-10, batch 256/replica, N=2", "dtrain", "torch DDP", "ratio");
-  std::printf("%-58s %12.0f %12.0f %7.2fx\n", "  samples/s (1 OpenBLAS thread per replica)", o, t, t > 0 ? o / t : 0);
+  std::printf("%-58s %12.0f %12.0f %7.2fx\n", "  samples/s, embedded cluster (1 OpenBLAS thread each)", o, t, t > 0 ? o / t : 0);
+  std::printf("%-58s %12.0f %12.0f %7.2fx\n", "  samples/s, head + 2 node processes (the host's share)", p, t, t > 0 ? p / t : 0);
+  std::printf("  node processes / embedded: %.3f (goal within 10%%)\n", o > 0 ? p / o : 0);
   std::printf("\nframework cost, noop operator (1 parameter, 1 sample/replica/step):\n");
   std::printf("  1 replica : %8.1f us per step\n", median(noop1));
   std::printf("  2 replicas: %8.1f us per step (includes a 4-byte all_reduce)\n", median(noop2));
   std::printf("\ndriver start to 2 local replicas ready: %.3f s\n", median(startup));
-  std::printf("\nsummary: DP throughput %.2fx PyTorch DDP (goal >= 1.3); noop step %.1f us with 1 "
-              "replica (goal < 20); startup %.3f s (goal < 0.5)\n",
-              t > 0 ? o / t : 0, median(noop1), median(startup));
+  std::printf("\nsummary: DP throughput %.2fx PyTorch DDP embedded, %.2fx in node processes (goal "
+              ">= 1.3 both); noop step %.1f us with 1 replica (goal < 20); startup %.3f s (goal "
+              "< 0.5)\n",
+              t > 0 ? o / t : 0, t > 0 ? p / t : 0, median(noop1), median(startup));
   return 0;
 }
