@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <fstream>
+#include <optional>
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
@@ -72,8 +73,8 @@ result<bool> publish_new(const std::string& path, const std::string& bytes) {
   return true;
 }
 
-// Holds an exclusive flock on a directory until destroyed; held() false
-// where the file system refuses one (the caller goes on without it).
+// Holds an exclusive flock on a directory until destroyed; none where the
+// file system refuses one (the caller goes on without it).
 class directory_lock {
 public:
   explicit directory_lock(const std::string& dir)
@@ -89,27 +90,20 @@ public:
   }
   directory_lock(const directory_lock&) = delete;
   directory_lock& operator=(const directory_lock&) = delete;
-  bool held() const { return fd_ >= 0; }
 
 private:
   int fd_;
 };
 
 // Removes `path` if it is still the file `seen` (its lstat when it was found
-// unusable). Two starters that found the same unusable file then remove it
-// once: the second sees another file there (the first one's new token) and
-// leaves it. The look and the unlink are made under a lock on the directory,
-// so that no starter removes a token another published in between; where
-// the file system gives no lock, that window is a few instructions wide.
-status remove_if_unchanged(const std::string& dir, const std::string& path,
-                           const struct stat& seen) {
-  directory_lock lock(dir);
+// unusable), so that a file someone else put there since is left alone.
+status remove_if_unchanged(const std::string& path, const struct stat& seen) {
   struct stat now {};
   if (::lstat(path.c_str(), &now) != 0)
     return errno == ENOENT ? status::ok()
                            : os_error("looking at the dashboard token", path, errno);
   if (now.st_dev != seen.st_dev || now.st_ino != seen.st_ino)
-    return status::ok();  // replaced meanwhile: read again
+    return status::ok();  // replaced meanwhile: publish_new finds it there
   if (::unlink(path.c_str()) != 0 && errno != ENOENT)
     return os_error("removing the unusable dashboard token", path, errno);
   return status::ok();
@@ -135,10 +129,19 @@ result<std::string> load_or_create_token(const std::string& path) {
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
       return os_error("creating the dashboard token's directory", dir, errno);
     // There but unusable (readable by others, malformed, not ours): removed,
-    // and a new one created exclusively like a first one, so that of
-    // starters racing over the same unusable file exactly one token wins.
-    if (present)
-      DTRAIN_RETURN_IF_ERROR(remove_if_unchanged(dir, path, seen));
+    // and a new one created exclusively like a first one. Starters that
+    // found the same unusable file take turns under a lock on the directory
+    // from their last look to their new file: the first replaces it, the
+    // others find its token whole and use it (the identity check alone could
+    // be fooled: the new file may get the removed one's inode number). Where
+    // the file system gives no lock, only that check remains.
+    std::optional<directory_lock> lock;
+    if (present) {
+      lock.emplace(dir);
+      if (std::string t = existing_token(path); !t.empty())
+        return t;
+      DTRAIN_RETURN_IF_ERROR(remove_if_unchanged(path, seen));
+    }
     std::string t = security::random_hex(token_chars / 2);
     DTRAIN_ASSIGN_OR_RETURN(bool ours, publish_new(path, t + "\n"));
     if (ours)
