@@ -201,6 +201,36 @@ struct fixture {
   }
 };
 
+// Whether `s` is well-formed UTF-8 (Unicode's table 3-7), checked here
+// independently of dtrain::utf8.
+bool well_formed_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (b < 0x80)
+      n = 1;
+    else if (b >= 0xC2 && b <= 0xDF)
+      n = 2;
+    else if (b >= 0xE0 && b <= 0xEF)
+      n = 3, lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
+    else if (b >= 0xF0 && b <= 0xF4)
+      n = 4, lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
+    else
+      return false;
+    if (i + n > s.size())
+      return false;
+    for (size_t k = 1; k < n; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF))
+        return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -285,6 +315,21 @@ BOOST_AUTO_TEST_CASE(a_nodes_log_comes_in_chunks_from_an_offset_or_from_its_end)
   http_response down = get("/api/v1/nodes/0/log");
   BOOST_TEST(down.status == 503);
   BOOST_TEST(contains(down.body, "request_timeout"), down.body);
+}
+
+BOOST_AUTO_TEST_CASE(a_log_that_is_not_utf8_still_comes_as_utf8_json) {
+  // Binary output, a character whole, and one cut by the end of the file.
+  source.logs = {std::string("bin \xFF\xFE ok \xE2\x82\xAC cut \xE2\x82", 20)};
+  http_response r = get("/api/v1/nodes/0/log?offset=0");
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(r.body == "{\"node\":0,\"path\":\"/home/n/node-0.log\",\"offset\":0,\"next\":20,"
+                       "\"size\":20,\"text\":\"bin \xEF\xBF\xBD\xEF\xBF\xBD ok \xE2\x82\xAC cut "
+                       "\xEF\xBF\xBD\"}");
+  BOOST_TEST(well_formed_utf8(r.body));
+  actors::log_chunk c;
+  c.bytes = "\xC0\xAF \xED\xA0\x80 \xF4\x90\x80\x80 \x80";
+  c.path = "/logs/\xFF.log";
+  BOOST_TEST(well_formed_utf8(dashboard::log_json(3, c)), dashboard::log_json(3, c));
 }
 
 BOOST_AUTO_TEST_CASE(experiments_and_trials_carry_state_hyperparameters_and_best) {

@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
@@ -22,6 +24,28 @@
 #include "dtrain/dashboard/server.hpp"
 #include "dtrain/dashboard/token.hpp"
 #include "test_util.hpp"
+
+namespace {
+// Accept failures on demand: while injected_accept_failures is above zero,
+// accept() fails with injected_accept_errno instead of accepting.
+std::atomic<int> injected_accept_failures{0};
+std::atomic<int> injected_accept_errno{0};
+} // namespace
+
+// This program's accept() comes before libc's for libdtrain_dashboard
+// (Boost.Asio calls ::accept); without an injected failure it is libc's.
+extern "C" int accept(int fd, sockaddr* address, socklen_t* length) {
+  int left = injected_accept_failures.load();
+  while (left > 0 && !injected_accept_failures.compare_exchange_weak(left, left - 1)) {
+  }
+  if (left > 0) {
+    errno = injected_accept_errno.load();
+    return -1;
+  }
+  using accept_fn = int (*)(int, sockaddr*, socklen_t*);
+  static const auto real = reinterpret_cast<accept_fn>(::dlsym(RTLD_NEXT, "accept"));
+  return real(fd, address, length);
+}
 
 using namespace dtrain;
 using namespace dtrain::dashboard;
@@ -476,6 +500,25 @@ BOOST_AUTO_TEST_CASE(accept_failures_are_tried_again_after_a_pause_not_in_a_busy
   BOOST_TEST(c.get("/after") == 200);
 }
 
+BOOST_AUTO_TEST_CASE(an_accept_that_fails_for_another_reason_is_tried_again_at_once) {
+  std::atomic<int> calls{0};
+  http_server::options o;
+  o.accept_retry = milliseconds(30000);  // a pause would outlast the client's 10 s
+  auto s = echo_server(calls, o);
+  // What Linux's accept passes on from a connection that failed before it
+  // was accepted: only that one is lost, the next is accepted at once.
+  for (int e : {ENETDOWN, EHOSTUNREACH, EPERM}) {
+    injected_accept_errno = e;
+    injected_accept_failures = 3;
+    const auto start = steady_clock::now();
+    connection c(s->port());
+    BOOST_TEST(c.get("/after") == 200, "errno " << e);
+    BOOST_TEST(injected_accept_failures.load() == 0);  // the failures did happen
+    BOOST_TEST((steady_clock::now() - start < milliseconds(3000)), "errno " << e);
+  }
+  injected_accept_failures = 0;
+}
+
 BOOST_AUTO_TEST_CASE(an_address_in_use_is_an_error_naming_it) {
   std::atomic<int> calls{0};
   auto a = echo_server(calls);
@@ -545,6 +588,35 @@ BOOST_AUTO_TEST_CASE(dashboards_creating_the_token_at_once_end_up_with_the_same_
     BOOST_REQUIRE_MESSAGE(b->is_ok(), b->error().to_string());
     BOOST_TEST(**a == **b, "round " << round);
     BOOST_TEST(dtrain::testing::read_file(path) == **a + "\n");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(dashboards_replacing_an_unusable_token_at_once_end_up_with_the_same_one) {
+  for (int round = 0; round < 40; ++round) {
+    dtrain::testing::temp_dir dir;
+    const std::string path = dir.file("dashboard-token");
+    // Malformed, or a good token that others may read.
+    dtrain::testing::write_file(path, round % 2 ? std::string(32, 'a') + "\n" : "not a token\n");
+    ::chmod(path.c_str(), round % 2 ? 0644 : 0600);
+    std::atomic<int> ready{0};
+    std::optional<result<std::string>> a, b;
+    auto race = [&](std::optional<result<std::string>>& out) {
+      ++ready;
+      while (ready.load() < 2)
+        std::this_thread::yield();
+      out.emplace(load_or_create_token(path));
+    };
+    std::thread ta(race, std::ref(a)), tb(race, std::ref(b));
+    ta.join();
+    tb.join();
+    BOOST_REQUIRE_MESSAGE(a->is_ok(), a->error().to_string());
+    BOOST_REQUIRE_MESSAGE(b->is_ok(), b->error().to_string());
+    BOOST_TEST(**a == **b, "round " << round);
+    BOOST_TEST(**a != std::string(32, 'a'), "round " << round);
+    BOOST_TEST(dtrain::testing::read_file(path) == **a + "\n", "round " << round);
+    struct stat st {};
+    BOOST_REQUIRE(::stat(path.c_str(), &st) == 0);
+    BOOST_TEST((st.st_mode & 0777) == 0600u, "round " << round);
   }
 }
 

@@ -1,6 +1,7 @@
 // The dashboard's head_source against a head actor in this process with a
 // fake node: a node's log read through the head, an unknown node, and a
-// node that does not answer (bounded by the source's one timeout).
+// node that does not answer (bounded by the source's one timeout); and a
+// fake head that loses a node between its status and the request for it.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -62,6 +63,41 @@ node_actor::behavior_type fake_node(node_actor::stateful_pointer<fake_log_state>
   };
 }
 
+// A head whose status lists two nodes, the second at index 5 of its table,
+// and that has lost every node by the time it is asked for one, answering
+// as head_actor does.
+head_actor::behavior_type losing_head() {
+  auto no = [](const char* what) { return to_caf(status(error_code::internal, what)); };
+  return {
+    [=](register_atom, node_info&, node_actor&, std::string&) -> caf::result<int32_t> {
+      return no("the fake head registers nothing");
+    },
+    [=](place_atom, std::string&, int32_t, bool,
+        caf::actor&) -> caf::result<std::vector<assignment>> { return no("no placement"); },
+    [=](release_atom, std::string&) -> caf::result<caf::ok_atom> { return caf::ok_atom::value; },
+    [=](unreach_atom, int32_t) -> caf::result<caf::ok_atom> { return caf::ok_atom::value; },
+    [=](probe_atom, int32_t) {},
+    [=](rss_atom) {},
+    [=](status_atom) -> caf::result<cluster_status> {
+      cluster_status st;
+      st.nodes = {node_info{"h0", "", 1, 0, 1, "h0", {}, ""},
+                  node_info{"h1", "10.0.0.2:4242", 1, 0, 2, "h1", {}, ""}};
+      st.node_ids = {3, 5};
+      return st;
+    },
+    [=](caf::get_atom, int32_t index) -> caf::result<node_actor> {
+      return to_caf(not_found("no live node " + std::to_string(index)));
+    },
+    [=](experiments_atom) -> caf::result<experiments::experiment_service> {
+      return no("no store");
+    },
+    [=](hello_atom, std::string&) -> caf::result<head_hello> { return no("no hello"); },
+    [=](prove_atom, std::string&, std::string&, identity_msg&) -> caf::result<std::string> {
+      return no("no proof");
+    },
+  };
+}
+
 struct source_fixture {
   system_config config;
   caf::actor_system sys{config};
@@ -107,6 +143,19 @@ BOOST_AUTO_TEST_CASE(an_unknown_node_is_not_found) {
   BOOST_TEST((r.error().code() == error_code::not_found), r.error().to_string());
   BOOST_TEST(r.error().message().find("no node 1") != std::string::npos, r.error().message());
   BOOST_TEST(!source->node_log(-1, 0, 100).is_ok());
+}
+
+BOOST_AUTO_TEST_CASE(a_node_lost_after_the_status_is_named_by_the_position_asked_for) {
+  head_actor lossy = sys.spawn(losing_head);
+  auto lossy_source = dashboard::head_source(sys, lossy, milliseconds(2000));
+  auto r = lossy_source->node_log(1, 0, 100);
+  caf::anon_send_exit(lossy, caf::exit_reason::user_shutdown);
+  BOOST_REQUIRE(!r.is_ok());
+  const std::string& m = r.error().message();
+  BOOST_TEST((r.error().code() == error_code::not_found), r.error().to_string());
+  BOOST_TEST(m.find("node 1 (h1, 10.0.0.2:4242)") != std::string::npos, m);
+  BOOST_TEST(m.find("lost") != std::string::npos, m);
+  BOOST_TEST(m.find("node 5") == std::string::npos, m);  // the head's index, never seen
 }
 
 BOOST_AUTO_TEST_CASE(a_node_that_does_not_answer_fails_within_the_sources_timeout) {

@@ -1,6 +1,7 @@
 #include "dtrain/actors/node_actor.hpp"
 
 #include "dtrain/core/memory.hpp"
+#include "dtrain/core/utf8.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -98,6 +99,14 @@ result<log_chunk> read_log(const std::string& path, int64_t offset, int32_t max_
   in.seekg(out.offset);
   in.read(out.bytes.data(), n);
   out.bytes.resize(static_cast<size_t>(in.gcount()));
+  // Cut short of the end: the chunk ends before a character it would cut,
+  // which the next chunk begins with. Kept as read when it holds nothing
+  // else (max_bytes under 4), so that a reader still moves on.
+  if (out.offset + static_cast<int64_t>(out.bytes.size()) < out.size) {
+    const size_t whole = utf8::complete_prefix_length(out.bytes);
+    if (whole > 0)
+      out.bytes.resize(whole);
+  }
   out.next = out.offset + static_cast<int64_t>(out.bytes.size());
   return out;
 }

@@ -54,8 +54,11 @@ constexpr int32_t max_log_chunk = 1 << 20;
 /// bounded read of at most max_log_chunk bytes of a local file): from
 /// `offset`, or for a negative one from that many bytes before the end,
 /// clamped to the file; the answer's `next` is where to ask next (callers
-/// that follow the log ask again from there). No log file, or one that
-/// cannot be read: not_found / io_error naming the file.
+/// that follow the log ask again from there). A chunk that ends before the
+/// file does ends at the last whole UTF-8 character, so `next` is the start
+/// of a character it would have cut (unless that leaves nothing: max_bytes
+/// under 4); one that ends at the end of the file is as read. No log file,
+/// or one that cannot be read: not_found / io_error naming the file.
 struct node_state;  // node_actor.cpp
 node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> self,
                                     node_options options);

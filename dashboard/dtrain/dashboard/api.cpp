@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "dtrain/core/json.hpp"
+#include "dtrain/core/utf8.hpp"
 
 namespace dtrain::dashboard {
 
@@ -320,11 +321,13 @@ namespace dtrain::dashboard {
 std::string log_json(int32_t node, const actors::log_chunk& c) {
   std::string out = "{";
   field(out, "node", static_cast<int64_t>(node));
-  field(out, "path", c.path);
+  // A log holds whatever its process wrote, and a path whatever bytes the
+  // node's file system allows; JSON must be UTF-8.
+  field(out, "path", utf8::replace_invalid(c.path));
   field(out, "offset", c.offset);
   field(out, "next", c.next);
   field(out, "size", c.size);
-  field(out, "text", c.bytes);
+  field(out, "text", utf8::replace_invalid(c.bytes));
   out += '}';
   return out;
 }

@@ -53,8 +53,10 @@ std::string metrics_json(int64_t experiment, const std::string& trial,
                          std::optional<int64_t> after_seq = std::nullopt);
 
 /// GET /api/v1/nodes/{index}/log: a chunk of node `node`'s log. The text
-/// is the file's bytes as they are (a chunk may cut a line, or a UTF-8
-/// character, at either end).
+/// is the file's bytes with each invalid UTF-8 sequence (binary output, a
+/// character cut where the chunk begins, or at the end of a file still
+/// being written) replaced by U+FFFD, so the document is always valid
+/// UTF-8; a chunk may cut a line at either end.
 std::string log_json(int32_t node, const actors::log_chunk& c);
 
 /// GET /api/v1/trials/{key}/checkpoints: the trial's checkpoints, by seq

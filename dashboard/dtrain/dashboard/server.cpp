@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <exception>
 #include <mutex>
@@ -253,8 +254,14 @@ struct http_server::impl {
         s.close(ignored);
         return;
       }
-      if (ec)
-        return accept_later(ec);
+      if (ec) {
+        if (lacks_resources(ec))
+          return accept_later(ec);
+        // One connection failed before it was accepted (the peer reset it,
+        // a network error passed on by accept): the next ones are fine, so
+        // accept again at once, quietly (that one's client sees the error).
+        return accept();
+      }
       accept_failing = false;
       if (state->sessions.load() < state->options.max_connections)
         open_session(std::move(s));
@@ -266,7 +273,16 @@ struct http_server::impl {
     });
   }
 
-  // The accept failed for want of a resource (EMFILE, ENFILE, ENOBUFS):
+  // Whether an accept failed for want of a resource (descriptors, buffers,
+  // memory), which accepting again at once would not cure.
+  static bool lacks_resources(const beast::error_code& ec) {
+    if (ec.category() != boost::system::system_category())
+      return false;
+    const int e = ec.value();
+    return e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
+  }
+
+  // The accept failed for want of a resource (EMFILE, ENFILE, ENOBUFS, ENOMEM):
   // the connection waits in the backlog, so accepting again at once would
   // fail again at once, a busy loop. Try again after accept_retry.
   void accept_later(const beast::error_code& ec) {

@@ -28,7 +28,10 @@ namespace dtrain::dashboard {
 /// connection is closed (an idle keep-alive connection too); at most
 /// max_connections are open at once, further ones are closed on accept
 /// without an answer. An accept that fails for want of a resource (EMFILE,
-/// ENFILE, ENOBUFS) is tried again after accept_retry, not at once.
+/// ENFILE, ENOBUFS, ENOMEM) is tried again after accept_retry, not at once;
+/// one that fails for any other reason (a connection reset or a network
+/// error before it was accepted) costs only that connection, and the next
+/// is accepted at once.
 ///
 /// Handlers: `quick`, when given, runs first on the I/O thread and must not
 /// block (the page's files); when it declines (nullopt), `handle` runs on

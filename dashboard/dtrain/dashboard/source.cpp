@@ -49,7 +49,7 @@ public:
     result<node_actor> node = unavailable(label + ": the head did not answer");
     self->request(head_, left(), caf::get_atom::value, id)
         .receive([&](node_actor& n) { node = std::move(n); },
-                 [&](caf::error& e) { node = from_caf(e, label + ": asking the head for it"); });
+                 [&](caf::error& e) { node = lost_or(e, label, count); });
     if (!node)
       return node.error();
     return read_log_chunk(self, *node, offset, std::clamp(max_bytes, 0, max_log_chunk), left(),
@@ -85,6 +85,17 @@ public:
   }
 
 private:
+  // The head's not_found names the node by its index in the head's table,
+  // which the user never saw: said again with the position and label they
+  // asked for. Other errors keep the head's words, after the label.
+  static dtrain::status lost_or(const caf::error& e, const std::string& label, int32_t count) {
+    dtrain::status s = from_caf(e, label + ": asking the head for it");
+    if (s.code() == error_code::not_found)
+      return not_found(label + " was lost after the cluster's status was read (it listed " +
+                       std::to_string(count) + " live nodes); ask for the cluster again");
+    return s;
+  }
+
   result<cluster_status> status_within(caf::scoped_actor& self, std::chrono::milliseconds timeout) {
     result<cluster_status> out = unavailable("the head did not answer");
     self->request(head_, timeout, status_atom::value)

@@ -29,7 +29,9 @@ public:
   /// Up to `max_bytes` (at most actors::max_log_chunk) of the log file of
   /// node `position` (as status() lists it) from `offset` (negative: that
   /// many bytes before its end), read by that node (node_actor: log).
-  /// not_found when no node has that position; the head's node list, the
+  /// not_found when no node has that position, or when the node was lost
+  /// between the head's list and the request (the error names `position`,
+  /// not the head's own index of the node); the head's node list, the
   /// node's handle and the chunk all within the one timeout.
   virtual result<actors::log_chunk> node_log(int32_t position, int64_t offset,
                                              int32_t max_bytes) = 0;

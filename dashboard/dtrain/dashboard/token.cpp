@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <fstream>
+#include <optional>
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
@@ -71,39 +73,84 @@ result<bool> publish_new(const std::string& path, const std::string& bytes) {
   return true;
 }
 
+// Holds an exclusive flock on a directory until destroyed; none where the
+// file system refuses one (the caller goes on without it).
+class directory_lock {
+public:
+  explicit directory_lock(const std::string& dir)
+    : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~directory_lock() {
+    if (fd_ >= 0)
+      ::close(fd_);  // releases the lock
+  }
+  directory_lock(const directory_lock&) = delete;
+  directory_lock& operator=(const directory_lock&) = delete;
+
+private:
+  int fd_;
+};
+
+// Removes `path` if it is still the file `seen` (its lstat when it was found
+// unusable), so that a file someone else put there since is left alone.
+status remove_if_unchanged(const std::string& path, const struct stat& seen) {
+  struct stat now {};
+  if (::lstat(path.c_str(), &now) != 0)
+    return errno == ENOENT ? status::ok()
+                           : os_error("looking at the dashboard token", path, errno);
+  if (now.st_dev != seen.st_dev || now.st_ino != seen.st_ino)
+    return status::ok();  // replaced meanwhile: publish_new finds it there
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+    return os_error("removing the unusable dashboard token", path, errno);
+  return status::ok();
+}
+
 } // namespace
 
 std::string default_token_path() { return dtrain_home() + "/dashboard-token"; }
 
 result<std::string> load_or_create_token(const std::string& path) {
   const std::string dir = parent_of(path);
-  // Twice at most: a file that another process created between our look
-  // and our link is read on the second pass.
-  for (int pass = 0; pass < 2; ++pass) {
-    // Whether it is there is asked before it is read: a file that appears
-    // between the two is another process's, whole (linked), and used.
-    struct stat st {};
-    const bool present = ::lstat(path.c_str(), &st) == 0;
+  // Each pass either returns or sees the file change under it (another
+  // starter published or replaced one), which a few starters at once cannot
+  // keep doing for long.
+  constexpr int max_passes = 8;
+  for (int pass = 0; pass < max_passes; ++pass) {
+    // Looked at before it is read: what is removed below is this file and
+    // no later one.
+    struct stat seen {};
+    const bool present = ::lstat(path.c_str(), &seen) == 0;
     if (std::string t = existing_token(path); !t.empty())
       return t;
     if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
       return os_error("creating the dashboard token's directory", dir, errno);
-    std::string t = security::random_hex(token_chars / 2);
-    const std::string line = t + "\n";
+    // There but unusable (readable by others, malformed, not ours): removed,
+    // and a new one created exclusively like a first one. Starters that
+    // found the same unusable file take turns under a lock on the directory
+    // from their last look to their new file: the first replaces it, the
+    // others find its token whole and use it (the identity check alone could
+    // be fooled: the new file may get the removed one's inode number). Where
+    // the file system gives no lock, only that check remains.
+    std::optional<directory_lock> lock;
     if (present) {
-      // There but unusable (readable by others, malformed, not ours):
-      // replaced by a private one.
-      DTRAIN_RETURN_IF_ERROR(
-          write_file_atomically(path, line.data(), line.size(), durability::file, 0600));
-      return t;
+      lock.emplace(dir);
+      if (std::string t = existing_token(path); !t.empty())
+        return t;
+      DTRAIN_RETURN_IF_ERROR(remove_if_unchanged(path, seen));
     }
-    DTRAIN_ASSIGN_OR_RETURN(bool ours, publish_new(path, line));
+    std::string t = security::random_hex(token_chars / 2);
+    DTRAIN_ASSIGN_OR_RETURN(bool ours, publish_new(path, t + "\n"));
     if (ours)
       return t;
   }
-  return io_error("the dashboard token " + path +
-                  " was created by another process but cannot be used (not private, or not a "
-                  "token); remove it and start again");
+  return io_error("the dashboard token " + path + " changed under each of " +
+                  std::to_string(max_passes) +
+                  " tries to read or create it (other processes writing it at the same time?); "
+                  "start again");
 }
 
 bool token_matches(std::string_view presented, std::string_view token) {

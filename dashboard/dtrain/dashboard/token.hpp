@@ -17,9 +17,10 @@ std::string default_token_path();
 /// shares it). Without a file, a new one is created with mode 0600,
 /// whole or not at all, and exclusively: of dashboards starting at once,
 /// one creates it and the others read and use its token. A file that is
-/// there but unusable is replaced atomically (a rename over it; two
-/// processes replacing it at once may each keep their own, the file the
-/// last). Errors (io_error) name the path. Blocks on file I/O.
+/// there but unusable is removed, if it is still the one found, and a new
+/// one created the same exclusive way, so dashboards replacing it at once
+/// end up with one token too. Errors (io_error) name the path. Blocks on
+/// file I/O (and on another starter's removal of an unusable file).
 result<std::string> load_or_create_token(const std::string& path);
 
 /// Compares a presented token with the real one in time that does not
