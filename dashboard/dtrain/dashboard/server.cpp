@@ -218,7 +218,7 @@ result<ssl::context> server_tls_context(const std::string& certificate, const st
   ctx.use_private_key_file(key, ssl::context::pem, ec);
   if (ec)
     return io_error("dashboard TLS: key " + key + ": " + ec.message());
-  return std::move(ctx);  // move-only
+  return ctx;  // moved: a local returned
 }
 
 } // namespace
