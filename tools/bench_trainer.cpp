@@ -59,8 +59,15 @@ actors::trainer_config noop(int replicas) {
   return t;
 }
 
+// Where a data-parallel step's time goes, from the chief's epoch metrics:
+// the whole step, the all-reduce waits not hidden behind backward, and the
+// rest (compute and the framework's own passes).
+struct step_breakdown {
+  double step_ms = 0, exposed_allreduce_ms = 0;
+};
+
 // samples/s of the second of two epochs (the first warms caches and pools).
-double mlp_throughput(actors::cluster& c) {
+double mlp_throughput(actors::cluster& c, step_breakdown* where = nullptr) {
   auto t = actors::trainer::create(c, mlp(2));
   if (!t) {
     std::printf("mlp trainer: %s\n", t.error().to_string().c_str());
@@ -68,6 +75,10 @@ double mlp_throughput(actors::cluster& c) {
   }
   (void)(*t)->train();
   auto m = (*t)->train();
+  if (m && where != nullptr && m->steps > 0) {
+    where->step_ms = m->seconds / static_cast<double>(m->steps) * 1e3;
+    where->exposed_allreduce_ms = m->allreduce_seconds / static_cast<double>(m->steps) * 1e3;
+  }
   return m ? m->samples_per_second : 0;
 }
 
@@ -201,12 +212,15 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   set_blas_threads(1);
 
-  std::vector<double> ours, processes, theirs, startup, noop1, noop2;
+  std::vector<double> ours, processes, theirs, startup, noop1, noop2, step_ms, exposed_ms;
   for (int r = 0; r < repeats; ++r) {
     startup.push_back(startup_seconds());
     {
       auto c = actors::cluster::connect({"", 2, 0, std::chrono::milliseconds(5000)}).value();
-      ours.push_back(mlp_throughput(*c));
+      step_breakdown b;
+      ours.push_back(mlp_throughput(*c, &b));
+      step_ms.push_back(b.step_ms);
+      exposed_ms.push_back(b.exposed_allreduce_ms);
       noop1.push_back(noop_step_us(*c, 1));
       noop2.push_back(noop_step_us(*c, 2));
     }
@@ -219,6 +233,10 @@ int main(int argc, char** argv) {
   std::printf("%-58s %12.0f %12.0f %7.2fx\n", "  samples/s, embedded cluster (1 OpenBLAS thread each)", o, t, t > 0 ? o / t : 0);
   std::printf("%-58s %12.0f %12.0f %7.2fx\n", "  samples/s, head + 2 node processes (the host's share)", p, t, t > 0 ? p / t : 0);
   std::printf("  node processes / embedded: %.3f (goal within 10%%)\n", o > 0 ? p / o : 0);
+  const double s = median(step_ms), x = median(exposed_ms);
+  std::printf("  step breakdown (embedded, chief): %.2f ms = %.2f ms exposed all-reduce (%.1f%%) + "
+              "%.2f ms compute and framework\n",
+              s, x, s > 0 ? 100 * x / s : 0, s - x);
   std::printf("\nframework cost, noop operator (1 parameter, 1 sample/replica/step):\n");
   std::printf("  1 replica : %8.1f us per step\n", median(noop1));
   std::printf("  2 replicas: %8.1f us per step (includes a 4-byte all_reduce)\n", median(noop2));
