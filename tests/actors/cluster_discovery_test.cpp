@@ -26,20 +26,6 @@ ran run_dtrain(const std::vector<std::string>& args, const std::string& log_path
   return dtrain::testing::run_dtrain(args, log_path, milliseconds(120000));
 }
 
-// One replica of a small regression: a run takes well under a second.
-std::string one_slot_experiment(const temp_dir& dir) {
-  std::string path = dir.file("regression.yaml");
-  dtrain::testing::write_file(
-      path, "name: regression\n"
-            "operator: linear_regression\n"
-            "hyperparameters: {lr: 0.01, samples: 1000, features: 4, optimizer: sgd}\n"
-            "resources: {slots_per_trial: 1}\n"
-            "global_batch_size: 32\n"
-            "epochs: 1\n"
-            "checkpoint_storage: {host_path: " + dir.file("ckpt") + "}\n");
-  return path;
-}
-
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
@@ -56,7 +42,7 @@ BOOST_AUTO_TEST_CASE(status_and_train_find_the_head_started_on_this_host) {
   BOOST_TEST(status.code == 0, status.log);
   BOOST_TEST(contains(status.log, "cluster at " + lc.address + ": 1 nodes"), status.log);
 
-  const std::string experiment = one_slot_experiment(dir);
+  const std::string experiment = dtrain::testing::regression_experiment(dir);
   ran attached = run_dtrain({"train", experiment}, dir.file("train.log"));
   BOOST_TEST(attached.code == 0, attached.log);
   BOOST_TEST(contains(attached.log, "attaching to the cluster started on this host at " +

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "actors/child_process.hpp"
+#include "actors/dtrain_command.hpp"
 #include "dashboard/http_client.hpp"
 #include "test_util.hpp"
 
@@ -44,20 +45,6 @@ uint16_t port_of(const std::string& url) {
   if (colon == std::string::npos)
     return 0;
   return static_cast<uint16_t>(std::atoi(url.substr(colon + 1).c_str()));
-}
-
-// Two epochs of a small regression on one slot.
-std::string two_epoch_experiment(const temp_dir& dir) {
-  std::string path = dir.file("regression.yaml");
-  dtrain::testing::write_file(
-      path, "name: regression\n"
-            "operator: linear_regression\n"
-            "hyperparameters: {lr: 0.01, samples: 1000, features: 4, optimizer: sgd}\n"
-            "resources: {slots_per_trial: 1}\n"
-            "global_batch_size: 32\n"
-            "epochs: 2\n"
-            "checkpoint_storage: {host_path: " + dir.file("ckpt") + "}\n");
-  return path;
 }
 
 // `promtool check metrics` on `text`; "" when it passes, else its output.
@@ -182,7 +169,8 @@ BOOST_AUTO_TEST_CASE(head_dashboard_serves_the_cluster_experiments_and_metrics_w
   BOOST_TEST(http_get(port, "/api/v1/cluster?token=" + token).status == 200);
 
   // One experiment of two epochs through the head.
-  child_process train({DTRAIN_BINARY, "train", two_epoch_experiment(home), "--address", address},
+  const std::string experiment = dtrain::testing::regression_experiment(home, 2);
+  child_process train({DTRAIN_BINARY, "train", experiment, "--address", address},
                       home.file("train.log"));
   BOOST_REQUIRE_MESSAGE(train.wait(milliseconds(120000)) == 0,
                         dtrain::testing::read_file(home.file("train.log")));

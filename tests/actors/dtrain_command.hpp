@@ -32,4 +32,19 @@ inline command_result run_dtrain(const std::vector<std::string>& args, const std
   return r;
 }
 
+/// A small one-slot regression experiment (1000 samples: a run takes well
+/// under a second) of `epochs` epochs, checkpointing under DIR/ckpt, written
+/// to DIR/regression.yaml; its path.
+inline std::string regression_experiment(const temp_dir& dir, int epochs = 1) {
+  const std::string path = dir.file("regression.yaml");
+  write_file(path, "name: regression\n"
+                   "operator: linear_regression\n"
+                   "hyperparameters: {lr: 0.01, samples: 1000, features: 4, optimizer: sgd}\n"
+                   "resources: {slots_per_trial: 1}\n"
+                   "global_batch_size: 32\n"
+                   "epochs: " + std::to_string(epochs) + "\n"
+                   "checkpoint_storage: {host_path: " + dir.file("ckpt") + "}\n");
+  return path;
+}
+
 } // namespace dtrain::testing

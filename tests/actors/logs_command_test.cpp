@@ -33,19 +33,6 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-std::string one_slot_experiment(const temp_dir& dir) {
-  std::string path = dir.file("regression.yaml");
-  dtrain::testing::write_file(
-      path, "name: regression\n"
-            "operator: linear_regression\n"
-            "hyperparameters: {lr: 0.01, samples: 1000, features: 4, optimizer: sgd}\n"
-            "resources: {slots_per_trial: 1}\n"
-            "global_batch_size: 32\n"
-            "epochs: 1\n"
-            "checkpoint_storage: {host_path: " + dir.file("ckpt") + "}\n");
-  return path;
-}
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(logs_command)
@@ -54,7 +41,8 @@ BOOST_AUTO_TEST_CASE(a_node_serves_what_it_printed_filtered_and_followed) {
   unsetenv("DTRAIN_ADDRESS");
   loopback_cluster lc(1);  // DTRAIN_HOME: its own directory, where `logs` finds the head
   temp_dir dir;
-  ran train = run_dtrain({"train", one_slot_experiment(dir)}, dir.file("train.log"));
+  const std::string experiment = dtrain::testing::regression_experiment(dir);
+  ran train = run_dtrain({"train", experiment}, dir.file("train.log"));
   BOOST_REQUIRE_MESSAGE(train.code == 0, train.log);
 
   // The foreground node still prints to its terminal (here, its log file).
