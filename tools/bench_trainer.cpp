@@ -11,7 +11,11 @@
 //  3. Time from driver start to the replicas being ready for the first
 //     step, 2 local replicas.
 //
-//   build/bin/dtrain-bench-trainer [--repeats 3] [--peer PATH]
+//  4. With --scaling (instead of 1-3): samples/s for N = 1, 2, 4 replicas,
+//     embedded (threads) and node processes, against DDP N = 1, 2, 4, with
+//     each one's scaling efficiency S(N) / (N x S(1)).
+//
+//   build/bin/dtrain-bench-trainer [--repeats 3] [--peer PATH] [--scaling]
 #include <CLI/CLI.hpp>
 
 #include <signal.h>
@@ -23,6 +27,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <string>
 #include <thread>
@@ -39,7 +44,7 @@ using dtrain::bench::median;
 
 namespace {
 
-actors::trainer_config mlp(int replicas) {
+actors::trainer_config mlp(int replicas = 2) {
   actors::trainer_config t;
   t.name = "bench-mlp";
   t.operator_name = "mlp_classifier";
@@ -67,8 +72,8 @@ struct step_breakdown {
 };
 
 // samples/s of the second of two epochs (the first warms caches and pools).
-double mlp_throughput(actors::cluster& c, step_breakdown* where = nullptr) {
-  auto t = actors::trainer::create(c, mlp(2));
+double mlp_throughput(actors::cluster& c, step_breakdown* where = nullptr, int replicas = 2) {
+  auto t = actors::trainer::create(c, mlp(replicas));
   if (!t) {
     std::printf("mlp trainer: %s\n", t.error().to_string().c_str());
     return 0;
@@ -104,12 +109,12 @@ double startup_seconds() {
   return t ? s : 0;
 }
 
-// A head and two one-slot nodes of the dtrain binary beside this one, on
-// loopback, in a DTRAIN_HOME of their own; every process killed by its pid
-// when this ends.
+// A head and `nodes` one-slot nodes of the dtrain binary beside this one,
+// on loopback, in a DTRAIN_HOME of their own; every process killed by its
+// pid when this ends.
 class node_processes {
 public:
-  node_processes() {
+  explicit node_processes(int nodes = 2) {
     char self[4096];
     const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     self[n > 0 ? n : 0] = '\0';
@@ -119,7 +124,7 @@ public:
     std::filesystem::create_directories(home_);
     setenv("DTRAIN_HOME", home_.c_str(), 1);
     address_ = start({"start", "--head", "--port", "0"}, "head");
-    for (int i = 0; i < 2; ++i)
+    for (int i = 0; i < nodes; ++i)
       if (!address_.empty())
         start({"start", "--address", address_, "--slots", "1"}, "node" + std::to_string(i));
   }
@@ -176,9 +181,10 @@ private:
   std::vector<pid_t> pids_;
 };
 
-// The MLP's throughput on a head + 2 node processes; 0 if they did not start.
-double node_process_throughput() {
-  node_processes nodes;
+// The MLP's throughput with `replicas` replicas on a head + as many node
+// processes; 0 if they did not start.
+double node_process_throughput(int replicas = 2) {
+  node_processes nodes(replicas);
   if (nodes.address().empty())
     return 0;
   auto c = actors::cluster::connect({nodes.address(), 0, 0, std::chrono::milliseconds(10000)});
@@ -186,7 +192,55 @@ double node_process_throughput() {
     std::printf("connecting to the node processes: %s\n", c.error().to_string().c_str());
     return 0;
   }
-  return mlp_throughput(**c);
+  return mlp_throughput(**c, nullptr, replicas);
+}
+
+// The same with `replicas` replicas on an embedded cluster of as many slots.
+double embedded_throughput(int replicas) {
+  auto c = actors::cluster::connect({"", replicas, 0, std::chrono::milliseconds(5000)});
+  return c ? mlp_throughput(**c, nullptr, replicas) : 0;
+}
+
+// DDP's samples/s for each N of `worlds`, one run of the peer (N -> samples/s).
+std::map<int, double> torch_ddp_scaling(const std::string& script, const std::vector<int>& worlds) {
+  std::regex row(R"(^\s*([0-9]+)\s+\S+\s+[0-9.]+\s+[0-9.]+\s+[-0-9.]+\s+[0-9.]+\s+([0-9.]+))");
+  std::string command = "/usr/bin/python3 " + script + " --steps 30 --nprocs";
+  for (int n : worlds)
+    command += " " + std::to_string(n);
+  std::map<int, double> out;
+  dtrain::bench::for_each_output_line(command, [&](const char* line) {
+    std::cmatch m;
+    if (std::regex_search(line, m, row))
+      out[std::stoi(m[1].str())] = std::stod(m[2].str());
+  });
+  return out;
+}
+
+// Samples/s for N = 1, 2, 4 replicas on this host, threads (embedded) and
+// processes, against DDP, with each one's efficiency: S(N) / (N x S(1)).
+void scaling(int repeats, const std::string& peer) {
+  const std::vector<int> worlds{1, 2, 4};
+  std::map<int, std::vector<double>> threads, processes, ddp;
+  for (int r = 0; r < repeats; ++r) {
+    for (int n : worlds) {
+      threads[n].push_back(embedded_throughput(n));
+      processes[n].push_back(node_process_throughput(n));
+    }
+    for (auto& [n, s] : torch_ddp_scaling(peer, worlds))
+      ddp[n].push_back(s);
+  }
+  std::printf("scaling, MLP 784-1024-1024-10, batch 256/replica, %u cores, medians of %d "
+              "interleaved repeats\n",
+              std::thread::hardware_concurrency(), repeats);
+  std::printf("%3s %14s %6s %14s %6s %14s %6s\n", "N", "dtrain threads", "eff", "dtrain procs",
+              "eff", "torch DDP", "eff");
+  const double t1 = median(threads[1]), p1 = median(processes[1]), d1 = median(ddp[1]);
+  auto eff = [](double s, double one, int n) { return one > 0 ? s / (one * n) : 0; };
+  for (int n : worlds) {
+    const double t = median(threads[n]), p = median(processes[n]), d = median(ddp[n]);
+    std::printf("%3d %14.0f %6.2f %14.0f %6.2f %14.0f %6.2f\n", n, t, eff(t, t1, n), p,
+                eff(p, p1, n), d, eff(d, d1, n));
+  }
 }
 
 double torch_ddp_samples_per_second(const std::string& script) {
@@ -209,8 +263,14 @@ int main(int argc, char** argv) {
   CLI::App app{"dtrain trainer benchmarks"};
   app.add_option("--repeats", repeats, "interleaved repetitions (medians)")->capture_default_str();
   app.add_option("--peer", peer, "torch_ddp_mlp.py")->capture_default_str();
+  bool scale = false;
+  app.add_flag("--scaling", scale, "only the scaling curve: N = 1, 2, 4 replicas against DDP");
   CLI11_PARSE(app, argc, argv);
   set_blas_threads(1);
+  if (scale) {
+    scaling(repeats, peer);
+    return 0;
+  }
 
   std::vector<double> ours, processes, theirs, startup, noop1, noop2, step_ms, exposed_ms;
   for (int r = 0; r < repeats; ++r) {
