@@ -569,25 +569,32 @@ BOOST_AUTO_TEST_CASE(the_token_file_is_private_and_kept_across_starts) {
   BOOST_TEST(!token_matches(c->substr(1), *c));
 }
 
+// Two dashboards starting at the same moment: what load_or_create_token
+// gave each.
+std::pair<result<std::string>, result<std::string>> two_starters_at_once(const std::string& path) {
+  std::atomic<int> ready{0};
+  std::optional<result<std::string>> a, b;
+  auto race = [&](std::optional<result<std::string>>& out) {
+    ++ready;
+    while (ready.load() < 2)
+      std::this_thread::yield();
+    out.emplace(load_or_create_token(path));
+  };
+  std::thread ta(race, std::ref(a)), tb(race, std::ref(b));
+  ta.join();
+  tb.join();
+  return {std::move(*a), std::move(*b)};
+}
+
 BOOST_AUTO_TEST_CASE(dashboards_creating_the_token_at_once_end_up_with_the_same_one) {
   for (int round = 0; round < 40; ++round) {
     dtrain::testing::temp_dir dir;
     const std::string path = dir.file("home/dashboard-token");
-    std::atomic<int> ready{0};
-    std::optional<result<std::string>> a, b;
-    auto race = [&](std::optional<result<std::string>>& out) {
-      ++ready;
-      while (ready.load() < 2)
-        std::this_thread::yield();
-      out.emplace(load_or_create_token(path));
-    };
-    std::thread ta(race, std::ref(a)), tb(race, std::ref(b));
-    ta.join();
-    tb.join();
-    BOOST_REQUIRE_MESSAGE(a->is_ok(), a->error().to_string());
-    BOOST_REQUIRE_MESSAGE(b->is_ok(), b->error().to_string());
-    BOOST_TEST(**a == **b, "round " << round);
-    BOOST_TEST(dtrain::testing::read_file(path) == **a + "\n");
+    auto [a, b] = two_starters_at_once(path);
+    BOOST_REQUIRE_MESSAGE(a.is_ok(), a.error().to_string());
+    BOOST_REQUIRE_MESSAGE(b.is_ok(), b.error().to_string());
+    BOOST_TEST(*a == *b, "round " << round);
+    BOOST_TEST(dtrain::testing::read_file(path) == *a + "\n");
   }
 }
 
@@ -598,22 +605,12 @@ BOOST_AUTO_TEST_CASE(dashboards_replacing_an_unusable_token_at_once_end_up_with_
     // Malformed, or a good token that others may read.
     dtrain::testing::write_file(path, round % 2 ? std::string(32, 'a') + "\n" : "not a token\n");
     ::chmod(path.c_str(), round % 2 ? 0644 : 0600);
-    std::atomic<int> ready{0};
-    std::optional<result<std::string>> a, b;
-    auto race = [&](std::optional<result<std::string>>& out) {
-      ++ready;
-      while (ready.load() < 2)
-        std::this_thread::yield();
-      out.emplace(load_or_create_token(path));
-    };
-    std::thread ta(race, std::ref(a)), tb(race, std::ref(b));
-    ta.join();
-    tb.join();
-    BOOST_REQUIRE_MESSAGE(a->is_ok(), a->error().to_string());
-    BOOST_REQUIRE_MESSAGE(b->is_ok(), b->error().to_string());
-    BOOST_TEST(**a == **b, "round " << round);
-    BOOST_TEST(**a != std::string(32, 'a'), "round " << round);
-    BOOST_TEST(dtrain::testing::read_file(path) == **a + "\n", "round " << round);
+    auto [a, b] = two_starters_at_once(path);
+    BOOST_REQUIRE_MESSAGE(a.is_ok(), a.error().to_string());
+    BOOST_REQUIRE_MESSAGE(b.is_ok(), b.error().to_string());
+    BOOST_TEST(*a == *b, "round " << round);
+    BOOST_TEST(*a != std::string(32, 'a'), "round " << round);
+    BOOST_TEST(dtrain::testing::read_file(path) == *a + "\n", "round " << round);
     struct stat st {};
     BOOST_REQUIRE(::stat(path.c_str(), &st) == 0);
     BOOST_TEST((st.st_mode & 0777) == 0600u, "round " << round);
