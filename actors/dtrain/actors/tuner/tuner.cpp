@@ -102,6 +102,11 @@ struct tuner_state {
   std::map<std::string, std::map<int64_t, std::string>> checkpoints;  // trial -> epoch -> dir
   std::map<std::string, progress_msg> progress;  // running trial -> its chief's latest
   std::map<std::string, std::string> notes;      // running trial -> its trainer's latest note
+  // A trial started again from a checkpoint older than its last stored
+  // report (or from its first epoch) trains those epochs again: through
+  // this epoch its reports were heard already, by the journal and by the
+  // scheduler (live or in the replay), and are not heard twice.
+  std::map<std::string, int64_t> heard_through;
 
   double elapsed() const { return std::chrono::duration<double>(clock_type::now() - start).count(); }
   tune::trial_record& record(const std::string& id) { return trials[index.at(id)]; }
@@ -293,6 +298,11 @@ std::string resume_point(tuner_state& s, const tune::trial_record& r) {
     it = on_disk.erase(it);
   }
   s.checkpoints[r.id] = on_disk;
+  const int64_t restored_at = on_disk.empty() ? 0 : on_disk.rbegin()->first;
+  if (restored_at < stands_at)
+    s.heard_through[r.id] = stands_at;
+  else
+    s.heard_through.erase(r.id);
   return on_disk.empty() ? "" : on_disk.rbegin()->second;
 }
 
@@ -400,6 +410,7 @@ void exploit_done(tuner_pointer self, const std::string& id, const std::string& 
   std::string restore_from;
   if (error.empty()) {
     r.configuration = plan.configuration;
+    s.heard_through.erase(id);  // it goes on from the source's epoch: new reports
     s.sw->scheduler->on_exploited(id, plan);
     if (s.sw->journal)
       s.sw->journal->exploited(r, plan.source, source_epoch, before, &r.configuration);
@@ -458,6 +469,15 @@ bool on_report(tuner_pointer self, const std::string& id, int64_t epoch,
     return false;
   tune::trial_record& r = s.record(id);
   r.status = tune::trial_status::running;
+  if (auto heard = s.heard_through.find(id); heard != s.heard_through.end() && epoch <= heard->second) {
+    if (epoch == heard->second)
+      s.heard_through.erase(heard);
+    (void)note_checkpoints(s, r, epoch);
+    s.table->event(2, "trial " + id + " epoch " + std::to_string(epoch) +
+                          ": trained again (its report was heard before the restart)");
+    redraw(s);
+    return !lt->second.interrupted && !s.finishing;
+  }
   tune::report rep{id, epoch, std::move(metrics)};
   r.history.push_back(rep);
   const int64_t checkpoint_epoch = note_checkpoints(s, r, epoch);
@@ -517,6 +537,7 @@ void on_end(tuner_pointer self, const std::string& id, int32_t restarts, const s
   s.sw->track(id, nullptr);
   s.live.erase(lt);
   s.progress.erase(id);
+  s.heard_through.erase(id);
   s.notes.erase(id);
   if (exploit) {
     start_exploit(self, id, plan);
