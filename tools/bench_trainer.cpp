@@ -15,7 +15,7 @@
 //     embedded (threads) and node processes, against DDP N = 1, 2, 4, with
 //     each one's scaling efficiency S(N) / (N x S(1)).
 //
-//   build/bin/dtrain-bench-trainer [--repeats 3] [--peer PATH] [--scaling]
+//   build/bin/dtrain-bench-trainer [--repeats 3] [--peer PATH] [--scaling | --embedded-only]
 #include <CLI/CLI.hpp>
 
 #include <signal.h>
@@ -265,10 +265,27 @@ int main(int argc, char** argv) {
   app.add_option("--peer", peer, "torch_ddp_mlp.py")->capture_default_str();
   bool scale = false;
   app.add_flag("--scaling", scale, "only the scaling curve: N = 1, 2, 4 replicas against DDP");
+  bool embedded_only = false;
+  app.add_flag("--embedded-only", embedded_only,
+               "only the embedded N = 2 figure and its step breakdown, no peer (quick A/B runs)");
   CLI11_PARSE(app, argc, argv);
   set_blas_threads(1);
   if (scale) {
     scaling(repeats, peer);
+    return 0;
+  }
+  if (embedded_only) {
+    std::vector<double> rate, step, exposed;
+    for (int r = 0; r < repeats; ++r) {
+      auto c = actors::cluster::connect({"", 2, 0, std::chrono::milliseconds(5000)}).value();
+      step_breakdown b;
+      rate.push_back(mlp_throughput(*c, &b));
+      step.push_back(b.step_ms);
+      exposed.push_back(b.exposed_allreduce_ms);
+    }
+    std::printf("embedded N=2: %.0f samples/s, step %.2f ms, exposed all-reduce %.2f ms "
+                "(medians of %d)\n",
+                median(rate), median(step), median(exposed), repeats);
     return 0;
   }
 

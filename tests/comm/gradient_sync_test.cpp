@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "comm/collective_check.hpp"
 #include "comm/spawn.hpp"
@@ -157,6 +158,33 @@ BOOST_AUTO_TEST_CASE(accumulation_syncs_every_kth_micro_batch_and_averages_them)
 BOOST_AUTO_TEST_CASE(compressed_sync_keeps_replicas_identical) {
   run_variant(2, rank_mode::processes, {comm::compression::bf16, 1, 1e-2});
   run_variant(3, rank_mode::threads, {comm::compression::fp16, 2, 1e-3});
+}
+
+// Model 20-32-16-5: weights of 640, 512 and 80 floats, biases of 32, 16, 5.
+BOOST_AUTO_TEST_CASE(buckets_hold_whole_parameters_from_the_end_of_the_buffer) {
+  auto m = make_model();
+  comm::group_options go;  // a group of one
+  go.store = std::make_shared<comm::memory_store>();
+  go.backend = "shm";
+  auto c = comm::make_communicator(go).value();
+  comm::gradient_sync_options so;
+  so.first_bucket_bytes = 4 * 101;  // 5 + 80 + 16 fit, the 512 weight next would not
+  so.bucket_bytes = 4 * 600;        // 512 + 32 fit; the 640 weight is a bucket of its own
+  auto sync = comm::gradient_sync::create(*m, *c, so).value();
+  using range = std::pair<int64_t, int64_t>;
+  const std::vector<range> expected{{1184, 1285}, {640, 1184}, {0, 640}};
+  BOOST_TEST((sync->bucket_ranges() == expected));
+  // Each boundary is a parameter's.
+  std::set<int64_t> edges{m->parameter_count()};
+  for (const auto& slot : m->slots())
+    edges.insert(slot.offset);
+  for (const auto& [begin, end] : sync->bucket_ranges())
+    BOOST_TEST((edges.count(begin) == 1 && edges.count(end) == 1));
+  // One parameter larger than the first bucket's size: a bucket of its own.
+  so.first_bucket_bytes = 4;
+  so.bucket_bytes = 4;
+  auto each = comm::gradient_sync::create(*m, *c, so).value();
+  BOOST_TEST(each->bucket_count() == m->slots().size());
 }
 
 BOOST_AUTO_TEST_CASE(bad_options_are_refused) {

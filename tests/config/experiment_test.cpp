@@ -51,7 +51,7 @@ bool same(const experiment& a, const experiment& b) {
     return std::tie(e.name, e.operator_name, e.hyperparameters, e.slots_per_trial, e.use_gpu,
                     e.backend, e.global_batch_size, e.epochs, e.aggregation_frequency,
                     e.average_training_metrics, e.gradient_compression, e.precision,
-                    e.checkpoint_dir,
+                    e.bucket_cap_mb, e.checkpoint_dir,
                     e.checkpoint_keep, e.seed, e.max_failures, e.plugins);
   };
   return fields(a) == fields(b);
@@ -194,8 +194,8 @@ BOOST_AUTO_TEST_CASE(a_minimal_file_takes_the_documented_defaults) {
 BOOST_AUTO_TEST_CASE(an_unknown_nested_key_is_named_with_the_known_ones) {
   BOOST_TEST(error_of(minimal("optimizations:\n  aggregation_frequncy: 2\n")) ==
              "experiment.yaml: optimizations.aggregation_frequncy: unknown key (known: "
-             "aggregation_frequency, average_training_metrics, gradient_compression, "
-             "precision)");
+             "aggregation_frequency, average_training_metrics, bucket_cap_mb, "
+             "gradient_compression, precision)");
 }
 
 BOOST_AUTO_TEST_CASE(precision_defaults_to_fp32_and_reads_each_allowed_value) {
@@ -220,6 +220,24 @@ BOOST_AUTO_TEST_CASE(an_unknown_precision_names_the_key_and_the_allowed_values) 
   BOOST_TEST(message.find("optimizations.precision") != std::string::npos, message);
   BOOST_TEST(message.find("fp32, tf32, bf16, fp16") != std::string::npos, message);
   BOOST_TEST(message.find("fp8") != std::string::npos, message);
+}
+
+BOOST_AUTO_TEST_CASE(bucket_cap_mb_is_read_written_only_when_set_and_checked) {
+  auto plain = parse_experiment(minimal(""), "experiment.yaml");
+  BOOST_TEST_REQUIRE(plain.is_ok(), plain.error().to_string());
+  BOOST_TEST(plain->bucket_cap_mb == 0.0);  // the device's default
+  BOOST_TEST(to_yaml(*plain).find("bucket_cap_mb") == std::string::npos);
+  auto e = parse_experiment(minimal("optimizations:\n  bucket_cap_mb: 2.5\n"), "experiment.yaml");
+  BOOST_TEST_REQUIRE(e.is_ok(), e.error().to_string());
+  BOOST_TEST(e->bucket_cap_mb == 2.5);
+  auto again = parse_experiment(to_yaml(*e), "again.yaml");
+  BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string());
+  BOOST_TEST(again->bucket_cap_mb == 2.5);
+  for (const char* bad : {"-1", "2048", "0.000001", "big"}) {
+    const std::string message =
+        error_of(minimal(std::string("optimizations:\n  bucket_cap_mb: ") + bad + "\n"));
+    BOOST_TEST(message.find("optimizations.bucket_cap_mb") != std::string::npos, message);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(an_unknown_top_level_key_is_named) {

@@ -133,6 +133,7 @@ struct replica_spec {
   caf::actor progress_sink;
   std::string precision = "fp32";  // GEMM compute (tensor/precision.hpp)
   int32_t cpus = 0;  // CPU threads (trainer_config::cpus_per_replica); 0: the host's share
+  int64_t bucket_bytes = 0;  // gradient sync buckets (trainer_config::bucket_bytes); 0: the default
 };
 
 template <class Inspector>
@@ -140,7 +141,8 @@ typename Inspector::result_type inspect(Inspector& f, replica_spec& x) {
   return f(caf::meta::type_name("replica_spec"), x.trainer, x.generation, x.rank, x.world_size,
            x.local_rank, x.node_rank, x.host, x.bind_address, x.backend, x.gpu, x.timeout_ms, x.operator_name,
            x.plugins, x.config, x.global_batch_size, x.aggregation_frequency, x.average_training_metrics,
-           x.compression, x.seed, x.progress_seconds, x.progress_sink, x.precision, x.cpus);
+           x.compression, x.seed, x.progress_seconds, x.progress_sink, x.precision, x.cpus,
+           x.bucket_bytes);
 }
 
 /// Where a replica is within its epoch (train::step_progress on the wire).

@@ -109,6 +109,7 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
   ro.config = train::hyperparameters(spec.config);
   ro.global_batch_size = spec.global_batch_size;
   ro.aggregation_frequency = spec.aggregation_frequency;
+  ro.bucket_bytes = spec.bucket_bytes;
   ro.average_training_metrics = spec.average_training_metrics;
   DTRAIN_ASSIGN_OR_RETURN(ro.compress, comm::parse_compression(spec.compression));
   DTRAIN_ASSIGN_OR_RETURN(ro.compute, parse_precision(spec.precision));

@@ -50,6 +50,7 @@ trainer_config trainer_config_from(const config::experiment& e) {
   t.average_training_metrics = e.average_training_metrics;
   t.compression = e.gradient_compression;
   t.precision = e.precision;
+  t.bucket_bytes = static_cast<int64_t>(e.bucket_cap_mb * (1 << 20));
   t.seed = e.seed;
   t.max_failures = e.max_failures;
   t.checkpoint_dir = e.checkpoint_dir;
@@ -63,6 +64,9 @@ result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_confi
   if (config.cpus_per_replica < 0)
     return invalid_argument("trainer '" + config.name + "': cpus_per_replica must be >= 0, got " +
                             std::to_string(config.cpus_per_replica));
+  if (config.bucket_bytes < 0 || (config.bucket_bytes > 0 && config.bucket_bytes < 4))
+    return invalid_argument("trainer '" + config.name + "': bucket_bytes must be 0 (the default) " +
+                            "or at least 4 (one float), got " + std::to_string(config.bucket_bytes));
   if (config.operator_name.empty())
     return invalid_argument("trainer '" + config.name + "': no training operator named");
   if (auto p = parse_precision(config.precision); !p.is_ok())
@@ -216,6 +220,7 @@ status trainer::spawn_all() {
     spec.config = config_.config;
     spec.global_batch_size = config_.global_batch_size;
     spec.aggregation_frequency = config_.aggregation_frequency;
+    spec.bucket_bytes = config_.bucket_bytes;
     spec.average_training_metrics = config_.average_training_metrics;
     spec.compression = config_.compression;
     spec.precision = config_.precision;

@@ -68,6 +68,9 @@ struct trainer_config {
   int64_t global_batch_size = 128;
   int aggregation_frequency = 1;
   bool average_training_metrics = true;        // else the chief's metrics
+  /// The gradient sync's bucket size in bytes (PyTorch DDP's
+  /// bucket_cap_mb); 0: 4 MiB on the CPU, 25 MiB on a GPU.
+  int64_t bucket_bytes = 0;
   std::string compression = "none";            // none, fp16, bf16
   /// What the replicas' GEMMs compute in: fp32, tf32, bf16 or fp16
   /// (tensor/precision.hpp; fp16 adds dynamic loss scaling). Storage, the

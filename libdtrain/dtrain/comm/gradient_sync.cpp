@@ -1,5 +1,6 @@
 #include "dtrain/comm/gradient_sync.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "dtrain/core/check.hpp"
@@ -117,17 +118,40 @@ result<std::unique_ptr<gradient_sync>> gradient_sync::create(
   if (options.compress != compression::none && model.gradients().is_cuda())
     return invalid_argument("gradient_sync: compression is implemented for CPU gradients only");
   std::unique_ptr<gradient_sync> s(new gradient_sync(model, comm, options));
-  int64_t end = model.parameter_count();
-  int64_t size = options.first_bucket_bytes / 4;
-  while (end > 0) {
-    int64_t begin = std::max<int64_t>(0, end - size);
-    s->buckets_.push_back({begin, end, nullptr, {}, {}});
-    end = begin;
-    size = options.bucket_bytes / 4;
+  // Buckets hold whole parameters, taken from the end of the buffer: a
+  // bucket is closed before the parameter that would take it past its
+  // size, and a parameter larger than that is a bucket of its own. So no
+  // bucket waits for a layer it holds only a slice of (the gradient-ready
+  // hook reports whole layers), as PyTorch DDP assigns whole parameters.
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // the parameters, [begin, end)
+  for (const auto& slot : model.slots())
+    if (slot.count > 0)
+      ranges.emplace_back(slot.offset, slot.offset + slot.count);
+  std::sort(ranges.begin(), ranges.end());
+  if (ranges.empty() && model.parameter_count() > 0)
+    ranges.emplace_back(0, model.parameter_count());
+  int64_t cap = options.first_bucket_bytes / 4;
+  int64_t end = model.parameter_count(), begin = end;
+  for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) {
+    if (begin < end && end - it->first > cap) {
+      s->buckets_.push_back({begin, end, nullptr, {}, {}});
+      end = begin;
+      cap = options.bucket_bytes / 4;
+    }
+    begin = it->first;
   }
+  if (begin < end)
+    s->buckets_.push_back({begin, end, nullptr, {}, {}});
   gradient_sync* self = s.get();
   model.set_gradient_ready_hook([self](int64_t offset, int64_t) { self->on_ready(offset); });
   return s;
+}
+
+std::vector<std::pair<int64_t, int64_t>> gradient_sync::bucket_ranges() const {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const auto& b : buckets_)
+    out.emplace_back(b.begin, b.end);
+  return out;
 }
 
 gradient_sync::micro_batch gradient_sync::begin_micro_batch() {

@@ -19,6 +19,8 @@ struct gradient_sync_options {
   /// Bucket size; the bucket at the end of the gradient buffer (the last
   /// layers, whose gradients backward produces first) is first_bucket_bytes,
   /// so communication starts early (as PyTorch DDP's 1 MiB first bucket).
+  /// Buckets hold whole parameters: one is closed before the parameter that
+  /// would take it past its size, and a larger parameter is one of its own.
   int64_t bucket_bytes = 25 << 20;
   int64_t first_bucket_bytes = 1 << 20;
   /// Synchronize every k-th micro-batch only; the ones between accumulate
@@ -72,6 +74,8 @@ public:
   result<bool> finish();
 
   size_t bucket_count() const { return buckets_.size(); }
+  /// The buckets' [begin, end) element ranges, the end of the buffer first.
+  std::vector<std::pair<int64_t, int64_t>> bucket_ranges() const;
   /// Buckets of the last sync launched before backward had finished.
   int launched_during_backward() const { return early_launches_; }
 

@@ -327,51 +327,64 @@ status shm_communicator::barrier_wait(const request* r, clock_type::time_point d
 
 namespace {
 
-void reduce_into(float* acc, const float* x, int64_t n, reduce_op op) {
-  switch (op) {
-    case reduce_op::sum:
-    case reduce_op::average:
-      for (int64_t i = 0; i < n; ++i)
-        acc[i] += x[i];
-      break;
-    case reduce_op::min:
-      for (int64_t i = 0; i < n; ++i)
-        acc[i] = std::min(acc[i], x[i]);
-      break;
-    case reduce_op::max:
-      for (int64_t i = 0; i < n; ++i)
-        acc[i] = std::max(acc[i], x[i]);
-      break;
-  }
-}
-
-// out = a (op) b in one pass.
-void reduce_pair(float* out, const float* a, const float* b, int64_t n, reduce_op op) {
-  if (op == reduce_op::min) {
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = std::min(a[i], b[i]);
-  } else if (op == reduce_op::max) {
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = std::max(a[i], b[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = a[i] + b[i];
-  }
-}
-
-// out = reduction over q of part(q), in rank order; average divides at the end.
-void reduce_parts(float* out, int size, int64_t n, reduce_op op,
-                  const std::function<const float*(int)>& part) {
-  if (size == 1)
-    std::memcpy(out, part(0), static_cast<size_t>(n) * sizeof(float));
+// One element of a reduction.
+template <reduce_op Op>
+inline float combine(float a, float b) {
+  if constexpr (Op == reduce_op::min)
+    return std::min(a, b);
+  else if constexpr (Op == reduce_op::max)
+    return std::max(a, b);
   else
-    reduce_pair(out, part(0), part(1), n, op);
-  for (int q = 2; q < size; ++q)
-    reduce_into(out, part(q), n, op);
-  if (op == reduce_op::average) {
-    float inv = 1.0f / static_cast<float>(size);
-    for (int64_t i = 0; i < n; ++i)
-      out[i] *= inv;
+    return a + b;
+}
+
+// acc = acc (op) x.
+template <reduce_op Op>
+void reduce_into(float* acc, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    acc[i] = combine<Op>(acc[i], x[i]);
+}
+
+// The last pass of a reduction: v = a (op) b (a alone when b is null),
+// times `scale` for an average; written to out, and to also when not null.
+// Each element is read before it is written, so out or also may be a or b.
+template <reduce_op Op>
+void reduce_last(float* out, float* also, const float* a, const float* b, int64_t n, float scale) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = b != nullptr ? combine<Op>(a[i], b[i]) : a[i];
+    if constexpr (Op == reduce_op::average)
+      v *= scale;
+    out[i] = v;
+    if (also != nullptr)
+      also[i] = v;
+  }
+}
+
+// out = reduction over q of part(q), in rank order; an average is the sum
+// times 1 / size. The last pass also writes `also` when it is not null, so
+// a rank's own copy of its result costs no pass of its own.
+template <reduce_op Op>
+void reduce_parts_as(float* out, float* also, int size, int64_t n,
+                     const std::function<const float*(int)>& part) {
+  const float scale = 1.0f / static_cast<float>(size);
+  if (size <= 2) {
+    reduce_last<Op>(out, also, part(0), size == 2 ? part(1) : nullptr, n, scale);
+    return;
+  }
+  constexpr reduce_op sum_first = Op == reduce_op::average ? reduce_op::sum : Op;
+  reduce_last<sum_first>(out, nullptr, part(0), part(1), n, 1.0f);
+  for (int q = 2; q + 1 < size; ++q)
+    reduce_into<Op>(out, part(q), n);
+  reduce_last<Op>(out, also, out, part(size - 1), n, scale);
+}
+
+void reduce_parts(float* out, float* also, int size, int64_t n, reduce_op op,
+                  const std::function<const float*(int)>& part) {
+  switch (op) {
+    case reduce_op::sum: return reduce_parts_as<reduce_op::sum>(out, also, size, n, part);
+    case reduce_op::average: return reduce_parts_as<reduce_op::average>(out, also, size, n, part);
+    case reduce_op::min: return reduce_parts_as<reduce_op::min>(out, also, size, n, part);
+    case reduce_op::max: return reduce_parts_as<reduce_op::max>(out, also, size, n, part);
   }
 }
 
@@ -410,10 +423,11 @@ status shm_communicator::run_all_reduce(const request& r) {
     const int64_t b = part_begin(n, n_ranks, me), len = part_begin(n, n_ranks, me + 1) - b;
     float* result = result_area(h) + b;
     if (len > 0) {
-      reduce_parts(result, n_ranks, len, r.op, [&](int q) -> const float* {
+      // The result goes to the shared area (for the others) and to this
+      // rank's own buffer in the same pass.
+      reduce_parts(result, buf + off + b, n_ranks, len, r.op, [&](int q) -> const float* {
         return q == me ? buf + off + b : slot(h, q) + b;
       });
-      copy_floats(buf + off + b, result, len);
     }
     DTRAIN_RETURN_IF_ERROR(barrier_wait(&r, r.deadline));
     for (int j = 0; j < n_ranks; ++j)
@@ -476,7 +490,7 @@ status shm_communicator::run_reduce_scatter(const request& r) {
         copy_floats(slot(h, me) + j * piece, in + j * count + off, n);
     DTRAIN_RETURN_IF_ERROR(barrier_wait(&r, r.deadline));
     if (n > 0)
-      reduce_parts(out + off, n_ranks, n, r.op, [&](int q) -> const float* {
+      reduce_parts(out + off, nullptr, n_ranks, n, r.op, [&](int q) -> const float* {
         return q == me ? in + me * count + off : slot(h, q) + me * piece;
       });
     if (count == 0)

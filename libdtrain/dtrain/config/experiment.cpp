@@ -63,8 +63,16 @@ status read_optimizations(const YAML::Node& node, experiment& exp) {
   DTRAIN_ASSIGN_OR_RETURN(
       section s, open_section(node, "optimizations", {"aggregation_frequency",
                                                       "average_training_metrics",
-                                                      "gradient_compression", "precision"}));
+                                                      "gradient_compression", "precision",
+                                                      "bucket_cap_mb"}));
   DTRAIN_RETURN_IF_ERROR(read_int(s, "aggregation_frequency", 1, exp.aggregation_frequency));
+  DTRAIN_RETURN_IF_ERROR(read_double(s, "bucket_cap_mb", 0, exp.bucket_cap_mb));
+  if (exp.bucket_cap_mb > 0 && exp.bucket_cap_mb * (1 << 20) < 4)
+    return invalid_argument(s.path_of("bucket_cap_mb") + ": must hold one float (4 bytes), got " +
+                            s.find("bucket_cap_mb")->Scalar());
+  if (exp.bucket_cap_mb > 1024)
+    return invalid_argument(s.path_of("bucket_cap_mb") + ": at most 1024 (MiB), got " +
+                            s.find("bucket_cap_mb")->Scalar());
   DTRAIN_RETURN_IF_ERROR(read_bool(s, "average_training_metrics", exp.average_training_metrics));
   // The names parse_precision() knows (tensor/precision.hpp).
   DTRAIN_RETURN_IF_ERROR(read_string(s, "precision", exp.precision,
@@ -463,6 +471,8 @@ std::string to_yaml(const experiment& exp) {
   // hash) of an experiment that never named it stays what it was.
   if (exp.precision != "fp32")
     out << YAML::Key << "precision" << YAML::Value << exp.precision;
+  if (exp.bucket_cap_mb > 0)
+    out << YAML::Key << "bucket_cap_mb" << YAML::Value << exp.bucket_cap_mb;
   out << YAML::EndMap;
   out << YAML::Key << "checkpoint_storage" << YAML::Value << YAML::BeginMap;
   if (!exp.checkpoint_dir.empty())

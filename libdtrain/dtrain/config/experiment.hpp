@@ -29,7 +29,9 @@ namespace dtrain::config {
 ///     epochs: 15                       # or searcher.max_length.epochs
 ///     optimizations: {aggregation_frequency: 1, average_training_metrics: true,
 ///                     gradient_compression: none,   # or true / false
-///                     precision: fp32}   # GEMM compute: fp32|tf32|bf16|fp16
+///                     precision: fp32,   # GEMM compute: fp32|tf32|bf16|fp16
+///                     bucket_cap_mb: 0}  # gradient sync buckets (MiB, as DDP's);
+///                                        # 0: 4 on the CPU, 25 on a GPU
 ///     checkpoint_storage: {host_path: /tmp/ckpt, save_trial_latest: 1}
 ///     seed: 0                          # or reproducibility.experiment_seed
 ///     max_restarts: 3                  # or max_failures (Ray's name)
@@ -92,6 +94,9 @@ struct experiment {
   /// optimizations.precision: what GEMMs compute in (tensor/precision.hpp),
   /// fp32|tf32|bf16|fp16; fp16 adds dynamic loss scaling.
   std::string precision = "fp32";
+  /// optimizations.bucket_cap_mb: the gradient sync's bucket size in MiB
+  /// (PyTorch DDP's bucket_cap_mb); 0: the device's default.
+  double bucket_cap_mb = 0;
   std::string checkpoint_dir;                          // checkpoint_storage.host_path; "" = none
   int checkpoint_keep = 1;                             // checkpoint_storage.save_trial_latest, >= 0
   uint64_t seed = 0;

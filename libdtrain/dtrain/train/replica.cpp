@@ -211,7 +211,9 @@ status replica_runner::build() {
                             data::loader::create(parts_.validation_data, all, lo));
   }
   comm::gradient_sync_options so;
-  so.bucket_bytes = options_.bucket_bytes;
+  so.bucket_bytes = options_.bucket_bytes > 0 ? options_.bucket_bytes
+                  : ctx_->where().is_cuda()   ? int64_t{25} << 20
+                                              : int64_t{4} << 20;
   so.aggregation_frequency = options_.aggregation_frequency;
   so.compress = options_.compress;
   DTRAIN_ASSIGN_OR_RETURN(sync_, comm::gradient_sync::create(*parts_.model,
