@@ -44,8 +44,11 @@ using dtrain::bench::median;
 
 namespace {
 
+int64_t bucket_bytes = 0;  // --bucket-mb; 0: the trainer's default
+
 actors::trainer_config mlp(int replicas = 2) {
   actors::trainer_config t;
+  t.bucket_bytes = bucket_bytes;
   t.name = "bench-mlp";
   t.operator_name = "mlp_classifier";
   t.config = {{"hidden", "1024,1024"}, {"optimizer", "sgd"}, {"lr", "0.01"}, {"schedule", "constant"}};
@@ -268,6 +271,10 @@ int main(int argc, char** argv) {
   bool embedded_only = false;
   app.add_flag("--embedded-only", embedded_only,
                "only the embedded N = 2 figure and its step breakdown, no peer (quick A/B runs)");
+  std::vector<double> bucket_mb;
+  app.add_option("--bucket-mb", bucket_mb,
+                 "with --embedded-only: gradient sync bucket sizes to compare, interleaved "
+                 "(0: the default)");
   CLI11_PARSE(app, argc, argv);
   set_blas_threads(1);
   if (scale) {
@@ -275,17 +282,23 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (embedded_only) {
-    std::vector<double> rate, step, exposed;
-    for (int r = 0; r < repeats; ++r) {
-      auto c = actors::cluster::connect({"", 2, 0, std::chrono::milliseconds(5000)}).value();
-      step_breakdown b;
-      rate.push_back(mlp_throughput(*c, &b));
-      step.push_back(b.step_ms);
-      exposed.push_back(b.exposed_allreduce_ms);
-    }
-    std::printf("embedded N=2: %.0f samples/s, step %.2f ms, exposed all-reduce %.2f ms "
-                "(medians of %d)\n",
-                median(rate), median(step), median(exposed), repeats);
+    if (bucket_mb.empty())
+      bucket_mb.push_back(0);
+    std::map<double, std::vector<double>> rate, step, exposed;
+    for (int r = 0; r < repeats; ++r)
+      for (double mb : bucket_mb) {
+        bucket_bytes = static_cast<int64_t>(mb * (1 << 20));
+        auto c = actors::cluster::connect({"", 2, 0, std::chrono::milliseconds(5000)}).value();
+        step_breakdown b;
+        rate[mb].push_back(mlp_throughput(*c, &b));
+        step[mb].push_back(b.step_ms);
+        exposed[mb].push_back(b.exposed_allreduce_ms);
+      }
+    for (double mb : bucket_mb)
+      std::printf("embedded N=2, buckets %s: %.0f samples/s, step %.2f ms, exposed all-reduce "
+                  "%.2f ms (medians of %d)\n",
+                  mb > 0 ? (std::to_string(mb) + " MiB").c_str() : "default", median(rate[mb]),
+                  median(step[mb]), median(exposed[mb]), repeats);
     return 0;
   }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -79,6 +80,62 @@ status exact_group(int n, const comm::shm_options& options, std::vector<int64_t>
                                                                    milliseconds(20000), options));
     slots[static_cast<size_t>(rank)] = c->slot_floats();
     return exchange_exact_bytes(*c);
+  });
+  std::string failed = failures(outcomes);
+  return failed.empty() ? status::ok() : status(error_code::internal, failed);
+}
+
+// Whether `p` lies in a mapping of a file under /dev/shm (/proc/self/maps).
+bool in_dev_shm_mapping(const void* p) {
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr)
+    return false;
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  char line[1024];
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, maps) != nullptr) {
+    unsigned long begin = 0, end = 0;
+    if (std::sscanf(line, "%lx-%lx", &begin, &end) == 2 && at >= begin && at < end)
+      found = std::strstr(line, "/dev/shm/") != nullptr;
+  }
+  std::fclose(maps);
+  return found;
+}
+
+// n thread ranks reduce ranges of their shared_buffer(): sums, averages and
+// maxima equal the rank-order reference bit for bit on every rank; whether
+// the buffer lies in a /dev/shm mapping goes to `shared` (every rank's).
+status shared_buffer_group(int n, const comm::shm_options& options, std::vector<int>& shared) {
+  group_stores stores(rank_mode::threads);
+  shared.assign(static_cast<size_t>(n), -1);
+  constexpr int64_t count = 1003;
+  auto value = [](int rank, int64_t i) {
+    return static_cast<float>(std::sin(0.37 * static_cast<double>(i) + rank)) * (rank + 1.5f);
+  };
+  auto outcomes = run_ranks(n, rank_mode::threads, std::chrono::seconds(60), [&](int rank) -> status {
+    DTRAIN_ASSIGN_OR_RETURN(auto c, comm::shm_communicator::create(rank, n, stores.for_rank(),
+                                                                   milliseconds(20000), options));
+    DTRAIN_ASSIGN_OR_RETURN(tensor buf, c->shared_buffer(count));
+    shared[static_cast<size_t>(rank)] = in_dev_shm_mapping(buf.data());
+    for (int64_t i = 0; i < count; ++i)
+      buf.data()[i] = value(rank, i);
+    // [0, 100) summed, [100, 801) averaged, [801, count) the maximum.
+    DTRAIN_RETURN_IF_ERROR(c->all_reduce(buf.view(0, {100}), comm::reduce_op::sum)->wait());
+    DTRAIN_RETURN_IF_ERROR(c->all_reduce(buf.view(100, {701}), comm::reduce_op::average)->wait());
+    DTRAIN_RETURN_IF_ERROR(c->all_reduce(buf.view(801, {count - 801}), comm::reduce_op::max)->wait());
+    for (int64_t i = 0; i < count; ++i) {
+      float want = value(0, i);
+      for (int q = 1; q < n; ++q)
+        want = i >= 801 ? std::max(want, value(q, i)) : want + value(q, i);
+      if (i >= 100 && i < 801)
+        want *= 1.0f / static_cast<float>(n);
+      if (std::memcmp(&want, buf.data() + i, sizeof want) != 0)
+        return status(error_code::internal, "rank " + std::to_string(rank) + " of " +
+                                                std::to_string(n) + ": element " + std::to_string(i) +
+                                                " is " + std::to_string(buf.data()[i]) + ", want " +
+                                                std::to_string(want));
+    }
+    return status::ok();
   });
   std::string failed = failures(outcomes);
   return failed.empty() ? status::ok() : status(error_code::internal, failed);
@@ -213,6 +270,39 @@ BOOST_AUTO_TEST_CASE(a_dead_peer_process_is_noticed_before_the_timeout) {
 // Only this test's segments are counted (by their name prefix), so suites
 // running beside it do not matter. The prefix is seen while rank 0 waits
 // for a rank that never comes, so the count cannot pass for want of a name.
+BOOST_AUTO_TEST_CASE(a_shared_buffer_is_reduced_in_place_exactly_for_1_to_4_ranks) {
+  for (int n = 1; n <= 4; ++n) {
+    std::vector<int> shared;
+    comm::shm_options o;
+    o.name_prefix = own_prefix("shared");
+    o.slot_floats = o.min_slot_floats = 256;  // N > 2 sums through the slot in pieces
+    status s = shared_buffer_group(n, o, shared);
+    BOOST_TEST(s.is_ok(), "N=" << n << ": " << s.to_string());
+    for (int rank = 0; rank < n; ++rank)  // a group of one keeps an ordinary tensor
+      BOOST_TEST(shared[static_cast<size_t>(rank)] == (n > 1 ? 1 : 0), "N=" << n << " rank " << rank);
+    BOOST_TEST(segments_named(o.name_prefix) == 0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_shared_buffer_that_does_not_fit_falls_back_to_ordinary_tensors_on_every_rank) {
+  // Room for the slots but not for the shared buffer: every rank falls back
+  // together (a rank on the in-place path with one on the slot path would
+  // reduce garbage), and the results are as exact.
+  comm::shm_options o;
+  o.name_prefix = own_prefix("noroom");
+  o.slot_floats = o.min_slot_floats = 1024;
+  // Plenty of room when the group forms, none when the buffer is asked for.
+  auto asked = std::make_shared<std::atomic<int>>(0);
+  o.free_space = [asked]() -> result<uint64_t> {
+    return asked->fetch_add(1) == 0 ? uint64_t{1} << 30 : 0;
+  };
+  std::vector<int> shared;
+  status s = shared_buffer_group(3, o, shared);
+  BOOST_TEST(s.is_ok(), s.to_string());
+  BOOST_TEST((shared == std::vector<int>{0, 0, 0}));
+  BOOST_TEST(segments_named(o.name_prefix) == 0);
+}
+
 BOOST_AUTO_TEST_CASE(no_segment_is_left_in_dev_shm) {
   comm::shm_options options;
   options.name_prefix = own_prefix("leak");

@@ -109,6 +109,15 @@ public:
   virtual work_ptr reduce_scatter(tensor input, tensor output, reduce_op op) = 0;
   virtual work_ptr barrier() = 0;
 
+  /// A zeroed host buffer of `count` floats that all_reduce() reduces
+  /// without copying in or out when given ranges of it (the shared memory
+  /// backend maps every rank's buffer into every rank); elsewhere an
+  /// ordinary tensor. Collective: every rank calls it with the same count,
+  /// in the same order among its calls of it, while none of its operations
+  /// is queued. Each call replaces the previous buffer for that purpose
+  /// (the old one stays valid memory while tensors hold it).
+  virtual result<tensor> shared_buffer(int64_t count) { return tensor::try_zeros({count}); }
+
   /// Fails every queued and running operation (aborted) and breaks the
   /// communicator. Safe from any thread, also while an operation waits.
   /// Never blocks the caller: it records the cause, fails the queued

@@ -117,6 +117,13 @@ result<std::unique_ptr<gradient_sync>> gradient_sync::create(
                             model.gradients().where().to_string());
   if (options.compress != compression::none && model.gradients().is_cuda())
     return invalid_argument("gradient_sync: compression is implemented for CPU gradients only");
+  // Gradients in the communicator's shared buffer are reduced where they
+  // are (shared memory: no copy in or out); elsewhere it is a plain tensor.
+  if (comm.size() > 1 && model.gradients().where().is_cpu() &&
+      options.compress == compression::none) {
+    DTRAIN_ASSIGN_OR_RETURN(tensor shared, comm.shared_buffer(model.parameter_count()));
+    DTRAIN_RETURN_IF_ERROR(model.adopt_gradients(std::move(shared)));
+  }
   std::unique_ptr<gradient_sync> s(new gradient_sync(model, comm, options));
   // Buckets hold whole parameters, taken from the end of the buffer: a
   // bucket is closed before the parameter that would take it past its

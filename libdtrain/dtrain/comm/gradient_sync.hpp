@@ -43,6 +43,10 @@ struct gradient_sync_options {
 /// bit for bit: the mean over ranks (and over the micro-batches of an
 /// aggregation period) of the local gradients.
 ///
+/// On the CPU the model's gradients move into the communicator's
+/// shared_buffer() (create() is collective: every rank creates its sync in
+/// the same order), so the shared memory backend reduces them in place.
+///
 /// Per micro-batch: begin_micro_batch() says whether backward should
 /// overwrite or accumulate; backward runs; finish() syncs on the last
 /// micro-batch of a period (and returns true: step the optimizer), else

@@ -148,6 +148,7 @@ result<std::unique_ptr<shm_communicator>> shm_communicator::create(
   if (!options.free_space)
     options.free_space = [] { return free_bytes_in(shm_dir); };
   std::unique_ptr<shm_communicator> c(new shm_communicator(rank, size, timeout, std::move(options)));
+  c->store_ = store;
   DTRAIN_RETURN_IF_ERROR(c->attach(*store, timeout));
   return c;
 }
@@ -407,10 +408,127 @@ status shm_communicator::run(const request& r) {
   return status(error_code::internal, "unknown operation");
 }
 
+struct shm_communicator::shared_region {
+  std::shared_ptr<void> mapping;
+  size_t stride = 0;  // bytes from one rank's buffer to the next
+  int64_t count = 0;  // floats in each
+  float* of(int rank) const {
+    return reinterpret_cast<float*>(static_cast<char*>(mapping.get()) + stride * static_cast<size_t>(rank));
+  }
+};
+
+result<tensor> shm_communicator::shared_buffer(int64_t count) {
+  if (count < 0)
+    return invalid_argument("shared_buffer: negative count " + std::to_string(count));
+  if (size() == 1 || count == 0)
+    return communicator::shared_buffer(count);
+  const std::string key = "shm/shared/" + std::to_string(shared_calls_++);
+  const std::string who = "shm shared buffer on rank " + std::to_string(rank());
+  const size_t stride = (static_cast<size_t>(count) * sizeof(float) + 4095) / 4096 * 4096;
+  const size_t bytes = stride * static_cast<size_t>(size());
+  std::string name, failed;
+  int fd = -1;
+  if (rank() == 0) {
+    name = unique_segment_name(options_.name_prefix);
+    auto free_space = options_.free_space();
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+      failed = os_error("shm_open(" + name + ")");
+    } else if ((free_space && *free_space < bytes) || ftruncate(fd, static_cast<off_t>(bytes)) != 0 ||
+               !reserve(fd, bytes)) {
+      failed = std::string(shm_dir) + " has no room for " + std::to_string(bytes) + " bytes";
+      close(fd);
+      fd = -1;
+      shm_unlink(name.c_str());
+    }
+    DTRAIN_RETURN_IF_ERROR(store_->set(key, to_bytes(failed.empty() ? name : "!" + failed)));
+  } else {
+    auto published = store_->get(key, timeout());
+    if (!published)
+      return published.error().with_context(who + ": waiting for rank 0 to publish the segment");
+    name = comm::to_string(*published);
+    if (!name.empty() && name[0] == '!') {
+      failed = name.substr(1);
+    } else {
+      fd = shm_open(name.c_str(), O_RDWR, 0600);
+      if (fd < 0)
+        failed = os_error("shm_open(" + name + ")");
+    }
+  }
+  void* base = nullptr;
+  if (fd >= 0) {
+    base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    close(fd);
+    if (base == MAP_FAILED) {
+      base = nullptr;
+      failed = os_error("mmap of " + std::to_string(bytes) + " bytes of " + name);
+    }
+  }
+  std::shared_ptr<void> mapping;
+  if (base != nullptr)
+    mapping = std::shared_ptr<void>(base, [bytes](void* p) { munmap(p, bytes); });
+  // Every rank says whether it mapped: all use the segment, or none does.
+  DTRAIN_RETURN_IF_ERROR(store_->set(key + "/" + std::to_string(rank()), to_bytes(mapping ? "1" : "0")));
+  bool everyone = true;
+  for (int q = 0; q < size(); ++q) {
+    auto answer = store_->get(key + "/" + std::to_string(q), timeout());
+    if (!answer) {
+      if (rank() == 0 && failed.empty())
+        shm_unlink(name.c_str());
+      return answer.error().with_context(who + ": waiting for rank " + std::to_string(q) +
+                                         " to map the segment");
+    }
+    everyone = everyone && comm::to_string(*answer) == "1";
+  }
+  if (rank() == 0 && failed.empty())
+    shm_unlink(name.c_str());  // every rank has mapped it or given up
+  if (!everyone)
+    return communicator::shared_buffer(count);
+  auto region = std::make_shared<shared_region>();
+  region->mapping = mapping;
+  region->stride = stride;
+  region->count = count;
+  std::atomic_store(&shared_, std::shared_ptr<const shared_region>(region));
+  return tensor::over(region->of(rank()), {count}, mapping);
+}
+
+// The in-place path: every rank's values at `at` floats into its shared
+// buffer. Each rank reduces its part of the range straight from the
+// ranks' buffers and writes the result into all of them.
+status shm_communicator::all_reduce_shared(const request& r, const shared_region& g, int64_t at) {
+  const int64_t total = r.input.numel();
+  const int n_ranks = size(), me = rank();
+  // Every rank has its values in place (its backward is done with them).
+  DTRAIN_RETURN_IF_ERROR(barrier_wait(&r, r.deadline));
+  const int64_t b = part_begin(total, n_ranks, me), len = part_begin(total, n_ranks, me + 1) - b;
+  auto part = [&](int q) -> const float* { return g.of(q) + at + b; };
+  if (n_ranks == 2) {
+    // Read both, write both, in one pass.
+    reduce_parts(g.of(0) + at + b, g.of(1) + at + b, 2, len, r.op, part);
+  } else {
+    // Summed in this rank's slot (a part it reads may be the one written
+    // first), then written to every rank.
+    float* scratch = slot(next_half(), me);
+    for (int64_t off = 0; off < len; off += slot_floats_) {
+      const int64_t n = std::min(slot_floats_, len - off);
+      reduce_parts(scratch, nullptr, n_ranks, n, r.op, [&](int q) { return part(q) + off; });
+      for (int q = 0; q < n_ranks; ++q)
+        copy_floats(g.of(q) + at + b + off, scratch, n);
+    }
+  }
+  // Nobody reads its result before every part is written.
+  return barrier_wait(&r, r.deadline);
+}
+
 status shm_communicator::run_all_reduce(const request& r) {
   float* buf = const_cast<float*>(r.input.data());
   const int64_t total = r.input.numel();
   const int n_ranks = size(), me = rank();
+  if (auto g = std::atomic_load(&shared_); g && total > 0) {
+    const float* mine = g->of(me);
+    if (buf >= mine && buf + total <= mine + g->count)
+      return all_reduce_shared(r, *g, buf - mine);
+  }
   for (int64_t off = 0; off < total || (total == 0 && off == 0); off += slot_floats_) {
     const int64_t n = std::min(slot_floats_, total - off);
     const int h = next_half();

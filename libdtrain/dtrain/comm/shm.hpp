@@ -72,6 +72,13 @@ public:
 
   std::string backend() const override { return "shm"; }
   bool supports(device where) const override { return where.is_cpu(); }
+  /// Every rank's buffer in one segment that every rank maps: all_reduce()
+  /// of a range of it reads the ranks' values where they are and writes the
+  /// result into every rank's buffer, with no copy in or out (half the
+  /// memory traffic of the slot path at N = 2). Where the segment cannot be
+  /// made or mapped on some rank, every rank gets an ordinary tensor (the
+  /// slot path); a rank that never answers is an error naming it.
+  result<tensor> shared_buffer(int64_t count) override;
 
   struct header;  // the control block at the start of the segment
 
@@ -94,10 +101,15 @@ private:
   int next_half() { return static_cast<int>(phase_++ & 1); }
 
   status run_all_reduce(const request& r);
+  struct shared_region;
+  status all_reduce_shared(const request& r, const shared_region& g, int64_t at);
   status run_broadcast(const request& r);
   status run_gather(const request& r, bool everyone);
   status run_reduce_scatter(const request& r);
 
+  std::shared_ptr<store> store_;  // the group's rendezvous, for shared_buffer()
+  int shared_calls_ = 0;
+  std::shared_ptr<const shared_region> shared_;  // atomic_load/atomic_store: set by the caller, read by the worker
   shm_options options_;
   int64_t slot_floats_;
   size_t bytes_ = 0;

@@ -198,4 +198,17 @@ status model::backward(const tensor& grad_output, bool accumulate) {
 
 void model::zero_grad() { ops::fill(grads_, 0.0f); }
 
+status model::adopt_gradients(tensor storage) {
+  if (!storage.defined() || storage.numel() != grads_.numel() || storage.where() != grads_.where())
+    return invalid_argument("adopt_gradients: the model has " + std::to_string(grads_.numel()) +
+                            " gradients on " + grads_.where().to_string() + ", the storage " +
+                            (storage.defined() ? std::to_string(storage.numel()) + " floats on " +
+                                                     storage.where().to_string()
+                                               : std::string("is undefined")));
+  storage.copy_from(grads_);
+  grads_ = storage.reshape({grads_.numel()});
+  bind_layers();
+  return status::ok();
+}
+
 } // namespace dtrain::nn

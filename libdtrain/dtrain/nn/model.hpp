@@ -108,6 +108,11 @@ public:
   /// overwrites them instead (no zero_grad() needed first).
   status backward(const tensor& grad_output, bool accumulate = true);
   void zero_grad();
+  /// Moves the gradients into `storage` (as many floats, on the model's
+  /// device: a communicator's shared_buffer()), their values copied, and
+  /// rebinds the layers to it; views of the old gradients() stay valid
+  /// but are no longer the model's.
+  status adopt_gradients(tensor storage);
   /// Synchronized BatchNorm: every batch_norm layer's training statistics
   /// become the group's, reduced through `reduce` (module.hpp); empty: each
   /// replica's own (the default).

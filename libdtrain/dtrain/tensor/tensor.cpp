@@ -96,7 +96,15 @@ result<std::shared_ptr<storage>> storage::allocate(size_t bytes, device where) {
   }
 }
 
+std::shared_ptr<storage> storage::adopt(void* data, size_t bytes, std::shared_ptr<void> owner) {
+  std::shared_ptr<storage> s(new storage(data, bytes, device::cpu()));
+  s->owner_ = std::move(owner);
+  return s;
+}
+
 storage::~storage() {
+  if (owner_)
+    return;  // the owner's memory
   if (where_.is_cuda())
     cuda::device_free(data_);
   else
@@ -113,6 +121,14 @@ result<tensor> tensor::try_empty(const shape_t& shape, device where) {
   t.shape_ = shape;
   t.numel_ = static_cast<int64_t>(bytes / sizeof(float));
   t.storage_ = std::move(*block);
+  return t;
+}
+
+tensor tensor::over(float* data, const shape_t& shape, std::shared_ptr<void> owner) {
+  tensor t;
+  t.shape_ = shape;
+  t.numel_ = shape_numel(shape);
+  t.storage_ = storage::adopt(data, static_cast<size_t>(t.numel_) * sizeof(float), std::move(owner));
   return t;
 }
 

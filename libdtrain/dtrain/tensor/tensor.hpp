@@ -43,6 +43,9 @@ public:
   /// or the allocator fails) or the device allocation fails; unavailable on
   /// a build or machine without that CUDA device.
   static result<std::shared_ptr<storage>> allocate(size_t bytes, device where);
+  /// Host memory that `owner` keeps alive (a shared memory mapping): the
+  /// storage frees nothing itself, it only holds the owner.
+  static std::shared_ptr<storage> adopt(void* data, size_t bytes, std::shared_ptr<void> owner);
   ~storage();
   storage(const storage&) = delete;
   storage& operator=(const storage&) = delete;
@@ -54,6 +57,7 @@ public:
 private:
   storage(void* data, size_t bytes, device where) : data_(data), bytes_(bytes), where_(where) {}
 
+  std::shared_ptr<void> owner_;  // set: the memory is the owner's
   void* data_ = nullptr;
   size_t bytes_ = 0;
   device where_;
@@ -84,6 +88,8 @@ public:
   /// A copy of host values; values.size() must equal the shape's numel.
   static tensor from_vector(const std::vector<float>& values, const shape_t& shape,
                             device where = device::cpu());
+  /// A tensor over host memory that `owner` keeps alive (storage::adopt).
+  static tensor over(float* data, const shape_t& shape, std::shared_ptr<void> owner);
 
   bool defined() const { return storage_ != nullptr; }
   const shape_t& shape() const { return shape_; }
