@@ -1,5 +1,6 @@
 #include <boost/test/unit_test.hpp>
 
+#include "dtrain/nn/layers.hpp"
 #include "dtrain/nn/linear.hpp"
 #include "dtrain/nn/loss.hpp"
 #include "dtrain/nn/model.hpp"
@@ -120,6 +121,36 @@ BOOST_AUTO_TEST_CASE(gradient_ready_hook_reports_each_layer_last_first) {
     end = off;
   }
   BOOST_TEST(end == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_linear_and_the_relu_or_tanh_after_it_fused_compute_what_separate_ops_do) {
+  for (auto kind : {ops::activation::relu, ops::activation::tanh}) {
+    std::vector<std::unique_ptr<nn::module>> layers;
+    layers.push_back(std::make_unique<nn::linear>(6, 5));
+    layers.push_back(std::make_unique<nn::activation_layer>(kind));
+    auto m = nn::model::create(std::make_unique<nn::sequential>(std::move(layers)),
+                               {6, device::cpu(), 3})
+                 .value();
+    auto* activation = dynamic_cast<const nn::activation_layer*>(&m->layers().layer(1));
+    BOOST_REQUIRE(activation != nullptr);
+    BOOST_TEST(activation->fused());  // the linear layer applies it
+    const tensor x = random_tensor({4, 6}, 8), dy = random_tensor({4, 5}, 9);
+    const tensor out = *m->forward(x, true).value();
+    BOOST_REQUIRE(m->backward(dy, false).is_ok());
+    // The same with one op per step: GEMM, bias, activation; and back.
+    tensor w = m->parameters().view(0, {6, 5}), b = m->parameters().view(30, {5});
+    tensor y = tensor::empty({4, 5}), act = tensor::empty({4, 5}), dz = tensor::empty({4, 5});
+    ops::matmul(x, false, w, false, y);
+    ops::add_bias(y, b);
+    ops::activation_forward(kind, y, act);
+    BOOST_TEST(out.bitwise_equal(act), ops::to_string(kind));
+    ops::activation_backward(kind, y, act, dy, dz);
+    tensor dw = tensor::empty({6, 5}), db = tensor::empty({5});
+    ops::matmul(x, true, dz, false, dw);
+    ops::sum_rows(dz, db);
+    BOOST_TEST(m->gradients().view(0, {6, 5}).bitwise_equal(dw), ops::to_string(kind));
+    BOOST_TEST(m->gradients().view(30, {5}).bitwise_equal(db), ops::to_string(kind));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(forward_and_backward_refuse_bad_calls) {

@@ -7,6 +7,8 @@
 namespace dtrain::nn {
 
 const tensor& activation_layer::forward(const tensor& x, const forward_context&) {
+  if (fused_)
+    return x;  // the linear layer before it applied it
   input_ = &x;
   ensure(output_, x.shape(), x.where());
   ops::activation_forward(kind_, x, output_);
@@ -14,6 +16,8 @@ const tensor& activation_layer::forward(const tensor& x, const forward_context&)
 }
 
 const tensor& activation_layer::backward(const tensor& dy, const backward_context&) {
+  if (fused_)
+    return dy;  // the linear layer before it takes it through the activation
   ensure(input_grad_, dy.shape(), dy.where());
   ops::activation_backward(kind_, *input_, output_, dy, input_grad_);
   return input_grad_;
@@ -48,6 +52,18 @@ const tensor& dropout::backward(const tensor& dy, const backward_context&) {
   ensure(input_grad_, dy.shape(), dy.where());
   ops::multiply(dy, mask_, input_grad_);
   return input_grad_;
+}
+
+void sequential::fuse_epilogues() {
+  for (size_t i = 0; i + 1 < layers_.size(); ++i) {
+    auto* before = dynamic_cast<linear*>(layers_[i].get());
+    auto* after = dynamic_cast<activation_layer*>(layers_[i + 1].get());
+    if (before == nullptr || after == nullptr || after->fused() ||
+        after->kind() == ops::activation::gelu)
+      continue;
+    before->fuse_activation(after->kind());
+    after->fuse_into_previous();
+  }
 }
 
 sequential::sequential(std::vector<std::unique_ptr<module>> layers) {

@@ -19,8 +19,15 @@ public:
   const tensor& forward(const tensor& x, const forward_context& ctx) override;
   const tensor& backward(const tensor& dy, const backward_context& ctx) override;
 
+  ops::activation kind() const { return kind_; }
+  /// The linear layer before it applies the activation in its own epilogue
+  /// (sequential::fuse_epilogues): forward and backward pass through.
+  void fuse_into_previous() { fused_ = true; }
+  bool fused() const { return fused_; }
+
 private:
   ops::activation kind_;
+  bool fused_ = false;
   const tensor* input_ = nullptr;
   tensor output_, input_grad_;
 };
@@ -51,6 +58,11 @@ public:
   explicit sequential(std::vector<std::unique_ptr<module>> layers);
 
   void add(std::unique_ptr<module> layer);
+  /// Each linear layer followed by a ReLU or tanh applies it in its own
+  /// epilogue, with the bias, in one pass over its output (the activation
+  /// layer then passes through); GELU, whose backward needs its input, is
+  /// left as it is. The model calls it once, before training.
+  void fuse_epilogues();
   size_t layer_count() const { return layers_.size(); }
   module& layer(size_t i) { return *layers_[i]; }
   const module& layer(size_t i) const { return *layers_[i]; }

@@ -51,13 +51,23 @@ const tensor& linear::forward(const tensor& x, const forward_context& ctx) {
   input_ = &x;
   ensure(output_, {x.size(0), out_}, x.where());
   ops::matmul(x, false, weight_, false, output_, 1.0f, 0.0f, ctx.compute);
-  if (has_bias_)
+  if (fused_)
+    ops::bias_activation(output_, has_bias_ ? bias_ : tensor(), fused_kind_);
+  else if (has_bias_)
     ops::add_bias(output_, bias_);
   return output_;
 }
 
-const tensor& linear::backward(const tensor& dy, const backward_context& ctx) {
+const tensor& linear::backward(const tensor& dy_out, const backward_context& ctx) {
   const tensor& x = *input_;
+  // Fused: through the activation first, from its output (output_).
+  const tensor* through = &dy_out;
+  if (fused_) {
+    ensure(activation_grad_, dy_out.shape(), dy_out.where());
+    ops::activation_backward(fused_kind_, output_, output_, dy_out, activation_grad_);
+    through = &activation_grad_;
+  }
+  const tensor& dy = *through;
   // dW (+)= x^T dy, db (+)= column sums of dy.
   float beta = ctx.accumulate ? 1.0f : 0.0f;
   ops::matmul(x, true, dy, false, weight_grad_, 1.0f, beta, ctx.compute);

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "dtrain/nn/module.hpp"
+#include "dtrain/tensor/ops.hpp"
 
 namespace dtrain::nn {
 
@@ -21,11 +22,20 @@ public:
 
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
+  /// Applies ReLU or tanh to its output in the bias pass, and takes the
+  /// gradient back through it (sequential::fuse_epilogues).
+  void fuse_activation(ops::activation kind) {
+    fused_ = true;
+    fused_kind_ = kind;
+  }
 
 private:
   int64_t in_;
   int64_t out_;
   bool has_bias_;
+  bool fused_ = false;
+  ops::activation fused_kind_ = ops::activation::relu;
+  tensor activation_grad_;
   tensor weight_, bias_, weight_grad_, bias_grad_;
   const tensor* input_ = nullptr;
   tensor output_, input_grad_;

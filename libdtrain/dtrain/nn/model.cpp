@@ -20,6 +20,7 @@ result<std::unique_ptr<model>> model::create(std::unique_ptr<sequential> layers,
                             std::to_string(options.input_features));
   DTRAIN_ASSIGN_OR_RETURN(int64_t outputs, layers->output_features(options.input_features));
   DTRAIN_RETURN_IF_ERROR(layers->check_device(options.where));
+  layers->fuse_epilogues();
   std::unique_ptr<model> m(new model(std::move(layers), options));
   m->output_features_ = outputs;
   DTRAIN_RETURN_IF_ERROR(m->allocate());

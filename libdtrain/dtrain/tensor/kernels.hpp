@@ -37,6 +37,11 @@ struct adam_hyper {
 
 namespace cpu {
 #include "dtrain/tensor/kernel_decls.inc"
+
+/// y[i, j] = f(y[i, j] + bias[j]) in one pass (bias may be null), f ReLU or
+/// tanh: a linear layer's epilogue fused with the activation after it.
+/// CPU only; ops::bias_activation runs two passes on a GPU.
+void bias_activation(float* y, const float* bias, int64_t rows, int64_t cols, bool relu);
 } // namespace cpu
 
 namespace cuda {

@@ -59,11 +59,30 @@ void gemm_ex(precision p, bool trans_a, bool trans_b, int64_t m, int64_t n, int6
 }
 
 void add_bias(float* y, const float* bias, int64_t rows, int64_t cols) {
-  for (int64_t i = 0; i < rows; ++i) {
-    float* row = y + i * cols;
-    for (int64_t j = 0; j < cols; ++j)
-      row[j] += bias[j];
-  }
+  parallel_for(rows, grain_for(cols), [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      float* row = y + i * cols;
+      for (int64_t j = 0; j < cols; ++j)
+        row[j] += bias[j];
+    }
+  });
+}
+
+void bias_activation(float* y, const float* bias, int64_t rows, int64_t cols, bool relu) {
+  parallel_for(rows, grain_for(cols), [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      float* row = y + i * cols;
+      if (relu) {
+        for (int64_t j = 0; j < cols; ++j) {
+          const float v = row[j] + (bias != nullptr ? bias[j] : 0.0f);
+          row[j] = v > 0.0f ? v : 0.0f;
+        }
+      } else {
+        for (int64_t j = 0; j < cols; ++j)
+          row[j] = std::tanh(row[j] + (bias != nullptr ? bias[j] : 0.0f));
+      }
+    }
+  });
 }
 
 void sum_rows(const float* x, float* out, int64_t rows, int64_t cols, float beta) {
@@ -207,34 +226,40 @@ void axpy(float alpha, const float* x, float* y, int64_t n) {
     y[i] += alpha * x[i];
 }
 
+// The optimizers' updates are element-wise: ranges of them in parallel_for,
+// each range a plain loop the compiler vectorizes.
 void sgd_update(float* param, const float* grad, float* momentum_buf, int64_t n,
                 const sgd_hyper& h) {
-  if (h.momentum == 0.0f) {
-    for (int64_t i = 0; i < n; ++i)
-      param[i] -= h.lr * (grad[i] + h.weight_decay * param[i]);
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    float g = grad[i] + h.weight_decay * param[i];
-    float buf = h.first_step ? g : h.momentum * momentum_buf[i] + (1.0f - h.dampening) * g;
-    momentum_buf[i] = buf;
-    param[i] -= h.lr * (h.nesterov ? g + h.momentum * buf : buf);
-  }
+  parallel_for(n, grain_for(3), [&](int64_t first, int64_t last) {
+    if (h.momentum == 0.0f) {
+      for (int64_t i = first; i < last; ++i)
+        param[i] -= h.lr * (grad[i] + h.weight_decay * param[i]);
+      return;
+    }
+    for (int64_t i = first; i < last; ++i) {
+      float g = grad[i] + h.weight_decay * param[i];
+      float buf = h.first_step ? g : h.momentum * momentum_buf[i] + (1.0f - h.dampening) * g;
+      momentum_buf[i] = buf;
+      param[i] -= h.lr * (h.nesterov ? g + h.momentum * buf : buf);
+    }
+  });
 }
 
 void adam_update(float* param, const float* grad, float* m, float* v, int64_t n,
                  const adam_hyper& h) {
-  float step_size = h.lr / h.bias_correction1;
-  float inv_sqrt_bc2 = 1.0f / std::sqrt(h.bias_correction2);
-  float decay = h.decoupled ? 1.0f - h.lr * h.weight_decay : 1.0f;
-  float coupled_wd = h.decoupled ? 0.0f : h.weight_decay;
-  for (int64_t i = 0; i < n; ++i) {
-    float g = grad[i] + coupled_wd * param[i];
-    m[i] = h.beta1 * m[i] + (1.0f - h.beta1) * g;
-    v[i] = h.beta2 * v[i] + (1.0f - h.beta2) * g * g;
-    float denom = std::sqrt(v[i]) * inv_sqrt_bc2 + h.eps;
-    param[i] = param[i] * decay - step_size * m[i] / denom;
-  }
+  const float step_size = h.lr / h.bias_correction1;
+  const float inv_sqrt_bc2 = 1.0f / std::sqrt(h.bias_correction2);
+  const float decay = h.decoupled ? 1.0f - h.lr * h.weight_decay : 1.0f;
+  const float coupled_wd = h.decoupled ? 0.0f : h.weight_decay;
+  parallel_for(n, grain_for(4), [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      float g = grad[i] + coupled_wd * param[i];
+      m[i] = h.beta1 * m[i] + (1.0f - h.beta1) * g;
+      v[i] = h.beta2 * v[i] + (1.0f - h.beta2) * g * g;
+      float denom = std::sqrt(v[i]) * inv_sqrt_bc2 + h.eps;
+      param[i] = param[i] * decay - step_size * m[i] / denom;
+    }
+  });
 }
 
 void unscale_and_check_finite(float* x, int64_t n, float inv_scale, float* found_inf) {

@@ -90,6 +90,24 @@ void add_bias(tensor& y, const tensor& bias) {
                   cols_of(y));
 }
 
+void bias_activation(tensor& y, const tensor& bias, activation kind) {
+  require(kind == activation::relu || kind == activation::tanh, "bias_activation",
+          "only ReLU and tanh (their backward needs only the output)");
+  if (y.is_cuda()) {
+    if (bias.defined())
+      add_bias(y, bias);
+    activation_forward(kind, y, y);
+    return;
+  }
+  if (bias.defined()) {
+    same_device("bias_activation", y, bias);
+    require(bias.numel() == cols_of(y), "bias_activation",
+            "bias " + shape_string(bias.shape()) + " for " + shape_string(y.shape()));
+  }
+  cpu::bias_activation(y.data(), bias.defined() ? bias.data() : nullptr,
+                       y.dim() == 0 ? 1 : y.size(0), cols_of(y), kind == activation::relu);
+}
+
 void sum_rows(const tensor& x, tensor& out, float beta) {
   same_device("sum_rows", x, out);
   require(out.numel() == cols_of(x), "sum_rows",

@@ -28,6 +28,10 @@ void sum_rows(const tensor& x, tensor& out, float beta = 0.0f);
 
 enum class activation { relu, gelu, tanh };
 const char* to_string(activation kind);
+/// y = f(y + bias) for y [rows, cols], bias [cols] or undefined (none), in
+/// one pass on the CPU. f is ReLU or tanh only: GELU's backward needs the
+/// input this overwrites.
+void bias_activation(tensor& y, const tensor& bias, activation kind);
 
 /// y = f(x); y may alias x.
 void activation_forward(activation kind, const tensor& x, tensor& y);
