@@ -17,6 +17,7 @@
 
 #include "actors/child_process.hpp"
 #include "actors/dtrain_command.hpp"
+#include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/store/experiment_store.hpp"
 #include "test_util.hpp"
 
@@ -273,6 +274,15 @@ BOOST_AUTO_TEST_CASE(a_sweep_whose_driver_is_killed_resumes_to_the_same_trials_a
   BOOST_TEST_MESSAGE("killed with " << before.states.size() << " trials created, " << ended_before
                                     << " ended");
   BOOST_TEST(reader(home.db())->experiment(killed_id)->state == "running");
+  // The newest checkpoint each unfinished trial left on disk.
+  std::map<std::string, int> newest_checkpoint;
+  for (const auto& [trial, state] : before.states) {
+    if (state == "STOPPED" || state == "TERMINATED")
+      continue;
+    auto saved = checkpoint::checkpoint_dirs(dir.file("ckpt") + "/" + std::to_string(killed_id) +
+                                             "/" + trial);  // not a save cut short (.tmp-*)
+    newest_checkpoint[trial] = saved.empty() ? 0 : static_cast<int>(saved.rbegin()->first);
+  }
 
   ran resumed = run_dtrain({"tune", sweep, "--resume", std::to_string(killed_id), "--local-slots", "1",
                             "--verbosity", "1"},
@@ -285,6 +295,21 @@ BOOST_AUTO_TEST_CASE(a_sweep_whose_driver_is_killed_resumes_to_the_same_trials_a
   // through that one not heard twice (below).
   if (before.states.size() > static_cast<size_t>(ended_before))
     BOOST_TEST(resumed.log.find(" resumed from ") != std::string::npos, resumed.log);
+  // Where its newest checkpoint (the experiment keeps one) is of its last
+  // stored report or of the epoch after (whose report, lost with the
+  // driver, the checkpoint's manifest gives back), it went on from there,
+  // not from its first epoch. (A newer one, when the store was more than
+  // an epoch behind, is trained again from the start, its reports heard once.)
+  for (const auto& [trial, newest] : newest_checkpoint) {
+    auto stored = before.reports.find(trial);
+    const int reported = stored == before.reports.end() ? 0 : stored->second;
+    BOOST_TEST_MESSAGE("trial " << trial << ": " << reported << " reports stored, newest checkpoint "
+                                << newest);
+    if (newest >= 1 && newest <= reported + 1)
+      BOOST_TEST(resumed.log.find("trial " + trial + " resumed from its first epoch") ==
+                     std::string::npos,
+                 resumed.log);
+  }
 
   auto s = reader(home.db());
   const sweep_outcome a = outcome_of(*s, 1), b = outcome_of(*s, killed_id);

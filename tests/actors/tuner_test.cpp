@@ -17,6 +17,7 @@
 
 #include "actors/memory_store.hpp"
 #include "actors/scripted_trials.hpp"
+#include "dtrain/actors/messages.hpp"
 #include "dtrain/actors/tuner/tuner.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/tune/journal.hpp"
@@ -109,6 +110,36 @@ struct restore_log {
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(tuner_actor)
+
+// What a checkpoint saved right after an epoch carries of it, and reads
+// back only for that epoch: a lost report is rebuilt as it was.
+BOOST_AUTO_TEST_CASE(an_epochs_metrics_travel_through_manifest_entries_for_that_epoch_only) {
+  dtrain::actors::metrics_msg m;
+  m.epoch = 7;
+  m.steps = 120;
+  m.samples = 30720;
+  m.loss = 0.4375;
+  m.accuracy = 0.8125;
+  m.seconds = 1.5;
+  m.samples_per_second = 20480;
+  m.lr = 0.0625f;
+  m.allreduce_seconds = 0.25;
+  m.extra = {{"perplexity", 3.5}};
+  auto entries = dtrain::actors::epoch_manifest_entries(m);
+  entries["dtrain.resume_batch"] = 3;  // the replica's own keys beside them
+  auto back = dtrain::actors::epoch_from_manifest(entries, 7);
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST(back->steps == 120);
+  BOOST_TEST(back->samples == 30720);
+  BOOST_TEST(back->loss == 0.4375);
+  BOOST_TEST(back->accuracy == 0.8125);
+  BOOST_TEST(back->samples_per_second == 20480.0);
+  BOOST_TEST(back->lr == 0.0625f);
+  BOOST_TEST(back->allreduce_seconds == 0.25);
+  BOOST_TEST((back->extra == std::map<std::string, double>{{"perplexity", 3.5}}));
+  BOOST_TEST(!dtrain::actors::epoch_from_manifest(entries, 8).has_value());
+  BOOST_TEST(!dtrain::actors::epoch_from_manifest({{"dtrain.resume_batch", 3}}, 7).has_value());
+}
 
 BOOST_AUTO_TEST_CASE(fifo_runs_every_trial_to_the_end_and_never_more_at_once_than_allowed) {
   embedded e(4);

@@ -56,4 +56,52 @@ status from_caf(const caf::error& err, const std::string& context) {
   return status(error_code::unavailable, context + ": " + caf::to_string(err));
 }
 
+namespace {
+const char* const epoch_prefix = "epoch.";
+const char* const epoch_extra_prefix = "epoch.extra.";
+} // namespace
+
+std::map<std::string, double> epoch_manifest_entries(const metrics_msg& m) {
+  std::map<std::string, double> out{{"epoch.epoch", static_cast<double>(m.epoch)},
+                                    {"epoch.steps", static_cast<double>(m.steps)},
+                                    {"epoch.samples", static_cast<double>(m.samples)},
+                                    {"epoch.loss", m.loss},
+                                    {"epoch.accuracy", m.accuracy},
+                                    {"epoch.seconds", m.seconds},
+                                    {"epoch.samples_per_second", m.samples_per_second},
+                                    {"epoch.lr", static_cast<double>(m.lr)},
+                                    {"epoch.allreduce_seconds", m.allreduce_seconds}};
+  for (const auto& [name, value] : m.extra)
+    out[epoch_extra_prefix + name] = value;
+  return out;
+}
+
+std::optional<metrics_msg> epoch_from_manifest(const std::map<std::string, double>& entries,
+                                               int64_t epoch) {
+  auto get = [&](const char* name) -> std::optional<double> {
+    auto it = entries.find(std::string(epoch_prefix) + name);
+    if (it == entries.end())
+      return std::nullopt;
+    return it->second;
+  };
+  auto at = get("epoch");
+  if (!at || static_cast<int64_t>(*at) != epoch)
+    return std::nullopt;
+  metrics_msg m;
+  m.epoch = epoch;
+  m.steps = static_cast<int64_t>(get("steps").value_or(0));
+  m.samples = static_cast<int64_t>(get("samples").value_or(0));
+  m.loss = get("loss").value_or(0);
+  m.accuracy = get("accuracy").value_or(0);
+  m.seconds = get("seconds").value_or(0);
+  m.samples_per_second = get("samples_per_second").value_or(0);
+  m.lr = static_cast<float>(get("lr").value_or(0));
+  m.allreduce_seconds = get("allreduce_seconds").value_or(0);
+  const std::string extra = epoch_extra_prefix;
+  for (auto it = entries.lower_bound(extra); it != entries.end() && it->first.rfind(extra, 0) == 0; ++it)
+    m.extra[it->first.substr(extra.size())] = it->second;
+  return m;
+}
+
+
 } // namespace dtrain::actors

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -188,6 +189,16 @@ typename Inspector::result_type inspect(Inspector& f, metrics_msg& x) {
            x.seconds, x.samples_per_second, x.lr, x.rank, x.preempted, x.resume_batch,
            x.extra, x.allreduce_seconds);
 }
+
+/// An epoch's training metrics as checkpoint manifest entries ("epoch.*"),
+/// written with the checkpoint saved right after that epoch, and read back:
+/// a sweep whose driver died between the checkpoint and the epoch's
+/// report rebuilds the report from them instead of training again.
+std::map<std::string, double> epoch_manifest_entries(const metrics_msg& m);
+/// The metrics_msg of epoch `epoch` from a manifest's entries; nullopt
+/// when the manifest has none for that epoch (written before, or by save()).
+std::optional<metrics_msg> epoch_from_manifest(const std::map<std::string, double>& entries,
+                                               int64_t epoch);
 
 /// A node the head no longer places on: "suspect" (a trainer could not
 /// reach it; the head probes it until it answers, then it is usable again)

@@ -78,6 +78,9 @@ struct worker_state {
   // A CPU replica's share of the host's cores, refreshed before each
   // epoch (concurrent trials come and go).
   std::unique_ptr<blas_share> cores;
+  // The last epoch trained: a checkpoint saved right after it carries its
+  // metrics (epoch_manifest_entries).
+  std::optional<metrics_msg> last_epoch;
 };
 
 metrics_msg to_msg(const train::epoch_metrics& m, int rank) {
@@ -168,7 +171,8 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
         auto m = r.train_epoch();
         if (!m)
           return to_caf(m.error());
-        return to_msg(*m, rank);
+        self->state.last_epoch = to_msg(*m, rank);
+        return *self->state.last_epoch;
       });
     },
     [=](valid_atom) -> caf::result<metrics_msg> {
@@ -181,7 +185,11 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
     },
     [=](save_atom, const std::string& path, int32_t keep) -> caf::result<caf::ok_atom> {
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<caf::ok_atom> {
-        if (auto s = r.save(path, {}, keep, ""); !s)
+        const auto& last = self->state.last_epoch;
+        const bool after_epoch = last && !last->preempted && last->epoch == r.epochs_done();
+        if (auto s = r.save(path, after_epoch ? epoch_manifest_entries(*last) : std::map<std::string, double>{},
+                            keep, "");
+            !s)
           return to_caf(s);
         return caf::ok_atom::value;
       });

@@ -6,6 +6,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -241,5 +242,6 @@ private:
 /// epoch) and restarts (the group's recoveries so far). The names are
 /// reserved for operators (train::is_reserved_metric).
 std::map<std::string, double> speed_metrics(const metrics_msg& m, size_t restarts);
+
 
 } // namespace dtrain::actors

@@ -1,8 +1,10 @@
 #include "dtrain/actors/tuner/trial_runner.hpp"
+#include "dtrain/serialization/capnp_checkpoint.hpp"
 
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 namespace dtrain::actors {
 
@@ -105,6 +107,21 @@ void run_trial(caf::blocking_actor* self, cluster* c, trial_launch launch, caf::
   std::string error;
   bool interrupted = false;
   int64_t epoch = 0;
+  // One epoch's report; the tuner's answer says whether to train on. It
+  // answers at once; the bound only guards against a tuner that is gone
+  // (its down message may not have reached us yet).
+  auto report = [&](std::map<std::string, double> metrics) {
+    error = missing_metric(launch.metric, launch.config.operator_name, metrics);
+    if (!error.empty())
+      return false;
+    bool go_on = false;
+    self->request(tuner, std::chrono::seconds(60), trial_report_atom::value, launch.id, epoch,
+                  std::move(metrics))
+        .receive([&](bool answer) { go_on = answer; },
+                 [&](caf::error&) { interrupted = true; });
+    return go_on;
+  };
+  bool go_on = true;
   if (!launch.restore_from.empty()) {
     if (status s = t->restore(launch.restore_from); !s) {
       error = s.with_context("restoring " + launch.restore_from).to_string();
@@ -114,9 +131,15 @@ void run_trial(caf::blocking_actor* self, cluster* c, trial_launch launch, caf::
       // Where the restored group stands: a checkpoint of the last epoch (an
       // exploit's source that finished meanwhile) leaves nothing to train.
       epoch = v->epoch;
+      std::optional<metrics_msg> trained;
+      if (launch.report_restored)
+        if (auto m = serialization::make_capnp_codec()->read_manifest(launch.restore_from))
+          trained = epoch_from_manifest(m->metrics, epoch);
+      if (trained)
+        go_on = report(metrics_of(*trained, *v, 0));
     }
   }
-  while (error.empty() && epoch < launch.max_epochs) {
+  while (go_on && error.empty() && epoch < launch.max_epochs) {
     auto m = t->train();
     if (!m) {
       error = m.error().to_string();
@@ -132,19 +155,7 @@ void run_trial(caf::blocking_actor* self, cluster* c, trial_launch launch, caf::
       break;
     }
     epoch = m->epoch;
-    bool go_on = false;
-    // The tuner answers at once; the bound only guards against a tuner
-    // that is gone (its down message may not have reached us yet).
-    auto metrics = metrics_of(*m, *v, t->failures().size());
-    error = missing_metric(launch.metric, launch.config.operator_name, metrics);
-    if (!error.empty())
-      break;
-    self->request(tuner, std::chrono::seconds(60), trial_report_atom::value, launch.id, epoch,
-                  std::move(metrics))
-        .receive([&](bool answer) { go_on = answer; },
-                 [&](caf::error&) { interrupted = true; });
-    if (!go_on)
-      break;
+    go_on = report(metrics_of(*m, *v, t->failures().size()));
   }
   control->release();
   auto restarts = static_cast<int32_t>(t->failures().size());

@@ -33,6 +33,11 @@ struct trial_launch {
   std::string id;
   trainer_config config;
   std::string restore_from;  // a checkpoint directory ("" none)
+  /// The epoch restore_from stands at was never reported (the driver
+  /// before died between the checkpoint and the report): report it first,
+  /// its training metrics from the checkpoint's manifest and its
+  /// validation run again, before training on.
+  bool report_restored = false;
   int64_t max_epochs = 1;
   /// The sweep's metric: a report without it fails the trial, naming the
   /// metrics the operator does report ("" checks nothing).

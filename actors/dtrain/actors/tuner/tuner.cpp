@@ -10,6 +10,7 @@
 #include <future>
 #include <functional>
 #include <limits>
+#include <set>
 #include <mutex>
 #include <unordered_map>
 
@@ -107,6 +108,8 @@ struct tuner_state {
   // this epoch its reports were heard already, by the journal and by the
   // scheduler (live or in the replay), and are not heard twice.
   std::map<std::string, int64_t> heard_through;
+  // Trials whose next run reports the epoch it restores first (resume_point).
+  std::set<std::string> report_restored;
 
   double elapsed() const { return std::chrono::duration<double>(clock_type::now() - start).count(); }
   tune::trial_record& record(const std::string& id) { return trials[index.at(id)]; }
@@ -235,6 +238,7 @@ void launch_trial(tuner_pointer self, const std::string& id, const std::string& 
     launch.config.config[k] = v;
   launch.config.checkpoint_dir = r.checkpoint_dir;
   launch.restore_from = restore_from;
+  launch.report_restored = s.report_restored.erase(id) > 0 && !restore_from.empty();
   launch.max_epochs = s.sw->config.max_epochs;
   launch.metric = s.sw->config.metric;
   s.progress.erase(id);
@@ -274,21 +278,34 @@ void launch_trial(tuner_pointer self, const std::string& id, const std::string& 
   s.live.emplace(id, std::move(t));
 }
 
-// Where an unfinished trial of a resumed sweep starts again: its newest
-// checkpoint no newer than its last stored report (a checkpoint whose
-// report was lost with the driver is trained again, so the scheduler hears
-// that epoch), or "" to start over. A trial whose exploit copied a
-// checkpoint after its last report stands at the copy's epoch instead
-// (the copy replaced its own checkpoints).
+// Where an unfinished trial of a resumed sweep starts again, or "" to
+// start over. The checkpoint of the epoch right after its last stored
+// report, when its manifest carries that epoch's training metrics (the
+// driver died between the checkpoint and the report): the trial goes on
+// from it and reports that epoch first (report_restored), so the scheduler
+// hears it as it would have. Else its newest checkpoint no newer than its
+// last stored report: epochs after it train again, their reports heard
+// once (heard_through). A trial whose exploit copied a checkpoint after
+// its last report stands at the copy's epoch instead (the copy replaced
+// its own checkpoints).
 std::string resume_point(tuner_state& s, const tune::trial_record& r) {
   auto on_disk = checkpoint::checkpoint_dirs(r.checkpoint_dir);
   s.checkpoints[r.id] = on_disk;
   int64_t stands_at = r.epochs();
+  bool exploited_here = false;
   auto& exploited = s.sw->resumed.exploited_epochs;
   if (auto it = exploited.find(r.id); it != exploited.end()) {
     stands_at = it->second;
     exploited.erase(it);  // once: its next reports count again
+    exploited_here = true;
   }
+  std::string unreported;
+  if (auto next = on_disk.find(stands_at + 1); next != on_disk.end() && !exploited_here)
+    if (auto m = serialization::make_capnp_codec()->read_manifest(next->second))
+      if (epoch_from_manifest(m->metrics, stands_at + 1))
+        unreported = next->second;
+  if (!unreported.empty())
+    ++stands_at;
   // Checkpoints past that epoch were saved by a run whose reports of them
   // were lost: those epochs train again, and the trainer's own recovery
   // must not jump to them.
@@ -298,6 +315,12 @@ std::string resume_point(tuner_state& s, const tune::trial_record& r) {
     it = on_disk.erase(it);
   }
   s.checkpoints[r.id] = on_disk;
+  if (!unreported.empty()) {
+    s.report_restored.insert(r.id);
+    s.heard_through.erase(r.id);
+    return unreported;
+  }
+  s.report_restored.erase(r.id);
   const int64_t restored_at = on_disk.empty() ? 0 : on_disk.rbegin()->first;
   if (restored_at < stands_at)
     s.heard_through[r.id] = stands_at;
