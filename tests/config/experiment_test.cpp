@@ -233,7 +233,7 @@ BOOST_AUTO_TEST_CASE(bucket_cap_mb_is_read_written_only_when_set_and_checked) {
   auto again = parse_experiment(to_yaml(*e), "again.yaml");
   BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string());
   BOOST_TEST(again->bucket_cap_mb == 2.5);
-  for (const char* bad : {"-1", "2048", "0.000001", "big"}) {
+  for (const char* bad : {"-1", "2048", "0.000001", "big", ".nan"}) {
     const std::string message =
         error_of(minimal(std::string("optimizations:\n  bucket_cap_mb: ") + bad + "\n"));
     BOOST_TEST(message.find("optimizations.bucket_cap_mb") != std::string::npos, message);

@@ -67,6 +67,9 @@ status read_optimizations(const YAML::Node& node, experiment& exp) {
                                                       "bucket_cap_mb"}));
   DTRAIN_RETURN_IF_ERROR(read_int(s, "aggregation_frequency", 1, exp.aggregation_frequency));
   DTRAIN_RETURN_IF_ERROR(read_double(s, "bucket_cap_mb", 0, exp.bucket_cap_mb));
+  if (!std::isfinite(exp.bucket_cap_mb))
+    return invalid_argument(s.path_of("bucket_cap_mb") + ": must be a finite number of MiB, got " +
+                            s.find("bucket_cap_mb")->Scalar());
   if (exp.bucket_cap_mb > 0 && exp.bucket_cap_mb * (1 << 20) < 4)
     return invalid_argument(s.path_of("bucket_cap_mb") + ": must hold one float (4 bytes), got " +
                             s.find("bucket_cap_mb")->Scalar());

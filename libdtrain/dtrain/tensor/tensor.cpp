@@ -97,6 +97,7 @@ result<std::shared_ptr<storage>> storage::allocate(size_t bytes, device where) {
 }
 
 std::shared_ptr<storage> storage::adopt(void* data, size_t bytes, std::shared_ptr<void> owner) {
+  DTRAIN_CHECK(owner != nullptr, "storage::adopt needs the memory's owner");
   std::shared_ptr<storage> s(new storage(data, bytes, device::cpu()));
   s->owner_ = std::move(owner);
   return s;

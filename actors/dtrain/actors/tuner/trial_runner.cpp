@@ -137,6 +137,9 @@ void run_trial(caf::blocking_actor* self, cluster* c, trial_launch launch, caf::
           trained = epoch_from_manifest(m->metrics, epoch);
       if (trained)
         go_on = report(metrics_of(*trained, *v, 0));
+      else if (launch.report_restored)  // the tuner read it just before: the file changed
+        error = "the manifest of " + launch.restore_from + " no longer holds epoch " +
+                std::to_string(epoch) + "'s metrics, which the sweep needs to report it";
     }
   }
   while (go_on && error.empty() && epoch < launch.max_epochs) {

@@ -454,6 +454,8 @@ void exploit_done(tuner_pointer self, const std::string& id, const std::string& 
     s.sw->journal->checkpoints_changed(r, s.checkpoints[id], now);
   s.checkpoints[id] = std::move(now);
   if (s.finishing) {  // the sweep ends: a resume continues it from here
+    s.heard_through.erase(id);
+    s.report_restored.erase(id);
     r.interrupted = true;
     r.status = tune::trial_status::stopped;
     if (s.sw->journal)
