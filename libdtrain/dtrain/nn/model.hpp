@@ -83,6 +83,7 @@ public:
   void set_compute_precision(precision p) { options_.compute = p; }
   const std::vector<parameter_slot>& slots() const { return slots_; }
   const sequential& layers() const { return *layers_; }
+  sequential& layers() { return *layers_; }
   /// One line per layer with its parameter count.
   std::string summary() const;
 
@@ -124,6 +125,15 @@ public:
   /// as backward() completes that layer, in reverse layer order.
   using gradient_ready_hook = std::function<void(int64_t offset, int64_t count)>;
   void set_gradient_ready_hook(gradient_ready_hook hook) { hook_ = std::move(hook); }
+  /// Calls the gradient-ready hook: for a layer that knows, during its own
+  /// backward, that part of its gradients is final (the libtorch adapter
+  /// reports each parameter as autograd accumulates it). The range must be
+  /// final until the next backward; backward() still reports the whole
+  /// layer when the layer returns.
+  void report_gradients_ready(int64_t offset, int64_t count) {
+    if (hook_)
+      hook_(offset, count);
+  }
 
 private:
   model(std::unique_ptr<sequential> layers, const model_options& options);

@@ -96,9 +96,10 @@ result<std::shared_ptr<storage>> storage::allocate(size_t bytes, device where) {
   }
 }
 
-std::shared_ptr<storage> storage::adopt(void* data, size_t bytes, std::shared_ptr<void> owner) {
+std::shared_ptr<storage> storage::adopt(void* data, size_t bytes, std::shared_ptr<void> owner,
+                                        device where) {
   DTRAIN_CHECK(owner != nullptr, "storage::adopt needs the memory's owner");
-  std::shared_ptr<storage> s(new storage(data, bytes, device::cpu()));
+  std::shared_ptr<storage> s(new storage(data, bytes, where));
   s->owner_ = std::move(owner);
   return s;
 }
@@ -125,11 +126,13 @@ result<tensor> tensor::try_empty(const shape_t& shape, device where) {
   return t;
 }
 
-tensor tensor::over(float* data, const shape_t& shape, std::shared_ptr<void> owner) {
+tensor tensor::over(float* data, const shape_t& shape, std::shared_ptr<void> owner,
+                    device where) {
   tensor t;
   t.shape_ = shape;
   t.numel_ = shape_numel(shape);
-  t.storage_ = storage::adopt(data, static_cast<size_t>(t.numel_) * sizeof(float), std::move(owner));
+  t.storage_ = storage::adopt(data, static_cast<size_t>(t.numel_) * sizeof(float),
+                              std::move(owner), where);
   return t;
 }
 

@@ -43,9 +43,11 @@ public:
   /// or the allocator fails) or the device allocation fails; unavailable on
   /// a build or machine without that CUDA device.
   static result<std::shared_ptr<storage>> allocate(size_t bytes, device where);
-  /// Host memory that `owner` keeps alive (a shared memory mapping): the
-  /// storage frees nothing itself, it only holds the owner.
-  static std::shared_ptr<storage> adopt(void* data, size_t bytes, std::shared_ptr<void> owner);
+  /// Memory on `where` that `owner` keeps alive (a shared memory mapping,
+  /// another library's tensor): the storage frees nothing itself, it only
+  /// holds the owner.
+  static std::shared_ptr<storage> adopt(void* data, size_t bytes, std::shared_ptr<void> owner,
+                                        device where = device::cpu());
   ~storage();
   storage(const storage&) = delete;
   storage& operator=(const storage&) = delete;
@@ -88,8 +90,9 @@ public:
   /// A copy of host values; values.size() must equal the shape's numel.
   static tensor from_vector(const std::vector<float>& values, const shape_t& shape,
                             device where = device::cpu());
-  /// A tensor over host memory that `owner` keeps alive (storage::adopt).
-  static tensor over(float* data, const shape_t& shape, std::shared_ptr<void> owner);
+  /// A tensor over memory on `where` that `owner` keeps alive (storage::adopt).
+  static tensor over(float* data, const shape_t& shape, std::shared_ptr<void> owner,
+                     device where = device::cpu());
 
   bool defined() const { return storage_ != nullptr; }
   const shape_t& shape() const { return shape_; }
