@@ -7,7 +7,14 @@
 
 #include <cstring>
 
+#include <chrono>
+#include <mutex>
+
+#include "comm/collective_check.hpp"
+#include "dtrain/comm/factory.hpp"
+#include "dtrain/comm/gradient_sync.hpp"
 #include "dtrain/core/check.hpp"
+#include "dtrain/core/threads.hpp"
 #include "dtrain/libtorch/module.hpp"
 #include "dtrain/libtorch/optimizer.hpp"
 #include "libtorch/torch_operators.hpp"
@@ -49,6 +56,76 @@ std::pair<std::vector<float>, std::vector<float>> train_group(int n,
   });
   return before_after;
 }
+
+using clock_type = std::chrono::steady_clock;
+
+/// A communicator that forwards every call to another and records when
+/// each all_reduce was issued.
+class timing_communicator final : public comm::communicator {
+public:
+  explicit timing_communicator(std::unique_ptr<comm::communicator> inner)
+    : inner_(std::move(inner)) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  std::string backend() const override { return inner_->backend(); }
+  bool supports(device where) const override { return inner_->supports(where); }
+  comm::work_ptr all_reduce(tensor buffer, comm::reduce_op op) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      launches_.push_back(clock_type::now());
+    }
+    return inner_->all_reduce(std::move(buffer), op);
+  }
+  comm::work_ptr broadcast(tensor buffer, int root) override {
+    return inner_->broadcast(std::move(buffer), root);
+  }
+  comm::work_ptr all_gather(tensor input, tensor output) override {
+    return inner_->all_gather(std::move(input), std::move(output));
+  }
+  comm::work_ptr gather(tensor input, tensor output, int root) override {
+    return inner_->gather(std::move(input), std::move(output), root);
+  }
+  comm::work_ptr reduce_scatter(tensor input, tensor output, comm::reduce_op op) override {
+    return inner_->reduce_scatter(std::move(input), std::move(output), op);
+  }
+  comm::work_ptr barrier() override { return inner_->barrier(); }
+  result<tensor> shared_buffer(int64_t count) override { return inner_->shared_buffer(count); }
+  void abort(const std::string& why) override { inner_->abort(why); }
+  bool broken() const override { return inner_->broken(); }
+  status broken_reason() const override { return inner_->broken_reason(); }
+
+  std::vector<clock_type::time_point> launches() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return launches_;
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    launches_.clear();
+  }
+
+private:
+  std::unique_ptr<comm::communicator> inner_;
+  std::mutex mutex_;
+  std::vector<clock_type::time_point> launches_;
+};
+
+/// An MLP of four 1024-wide layers: a backward of several milliseconds.
+struct wide_mlp_impl : torch::nn::Module {
+  wide_mlp_impl() {
+    for (int i = 0; i < 4; ++i)
+      layers.push_back(register_module("fc" + std::to_string(i),
+                                       torch::nn::Linear(i == 0 ? 256 : 1024, 1024)));
+    head = register_module("head", torch::nn::Linear(1024, 10));
+  }
+  at::Tensor forward(at::Tensor x) {
+    for (auto& l : layers)
+      x = torch::relu(l(x));
+    return head(x);
+  }
+  std::vector<torch::nn::Linear> layers;
+  torch::nn::Linear head{nullptr};
+};
+TORCH_MODULE_IMPL(wide_mlp, wide_mlp_impl);
 
 } // namespace
 
@@ -148,6 +225,82 @@ BOOST_AUTO_TEST_CASE(replicas_stay_bitwise_identical_and_train_like_one_process)
         BOOST_TEST(max_relative_error(two, one) < 1e-4);
       }
     }
+}
+
+// The buckets of the last layers are all-reduced while autograd still
+// computes the first ones: by the clock, the first all_reduce is issued
+// well before backward returns, on both ranks, in every step (and every
+// bucket before it returns: the model reports the rest as it ends).
+BOOST_AUTO_TEST_CASE(buckets_start_while_autograd_runs_backward) {
+  group_stores stores(rank_mode::threads);
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  auto outcomes = run_ranks(2, rank_mode::threads, std::chrono::seconds(120), [&](int rank) -> status {
+    set_blas_threads(1);
+    at::set_num_threads(1);
+    comm::group_options go;
+    go.rank = rank;
+    go.size = 2;
+    go.store = stores.for_rank();
+    go.backend = "shm";
+    go.timeout = std::chrono::milliseconds(20000);
+    DTRAIN_ASSIGN_OR_RETURN(auto inner, comm::make_communicator(go));
+    timing_communicator timing(std::move(inner));
+    torch::manual_seed(1);
+    wide_mlp net;
+    DTRAIN_ASSIGN_OR_RETURN(auto m, libtorch::make_model(torch::nn::AnyModule(net),
+                                                         {{256}, device::cpu()}));
+    comm::gradient_sync_options so;
+    so.bucket_bytes = 1 << 20;
+    so.first_bucket_bytes = 1 << 20;
+    DTRAIN_ASSIGN_OR_RETURN(auto sync, comm::gradient_sync::create(*m, timing, so));
+    const size_t buckets = sync->bucket_count();
+    tensor x = random_tensor({64, 256}, 10 + rank);
+    tensor dy = random_tensor({64, 10}, 20 + rank, 0.01f);
+    for (int step = 0; step < 5; ++step) {
+      timing.clear();
+      auto mb = sync->begin_micro_batch();
+      DTRAIN_RETURN_IF_ERROR(m->forward(x, true).to_status());
+      const auto begin = clock_type::now();
+      DTRAIN_RETURN_IF_ERROR(m->backward(dy, mb.accumulate));
+      const auto end = clock_type::now();
+      DTRAIN_RETURN_IF_ERROR(sync->finish().to_status());
+      auto launches = timing.launches();
+      DTRAIN_RETURN_IF_ERROR(expect(launches.size() == buckets, "launched " +
+                                    std::to_string(launches.size()) + " of " +
+                                    std::to_string(buckets) + " buckets"));
+      size_t before_end = 0;
+      for (auto t : launches)
+        before_end += t < end ? 1 : 0;
+      auto ms = [&](clock_type::time_point t) {
+        return std::chrono::duration<double, std::milli>(t - begin).count();
+      };
+      if (step == 4) {
+        std::lock_guard<std::mutex> lock(mutex);
+        lines.push_back("rank " + std::to_string(rank) + ": " + std::to_string(buckets) +
+                        " buckets, " + std::to_string(before_end) +
+                        " issued before backward ended; the first at " +
+                        std::to_string(ms(launches.front())) + " ms of a " +
+                        std::to_string(ms(end)) + " ms backward");
+      }
+      // The first bucket (the head and the last layer's bias) is ready
+      // after about a quarter of backward (4 wide layers); allow for a
+      // noisy machine, but not for a start at the end.
+      DTRAIN_RETURN_IF_ERROR(expect(ms(launches.front()) < 0.8 * ms(end),
+                                    "step " + std::to_string(step) + ": the first bucket was "
+                                    "issued at " + std::to_string(ms(launches.front())) +
+                                    " ms of a " + std::to_string(ms(end)) + " ms backward"));
+      DTRAIN_RETURN_IF_ERROR(expect(before_end == buckets,
+                                    "step " + std::to_string(step) + ": only " +
+                                        std::to_string(before_end) + " of " +
+                                        std::to_string(buckets) +
+                                        " buckets were issued before backward returned"));
+    }
+    return status::ok();
+  });
+  for (const auto& line : lines)
+    BOOST_TEST_MESSAGE(line);
+  BOOST_TEST(failures(outcomes).empty(), failures(outcomes));
 }
 
 BOOST_AUTO_TEST_CASE(the_loss_falls_and_validation_reports_accuracy) {
