@@ -9,6 +9,10 @@
 #   tools/install-deps.sh           build + test + run dependencies
 #   tools/install-deps.sh --peers   also PyTorch (python3-torch) and Optuna 3.1, the peers the
 #                                   benchmarks compare against (~800 MB)
+#   tools/install-deps.sh --libtorch  also libtorch (libtorch-dev 1.13, CPU; ~1 GB with its
+#                                   dependencies), for the libtorch adapter (libtorch/) and its
+#                                   tests; DTRAIN_INSTALL_LIBTORCH=1 in the environment does the
+#                                   same (CI sets it, .ci/run)
 set -euo pipefail
 
 packages=(
@@ -31,9 +35,11 @@ packages=(
 # (NodeSource's nodejs bundles npm and conflicts with Debian's npm package).
 command -v node > /dev/null || packages+=(nodejs)
 command -v npm > /dev/null || packages+=(npm)
+if [ "${DTRAIN_INSTALL_LIBTORCH:-0}" = 1 ]; then packages+=(libtorch-dev); fi
 for arg in "$@"; do
   case "$arg" in
     --peers) packages+=(python3-torch python3-numpy python3-optuna) ;;
+    --libtorch) packages+=(libtorch-dev) ;;
     *) echo "install-deps.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done

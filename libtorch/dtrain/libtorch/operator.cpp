@@ -44,7 +44,14 @@ status torch_operator::setup(const train::hyperparameters& config, train::replic
   DTRAIN_ASSIGN_OR_RETURN(parts.model,
                           make_model(std::move(tp.module), {tp.input_shape, ctx.where()}));
   layer_ = layer_of(*parts.model);
+  if (tp.torch_optimizer && tp.torch_optimizer->param_groups().empty())
+    return invalid_argument("build(): the libtorch optimizer has no parameter groups");
   if (tp.torch_optimizer) {
+    // Without a schedule, the learning rate the user gave libtorch's
+    // optimizer stays (dtrain's default would be the config's `lr`).
+    if (!tp.schedule)
+      tp.schedule = optim::constant_lr(
+          static_cast<float>(tp.torch_optimizer->param_groups().front().options().get_lr()));
     DTRAIN_ASSIGN_OR_RETURN(parts.optimizer,
                             torch_optimizer::create(std::move(tp.torch_optimizer), *layer_));
   } else {

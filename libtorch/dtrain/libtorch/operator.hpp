@@ -32,7 +32,10 @@ struct torch_parts {
   /// (cross-entropy when that is empty too) runs on the output.
   std::function<at::Tensor(const at::Tensor& output, const at::Tensor& target)> torch_loss;
   std::unique_ptr<nn::loss_function> loss;
-  std::unique_ptr<optim::lr_schedule> schedule;  // default: the constant `lr`
+  /// Stepped per epoch. Default: constant, at the libtorch optimizer's
+  /// learning rate (its first group's), or the config's `lr` (0.01 when
+  /// absent) for a dtrain optimizer.
+  std::unique_ptr<optim::lr_schedule> schedule;
   std::shared_ptr<const data::dataset> train_data;
   std::shared_ptr<const data::dataset> validation_data;
   bool classification = true;
