@@ -190,6 +190,18 @@ BOOST_AUTO_TEST_CASE(bad_modules_and_optimizers_are_refused_by_name) {
   BOOST_TEST(!empty.is_ok());
   auto made = libtorch::make_model(torch::nn::AnyModule(net), {{1, 8, 8}, device::cpu()});
   BOOST_REQUIRE(made.is_ok());
+  // A batch of the wrong width, and dtrain's mixed precision, are errors.
+  auto narrow = (*made)->forward(tensor::zeros({2, 63}), true);
+  BOOST_REQUIRE(!narrow.is_ok());
+  BOOST_TEST(narrow.error().message().find("[batch, 64]") != std::string::npos,
+             narrow.error().to_string());
+  (*made)->set_compute_precision(precision::bf16);
+  auto mixed = (*made)->forward(tensor::zeros({2, 64}), true);
+  BOOST_REQUIRE(!mixed.is_ok());
+  BOOST_TEST(mixed.error().message().find("must be fp32, not bf16") != std::string::npos,
+             mixed.error().to_string());
+  (*made)->set_compute_precision(precision::fp32);
+  BOOST_TEST((*made)->forward(tensor::zeros({2, 64}), true).is_ok());
   torch::Tensor stray = torch::zeros({3}, torch::requires_grad());
   auto other = libtorch::torch_optimizer::create(
       std::make_unique<torch::optim::SGD>(std::vector<torch::Tensor>{stray},

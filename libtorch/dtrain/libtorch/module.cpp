@@ -190,6 +190,15 @@ const tensor& module_layer::forward(const tensor& x, const nn::forward_context& 
   begin_backward();
   out_ = at::Tensor();
   const int64_t batch = x.size(0);
+  if (ctx.compute != precision::fp32) {
+    // dtrain's mixed precision is its own layers' GEMMs; a libtorch module
+    // computes as its code says (torch::autocast in its forward).
+    last_status_ = invalid_argument(std::string("a libtorch module computes as its own code "
+                                                "says; the trainer's precision must be fp32, "
+                                                "not ") + to_string(ctx.compute));
+    output_ = tensor::zeros({batch, outputs_}, options_.where);
+    return output_;
+  }
   try {
     std::vector<int64_t> shape{batch};
     shape.insert(shape.end(), options_.input_shape.begin(), options_.input_shape.end());
