@@ -157,7 +157,8 @@ if command -v ninja > /dev/null; then generator=(-G Ninja); fi
 # Torch disabled: a consumer without libtorch still finds dtrain.
 cmake -S "$tmp/example" -B "$tmp/example-build" "${generator[@]}" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
-  -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON > "$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log"; fail "the example does not configure"; }
+  -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON > "$tmp/configure.log" 2>&1 ||
+  { cat "$tmp/configure.log"; fail "the example does not configure"; }
 cmake --build "$tmp/example-build" > "$tmp/build.log" 2>&1 ||
   { cat "$tmp/build.log"; fail "the example does not build"; }
 commands=$tmp/example-build/compile_commands.json
@@ -218,8 +219,9 @@ if [ "$has_libtorch" = 1 ]; then
   done
   torch_plugin=$tmp/torch-example-build/libtorch_cnn_operators.so
   torch_driver=$tmp/torch-example-build/libtorch_cnn_driver
-  [ -f "$torch_plugin" ] && [ -x "$torch_driver" ] ||
+  if [ ! -f "$torch_plugin" ] || [ ! -x "$torch_driver" ]; then
     fail "the libtorch example built no plugin or driver: $(ls "$tmp/torch-example-build")"
+  fi
   needed=$(readelf -d "$torch_plugin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
   echo "$needed" | grep -qx "libdtrain_libtorch.so.$version" ||
     fail "the libtorch plugin does not link libdtrain_libtorch.so.$version: $needed"
