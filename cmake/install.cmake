@@ -7,7 +7,11 @@
 # P/lib/cmake/dtrain (find_package(dtrain): dtrain::dtrain, dtrain::plugin,
 # dtrain::core, dtrain::serialization, dtrain::actors, dtrain::dashboard),
 # P/share/dtrain/web (the dashboard's page, also embedded in the library) and
-# P/lib/pkgconfig/dtrain.pc. Everything is relative to P, so the tree can
+# P/lib/pkgconfig/dtrain.pc. With the libtorch adapter built, also
+# P/lib/libdtrain_libtorch.so, P/include/dtrain/libtorch/ and the package's
+# `libtorch` component (dtrain::libtorch), whose targets are a file of their
+# own, dtrainLibtorchTargets.cmake: only a consumer that asks for the
+# component needs libtorch. Everything is relative to P, so the tree can
 # be moved. The version is project()'s, in the top CMakeLists.txt.
 include(CMakePackageConfigHelpers)
 
@@ -18,6 +22,15 @@ install(TARGETS dtrain_core dtrain_serialization dtrain_actors dtrain_dashboard 
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev)
 install(TARGETS dtrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 install(EXPORT dtrainTargets NAMESPACE dtrain:: DESTINATION ${DTRAIN_CMAKE_DIR} COMPONENT dev)
+if(DTRAIN_HAS_LIBTORCH)
+  # dtrain::libtorch names the imported target `torch` in its link
+  # interface; dtrainConfig.cmake finds Torch before including this file.
+  install(TARGETS dtrain_libtorch
+    EXPORT dtrainLibtorchTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev)
+  install(EXPORT dtrainLibtorchTargets NAMESPACE dtrain:: DESTINATION ${DTRAIN_CMAKE_DIR}
+    COMPONENT dev)
+endif()
 
 # The CAF components the package needs: those dtrain_actors links publicly
 # (io now; openssl too once the actors headers expose CAF's TLS).

@@ -3,31 +3,50 @@
 # temporary prefix and uses it as a user would, with nothing from the
 # source or build tree.
 #
-#   install_test.sh BUILD_DIR SOURCE_DIR VERSION
+#   install_test.sh BUILD_DIR SOURCE_DIR VERSION [HAS_LIBTORCH]
+#
+# HAS_LIBTORCH (0 or 1, default 0): the build has the libtorch adapter
+# (DTRAIN_HAS_LIBTORCH), and steps 4b and 5b run.
 #
 #  1. the installed tree: headers, versioned libraries, bin/dtrain only
 #     (no tests or benchmarks), the CMake package, dtrain.pc; no installed
 #     header includes a private dependency (Gloo, OpenBLAS, yaml-cpp,
-#     SQLite, Cap'n Proto, CUDA, NCCL, OpenSSL);
+#     SQLite, Cap'n Proto, CUDA, NCCL, OpenSSL), and only the adapter's
+#     (dtrain/libtorch/) include libtorch's, a public dependency of the
+#     package's `libtorch` component alone; the adapter's library, headers
+#     and targets file are there exactly when the build has it;
 #  2. bin/dtrain runs from the prefix (its rpath finds the prefix's
 #     libdtrain_core) and prints VERSION;
 #  3. pkg-config knows VERSION, a program built with only its flags links
 #     and runs, and all installed headers compile together with its flags;
 #  4. examples/custom-operator, copied out of the tree, configures and
 #     builds with find_package(dtrain) and -DCMAKE_PREFIX_PATH=<prefix>,
-#     its compile commands naming neither the source nor the build tree;
+#     its compile commands naming neither the source nor the build tree,
+#     with Torch's package disabled (the rest of dtrain needs no libtorch);
+#     find_package(dtrain COMPONENTS libtorch) fails, naming the component,
+#     from an install without the adapter;
+# 4b. (libtorch) examples/libtorch-cnn builds the same way with
+#     find_package(dtrain COMPONENTS libtorch); its plugin links
+#     libdtrain_libtorch; the adapter's headers compile together with the
+#     flags the component gives;
 #  5. its driver trains the plugin's operator for one epoch with two
 #     replicas, which end with equal parameter hashes: on an embedded
 #     cluster, then (two epochs, equal hashes after each) on the installed
 #     dtrain's head and two one-slot nodes on loopback over mutual TLS with
 #     certificates made by the installed `dtrain cert`; both nodes receive
 #     the plugin from the driver;
+# 5b. (libtorch, with Fashion-MNIST present) on that cluster the libtorch
+#     example's driver trains its CNN with two replicas (one per node, both
+#     nodes loading the shipped plugin and with it libtorch) for one epoch
+#     on the first 4000 images, above chance on 2000 test images; then a
+#     sweep of two one-epoch trials over the learning rate ends both;
 #  6. the prefix moved elsewhere still works (rpath, pkg-config paths).
 set -euo pipefail
 
 build=$(cd "$1" && pwd)
 source=$(cd "$2" && pwd)
 version=$3
+has_libtorch=${4:-0}
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-install-test.XXXXXX")
 prefix=$tmp/prefix
@@ -75,9 +94,24 @@ programs=$(ls "$prefix/bin")
 grep -q "#define DTRAIN_VERSION \"$version\"" "$prefix/include/dtrain/config.hpp" ||
   fail "the installed config.hpp does not say version $version"
 
+libtorch_files="include/dtrain/libtorch/operator.hpp $libdir/libdtrain_libtorch.so.$version
+                $libdir/cmake/dtrain/dtrainLibtorchTargets.cmake"
+for f in $libtorch_files; do
+  if [ "$has_libtorch" = 1 ]; then
+    [ -f "$prefix/$f" ] || fail "not installed (the build has the libtorch adapter): $f"
+  else
+    [ ! -e "$prefix/$f" ] || fail "installed without the libtorch adapter: $f"
+  fi
+done
+
 leaks=$(grep -rlE '#include *[<"](yaml-cpp/|sqlite3\.h|kj/|capnp/|gloo/|cblas|cuda|cublas|nccl\.h|openssl/)' \
           "$prefix/include" || true)
 [ -z "$leaks" ] || fail "installed headers include private dependencies: $leaks"
+# libtorch is public to the `libtorch` component only: no other header may
+# include it, or find_package(dtrain) without that component would break.
+leaks=$(grep -rlE '#include *[<"](torch/|ATen/|c10/)' "$prefix/include" |
+          grep -v "^$prefix/include/dtrain/libtorch/" || true)
+[ -z "$leaks" ] || fail "headers outside dtrain/libtorch/ include libtorch: $leaks"
 
 # ---- 2. bin/dtrain from the prefix ----------------------------------------------
 step "bin/dtrain --version"
@@ -102,8 +136,12 @@ out=$(LD_LIBRARY_PATH=$prefix/$libdir "$tmp/pkg_consumer") ||
 echo "$out"
 
 step "every installed header, compiled together with pkg-config's flags"
-(cd "$prefix/include" && find dtrain -name '*.hpp' | sort | sed 's/.*/#include "&"/') \
-  > "$tmp/all_headers.cpp"
+# Except the adapter's (dtrain/libtorch/): they need libtorch, which
+# dtrain.pc does not give (the adapter is a component of the CMake package
+# only). Step 4b compiles them together with the flags that component
+# gives, instead of guessing libtorch's include paths here.
+(cd "$prefix/include" && find dtrain -name '*.hpp' -not -path 'dtrain/libtorch/*' | sort |
+   sed 's/.*/#include "&"/') > "$tmp/all_headers.cpp"
 [ "$(wc -l < "$tmp/all_headers.cpp")" -gt 50 ] || fail "too few headers installed"
 # shellcheck disable=SC2046
 c++ -std=c++17 -fsyntax-only $(pkg-config --cflags dtrain) "$tmp/all_headers.cpp" ||
@@ -116,9 +154,11 @@ cp -r "$source/examples/custom-operator" "$tmp/example"
 rm -rf "$tmp/example/build"
 generator=()
 if command -v ninja > /dev/null; then generator=(-G Ninja); fi
+# Torch disabled: a consumer without libtorch still finds dtrain.
 cmake -S "$tmp/example" -B "$tmp/example-build" "${generator[@]}" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
-  > "$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log"; fail "the example does not configure"; }
+  -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON > "$tmp/configure.log" 2>&1 ||
+  { cat "$tmp/configure.log"; fail "the example does not configure"; }
 cmake --build "$tmp/example-build" > "$tmp/build.log" 2>&1 ||
   { cat "$tmp/build.log"; fail "the example does not build"; }
 commands=$tmp/example-build/compile_commands.json
@@ -140,6 +180,62 @@ echo "$needed" | grep -qx "libdtrain_core.so.$version" ||
 if echo "$needed" | grep -q "caf"; then fail "the plugin links CAF (dtrain::plugin should not)"; fi
 grep -qa "dtrain-plugin-abi:dtrain $version;" "$plugin" ||
   fail "the plugin does not carry the ABI tag of dtrain $version"
+
+step "find_package(dtrain COMPONENTS libtorch) from an install without the adapter"
+mkdir -p "$tmp/needs-libtorch"
+cat > "$tmp/needs-libtorch/CMakeLists.txt" << 'EOF_CMAKE'
+cmake_minimum_required(VERSION 3.18)
+project(needs_libtorch LANGUAGES CXX)
+find_package(dtrain 0.1 REQUIRED COMPONENTS libtorch)
+EOF_CMAKE
+# With the adapter installed, its targets file is set aside for this check:
+# the package then reads as an install built without it.
+targets=$prefix/$libdir/cmake/dtrain/dtrainLibtorchTargets.cmake
+if [ -f "$targets" ]; then mv "$targets" "$tmp/targets.aside"; fi
+if cmake -S "$tmp/needs-libtorch" -B "$tmp/needs-libtorch-build" -DCMAKE_PREFIX_PATH="$prefix" \
+     > "$tmp/needs-libtorch.log" 2>&1; then
+  cat "$tmp/needs-libtorch.log"; fail "find_package(dtrain COMPONENTS libtorch) succeeded without the adapter"
+fi
+grep -q "component 'libtorch'" "$tmp/needs-libtorch.log" ||
+  { cat "$tmp/needs-libtorch.log"; fail "the failure does not name the libtorch component"; }
+if [ -f "$tmp/targets.aside" ]; then mv "$tmp/targets.aside" "$targets"; fi
+
+# ---- 4b. the libtorch example -----------------------------------------------------
+if [ "$has_libtorch" = 1 ]; then
+  step "examples/libtorch-cnn against the package (COMPONENTS libtorch)"
+  cp -r "$source/examples/libtorch-cnn" "$tmp/torch-example"
+  rm -rf "$tmp/torch-example/build"
+  cmake -S "$tmp/torch-example" -B "$tmp/torch-example-build" "${generator[@]}" \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+    > "$tmp/torch-configure.log" 2>&1 ||
+    { cat "$tmp/torch-configure.log"; fail "the libtorch example does not configure"; }
+  cmake --build "$tmp/torch-example-build" > "$tmp/torch-build.log" 2>&1 ||
+    { cat "$tmp/torch-build.log"; fail "the libtorch example does not build"; }
+  for tree in "$source" "$build"; do
+    if grep -q "$tree" "$tmp/torch-example-build/compile_commands.json" \
+         "$tmp/torch-example-build/build.ninja" 2> /dev/null; then
+      fail "the libtorch example's build refers to $tree"
+    fi
+  done
+  torch_plugin=$tmp/torch-example-build/libtorch_cnn_operators.so
+  torch_driver=$tmp/torch-example-build/libtorch_cnn_driver
+  if [ ! -f "$torch_plugin" ] || [ ! -x "$torch_driver" ]; then
+    fail "the libtorch example built no plugin or driver: $(ls "$tmp/torch-example-build")"
+  fi
+  needed=$(readelf -d "$torch_plugin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+  echo "$needed" | grep -qx "libdtrain_libtorch.so.$version" ||
+    fail "the libtorch plugin does not link libdtrain_libtorch.so.$version: $needed"
+  grep -qa "dtrain-plugin-abi:dtrain $version;" "$torch_plugin" ||
+    fail "the libtorch plugin does not carry the ABI tag of dtrain $version"
+  # The adapter's headers, compiled together with the component's flags:
+  # the plugin includes operator.hpp, which must include every other one
+  # (a header added to the adapter and not included there fails this).
+  for h in $(cd "$prefix/include" && find dtrain/libtorch -name '*.hpp' | sort); do
+    [ "$h" = dtrain/libtorch/operator.hpp ] ||
+      grep -q "^#include \"$h\"" "$prefix/include/dtrain/libtorch/operator.hpp" ||
+      fail "$h is not included by dtrain/libtorch/operator.hpp, so no step compiles it"
+  done
+fi
 
 # ---- 5. the driver on an embedded cluster ---------------------------------------
 step "my_driver --epochs 1 (embedded cluster, 2 replicas)"
@@ -186,6 +282,35 @@ installs=$(grep -l "installed plugin" "$DTRAIN_HOME"/node-*.log 2> /dev/null | w
 [ "$installs" = 2 ] || fail "expected both nodes to receive the plugin, $installs did"
 shipped=$(ls "$DTRAIN_HOME/plugins" 2> /dev/null | grep -c '\.so$' || true)
 [ "$shipped" -ge 1 ] || fail "no node kept the plugin under $DTRAIN_HOME/plugins"
+
+fashion_mnist=${DTRAIN_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+if [ "$has_libtorch" = 1 ] && ! ls "$fashion_mnist"/train-images-idx3-ubyte* > /dev/null 2>&1; then
+  echo "SKIPPED: the libtorch example's runs need Fashion-MNIST in $fashion_mnist"
+elif [ "$has_libtorch" = 1 ]; then
+  # 4000 training and 2000 test images: a few seconds an epoch per core.
+  samples=(--train-samples 4000 --validation-samples 2000)
+  step "libtorch_cnn_driver --epochs 1 on the TLS cluster (2 replicas, one per node)"
+  out=$(timeout 150 env -u LD_LIBRARY_PATH "$torch_driver" --address "$head" --epochs 1 \
+          --replicas 2 "${samples[@]}" 2>&1) || { echo "$out"; fail "libtorch_cnn_driver failed"; }
+  echo "$out"
+  echo "$out" | grep -q "^cluster $head, 2 replicas of libtorch_cnn" || fail "not run on $head"
+  echo "$out" | grep -q "^epoch 1: train loss" || fail "no epoch reported"
+  accuracy=$(echo "$out" | sed -n 's/^final validation accuracy \([0-9.]*\)$/\1/p')
+  # Chance is 0.1 for ten classes.
+  awk -v a="${accuracy:-0}" 'BEGIN { exit !(a > 0.3) }' ||
+    fail "the CNN's validation accuracy '$accuracy' is not above chance (0.1) by a margin"
+  loaded=$(grep -l "installed plugin.*libtorch_cnn" "$DTRAIN_HOME"/node-*.log 2> /dev/null | wc -l)
+  [ "$loaded" = 2 ] || fail "expected both nodes to load the libtorch plugin, $loaded did"
+
+  step "libtorch_cnn_driver --tune 2 --epochs 1 on the TLS cluster"
+  out=$(timeout 150 env -u LD_LIBRARY_PATH "$torch_driver" --address "$head" --epochs 1 \
+          --tune 2 "${samples[@]}" 2>&1) || { echo "$out"; fail "the libtorch sweep failed"; }
+  echo "$out"
+  # The tuner's own line as each trial ends.
+  ended=$(echo "$out" | grep -c '^trial [0-9]* TERMINATED after 1 epochs$' || true)
+  [ "$ended" = 2 ] || fail "expected 2 trials to end after 1 epoch, $ended did"
+  echo "$out" | grep -q '^best: validation_accuracy = ' || fail "no best trial printed"
+fi
 "$prefix/bin/dtrain" stop > /dev/null
 
 # ---- 6. a moved tree ----------------------------------------------------------
