@@ -216,6 +216,44 @@ BOOST_AUTO_TEST_CASE(bad_modules_and_optimizers_are_refused_by_name) {
              std::string::npos);
 }
 
+// A .grad that autograd replaced instead of accumulating into (here: set
+// to none before backward) would leave the replica training on gradients
+// nobody syncs; backward says so, naming the parameter.
+BOOST_AUTO_TEST_CASE(a_replaced_gradient_is_an_error_naming_the_parameter) {
+  torch_net net(false);
+  auto made = libtorch::make_model(torch::nn::AnyModule(net), {{1, 8, 8}, device::cpu()});
+  BOOST_REQUIRE(made.is_ok());
+  nn::model& m = **made;
+  BOOST_REQUIRE(m.forward(tensor::zeros({4, 64}), true).is_ok());
+  BOOST_REQUIRE(m.backward(tensor::full({4, 5}, 0.1f), false).is_ok());
+  net->zero_grad(/*set_to_none=*/true);
+  BOOST_REQUIRE(m.forward(tensor::zeros({4, 64}), true).is_ok());
+  status s = m.backward(tensor::full({4, 5}, 0.1f), false);
+  BOOST_REQUIRE(!s.is_ok());
+  BOOST_TEST(s.message().find("parameter 'conv.weight'") != std::string::npos, s.to_string());
+}
+
+// Parameter groups keep the ratio of their learning rates under dtrain's
+// schedule (which sets the first group's).
+BOOST_AUTO_TEST_CASE(parameter_groups_keep_their_learning_rate_ratio) {
+  torch_net net(false);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(net->conv->parameters(), std::make_unique<torch::optim::SGDOptions>(0.1));
+  std::vector<at::Tensor> rest = net->fc1->parameters();
+  for (auto& p : net->fc2->parameters())
+    rest.push_back(p);
+  groups.emplace_back(rest, std::make_unique<torch::optim::SGDOptions>(0.01));
+  auto sgd = std::make_unique<torch::optim::SGD>(groups, torch::optim::SGDOptions(0.1));
+  auto* raw = sgd.get();
+  auto made = libtorch::make_model(torch::nn::AnyModule(net), {{1, 8, 8}, device::cpu()});
+  BOOST_REQUIRE(made.is_ok());
+  auto opt = libtorch::torch_optimizer::create(std::move(sgd), *libtorch::layer_of(**made));
+  BOOST_REQUIRE_MESSAGE(opt.is_ok(), opt.error().to_string());
+  BOOST_REQUIRE((*opt)->step((*made)->parameters(), (*made)->gradients(), 0.2f).is_ok());
+  BOOST_TEST(raw->param_groups()[0].options().get_lr() == 0.2f, boost::test_tools::tolerance(1e-6));
+  BOOST_TEST(raw->param_groups()[1].options().get_lr() == 0.02f, boost::test_tools::tolerance(1e-6));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_FIXTURE_TEST_SUITE(libtorch_data_parallel, registered)
@@ -342,7 +380,7 @@ BOOST_FIXTURE_TEST_SUITE(libtorch_checkpoints, registered)
 // 1 or 3 it holds the same values and, without BatchNorm (whose batch
 // statistics depend on each replica's share), continues like it.
 BOOST_AUTO_TEST_CASE(a_checkpoint_of_2_replicas_restores_into_1_or_3_and_continues_alike) {
-  for (const char* opt : {"sgd", "adam"})
+  for (const char* opt : {"sgd", "adam", "adagrad", "rmsprop"})
   for (const char* bn : {"0", "1"}) {
     BOOST_TEST_CONTEXT("optimizer " << opt << ", batch_norm " << bn) {
       temp_dir root;

@@ -62,13 +62,19 @@ public:
     else if (opt == "adam")
       parts.torch_optimizer = std::make_unique<torch::optim::Adam>(
           net->parameters(), torch::optim::AdamOptions(lr));
+    else if (opt == "adagrad")
+      parts.torch_optimizer = std::make_unique<torch::optim::Adagrad>(
+          net->parameters(), torch::optim::AdagradOptions(lr).initial_accumulator_value(0.1));
+    else if (opt == "rmsprop")
+      parts.torch_optimizer = std::make_unique<torch::optim::RMSprop>(
+          net->parameters(), torch::optim::RMSpropOptions(lr).momentum(0.5).centered(true));
     else if (opt == "dtrain_adam") {
       optim::optimizer_spec spec;
       spec.name = "adam";
       spec.lr = static_cast<float>(lr);
       DTRAIN_ASSIGN_OR_RETURN(parts.optimizer, optim::make_optimizer(spec));
     } else {
-      return invalid_argument("operator 'torch_net': optimizer must be sgd, adam or dtrain_adam");
+      return invalid_argument("operator 'torch_net': optimizer must be sgd, adam, adagrad, rmsprop or dtrain_adam");
     }
     if (loss == "torch")
       parts.torch_loss = [](const at::Tensor& out, const at::Tensor& target) {

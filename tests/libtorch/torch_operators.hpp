@@ -8,8 +8,9 @@
 /// CNN (conv 1->4, optional BatchNorm, pool, 64->32->5) on a fixed synthetic
 /// set of 8x8 "images" labelled by a random linear teacher, so that every
 /// run sees the same data. Hyperparameters: samples (512), optimizer (sgd:
-/// libtorch's SGD with momentum 0.9; adam: libtorch's Adam; dtrain_adam:
-/// dtrain's), loss (torch: libtorch's cross_entropy in the step; dtrain:
+/// libtorch's SGD with momentum 0.9; adam: libtorch's Adam; adagrad: its
+/// Adagrad, accumulators starting at 0.1; rmsprop: centered RMSprop with
+/// momentum 0.5; dtrain_adam: dtrain's), loss (torch: libtorch's cross_entropy in the step; dtrain:
 /// dtrain's cross-entropy on the output), batch_norm (0/1), lr (0.05).
 namespace dtrain::testing {
 

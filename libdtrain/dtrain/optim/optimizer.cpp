@@ -22,7 +22,7 @@ status optimizer::step(tensor& params, const tensor& grads, float lr) {
   if (!std::isfinite(lr) || lr < 0.0f)
     return invalid_argument(name() + ": learning rate must be finite and >= 0");
   allocate_state(params);
-  update(params, grads, lr);
+  DTRAIN_RETURN_IF_ERROR(update(params, grads, lr));
   ++steps_;
   return status::ok();
 }
@@ -71,10 +71,11 @@ std::vector<std::pair<std::string, tensor*>> sgd::state_buffers() {
   return named(state_names(), state_);
 }
 
-void sgd::update(tensor& params, const tensor& grads, float lr) {
+status sgd::update(tensor& params, const tensor& grads, float lr) {
   sgd_hyper h{lr, options_.momentum, options_.dampening, options_.weight_decay,
               options_.nesterov, steps_ == 0};
   ops::sgd_update(params, grads, state_.empty() ? nullptr : &state_[0], h);
+  return status::ok();
 }
 
 result<std::unique_ptr<adam>> adam::create(const adam_options& options) {
@@ -94,7 +95,7 @@ std::vector<std::pair<std::string, tensor*>> adam::state_buffers() {
   return named(state_names(), state_);
 }
 
-void adam::update(tensor& params, const tensor& grads, float lr) {
+status adam::update(tensor& params, const tensor& grads, float lr) {
   auto t = static_cast<double>(steps_ + 1);
   adam_hyper h{lr,
                options_.beta1,
@@ -105,6 +106,7 @@ void adam::update(tensor& params, const tensor& grads, float lr) {
                static_cast<float>(1.0 - std::pow(options_.beta1, t)),
                static_cast<float>(1.0 - std::pow(options_.beta2, t))};
   ops::adam_update(params, grads, state_[0], state_[1], h);
+  return status::ok();
 }
 
 } // namespace dtrain::optim

@@ -41,7 +41,9 @@ public:
 
 protected:
   virtual std::vector<std::string> state_names() const = 0;
-  virtual void update(tensor& params, const tensor& grads, float lr) = 0;
+  /// One update of the allocated state; an error (a wrapped library that
+  /// failed) leaves steps() unchanged and is returned by step().
+  virtual status update(tensor& params, const tensor& grads, float lr) = 0;
   std::vector<tensor> state_;
   int64_t steps_ = 0;
 };
@@ -65,7 +67,7 @@ public:
 private:
   explicit sgd(const sgd_options& options) : options_(options) {}
   std::vector<std::string> state_names() const override;
-  void update(tensor& params, const tensor& grads, float lr) override;
+  status update(tensor& params, const tensor& grads, float lr) override;
   sgd_options options_;
 };
 
@@ -88,7 +90,7 @@ public:
 private:
   explicit adam(const adam_options& options) : options_(options) {}
   std::vector<std::string> state_names() const override;
-  void update(tensor& params, const tensor& grads, float lr) override;
+  status update(tensor& params, const tensor& grads, float lr) override;
   adam_options options_;
 };
 

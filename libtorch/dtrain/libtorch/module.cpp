@@ -1,6 +1,7 @@
 #include "dtrain/libtorch/module.hpp"
 
 #include <numeric>
+#include <set>
 
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
@@ -48,9 +49,12 @@ result<c10::Device> torch_device(device where) {
 
 module_layer::module_layer(torch::nn::AnyModule module, module_options options, int64_t outputs)
   : module_(std::move(module)), options_(std::move(options)), outputs_(outputs) {
+  std::set<const void*> seen;
   for (const auto& item : module_.ptr()->named_parameters(/*recurse=*/true)) {
     if (!item.value().requires_grad())
       continue;  // frozen: the module's own, never synced or stepped
+    if (!seen.insert(item.value().unsafeGetTensorImpl()).second)
+      continue;  // a tied weight, listed again under another name: one slot
     names_.push_back(item.key());
     params_.push_back(item.value());
     offsets_.push_back(total_);
@@ -108,6 +112,7 @@ void module_layer::bind(std::vector<tensor> params, std::vector<tensor> grads) {
     params_[i].set_data(as_torch(params[i]));
     params_[i].mutable_grad() = as_torch(grads[i]);
   }
+  param_views_ = std::move(params);
   grads_ = std::move(grads);
   install_hooks();
 }
@@ -204,16 +209,19 @@ const tensor& module_layer::forward(const tensor& x, const nn::forward_context& 
     shape.insert(shape.end(), options_.input_shape.begin(), options_.input_shape.end());
     at::Tensor out = forward_torch(as_torch(x).view(shape), ctx.training);
     if (out.dim() < 1 || out.size(0) != batch || out.numel() != batch * outputs_ ||
-        out.scalar_type() != torch::kFloat32) {
+        out.scalar_type() != torch::kFloat32 || out.device() != *torch_device(options_.where)) {
       last_status_ = shape_mismatch("libtorch module returned " + out.toString() + " " +
-                                    shape_string(shape_of(out)) + " for a batch of " +
+                                    shape_string(shape_of(out)) + " on " + out.device().str() +
+                                    " for a batch of " +
                                     std::to_string(batch) + ", not float [" +
-                                    std::to_string(batch) + ", " + std::to_string(outputs_) + "]");
+                                    std::to_string(batch) + ", " + std::to_string(outputs_) +
+                                    "] on " + options_.where.to_string());
     } else {
       out = out.reshape({batch, outputs_}).contiguous();
       if (ctx.training)
         out_ = out;
-      auto owner = std::make_shared<at::Tensor>(out);
+      // The view dtrain sees holds the values only, not the graph.
+      auto owner = std::make_shared<at::Tensor>(out.detach());
       output_ = tensor::over(out.data_ptr<float>(), {batch, outputs_}, owner, options_.where);
       return output_;
     }
@@ -240,10 +248,27 @@ const tensor& module_layer::backward(const tensor& dy, const nn::backward_contex
     at::Tensor out = std::move(out_);
     out_ = at::Tensor();
     torch::autograd::backward({out}, {as_torch(dy).view_as(out)});
+    last_status_ = check_bound();
   } catch (const std::exception& e) {
     last_status_ = torch_error("libtorch module backward", e);
   }
   return no_input_grad_;
+}
+
+status module_layer::check_bound() const {
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i].data_ptr() != static_cast<const void*>(param_views_[i].data()))
+      return invalid_argument(
+          "parameter '" + names_[i] + "' no longer lives in dtrain's parameter buffer (its data "
+          "was replaced after make_model: module->to(), torch::load, set_data)");
+    const at::Tensor& grad = params_[i].grad();
+    if (!grad.defined() || grad.data_ptr() != static_cast<const void*>(grads_[i].data()))
+      return invalid_argument(
+          "parameter '" + names_[i] + "': its .grad is no longer the gradient buffer dtrain "
+          "syncs (replaced by a backward with create_graph, zero_grad(/*set_to_none=*/true) or "
+          "an assignment); gradients must accumulate in place");
+  }
+  return status::ok();
 }
 
 std::vector<char> module_layer::extra_state() const {

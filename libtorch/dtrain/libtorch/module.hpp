@@ -85,6 +85,13 @@ public:
     report_ = std::move(report);
   }
 
+  /// ok while every parameter's data and .grad are still the model's
+  /// views; otherwise invalid_argument naming the parameter and the likely
+  /// cause (a .grad replaced instead of accumulated into: create_graph,
+  /// zero_grad(set_to_none); data re-pointed: module->to(), torch::load).
+  /// Checked after every backward: a replaced view would silently leave
+  /// the replica training on its own gradients.
+  status check_bound() const;
   /// The non-float buffers (pickled by libtorch), and their restore.
   std::vector<char> extra_state() const;
   status load_extra_state(const std::vector<char>& state);
@@ -116,7 +123,7 @@ private:
   int64_t total_ = 0;
   std::vector<at::Tensor> float_buffers_, other_buffers_;
   std::vector<std::string> float_buffer_names_;
-  std::vector<tensor> grads_;     // dtrain views, for zeroing
+  std::vector<tensor> param_views_, grads_;  // dtrain's views of each parameter
 
   // Readiness: ready_[i] once autograd wrote parameter i in this backward;
   // every parameter from lowest_ on is ready.

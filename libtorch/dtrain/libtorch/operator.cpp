@@ -94,18 +94,22 @@ status torch_operator::backward(train::step_context& ctx, const at::Tensor& loss
   } catch (const std::exception& e) {
     return status(error_code::internal, "libtorch backward: " + message_of(e));
   }
-  return status::ok();
+  return layer_->check_bound();
 }
 
 result<train::step_result> torch_operator::train_step(train::step_context& ctx) {
-  // libtorch's intra-op pool follows the replica's share of the host, as
-  // dtrain's own kernels do (threads.hpp).
-  if (int share = std::max(1, blas_threads()); share != threads_) {
+  // libtorch's intra-op threads follow the replica's share of the host, as
+  // dtrain's own kernels do (threads.hpp). With OpenMP (Debian's libtorch)
+  // the setting is the calling thread's, and an actor may move between
+  // threads: asked on every step (a thread-local read).
+  if (int share = std::max(1, blas_threads()); at::get_num_threads() != share)
     at::set_num_threads(share);
-    threads_ = share;
-  }
   if (!torch_loss_)
     return train::standard_train_step(ctx);
+  if (ctx.model.compute_precision() != precision::fp32)
+    return invalid_argument(std::string("a libtorch module computes as its own code says; the "
+                                        "trainer's precision must be fp32, not ") +
+                            to_string(ctx.model.compute_precision()));
   train::step_result r;
   try {
     at::Tensor out = layer_->forward_torch(inputs(ctx), true);

@@ -88,7 +88,6 @@ private:
   module_layer* layer_ = nullptr;
   bool classification_ = true;
   std::function<at::Tensor(const at::Tensor&, const at::Tensor&)> torch_loss_;
-  int threads_ = 0;  // libtorch's intra-op threads as last set
 };
 
 } // namespace dtrain::libtorch

@@ -134,7 +134,7 @@ result<std::unique_ptr<torch_optimizer>> torch_optimizer::create(
   else if (dynamic_cast<optim::Adagrad*>(opt.get()))
     k = kind::adagrad, type = "Adagrad";
   else
-    return invalid_argument(std::string("torch_optimizer: ") + typeid(*opt).name() +
+    return invalid_argument("torch_optimizer: " + c10::demangle(typeid(*opt).name()) +
                             " is not supported; use torch::optim::SGD, Adam, AdamW, RMSprop or "
                             "Adagrad, or a dtrain optimizer");
   std::unique_ptr<torch_optimizer> out(new torch_optimizer(std::move(opt), k, type));
@@ -142,6 +142,7 @@ result<std::unique_ptr<torch_optimizer>> torch_optimizer::create(
   for (size_t i = 0; i < layer.parameters().size(); ++i)
     offset_of[layer.parameters()[i].unsafeGetTensorImpl()] = layer.offsets()[i];
   for (auto& group : out->opt_->param_groups()) {
+    out->base_lrs_.push_back(group.options().get_lr());
     for (const auto& f : fields_of(k, group.options()))
       if (std::find(out->names_.begin(), out->names_.end(), f) == out->names_.end())
         out->names_.push_back(f);
@@ -151,6 +152,12 @@ result<std::unique_ptr<torch_optimizer>> torch_optimizer::create(
         return invalid_argument("torch_optimizer: the optimizer steps a tensor of " +
                                 std::to_string(p.numel()) + " elements that is not a trainable "
                                 "parameter of the module (build it over module->parameters())");
+      // Adagrad makes every parameter's state in its constructor and
+      // asserts that it exists; a group added afterwards has none.
+      if (k == kind::adagrad && out->opt_->state().count(key_of(p)) == 0)
+        return invalid_argument("torch_optimizer: Adagrad has no state for a parameter of " +
+                                std::to_string(p.numel()) + " elements (a parameter group "
+                                "added after the optimizer was constructed)");
       out->params_.push_back(p);
       out->offsets_.push_back(it->second);
       out->keys_.push_back(key_of(p));
@@ -161,6 +168,9 @@ result<std::unique_ptr<torch_optimizer>> torch_optimizer::create(
 }
 
 std::vector<std::pair<std::string, tensor*>> torch_optimizer::state_buffers() {
+  if (!state_.empty())
+    for (size_t i = 0; i < params_.size(); ++i)
+      prepare(i, /*after_step=*/true);  // moves existing state in; makes none
   std::vector<std::pair<std::string, tensor*>> out;
   for (size_t i = 0; i < state_.size(); ++i)
     out.emplace_back(names_[i], &state_[i]);
@@ -175,6 +185,8 @@ void torch_optimizer::prepare(size_t i, bool after_step) {
     return as_torch(state_[field].view(offsets_[i], {p.sizes().begin(), p.sizes().end()}));
   };
   torch::NoGradGuard no_grad;
+  if (it != states.end() && it->second == nullptr)
+    return;  // not ours to fix: libtorch's step() reports it
   if (it == states.end()) {
     // No libtorch state: a fresh optimizer takes its own first step (which
     // creates it); a restored one gets it made from the restored buffers.
@@ -200,18 +212,26 @@ void torch_optimizer::prepare(size_t i, bool after_step) {
   homed_[i] = 1;
 }
 
-void torch_optimizer::update(tensor&, const tensor&, float lr) {
-  for (auto& group : opt_->param_groups())
-    group.options().set_lr(lr);
-  for (size_t i = 0; i < params_.size(); ++i) {
-    prepare(i, false);
-    auto it = opt_->state().find(keys_[i]);
-    if (it != opt_->state().end())
-      set_step(kind_, *it->second, steps_);  // libtorch adds one in its step
+status torch_optimizer::update(tensor&, const tensor&, float lr) {
+  auto& groups = opt_->param_groups();
+  for (size_t g = 0; g < groups.size(); ++g)
+    groups[g].options().set_lr(base_lrs_[0] > 0 ? lr * base_lrs_[g] / base_lrs_[0] : lr);
+  try {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      prepare(i, false);
+      auto it = opt_->state().find(keys_[i]);
+      if (it != opt_->state().end() && it->second != nullptr)
+        set_step(kind_, *it->second, steps_);  // libtorch adds one in its step
+    }
+    opt_->step();
+    for (size_t i = 0; i < params_.size(); ++i)
+      prepare(i, true);
+  } catch (const std::exception& e) {
+    const auto* c10 = dynamic_cast<const c10::Error*>(&e);
+    return status(error_code::internal, name() + " step: " +
+                                            (c10 ? c10->what_without_backtrace() : e.what()));
   }
-  opt_->step();
-  for (size_t i = 0; i < params_.size(); ++i)
-    prepare(i, true);
+  return status::ok();
 }
 
 } // namespace dtrain::libtorch

@@ -29,8 +29,12 @@ namespace dtrain::libtorch {
 /// dtrain's steps(). After a restore (steps() > 0, no libtorch state yet)
 /// the state is made from the restored buffers before the step.
 ///
-/// Parameter groups may differ in options; a parameter the module does not
-/// train is an error at create(). Not thread-safe.
+/// Parameter groups may differ in options. Their learning rates keep their
+/// ratios: dtrain's rate is the first group's, and group g gets
+/// lr * base_g / base_0 (its rate at create() over the first group's), as
+/// PyTorch's schedulers scale each group. A parameter the module does not
+/// train is an error at create(); an exception from libtorch's step() is
+/// returned by step() (internal, with libtorch's message). Not thread-safe.
 class torch_optimizer final : public optim::optimizer {
 public:
   /// Errors: another optimizer type (naming it and the supported ones), a
@@ -40,6 +44,10 @@ public:
   ~torch_optimizer() override;
 
   std::string name() const override { return "libtorch " + type_name_; }
+  /// The flat state buffers; libtorch state that exists but is not in them
+  /// yet (Adagrad makes its state in its constructor) is moved in first,
+  /// so that a checkpoint saves it and a restore writes where libtorch
+  /// reads.
   std::vector<std::pair<std::string, tensor*>> state_buffers() override;
   torch::optim::Optimizer& wrapped() { return *opt_; }
 
@@ -48,7 +56,7 @@ public:
 private:
   torch_optimizer(std::unique_ptr<torch::optim::Optimizer> opt, kind k, std::string type_name);
   std::vector<std::string> state_names() const override { return names_; }
-  void update(tensor& params, const tensor& grads, float lr) override;
+  status update(tensor& params, const tensor& grads, float lr) override;
   /// Puts parameter i's libtorch state into the flat buffers (homes it), or
   /// makes it from them after a restore.
   void prepare(size_t i, bool after_step);
@@ -61,6 +69,7 @@ private:
   std::vector<int64_t> offsets_;          // its offset in the flat buffer
   std::vector<std::string> keys_;         // its key in libtorch's state map
   std::vector<char> homed_;
+  std::vector<double> base_lrs_;          // each group's rate at create()
 };
 
 } // namespace dtrain::libtorch
