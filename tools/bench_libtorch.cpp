@@ -78,13 +78,16 @@ result<std::shared_ptr<data::tensor_dataset>> synthetic_set(int64_t samples) {
   return data::tensor_dataset::create(xs, ys, "synthetic 784");
 }
 
-// The probe of part 4: per rank, when each step's backward began and ended.
-// Written by that rank's training thread only.
-struct backward_times {
-  bool on = false;
-  std::vector<std::pair<clock_type::time_point, clock_type::time_point>> steps;
+// The probe of part 4: per rank, when each step's forward began and its
+// backward began and ended. Written by that rank's training thread only.
+struct step_times {
+  clock_type::time_point forward, backward, backward_end;
 };
-backward_times probe[2];
+struct step_probe {
+  bool on = false;
+  std::vector<step_times> steps;
+};
+step_probe probe[2];
 
 /// "bench_torch_mlp": the MLP above with libtorch's SGD and loss. Its
 /// training step is the adapter's own, except in a probed epoch (probe[rank]
@@ -110,16 +113,17 @@ public:
   }
 
   result<train::step_result> train_step(train::step_context& ctx) override {
-    backward_times& p = probe[ctx.replica.rank()];
+    step_probe& p = probe[ctx.replica.rank()];
     if (!p.on)
       return torch_operator::train_step(ctx);
+    const auto forward = clock_type::now();
     at::Tensor out = layer().forward_torch(inputs(ctx), true);
     at::Tensor loss = torch::nn::functional::cross_entropy(out, targets(ctx));
     train::step_result r;
     r.loss = loss.item<double>();
     const auto begin = clock_type::now();
     DTRAIN_RETURN_IF_ERROR(backward(ctx, loss));
-    p.steps.emplace_back(begin, clock_type::now());
+    p.steps.push_back({forward, begin, clock_type::now()});
     return r;
   }
 };
@@ -245,7 +249,7 @@ result<dtrain_figures> run_dtrain(int n, int epochs, int64_t steps, int64_t buck
       }
     }
     if (launches != nullptr) {
-      probe[rank] = backward_times{true, {}};
+      probe[rank] = step_probe{true, {}};
       if (rank == 0)
         launches->start();
       auto probed = runner->train_epoch();
@@ -321,17 +325,27 @@ void print_overlap(const launch_log& log, int64_t min_numel) {
     double backward_ms = 0, first_ms = -1;
     int buckets = 0, before_end = 0;
   };
+  auto ms = [](clock_type::time_point from, clock_type::time_point to) {
+    return std::chrono::duration<double, std::milli>(to - from).count();
+  };
   std::vector<step_view> views;
+  std::vector<double> forward_ms, backward_ms, after_ms;  // steps with a successor
   int overlapped_steps = 0;
   for (size_t s = 0; s < steps.size(); ++s) {
-    const auto [begin, end] = steps[s];
-    const auto next = s + 1 < steps.size() ? steps[s + 1].first : clock_type::time_point::max();
+    const auto begin = steps[s].backward, end = steps[s].backward_end;
+    const bool last = s + 1 == steps.size();
+    const auto next = last ? clock_type::time_point::max() : steps[s + 1].forward;
+    if (!last) {
+      forward_ms.push_back(ms(steps[s].forward, begin));
+      backward_ms.push_back(ms(begin, end));
+      after_ms.push_back(ms(end, next));
+    }
     step_view v;
-    v.backward_ms = std::chrono::duration<double, std::milli>(end - begin).count();
+    v.backward_ms = ms(begin, end);
     for (const auto& l : launches) {
       if (l.at < begin || l.at >= next)
         continue;
-      const double at = std::chrono::duration<double, std::milli>(l.at - begin).count();
+      const double at = ms(begin, l.at);
       if (v.buckets++ == 0)
         v.first_ms = at;
       v.before_end += l.at < end ? 1 : 0;
@@ -351,6 +365,10 @@ void print_overlap(const launch_log& log, int64_t min_numel) {
               views.size(), m.buckets, m.before_end, m.first_ms, m.backward_ms);
   std::printf("  steps with a launch during backward: %d of %zu\n", overlapped_steps,
               views.size());
+  std::printf("  where a probed step goes (medians): forward and loss %.2f ms, backward %.2f "
+              "ms, then %.2f ms to the next step (the sync's finish, the optimizer, the "
+              "loader)\n",
+              median(forward_ms), median(backward_ms), median(after_ms));
 }
 
 // The 1-minute load average: this host is shared, and figures taken under
