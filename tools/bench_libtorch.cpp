@@ -429,7 +429,15 @@ int main(int argc, char** argv) {
       ddp_exposed.push_back(d.rows[2].exposed_ms);
       ddp_plain_step.push_back(d.single_process_ms);
     }
+    // Each repeat as it ends: on a shared host the spread says how far to
+    // trust the medians.
+    std::printf("repeat %d: N=2 %.0f samples/s (DDP %.0f), N=1 step %.2f ms, plain %.2f ms, "
+                "load %s\n",
+                r + 1, n2_rate.back(), ddp_rate.empty() ? 0.0 : ddp_rate.back(), n1_step.back(),
+                plain_step.back(), load_average().c_str());
+    std::fflush(stdout);
   }
+  std::printf("\n");
 
   launch_log log;
   if (auto probed = run_dtrain(2, 1, steps, bucket_bytes, &log); !probed) {
