@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,43 @@ inline bool for_each_output_line(const std::string& command,
     on_line(line);
   pclose(pipe);
   return true;
+}
+
+/// What ../shared/peers/torch_ddp_mlp.py printed: per world size N its
+/// row, and the single-process (no DDP) step with 1 torch and 1 OpenBLAS
+/// thread.
+struct torch_ddp_mlp_figures {
+  struct row {
+    double step_ms = 0, fb_ms = 0, exposed_ms = 0, ar_ms = 0, samples_per_second = 0;
+  };
+  std::map<int, row> rows;
+  double single_process_ms = 0;
+};
+
+/// Runs the peer with `/usr/bin/python3 SCRIPT --steps STEPS --nprocs
+/// WORLDS...` and parses its output; what it did not print stays absent
+/// (or 0).
+inline torch_ddp_mlp_figures run_torch_ddp_mlp(const std::string& script,
+                                               const std::vector<int>& worlds, int steps) {
+  // " N  t/b  step_ms  fb_ms  exposed_ms  ar_ms  samples/s  params_equal"
+  const std::regex row(
+      R"(^\s*([0-9]+)\s+\S+\s+([0-9.]+)\s+([0-9.]+)\s+([-0-9.]+)\s+([0-9.]+)\s+([0-9.]+))");
+  const std::regex single(R"(torch threads=1 OpenBLAS threads=1: step ([0-9.]+) ms)");
+  std::string command = "/usr/bin/python3 " + script + " --steps " + std::to_string(steps) +
+                        " --nprocs";
+  for (int n : worlds)
+    command += " " + std::to_string(n);
+  torch_ddp_mlp_figures out;
+  for_each_output_line(command, [&](const char* line) {
+    std::cmatch m;
+    if (std::regex_search(line, m, row))
+      out.rows[std::stoi(m[1].str())] = {std::stod(m[2].str()), std::stod(m[3].str()),
+                                         std::stod(m[4].str()), std::stod(m[5].str()),
+                                         std::stod(m[6].str())};
+    else if (std::regex_search(line, m, single))
+      out.single_process_ms = std::stod(m[1].str());
+  });
+  return out;
 }
 
 } // namespace dtrain::bench
