@@ -206,16 +206,9 @@ double embedded_throughput(int replicas) {
 
 // DDP's samples/s for each N of `worlds`, one run of the peer (N -> samples/s).
 std::map<int, double> torch_ddp_scaling(const std::string& script, const std::vector<int>& worlds) {
-  std::regex row(R"(^\s*([0-9]+)\s+\S+\s+[0-9.]+\s+[0-9.]+\s+[-0-9.]+\s+[0-9.]+\s+([0-9.]+))");
-  std::string command = "/usr/bin/python3 " + script + " --steps 30 --nprocs";
-  for (int n : worlds)
-    command += " " + std::to_string(n);
   std::map<int, double> out;
-  dtrain::bench::for_each_output_line(command, [&](const char* line) {
-    std::cmatch m;
-    if (std::regex_search(line, m, row))
-      out[std::stoi(m[1].str())] = std::stod(m[2].str());
-  });
+  for (const auto& [n, row] : dtrain::bench::run_torch_ddp_mlp(script, worlds, 30).rows)
+    out[n] = row.samples_per_second;
   return out;
 }
 
@@ -247,15 +240,7 @@ void scaling(int repeats, const std::string& peer) {
 }
 
 double torch_ddp_samples_per_second(const std::string& script) {
-  std::regex row(R"(^\s*2\s+\S+\s+[0-9.]+\s+[0-9.]+\s+[-0-9.]+\s+[0-9.]+\s+([0-9.]+))");
-  double out = 0;
-  dtrain::bench::for_each_output_line(
-      "/usr/bin/python3 " + script + " --nprocs 2 --steps 30", [&](const char* line) {
-        std::cmatch m;
-        if (std::regex_search(line, m, row))
-          out = std::stod(m[1].str());
-      });
-  return out;
+  return torch_ddp_scaling(script, {2})[2];
 }
 
 } // namespace
