@@ -18,11 +18,14 @@
 #                             driver connect to first step (under a minute)
 #   tools/bench.sh dashboard  training throughput with and without the dashboard polled
 #                             as the page does, same run, interleaved (about 2 minutes)
+#   tools/bench.sh libtorch   a libtorch MLP through dtrain's adapter at N = 1, 2 against
+#                             plain libtorch and PyTorch DDP; bucket launch times during
+#                             backward (installs libtorch-dev too; about 2 minutes)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${DTRAIN_BUILD_DIR:-$root/build}/bin
-"$root/tools/build.sh" --peers
 what=${1:-all}
+if [ "$what" = libtorch ]; then "$root/tools/build.sh" --peers --libtorch; else "$root/tools/build.sh" --peers; fi
 [ $# -gt 0 ] && shift
 case "$what" in
   step) "$bin/dtrain-bench-step" "$@" ;;
@@ -36,7 +39,8 @@ case "$what" in
   tpe) "$bin/dtrain-bench-tpe" "$@" ;;
   pbt) "$root/tools/bench_pbt.sh" "$@" ;;
   tls) "$bin/dtrain-bench-tls" "$@" ;;
+  libtorch) "$bin/dtrain-bench-libtorch" "$@" ;;
   dashboard) python3 "$root/tools/bench_dashboard.py" "$bin/dtrain" "$@" ;;
   all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-cnn-step"; "$bin/dtrain-bench-allreduce"; "$bin/dtrain-bench-trainer" ;;
-  *) echo "bench.sh: unknown benchmark '$what' (step, cnn-step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, pbt, tls, dashboard, all)" >&2; exit 2 ;;
+  *) echo "bench.sh: unknown benchmark '$what' (step, cnn-step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, pbt, tls, dashboard, libtorch, all)" >&2; exit 2 ;;
 esac
