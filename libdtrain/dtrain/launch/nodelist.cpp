@@ -1,0 +1,152 @@
+#include "dtrain/launch/nodelist.hpp"
+
+#include <cctype>
+
+#include "dtrain/core/check.hpp"
+
+namespace dtrain::launch {
+
+namespace {
+
+bool all_digits(const std::string& s) {
+  if (s.empty())
+    return false;
+  for (char c : s)
+    if (!std::isdigit(static_cast<unsigned char>(c)))
+      return false;
+  return true;
+}
+
+std::string padded(unsigned long long value, size_t width) {
+  std::string digits = std::to_string(value);
+  return digits.size() < width ? std::string(width - digits.size(), '0') + digits : digits;
+}
+
+// The numbers of one bracket group's contents ("1,3-5,08-10"), as text
+// with their padding: a range keeps the width of its first number.
+result<std::vector<std::string>> expand_group(const std::string& group, const std::string& list) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= group.size()) {
+    size_t comma = group.find(',', start);
+    std::string item = group.substr(start, comma == std::string::npos ? std::string::npos
+                                                                      : comma - start);
+    size_t dash = item.find('-');
+    std::string lo = item.substr(0, dash);
+    std::string hi = dash == std::string::npos ? lo : item.substr(dash + 1);
+    if (!all_digits(lo) || !all_digits(hi) || lo.size() > 18 || hi.size() > 18)
+      return invalid_argument("host list '" + list + "': '[" + group + "]' holds '" + item +
+                              "', not a number or a range of numbers");
+    const unsigned long long a = std::stoull(lo), b = std::stoull(hi);
+    if (b < a)
+      return invalid_argument("host list '" + list + "': the range '" + item +
+                              "' runs backwards");
+    const size_t width = lo.size() > 1 && lo[0] == '0' ? lo.size() : 0;
+    for (unsigned long long v = a; v <= b; ++v) {
+      out.push_back(padded(v, width));
+      if (out.size() > (1u << 20))
+        return invalid_argument("host list '" + list + "': the range '" + item + "' is too long");
+    }
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+// One entry (no separators outside brackets): its names.
+status expand_entry(const std::string& entry, const std::string& list, size_t max_hosts,
+                    std::vector<std::string>& out) {
+  std::vector<std::string> names{""};
+  size_t i = 0;
+  while (i < entry.size()) {
+    size_t open = entry.find('[', i);
+    size_t stray = entry.find(']', i);
+    if (stray != std::string::npos && (open == std::string::npos || stray < open))
+      return invalid_argument("host list '" + list + "': a ']' without its '[' in '" + entry + "'");
+    std::string text = entry.substr(i, open == std::string::npos ? std::string::npos : open - i);
+    if (open == std::string::npos && i > 0 && !text.empty())
+      return invalid_argument("host list '" + list + "': '" + entry + "' goes on after its last "
+                              "bracket group (Slurm takes no suffix there)");
+    for (auto& n : names)
+      n += text;
+    if (open == std::string::npos)
+      break;
+    size_t close = entry.find(']', open);
+    if (close == std::string::npos)
+      return invalid_argument("host list '" + list + "': a '[' is never closed in '" + entry + "'");
+    DTRAIN_ASSIGN_OR_RETURN(auto numbers,
+                            expand_group(entry.substr(open + 1, close - open - 1), list));
+    std::vector<std::string> next;
+    for (const auto& n : names)
+      for (const auto& number : numbers) {
+        next.push_back(n + number);
+        if (out.size() + next.size() > max_hosts)
+          return invalid_argument("host list '" + list + "' names more than " +
+                                  std::to_string(max_hosts) + " hosts");
+      }
+    names = std::move(next);
+    i = close + 1;
+  }
+  for (auto& n : names)
+    out.push_back(std::move(n));
+  return status::ok();
+}
+
+} // namespace
+
+result<std::vector<std::string>> expand_nodelist(const std::string& list, size_t max_hosts) {
+  std::vector<std::string> out;
+  std::string entry;
+  int depth = 0;
+  auto flush = [&]() -> status {
+    if (!entry.empty())
+      DTRAIN_RETURN_IF_ERROR(expand_entry(entry, list, max_hosts, out));
+    entry.clear();
+    return status::ok();
+  };
+  for (char c : list) {
+    if (c == '[')
+      ++depth;
+    else if (c == ']')
+      --depth;
+    if (depth == 0 && (c == ',' || std::isspace(static_cast<unsigned char>(c)))) {
+      DTRAIN_RETURN_IF_ERROR(flush());
+      continue;
+    }
+    if (depth > 1)
+      return invalid_argument("host list '" + list + "': brackets inside brackets");
+    entry += c;
+  }
+  DTRAIN_RETURN_IF_ERROR(flush());
+  if (out.empty())
+    return invalid_argument("host list '" + list + "' names no host");
+  return out;
+}
+
+result<std::vector<int>> expand_tasks_per_node(const std::string& list) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos
+                                                                     : comma - start);
+    std::string count = item, times = "1";
+    if (size_t paren = item.find("(x"); paren != std::string::npos) {
+      if (item.back() != ')')
+        return invalid_argument("tasks per node '" + list + "': '" + item + "' is not N or N(xM)");
+      count = item.substr(0, paren);
+      times = item.substr(paren + 2, item.size() - paren - 3);
+    }
+    if (!all_digits(count) || !all_digits(times) || count.size() > 6 || times.size() > 6)
+      return invalid_argument("tasks per node '" + list + "': '" + item + "' is not N or N(xM)");
+    for (int k = 0; k < std::stoi(times); ++k)
+      out.push_back(std::stoi(count));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+} // namespace dtrain::launch
