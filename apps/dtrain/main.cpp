@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "cert_command.hpp"
+#include "launch_command.hpp"
 #include "commands.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/config.hpp"
@@ -278,7 +279,35 @@ int main(int argc, char** argv) {
       "dashboard-token", "print the web dashboard's bearer token ($DTRAIN_HOME/dashboard-token, "
                          "made if missing)");
 
-  CLI11_PARSE(app, argc, argv);
+  launch_options lao;
+  auto* launch = app.add_subcommand(
+      "launch", "run inside a Slurm or torchrun allocation, once per task: form a cluster of "
+                "the tasks (rank 0 holds the head) and run an experiment or a driver program on it");
+  launch->add_option("--join-timeout", lao.join_timeout_s,
+                     "seconds to wait for the head and for every task to join")
+      ->capture_default_str();
+  launch->add_option("--bind", lao.bind,
+                     "address the head and nodes listen on (default: the head host's)");
+  // EXPERIMENT.yaml, or PROGRAM and its arguments, which may look like
+  // options: everything from the first positional on is the command.
+  launch->prefix_command();
+  launch->allow_extras();
+
+  // `dtrain launch [OPTIONS] -- PROGRAM ...`: CLI11 refuses what follows a
+  // "--" in a prefix command, which takes everything from its first
+  // positional on anyway; the first "--" after "launch" is dropped.
+  std::vector<char*> args(argv, argv + argc);
+  if (argc > 1 && std::string(argv[1]) == "launch")
+    for (size_t i = 2; i < args.size(); ++i)
+      if (std::string(args[i]) == "--") {
+        args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+  CLI11_PARSE(app, static_cast<int>(args.size()), args.data());
+  if (launch->parsed()) {
+    lao.command = launch->remaining();
+    return run_launch(lao);
+  }
   if (token_cmd->parsed()) {
     auto t = dtrain::dashboard::load_or_create_token(dtrain::dashboard::default_token_path());
     if (!t) {

@@ -149,6 +149,7 @@ result<launch_env> read_slurm(const env_lookup& env) {
                               std::to_string(out.hosts.size()) + " nodes");
     DTRAIN_RETURN_IF_ERROR(check_below("node rank", out.node_rank, "nodes", out.nodes));
     out.local_world_size = (*counts)[static_cast<size_t>(out.node_rank)];
+    out.tasks_per_node = *counts;
     r.note("local world size", std::to_string(out.local_world_size), tasks_var);
   } else {
     out.local_world_size = out.world_size / out.nodes;

@@ -21,6 +21,9 @@ struct launch_env {
   /// Slurm: the step's hosts, in order (the first is the head's); torchrun:
   /// empty (it names only the rank-0 host).
   std::vector<std::string> hosts;
+  /// Slurm: the tasks on each of `hosts` (SLURM_STEP_TASKS_PER_NODE), or
+  /// empty when not given.
+  std::vector<int> tasks_per_node;
   std::string head_host;
   /// DTRAIN_PORT when set; under torchrun MASTER_PORT + 1 (torchrun's own
   /// store listens on MASTER_PORT); under Slurm 15000 + the job id's last

@@ -1,0 +1,303 @@
+#include "launch_command.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include "processes.hpp"
+#include "dtrain/actors/cluster.hpp"
+#include "dtrain/actors/messages.hpp"
+#include "dtrain/core/net.hpp"
+#include "dtrain/launch/environment.hpp"
+
+namespace dtrain::cli {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+/// A child process of this task, stopped (SIGTERM, then SIGKILL) by its
+/// pid when the object goes, unless it has exited.
+class child {
+public:
+  /// fork + execvp of argv, with `env` added to the environment.
+  static result<std::unique_ptr<child>> spawn(const std::vector<std::string>& argv,
+                                              const std::map<std::string, std::string>& env = {}) {
+    pid_t pid = fork();
+    if (pid < 0)
+      return resource_exhausted("fork failed starting " + argv.front());
+    if (pid == 0) {
+      for (const auto& [k, v] : env)
+        setenv(k.c_str(), v.c_str(), 1);
+      std::vector<char*> args;
+      for (const auto& a : argv)
+        args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execvp(args[0], args.data());
+      std::fprintf(stderr, "dtrain launch: cannot run %s\n", argv.front().c_str());
+      _exit(127);
+    }
+    return std::unique_ptr<child>(new child(pid, argv.front()));
+  }
+  ~child() { stop(milliseconds(5000)); }
+
+  /// Whether it still runs (reaps it once it has exited).
+  bool running() {
+    if (status_)
+      return false;
+    int st = 0;
+    if (waitpid(pid_, &st, WNOHANG) == pid_)
+      status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return !status_;
+  }
+  /// The exit status once it has exited (128 + signal when killed).
+  std::optional<int> exit_status() {
+    running();
+    return status_;
+  }
+  /// Blocks until it exits; its status.
+  int wait() {
+    while (running())
+      std::this_thread::sleep_for(milliseconds(100));
+    return *status_;
+  }
+  void stop(milliseconds grace) {
+    if (!running())
+      return;
+    kill(pid_, SIGTERM);
+    const auto deadline = clock_type::now() + grace;
+    while (running() && clock_type::now() < deadline)
+      std::this_thread::sleep_for(milliseconds(50));
+    if (running()) {
+      kill(pid_, SIGKILL);
+      wait();
+    }
+  }
+  pid_t pid() const { return pid_; }
+  const std::string& what() const { return what_; }
+
+private:
+  child(pid_t pid, std::string what) : pid_(pid), what_(std::move(what)) {}
+  pid_t pid_;
+  std::string what_;
+  std::optional<int> status_;
+};
+
+bool port_open(const std::string& ip, int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, ip.c_str(), &addr.sin_addr);
+  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  close(fd);
+  return ok;
+}
+
+/// Waits until the head accepts connections; an error naming it (and, on
+/// rank 0, the head process's exit) otherwise.
+status wait_for_head(const std::string& ip, int port, const launch::launch_env& env,
+                     child* head, int timeout_s) {
+  const auto deadline = clock_type::now() + std::chrono::seconds(timeout_s);
+  while (!port_open(ip, port)) {
+    if (head != nullptr && !head->running())
+      return unavailable("the head exited with status " + std::to_string(*head->exit_status()) +
+                         " before it listened on " + ip + ":" + std::to_string(port));
+    if (stop_requested())
+      return unavailable("stopped by a signal while waiting for the head");
+    if (clock_type::now() > deadline)
+      return unavailable("the head at " + ip + ":" + std::to_string(port) + " (rank 0's, on " +
+                         env.head_host + ") did not listen within " + std::to_string(timeout_s) +
+                         " s");
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+  return status::ok();
+}
+
+/// The nodes the head has, by host name; or the error of asking.
+result<std::map<std::string, int>> nodes_by_host(actors::cluster& c) {
+  caf::scoped_actor self{c.system()};
+  result<std::map<std::string, int>> out = unavailable("the head did not answer");
+  self->request(c.head(), std::chrono::seconds(10), actors::status_atom::value)
+      .receive(
+          [&](actors::cluster_status& st) {
+            std::map<std::string, int> hosts;
+            for (const auto& n : st.nodes)
+              ++hosts[n.host];
+            out = hosts;
+          },
+          [&](caf::error& e) { out = unavailable("asking the head: " + caf::to_string(e)); });
+  return out;
+}
+
+int count(const std::map<std::string, int>& hosts) {
+  int n = 0;
+  for (const auto& [h, k] : hosts)
+    n += k;
+  return n;
+}
+
+/// Who has not joined: per host of the Slurm nodelist, the tasks missing;
+/// under torchrun (which names no hosts) how many.
+std::string missing(const launch::launch_env& env, const std::map<std::string, int>& joined) {
+  if (env.hosts.empty())
+    return std::to_string(env.world_size - count(joined)) + " of " +
+           std::to_string(env.world_size) + " tasks (torchrun names no hosts but the head's)";
+  std::map<std::string, int> expected;
+  for (size_t i = 0; i < env.hosts.size(); ++i)
+    expected[env.hosts[i]] += i < env.tasks_per_node.size()
+                                  ? env.tasks_per_node[i]
+                                  : env.world_size / static_cast<int>(env.hosts.size());
+  std::string out;
+  for (const auto& [host, want] : expected) {
+    auto it = joined.find(host);
+    int have = it == joined.end() ? 0 : it->second;
+    if (have < want)
+      out += (out.empty() ? "" : ", ") + host + " (" + std::to_string(want - have) + " of " +
+             std::to_string(want) + " tasks)";
+  }
+  return out.empty() ? std::to_string(env.world_size - count(joined)) + " tasks" : out;
+}
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "dtrain launch: error: %s\n", what.c_str());
+  return 1;
+}
+
+bool is_experiment(const std::string& path) {
+  auto ends = [&](const char* s) {
+    std::string e(s);
+    return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
+  };
+  return ends(".yaml") || ends(".yml");
+}
+
+} // namespace
+
+int run_launch(const launch_options& o) {
+  if (o.command.empty())
+    return fail("nothing to run: give EXPERIMENT.yaml or PROGRAM [ARGS...]");
+  auto env = launch::read_launch_env(launch::process_env());
+  if (!env)
+    return fail(env.error().message());
+  auto ip = net::resolve_ipv4(o.bind.empty() ? env->head_host : o.bind);
+  if (!ip)
+    return fail("the head's host: " + ip.error().message());
+  const std::string address = *ip + ":" + std::to_string(env->head_port);
+  if (env->rank == 0) {
+    std::printf("dtrain launch: %s, %d tasks on %d nodes; head at %s\n", env->launcher.c_str(),
+                env->world_size, env->nodes, address.c_str());
+    for (const auto& s : env->sources)
+      std::printf("  %s\n", s.c_str());
+    std::fflush(stdout);
+  }
+  install_signal_handlers();
+  const std::string self = "/proc/self/exe";
+  char exe[4096];
+  ssize_t len = readlink(self.c_str(), exe, sizeof exe - 1);
+  const std::string dtrain = len > 0 ? std::string(exe, static_cast<size_t>(len)) : "dtrain";
+
+  std::unique_ptr<child> head;
+  if (env->rank == 0) {
+    auto h = child::spawn({dtrain, "start", "--head", "--bind", *ip, "--port",
+                           std::to_string(env->head_port)});
+    if (!h)
+      return fail(h.error().message());
+    head = std::move(*h);
+  }
+  if (auto s = wait_for_head(*ip, env->head_port, *env, head.get(), o.join_timeout_s); !s)
+    return fail("rank " + std::to_string(env->rank) + ": " + s.message());
+  std::vector<std::string> node_args{dtrain, "start", "--address", address, "--slots", "1",
+                                     "--bind", *ip};
+  if (env->gpus_on_node > 0 && env->local_world_size > 0)
+    node_args.insert(node_args.end(),
+                     {"--gpus", std::to_string(std::max(1, env->gpus_on_node /
+                                                               env->local_world_size))});
+  auto node = child::spawn(node_args);
+  if (!node)
+    return fail(node.error().message());
+
+  if (env->rank != 0) {
+    // A node ends when the head goes: when the driver has ended.
+    while ((*node)->running() && !stop_requested())
+      std::this_thread::sleep_for(milliseconds(200));
+    if (stop_requested())
+      return 1;
+    int rc = *(*node)->exit_status();
+    return rc == 0 ? 0 : fail("rank " + std::to_string(env->rank) + ": its node exited with " +
+                              std::to_string(rc));
+  }
+
+  // Rank 0: every task's node joins, then the driver runs.
+  auto c = actors::cluster::connect({address, 0, -1, std::chrono::seconds(o.join_timeout_s)});
+  if (!c)
+    return fail(c.error().message());
+  const auto deadline = clock_type::now() + std::chrono::seconds(o.join_timeout_s);
+  std::map<std::string, int> joined;
+  for (;;) {
+    auto hosts = nodes_by_host(**c);
+    if (hosts)
+      joined = *hosts;
+    if (count(joined) >= env->world_size)
+      break;
+    if (!(*node)->running() || !head->running())
+      return fail("rank 0: its " + std::string(head->running() ? "node" : "head") +
+                  " exited while the tasks were joining");
+    if (stop_requested())
+      return 1;
+    if (clock_type::now() > deadline)
+      return fail("only " + std::to_string(count(joined)) + " of " +
+                  std::to_string(env->world_size) + " tasks joined the head within " +
+                  std::to_string(o.join_timeout_s) + " s; missing: " + missing(*env, joined));
+    std::this_thread::sleep_for(milliseconds(300));
+  }
+  std::printf("dtrain launch: all %d tasks joined; running %s\n", env->world_size,
+              o.command.front().c_str());
+  std::fflush(stdout);
+  std::vector<std::string> driver_args = o.command;
+  if (is_experiment(o.command.front()))
+    driver_args = {dtrain, "train", o.command.front(), "--address", address};
+  auto driver = child::spawn(driver_args, {{"DTRAIN_ADDRESS", address}});
+  if (!driver)
+    return fail(driver.error().message());
+  std::string lost;
+  while ((*driver)->running()) {
+    if (stop_requested()) {
+      lost = "stopped by a signal";
+      break;
+    }
+    if (!head->running() || !(*node)->running()) {
+      lost = std::string("rank 0's ") + (head->running() ? "node" : "head") + " exited";
+      break;
+    }
+    if (auto hosts = nodes_by_host(**c); hosts && count(*hosts) < env->world_size) {
+      lost = "a task's node left the cluster (" + std::to_string(count(*hosts)) + " of " +
+             std::to_string(env->world_size) + " remain)";
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(500));
+  }
+  (*driver)->stop(milliseconds(10000));
+  int rc = *(*driver)->exit_status();
+  c->reset();
+  (*node)->stop(milliseconds(5000));
+  head->stop(milliseconds(5000));
+  if (!lost.empty())
+    return fail(lost + "; the driver was stopped");
+  std::printf("dtrain launch: the driver exited with %d\n", rc);
+  return rc;
+}
+
+} // namespace dtrain::cli

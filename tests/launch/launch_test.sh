@@ -1,0 +1,108 @@
+#!/bin/bash
+# `dtrain launch` under the launchers' environments, with real processes on
+# loopback:
+#  1. two tasks with Slurm's variables (as srun sets them for `srun -n2` on
+#     this host) train experiments/linear_regression.yaml: rank 0 holds the
+#     head, both hold a node, both exit 0 when the driver does;
+#  2. torchrun --standalone --no_python --nproc_per_node 2 does the same
+#     (skipped, saying so, without Debian's torchrun);
+#  3. a driver program gets the head in $DTRAIN_ADDRESS;
+#  4. a partial allocation (rank 1 never starts) fails within the join
+#     timeout naming the host whose task is missing;
+#  5. a malformed variable is an error naming it;
+# and after each, nothing of it is left running (`dtrain stop` finds none).
+#
+#   launch_test.sh BUILD_DIR SOURCE_DIR
+set -uo pipefail
+dtrain=$(cd "$1" && pwd)/bin/dtrain
+source=$(cd "$2" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-launch-test.XXXXXX")
+export DTRAIN_HOME=$tmp/home
+unset DTRAIN_ADDRESS
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2> /dev/null; done
+  "$dtrain" stop > /dev/null 2>&1
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+failed=0
+fail() { echo "FAIL: $*" >&2; failed=1; }
+step() { echo "-- $*"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+nothing_left() {
+  local left
+  left=$("$dtrain" stop --grace-ms 1000 2>&1 | sed -n 's/^stopped \([0-9]*\).*/\1/p')
+  [ "$left" = 0 ] || fail "$1: $left dtrain processes were left running"
+}
+host=$(hostname)
+experiment=$source/experiments/linear_regression.yaml
+
+slurm_env() {  # RANK NTASKS PORT [NODELIST]
+  echo "SLURM_PROCID=$1 SLURM_LOCALID=$1 SLURM_NODEID=0 SLURM_NTASKS=$2 SLURM_JOB_NUM_NODES=1" \
+       "SLURM_JOB_NODELIST=${4:-$host} SLURM_TASKS_PER_NODE=$2 SLURM_JOB_ID=77 DTRAIN_PORT=$3"
+}
+
+step "1. two tasks under Slurm's variables train $experiment"
+port=$(free_port)
+env $(slurm_env 1 2 "$port") timeout 120 "$dtrain" launch "$experiment" > "$tmp/s1.log" 2>&1 &
+pids+=($!); rank1=$!
+env $(slurm_env 0 2 "$port") timeout 120 "$dtrain" launch "$experiment" > "$tmp/s0.log" 2>&1
+rc0=$?
+wait "$rank1"; rc1=$?
+grep -q "all 2 tasks joined" "$tmp/s0.log" || fail "slurm: the tasks did not all join"
+grep -q "experiment 1 completed" "$tmp/s0.log" || fail "slurm: the experiment did not complete"
+grep -q "epoch 8/8" "$tmp/s0.log" || fail "slurm: no 8th epoch"
+grep -q "hosts $host (SLURM_JOB_NODELIST)" "$tmp/s0.log" || fail "slurm: the source table lacks the nodelist"
+[ "$rc0" = 0 ] && [ "$rc1" = 0 ] || { cat "$tmp/s0.log" "$tmp/s1.log"; fail "slurm: exit codes $rc0 and $rc1"; }
+nothing_left "slurm"
+
+step "2. torchrun --standalone --no_python --nproc_per_node 2 dtrain launch"
+if command -v torchrun > /dev/null; then
+  # --redirects/--tee 1: Debian's torchrun 1.13 on Python 3.11 fails to
+  # parse its default "0" (an IntFlag lookup that 3.11 changed).
+  timeout 180 torchrun --standalone --no_python --redirects 1 --tee 1 --log_dir "$tmp/torchrun" \
+    --nproc_per_node 2 "$dtrain" launch "$experiment" > "$tmp/t.log" 2>&1
+  rc=$?
+  grep -q "all 2 tasks joined" "$tmp/t.log" || fail "torchrun: the tasks did not all join"
+  grep -q "experiment [0-9]* completed" "$tmp/t.log" || fail "torchrun: the experiment did not complete"
+  grep -q "head port [0-9]* (MASTER_PORT + 1)" "$tmp/t.log" || fail "torchrun: head port not beside MASTER_PORT"
+  [ "$rc" = 0 ] || { tail -30 "$tmp/t.log"; fail "torchrun: exit code $rc"; }
+  nothing_left "torchrun"
+else
+  echo "SKIPPED: torchrun is not installed (Debian's python3-torch ships it)"
+fi
+
+step "3. a driver program finds the head in \$DTRAIN_ADDRESS"
+port=$(free_port)
+env $(slurm_env 0 1 "$port") timeout 60 "$dtrain" launch -- sh -c 'echo "$DTRAIN_ADDRESS" > "$0"' \
+  "$tmp/address" > "$tmp/p.log" 2>&1
+rc=$?
+[ "$rc" = 0 ] || { cat "$tmp/p.log"; fail "program: exit code $rc"; }
+[ "$(cat "$tmp/address" 2> /dev/null)" = "127.0.0.1:$port" ] ||
+  fail "program: DTRAIN_ADDRESS was '$(cat "$tmp/address" 2> /dev/null)', not 127.0.0.1:$port"
+nothing_left "program"
+
+step "4. a task that never joins: rank 0 gives up naming its host"
+port=$(free_port)
+start=$(date +%s)
+env $(slurm_env 0 2 "$port") timeout 60 "$dtrain" launch --join-timeout 4 "$experiment" \
+  > "$tmp/partial.log" 2>&1
+rc=$?
+took=$(( $(date +%s) - start ))
+[ "$rc" != 0 ] || fail "partial: rank 0 succeeded alone"
+grep -q "only 1 of 2 tasks joined the head within 4 s; missing: $host (1 of 2 tasks)" "$tmp/partial.log" ||
+  { cat "$tmp/partial.log"; fail "partial: the error does not name the missing task's host"; }
+[ "$took" -lt 20 ] || fail "partial: took $took s"
+nothing_left "partial"
+
+step "5. a malformed nodelist is an error naming the variable"
+env $(slurm_env 0 2 "$(free_port)" "$host[1-") "$dtrain" launch "$experiment" > "$tmp/bad.log" 2>&1
+grep -q "SLURM_JOB_NODELIST: host list '$host\[1-'" "$tmp/bad.log" ||
+  { cat "$tmp/bad.log"; fail "malformed: the error does not name SLURM_JOB_NODELIST"; }
+env -u SLURM_PROCID "$dtrain" launch "$experiment" > "$tmp/none.log" 2>&1
+grep -q "no launcher" "$tmp/none.log" || fail "no launcher: $(cat "$tmp/none.log")"
+nothing_left "malformed"
+
+[ "$failed" = 0 ] && echo "launch: all checks passed"
+exit "$failed"
