@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,10 +34,16 @@ public:
   /// fork + execvp of argv, with `env` added to the environment.
   static result<std::unique_ptr<child>> spawn(const std::vector<std::string>& argv,
                                               const std::map<std::string, std::string>& env = {}) {
+    const pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
       return resource_exhausted("fork failed starting " + argv.front());
     if (pid == 0) {
+      // A task killed outright takes its head, node and driver with it
+      // (the launcher kills tasks with SIGKILL too).
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (getppid() != parent)
+        _exit(1);  // the parent died before prctl
       for (const auto& [k, v] : env)
         setenv(k.c_str(), v.c_str(), 1);
       std::vector<char*> args;

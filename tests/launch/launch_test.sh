@@ -10,6 +10,8 @@
 #  4. a partial allocation (rank 1 never starts) fails within the join
 #     timeout naming the host whose task is missing;
 #  5. a malformed variable is an error naming it;
+#  6. a task killed with SIGKILL mid-training ends the job: its node goes
+#     with it, rank 0 notices, stops the driver and fails;
 # and after each, nothing of it is left running (`dtrain stop` finds none).
 #
 #   launch_test.sh BUILD_DIR SOURCE_DIR
@@ -103,6 +105,25 @@ grep -q "SLURM_JOB_NODELIST: host list '$host\[1-'" "$tmp/bad.log" ||
 env -u SLURM_PROCID "$dtrain" launch "$experiment" > "$tmp/none.log" 2>&1
 grep -q "no launcher" "$tmp/none.log" || fail "no launcher: $(cat "$tmp/none.log")"
 nothing_left "malformed"
+
+step "6. a task killed (-9) mid-training ends the job: rank 0 stops the driver"
+port=$(free_port)
+fm=$source/experiments/fashion_mnist.yaml
+env $(slurm_env 1 2 "$port") timeout 120 "$dtrain" launch "$fm" > "$tmp/k1.log" 2>&1 &
+pids+=($!); rank1=$!
+env $(slurm_env 0 2 "$port") timeout 120 "$dtrain" launch "$fm" > "$tmp/k0.log" 2>&1 &
+pids+=($!); rank0=$!
+for _ in $(seq 1 300); do grep -q "epoch 1/15" "$tmp/k0.log" 2> /dev/null && break; sleep 0.2; done
+grep -q "epoch 1/15" "$tmp/k0.log" || fail "kill: training never started"
+kill -9 $(pgrep -P "$rank1") "$rank1"  # the launch itself, under timeout
+start=$(date +%s)
+wait "$rank0"; rc=$?
+took=$(( $(date +%s) - start ))
+[ "$rc" != 0 ] || fail "kill: rank 0 exited 0 after rank 1 was killed"
+grep -q "a task's node left the cluster" "$tmp/k0.log" ||
+  { tail -20 "$tmp/k0.log"; fail "kill: rank 0 did not say a task's node left"; }
+[ "$took" -lt 30 ] || fail "kill: rank 0 took $took s to end"
+nothing_left "kill"
 
 [ "$failed" = 0 ] && echo "launch: all checks passed"
 exit "$failed"
