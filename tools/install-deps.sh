@@ -30,7 +30,7 @@ packages=(
   dataset-fashion-mnist           # the real data set
   prometheus                      # promtool: the dashboard's /metrics test lints with it
   chromium                        # the dashboard's browser test (tests/browser)
-  slurm-client                    # scontrol: the Slurm host-list parser's test compares with it
+  slurm-client slurmctld slurmd   # scontrol and srun; `dtrain launch`'s test runs a one-host Slurm
 )
 # Node and npm for that test: Debian's unless a node is already installed
 # (NodeSource's nodejs bundles npm and conflicts with Debian's npm package).

@@ -1,6 +1,11 @@
 #!/bin/bash
 # `dtrain launch` under the launchers' environments, with real processes on
 # loopback:
+#  0. a real single-host Slurm (Debian's slurmctld and slurmd, started by
+#     this test with a configuration of its own in a temporary directory,
+#     auth/none: no munge key needed): `srun -N1 -n2 dtrain launch` trains
+#     the shipped experiments/fashion_mnist.yaml (skipped, saying why, when
+#     not root or Slurm is not installed);
 #  1. two tasks with Slurm's variables (as srun sets them for `srun -n2` on
 #     this host) train experiments/linear_regression.yaml: rank 0 holds the
 #     head, both hold a node, both exit 0 when the driver does;
@@ -24,6 +29,9 @@ unset DTRAIN_ADDRESS
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -9 "$p" 2> /dev/null; done
+  for d in slurmctld slurmd; do
+    [ -f "$tmp/slurm/$d.pid" ] && kill -9 "$(cat "$tmp/slurm/$d.pid")" 2> /dev/null
+  done
   "$dtrain" stop > /dev/null 2>&1
   rm -rf "$tmp"
 }
@@ -40,6 +48,71 @@ nothing_left() {
 host=$(hostname)
 experiment=$source/experiments/linear_regression.yaml
 
+step "0. srun -N1 -n2 dtrain launch on a real single-host Slurm"
+if [ "$(id -u)" != 0 ]; then
+  echo "SKIPPED (real Slurm): not root (slurmd runs jobs as their users)"
+elif ! command -v slurmctld > /dev/null || ! command -v slurmd > /dev/null || ! command -v srun > /dev/null; then
+  echo "SKIPPED (real Slurm): slurmctld, slurmd or srun is not installed (tools/install-deps.sh installs them)"
+else
+  s=$tmp/slurm
+  mkdir -p "$s/state" "$s/spool"
+  cat > "$s/slurm.conf" <<CONF
+ClusterName=dtraintest
+SlurmctldHost=$host(127.0.0.1)
+SlurmctldPort=$(free_port)
+SlurmdPort=$(free_port)
+AuthType=auth/none
+CredType=cred/none
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation=$s/state
+SlurmdSpoolDir=$s/spool
+SlurmctldPidFile=$s/slurmctld.pid
+SlurmdPidFile=$s/slurmd.pid
+SlurmctldLogFile=$s/slurmctld.log
+SlurmdLogFile=$s/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SwitchType=switch/none
+MpiDefault=none
+ReturnToService=2
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) State=UNKNOWN
+PartitionName=dtraintest Nodes=$host Default=YES MaxTime=INFINITE State=UP
+CONF
+  export SLURM_CONF=$s/slurm.conf
+  slurmctld -D -f "$SLURM_CONF" > "$s/slurmctld.out" 2>&1 &
+  pids+=($!)
+  slurmd -D -f "$SLURM_CONF" > "$s/slurmd.out" 2>&1 &
+  pids+=($!)
+  ready=0
+  for _ in $(seq 1 100); do
+    sinfo -h -o %t 2> /dev/null | grep -q idle && { ready=1; break; }
+    sleep 0.2
+  done
+  if [ "$ready" != 1 ]; then
+    echo "SKIPPED (real Slurm): slurmctld and slurmd did not come up in this environment:"
+    tail -5 "$s/slurmctld.out" "$s/slurmd.out" "$s/slurmctld.log" "$s/slurmd.log" 2> /dev/null
+  else
+    timeout 300 srun -N1 -n2 --kill-on-bad-exit=1 "$dtrain" launch \
+      "$source/experiments/fashion_mnist.yaml" > "$tmp/srun.log" 2>&1
+    rc=$?
+    grep -q "hosts $host (SLURM_STEP_NODELIST)" "$tmp/srun.log" || fail "srun: not Slurm's step nodelist"
+    grep -q "all 2 tasks joined" "$tmp/srun.log" || fail "srun: the tasks did not all join"
+    grep -q "epoch 15/15" "$tmp/srun.log" || fail "srun: no 15th epoch"
+    grep -q "experiment [0-9]* completed" "$tmp/srun.log" || fail "srun: the experiment did not complete"
+    [ "$rc" = 0 ] || { tail -30 "$tmp/srun.log"; fail "srun: exit code $rc"; }
+    grep -E "^validation:" "$tmp/srun.log"
+    nothing_left "srun"
+  fi
+  kill "$(cat "$s/slurmctld.pid" 2> /dev/null)" "$(cat "$s/slurmd.pid" 2> /dev/null)" 2> /dev/null
+  unset SLURM_CONF
+fi
+
 slurm_env() {  # RANK NTASKS PORT [NODELIST]
   echo "SLURM_PROCID=$1 SLURM_LOCALID=$1 SLURM_NODEID=0 SLURM_NTASKS=$2 SLURM_JOB_NUM_NODES=1" \
        "SLURM_JOB_NODELIST=${4:-$host} SLURM_TASKS_PER_NODE=$2 SLURM_JOB_ID=77 DTRAIN_PORT=$3"
@@ -53,7 +126,7 @@ env $(slurm_env 0 2 "$port") timeout 120 "$dtrain" launch "$experiment" > "$tmp/
 rc0=$?
 wait "$rank1"; rc1=$?
 grep -q "all 2 tasks joined" "$tmp/s0.log" || fail "slurm: the tasks did not all join"
-grep -q "experiment 1 completed" "$tmp/s0.log" || fail "slurm: the experiment did not complete"
+grep -q "experiment [0-9]* completed" "$tmp/s0.log" || fail "slurm: the experiment did not complete"
 grep -q "epoch 8/8" "$tmp/s0.log" || fail "slurm: no 8th epoch"
 grep -q "hosts $host (SLURM_JOB_NODELIST)" "$tmp/s0.log" || fail "slurm: the source table lacks the nodelist"
 [ "$rc0" = 0 ] && [ "$rc1" = 0 ] || { cat "$tmp/s0.log" "$tmp/s1.log"; fail "slurm: exit codes $rc0 and $rc1"; }
