@@ -1,10 +1,7 @@
 #include "launch_command.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +12,7 @@
 #include <thread>
 
 #include "processes.hpp"
+#include "dtrain/config.hpp"
 #include "dtrain/actors/cluster.hpp"
 #include "dtrain/actors/messages.hpp"
 #include "dtrain/core/net.hpp"
@@ -63,8 +61,11 @@ public:
     if (status_)
       return false;
     int st = 0;
-    if (waitpid(pid_, &st, WNOHANG) == pid_)
+    pid_t r = waitpid(pid_, &st, WNOHANG);
+    if (r == pid_)
       status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    else if (r < 0)
+      status_ = 1;  // reaped elsewhere, or SIGCHLD ignored: gone all the same
     return !status_;
   }
   /// The exit status once it has exited (128 + signal when killed).
@@ -77,6 +78,12 @@ public:
     while (running())
       std::this_thread::sleep_for(milliseconds(100));
     return *status_;
+  }
+  /// SIGTERM without waiting (stop() then waits): several children are
+  /// asked at once, so their grace periods overlap.
+  void ask_to_stop() {
+    if (running())
+      kill(pid_, SIGTERM);
   }
   void stop(milliseconds grace) {
     if (!running())
@@ -101,16 +108,7 @@ private:
 };
 
 bool port_open(const std::string& ip, int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0)
-    return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  inet_pton(AF_INET, ip.c_str(), &addr.sin_addr);
-  bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  close(fd);
-  return ok;
+  return net::probe_tcp(ip, static_cast<uint16_t>(port), milliseconds(1000)).is_ok();
 }
 
 /// Waits until the head accepts connections; an error naming it (and, on
@@ -133,7 +131,9 @@ status wait_for_head(const std::string& ip, int port, const launch::launch_env& 
   return status::ok();
 }
 
-/// The nodes the head has, by host name; or the error of asking.
+std::string short_name(const std::string& host) { return host.substr(0, host.find('.')); }
+
+/// The nodes the head has, by short host name; or the error of asking.
 result<std::map<std::string, int>> nodes_by_host(actors::cluster& c) {
   caf::scoped_actor self{c.system()};
   result<std::map<std::string, int>> out = unavailable("the head did not answer");
@@ -142,7 +142,7 @@ result<std::map<std::string, int>> nodes_by_host(actors::cluster& c) {
           [&](actors::cluster_status& st) {
             std::map<std::string, int> hosts;
             for (const auto& n : st.nodes)
-              ++hosts[n.host];
+              ++hosts[short_name(n.host)];
             out = hosts;
           },
           [&](caf::error& e) { out = unavailable("asking the head: " + caf::to_string(e)); });
@@ -164,7 +164,7 @@ std::string missing(const launch::launch_env& env, const std::map<std::string, i
            std::to_string(env.world_size) + " tasks (torchrun names no hosts but the head's)";
   std::map<std::string, int> expected;
   for (size_t i = 0; i < env.hosts.size(); ++i)
-    expected[env.hosts[i]] += i < env.tasks_per_node.size()
+    expected[short_name(env.hosts[i])] += i < env.tasks_per_node.size()
                                   ? env.tasks_per_node[i]
                                   : env.world_size / static_cast<int>(env.hosts.size());
   std::string out;
@@ -176,6 +176,46 @@ std::string missing(const launch::launch_env& env, const std::map<std::string, i
              std::to_string(want) + " tasks)";
   }
   return out.empty() ? std::to_string(env.world_size - count(joined)) + " tasks" : out;
+}
+
+/// This task's GPUs (CUDA_VISIBLE_DEVICES entries), a slice of its node's
+/// by local rank: SLURM_GPUS_ON_NODE / tasks on the node each. Empty
+/// without GPUs, or in a build without CUDA (the task then trains on the
+/// CPU, and says so). Fewer GPUs than tasks is an error.
+result<std::vector<std::string>> gpu_share(const launch::launch_env& env) {
+  if (env.gpus_on_node <= 0)
+    return std::vector<std::string>{};
+#if !DTRAIN_HAS_CUDA
+  if (env.local_rank == 0)
+    std::fprintf(stderr, "dtrain launch: this dtrain has no CUDA: the node's %d GPUs go unused\n",
+                 env.gpus_on_node);
+  return std::vector<std::string>{};
+#else
+  const int share = env.gpus_on_node / std::max(1, env.local_world_size);
+  if (share < 1)
+    return invalid_argument("SLURM_GPUS_ON_NODE=" + std::to_string(env.gpus_on_node) +
+                            " GPUs for " + std::to_string(env.local_world_size) +
+                            " tasks on the node: fewer GPUs than tasks");
+  std::vector<std::string> all;
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    std::string v = visible;
+    for (size_t start = 0; start <= v.size();) {
+      size_t comma = v.find(',', start);
+      all.push_back(v.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos)
+        break;
+      start = comma + 1;
+    }
+  } else {
+    for (int g = 0; g < env.gpus_on_node; ++g)
+      all.push_back(std::to_string(g));
+  }
+  std::vector<std::string> mine;
+  for (int g = env.local_rank * share; g < (env.local_rank + 1) * share; ++g)
+    if (static_cast<size_t>(g) < all.size())
+      mine.push_back(all[static_cast<size_t>(g)]);
+  return mine;
+#endif
 }
 
 int fail(const std::string& what) {
@@ -196,13 +236,27 @@ bool is_experiment(const std::string& path) {
 int run_launch(const launch_options& o) {
   if (o.command.empty())
     return fail("nothing to run: give EXPERIMENT.yaml or PROGRAM [ARGS...]");
+  if (is_experiment(o.command.front()) && o.command.size() > 1)
+    return fail("an experiment file takes no arguments (" + o.command[1] + "): put settings in "
+                "the file, or run a program");
   auto env = launch::read_launch_env(launch::process_env());
   if (!env)
     return fail(env.error().message());
-  auto ip = net::resolve_ipv4(o.bind.empty() ? env->head_host : o.bind);
+  // Where the head is (every task connects there) is not where a task's
+  // processes listen: a node binds the interface towards the head unless
+  // --bind says otherwise. DTRAIN_HEAD_ADDR overrides the head host's
+  // address when its name resolves to loopback (Debian's 127.0.1.1) or
+  // not at all.
+  const char* head_override = std::getenv("DTRAIN_HEAD_ADDR");
+  auto ip = net::resolve_ipv4(head_override != nullptr ? head_override : env->head_host);
   if (!ip)
-    return fail("the head's host: " + ip.error().message());
+    return fail("the head's host: " + ip.error().message() +
+                " (set DTRAIN_HEAD_ADDR to its address)");
   const std::string address = *ip + ":" + std::to_string(env->head_port);
+  if (env->restarts > 0)
+    std::fprintf(stderr, "dtrain launch: warning: restart %d of this job (%s): the experiment "
+                         "starts again; resume it by id with `dtrain train --resume`\n",
+                 env->restarts, env->launcher.c_str());
   if (env->rank == 0) {
     std::printf("dtrain launch: %s, %d tasks on %d nodes; head at %s\n", env->launcher.c_str(),
                 env->world_size, env->nodes, address.c_str());
@@ -218,21 +272,29 @@ int run_launch(const launch_options& o) {
 
   std::unique_ptr<child> head;
   if (env->rank == 0) {
-    auto h = child::spawn({dtrain, "start", "--head", "--bind", *ip, "--port",
-                           std::to_string(env->head_port)});
+    auto h = child::spawn({dtrain, "start", "--head", "--bind", o.bind.empty() ? *ip : o.bind,
+                           "--port", std::to_string(env->head_port)});
     if (!h)
       return fail(h.error().message());
     head = std::move(*h);
   }
   if (auto s = wait_for_head(*ip, env->head_port, *env, head.get(), o.join_timeout_s); !s)
     return fail("rank " + std::to_string(env->rank) + ": " + s.message());
-  std::vector<std::string> node_args{dtrain, "start", "--address", address, "--slots", "1",
-                                     "--bind", *ip};
-  if (env->gpus_on_node > 0 && env->local_world_size > 0)
-    node_args.insert(node_args.end(),
-                     {"--gpus", std::to_string(std::max(1, env->gpus_on_node /
-                                                               env->local_world_size))});
-  auto node = child::spawn(node_args);
+  std::vector<std::string> node_args{dtrain, "start", "--address", address, "--slots", "1"};
+  if (!o.bind.empty())
+    node_args.insert(node_args.end(), {"--bind", o.bind});
+  std::map<std::string, std::string> node_env;
+  auto gpus = gpu_share(*env);
+  if (!gpus)
+    return fail(gpus.error().message());
+  if (!gpus->empty()) {
+    node_args.insert(node_args.end(), {"--gpus", std::to_string(gpus->size())});
+    std::string visible;
+    for (const auto& g : *gpus)
+      visible += (visible.empty() ? "" : ",") + g;
+    node_env["CUDA_VISIBLE_DEVICES"] = visible;
+  }
+  auto node = child::spawn(node_args, node_env);
   if (!node)
     return fail(node.error().message());
 
@@ -299,6 +361,8 @@ int run_launch(const launch_options& o) {
   (*driver)->stop(milliseconds(10000));
   int rc = *(*driver)->exit_status();
   c->reset();
+  (*node)->ask_to_stop();
+  head->ask_to_stop();
   (*node)->stop(milliseconds(5000));
   head->stop(milliseconds(5000));
   if (!lost.empty())

@@ -293,19 +293,33 @@ int main(int argc, char** argv) {
   launch->prefix_command();
   launch->allow_extras();
 
-  // `dtrain launch [OPTIONS] -- PROGRAM ...`: CLI11 refuses what follows a
+  // `dtrain launch [OPTIONS] [--] COMMAND...`: CLI11 refuses what follows a
   // "--" in a prefix command, which takes everything from its first
-  // positional on anyway; the first "--" after "launch" is dropped.
+  // positional on anyway. A "--" right after launch's own options is
+  // dropped here (one inside COMMAND is COMMAND's).
   std::vector<char*> args(argv, argv + argc);
+  bool explicit_command = false;
   if (argc > 1 && std::string(argv[1]) == "launch")
-    for (size_t i = 2; i < args.size(); ++i)
-      if (std::string(args[i]) == "--") {
+    for (size_t i = 2; i < args.size(); ++i) {
+      std::string a = args[i];
+      if (a == "--") {
         args.erase(args.begin() + static_cast<std::ptrdiff_t>(i));
+        explicit_command = true;
         break;
       }
+      if (a == "--join-timeout" || a == "--bind")
+        ++i;  // its value
+      else if (a.rfind("--join-timeout=", 0) != 0 && a.rfind("--bind=", 0) != 0)
+        break;  // COMMAND starts here
+    }
   CLI11_PARSE(app, static_cast<int>(args.size()), args.data());
   if (launch->parsed()) {
     lao.command = launch->remaining();
+    if (!explicit_command && !lao.command.empty() && lao.command.front().rfind("-", 0) == 0) {
+      std::fprintf(stderr, "error: dtrain launch: unknown option %s (a COMMAND starting with '-' "
+                           "goes after --)\n", lao.command.front().c_str());
+      return 2;
+    }
     return run_launch(lao);
   }
   if (token_cmd->parsed()) {

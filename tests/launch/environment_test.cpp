@@ -33,7 +33,8 @@ std::map<std::string, std::string> slurm_task() {
           {"SLURM_STEP_TASKS_PER_NODE", "2(x2),1"},
           {"SLURM_TASKS_PER_NODE", "1(x8)"},
           {"SLURM_GPUS_ON_NODE", "4"},
-          {"SLURM_JOB_ID", "1234567"}};
+          {"SLURM_JOB_ID", "1234567"},
+          {"SLURM_STEP_ID", "2"}};
 }
 
 } // namespace
@@ -53,7 +54,7 @@ BOOST_AUTO_TEST_CASE(slurm_step_variables_win_over_the_jobs) {
   BOOST_TEST(got->gpus_on_node == 4);
   BOOST_TEST((got->hosts == std::vector<std::string>{"gpu07", "gpu08", "gpu09"}));
   BOOST_TEST(got->head_host == "gpu07");
-  BOOST_TEST(got->head_port == 15000 + 4567);
+  BOOST_TEST(got->head_port == 15000 + (4567 + 101 * 2) % 10000);  // the step parts steps
   BOOST_TEST(got->job_id == "1234567");
   bool sourced = false;
   for (const auto& s : got->sources)

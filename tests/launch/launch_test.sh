@@ -25,9 +25,15 @@ dtrain=$(cd "$1" && pwd)/bin/dtrain
 source=$(cd "$2" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-launch-test.XXXXXX")
 export DTRAIN_HOME=$tmp/home
-unset DTRAIN_ADDRESS
+unset DTRAIN_ADDRESS DTRAIN_PORT DTRAIN_HEAD_ADDR
+# A test run inside a launcher's job must not read that job's variables.
+for v in $(env | grep -oE '^(SLURM_[A-Z_]*|TORCHELASTIC_[A-Z_]*|RANK|WORLD_SIZE|LOCAL_RANK|LOCAL_WORLD_SIZE|GROUP_RANK|GROUP_WORLD_SIZE|MASTER_ADDR|MASTER_PORT)='); do
+  unset "${v%=}"
+done
 pids=()
 cleanup() {
+  # Jobs first (slurmstepd is not slurmd's child), then the daemons.
+  if [ -n "${SLURM_CONF:-}" ]; then scancel --full --quiet --user="$(id -un)" 2> /dev/null; sleep 1; fi
   for p in "${pids[@]}"; do kill -9 "$p" 2> /dev/null; done
   for d in slurmctld slurmd; do
     [ -f "$tmp/slurm/$d.pid" ] && kill -9 "$(cat "$tmp/slurm/$d.pid")" 2> /dev/null
@@ -98,7 +104,8 @@ CONF
     echo "SKIPPED (real Slurm): slurmctld and slurmd did not come up in this environment:"
     tail -5 "$s/slurmctld.out" "$s/slurmd.out" "$s/slurmctld.log" "$s/slurmd.log" 2> /dev/null
   else
-    timeout 300 srun -N1 -n2 --kill-on-bad-exit=1 "$dtrain" launch \
+    # A port of the test's own: a fresh slurmctld numbers jobs from 1.
+    DTRAIN_PORT=$(free_port) timeout 240 srun -N1 -n2 --kill-on-bad-exit=1 "$dtrain" launch \
       "$source/experiments/fashion_mnist.yaml" > "$tmp/srun.log" 2>&1
     rc=$?
     grep -q "hosts $host (SLURM_STEP_NODELIST)" "$tmp/srun.log" || fail "srun: not Slurm's step nodelist"

@@ -34,6 +34,12 @@ const std::vector<std::pair<std::string, names>> patterns = {
     {"10.0.0.[1-2]", {"10.0.0.1", "10.0.0.2"}},
     {"c[0-1]n[00-01]", {"c0n00", "c0n01", "c1n00", "c1n01"}},
     {"alpha[3,1],beta", {"alpha3", "alpha1", "beta"}},
+    {"a[1-2]b[3-4]c[5-6]",
+     {"a1b3c5", "a1b3c6", "a2b3c5", "a2b3c6", "a1b4c5", "a1b4c6", "a2b4c5", "a2b4c6"}},
+    {"a[1-2]b[3-4]c[5-6]d[7-8]",
+     {"a1b3c5d7", "a1b3c5d8", "a2b3c5d7", "a2b3c5d8", "a1b4c5d7", "a1b4c5d8", "a2b4c5d7",
+      "a2b4c5d8", "a1b3c6d7", "a1b3c6d8", "a2b3c6d7", "a2b3c6d8", "a1b4c6d7", "a1b4c6d8",
+      "a2b4c6d7", "a2b4c6d8"}},
 };
 
 // `scontrol show hostnames LIST` with a minimal slurm.conf (scontrol needs

@@ -108,6 +108,7 @@ result<launch_env> read_torchrun(const env_lookup& env) {
   DTRAIN_ASSIGN_OR_RETURN(int master_port, r.integer("torchrun's store port", {"MASTER_PORT"}));
   DTRAIN_RETURN_IF_ERROR(read_port(r, out, master_port + 1, "MASTER_PORT + 1"));
   out.job_id = r.first({"TORCHELASTIC_RUN_ID"}).value_or("");
+  DTRAIN_ASSIGN_OR_RETURN(out.restarts, r.integer("restarts", {"TORCHELASTIC_RESTART_COUNT"}, 0));
   return out;
 }
 
@@ -159,17 +160,21 @@ result<launch_env> read_slurm(const env_lookup& env) {
   out.head_host = out.hosts.front();
   r.note("head host", out.head_host, "the first of " + list_var);
   out.job_id = r.first({"SLURM_JOB_ID", "SLURM_JOBID"}).value_or("");
+  DTRAIN_ASSIGN_OR_RETURN(out.restarts, r.integer("restarts", {"SLURM_RESTART_COUNT"}, 0));
   std::optional<int> derived;
   if (!out.job_id.empty()) {
     std::string digits = out.job_id.substr(out.job_id.size() > 4 ? out.job_id.size() - 4 : 0);
     char* end = nullptr;
     long tail = std::strtol(digits.c_str(), &end, 10);
+    long step = 0;
+    if (auto s = r.first({"SLURM_STEP_ID", "SLURM_STEPID"}))
+      step = std::strtol(s->c_str(), nullptr, 10);
     if (end != digits.c_str() && *end == '\0')
-      derived = 15000 + static_cast<int>(tail);
+      derived = 15000 + static_cast<int>((tail + 101 * std::max(0L, step)) % 10000);
   }
   if (!derived && !r.first({"DTRAIN_PORT"}))
     return invalid_argument("head port: neither DTRAIN_PORT nor a numeric SLURM_JOB_ID is set");
-  DTRAIN_RETURN_IF_ERROR(read_port(r, out, derived, "15000 + SLURM_JOB_ID's last 4 digits"));
+  DTRAIN_RETURN_IF_ERROR(read_port(r, out, derived, "15000 + (SLURM_JOB_ID + 101 x SLURM_STEP_ID) mod 10000"));
   return out;
 }
 

@@ -26,10 +26,13 @@ struct launch_env {
   std::vector<int> tasks_per_node;
   std::string head_host;
   /// DTRAIN_PORT when set; under torchrun MASTER_PORT + 1 (torchrun's own
-  /// store listens on MASTER_PORT); under Slurm 15000 + the job id's last
-  /// four digits (PyTorch Lightning's rule), so concurrent jobs differ.
+  /// store listens on MASTER_PORT); under Slurm 15000 + (job id + 101 x
+  /// step id) mod 10000 (after PyTorch Lightning's 15000 + the job id's
+  /// last four digits; the step id parts concurrent steps of one job).
   int head_port = 0;
   int gpus_on_node = -1;              // SLURM_GPUS_ON_NODE; -1: not given
+  /// TORCHELASTIC_RESTART_COUNT or SLURM_RESTART_COUNT (a requeue); 0 first.
+  int restarts = 0;
   std::string job_id;                 // SLURM_JOB_ID, TORCHELASTIC_RUN_ID
   /// "rank 3 (SLURM_PROCID)": each value and the variable it came from,
   /// for the table `dtrain launch` prints when it starts.

@@ -54,22 +54,26 @@ result<std::vector<std::string>> expand_group(const std::string& group, const st
   return out;
 }
 
-// One entry (no separators outside brackets): its names.
+// One entry (no separators outside brackets): its names. The text between
+// groups is kept; the names run through the groups' numbers in Slurm's
+// order: the last group fastest, then the first, the second, ... (for two
+// groups the plain product from the left; "a[1-2]b[3-4]c[5-6]" starts
+// a1b3c5 a1b3c6 a2b3c5 a2b3c6 a1b4c5, as `scontrol show hostnames`).
 status expand_entry(const std::string& entry, const std::string& list, size_t max_hosts,
                     std::vector<std::string>& out) {
-  std::vector<std::string> names{""};
+  std::vector<std::string> texts;                 // texts[0] group 0 texts[1] group 1 ...
+  std::vector<std::vector<std::string>> groups;
   size_t i = 0;
-  while (i < entry.size()) {
+  for (;;) {
     size_t open = entry.find('[', i);
     size_t stray = entry.find(']', i);
     if (stray != std::string::npos && (open == std::string::npos || stray < open))
       return invalid_argument("host list '" + list + "': a ']' without its '[' in '" + entry + "'");
     std::string text = entry.substr(i, open == std::string::npos ? std::string::npos : open - i);
-    if (open == std::string::npos && i > 0 && !text.empty())
+    if (open == std::string::npos && !groups.empty() && !text.empty())
       return invalid_argument("host list '" + list + "': '" + entry + "' goes on after its last "
                               "bracket group (Slurm takes no suffix there)");
-    for (auto& n : names)
-      n += text;
+    texts.push_back(text);
     if (open == std::string::npos)
       break;
     size_t close = entry.find(']', open);
@@ -77,19 +81,32 @@ status expand_entry(const std::string& entry, const std::string& list, size_t ma
       return invalid_argument("host list '" + list + "': a '[' is never closed in '" + entry + "'");
     DTRAIN_ASSIGN_OR_RETURN(auto numbers,
                             expand_group(entry.substr(open + 1, close - open - 1), list));
-    std::vector<std::string> next;
-    for (const auto& n : names)
-      for (const auto& number : numbers) {
-        next.push_back(n + number);
-        if (out.size() + next.size() > max_hosts)
-          return invalid_argument("host list '" + list + "' names more than " +
-                                  std::to_string(max_hosts) + " hosts");
-      }
-    names = std::move(next);
+    groups.push_back(std::move(numbers));
     i = close + 1;
   }
-  for (auto& n : names)
-    out.push_back(std::move(n));
+  // An odometer over the groups' positions; digits advance in Slurm's order.
+  const size_t k = groups.size();
+  std::vector<size_t> order;
+  if (k > 0) {
+    order.push_back(k - 1);
+    for (size_t g = 0; g + 1 < k; ++g)
+      order.push_back(g);
+  }
+  std::vector<size_t> at(k, 0);
+  for (;;) {
+    std::string name = texts[0];
+    for (size_t g = 0; g < k; ++g)
+      name += groups[g][at[g]] + texts[g + 1];
+    out.push_back(std::move(name));
+    if (out.size() > max_hosts)
+      return invalid_argument("host list '" + list + "' names more than " +
+                              std::to_string(max_hosts) + " hosts");
+    size_t d = 0;
+    while (d < order.size() && ++at[order[d]] == groups[order[d]].size())
+      at[order[d++]] = 0;
+    if (d == order.size())
+      break;
+  }
   return status::ok();
 }
 

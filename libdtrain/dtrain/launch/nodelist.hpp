@@ -12,8 +12,10 @@ namespace dtrain::launch {
 /// The host names of a Slurm host list, in Slurm's order (what `scontrol
 /// show hostnames LIST` prints): entries separated by commas or blanks,
 /// each a name with any number of bracket groups of numbers and ranges,
-/// expanded as a product from the left ("a[1-2]b[3-4]" is a1b3 a1b4 a2b3
-/// a2b4), with zero padding kept ("n[08-10]" is n08 n09 n10). Errors
+/// expanded as a product ("a[1-2]b[3-4]" is a1b3 a1b4 a2b3 a2b4; with more
+/// groups the last changes fastest, then the first, the second, ..., as
+/// Slurm orders them), with zero padding kept ("n[08-10]" is n08 n09 n10).
+/// Errors
 /// (invalid_argument) quote the list and name what is wrong: an unclosed
 /// or stray bracket, a range that runs backwards, something other than
 /// digits in a range, text after the last bracket group ("n[1-2]-ib":
