@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dashboard_serving.hpp"
+#include "dtrain/actors/cluster.hpp"
 #include "dtrain/security/certificates.hpp"
 
 namespace dtrain::cli {
@@ -67,6 +68,12 @@ struct logs_options {
 int run_status(const std::string& address, const security::tls_files& tls);
 int run_experiments(const experiments_options& o);
 int run_train(const train_options& o);
+/// The cluster options of `dtrain train/tune/predict`: --address, else
+/// $DTRAIN_ADDRESS, else the head started on this host (said on stderr),
+/// else an embedded cluster; `embedded` skips the search.
+result<actors::cluster::options> attach_options(const std::string& given, bool embedded,
+                                                const security::tls_files& tls,
+                                                const char* command);
 int run_tune(const tune_options& o);
 int run_report(const report_options& o);
 int run_logs(const logs_options& o);

@@ -35,6 +35,7 @@
 
 #include "cert_command.hpp"
 #include "launch_command.hpp"
+#include "predict_command.hpp"
 #include "commands.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/config.hpp"
@@ -279,6 +280,28 @@ int main(int argc, char** argv) {
       "dashboard-token", "print the web dashboard's bearer token ($DTRAIN_HOME/dashboard-token, "
                          "made if missing)");
 
+  predict_command_options po;
+  auto* predict_cmd = app.add_subcommand(
+      "predict", "batch inference: an experiment's replicas, restored from a checkpoint, run "
+                 "their model over an input set and write the outputs in order");
+  predict_cmd->add_option("experiment", po.experiment, "EXPERIMENT.yaml")->required();
+  predict_cmd->add_option("--checkpoint", po.checkpoint,
+                          "a checkpoint directory, or a root whose newest valid one is taken")
+      ->required();
+  predict_cmd->add_option("--input", po.input, "the operator's set: validation or train")
+      ->capture_default_str();
+  predict_cmd->add_option("--output", po.output, "the CSV file to write")->required();
+  predict_cmd->add_option("--address", po.address,
+                          "a running cluster (default: $DTRAIN_ADDRESS, the one started on this "
+                          "host, else embedded)");
+  predict_cmd->add_flag("--embedded", po.embedded, "run an embedded cluster");
+  predict_cmd->add_option("--replicas", po.replicas, "replicas (default: the experiment's slots)");
+  predict_cmd->add_option("--chunk-rows", po.chunk_rows, "rows per chunk")->capture_default_str();
+  predict_cmd->add_option("--chunk-timeout", po.chunk_timeout_s,
+                          "seconds a chunk may take before another replica redoes it")
+      ->capture_default_str();
+  add_tls_options(predict_cmd, po.tls);
+
   launch_options lao;
   auto* launch = app.add_subcommand(
       "launch", "run inside a Slurm or torchrun allocation, once per task: form a cluster of "
@@ -313,6 +336,8 @@ int main(int argc, char** argv) {
         break;  // COMMAND starts here
     }
   CLI11_PARSE(app, static_cast<int>(args.size()), args.data());
+  if (predict_cmd->parsed())
+    return run_predict(po);
   if (launch->parsed()) {
     lao.command = launch->remaining();
     if (!explicit_command && !lao.command.empty() && lao.command.front().rfind("-", 0) == 0) {

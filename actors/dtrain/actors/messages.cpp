@@ -13,6 +13,7 @@ void register_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<assignment>("dtrain::assignment");
   cfg.add_message_type<replica_spec>("dtrain::replica_spec");
   cfg.add_message_type<metrics_msg>("dtrain::metrics_msg");
+  cfg.add_message_type<predict_chunk>("dtrain::predict_chunk");
   cfg.add_message_type<progress_msg>("dtrain::progress_msg");
   cfg.add_message_type<lost_node>("dtrain::lost_node");
   cfg.add_message_type<cluster_status>("dtrain::cluster_status");

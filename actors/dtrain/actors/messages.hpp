@@ -45,6 +45,7 @@ using prove_atom = caf::atom_constant<caf::atom("prove")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using log_atom = caf::atom_constant<caf::atom("log")>;
 using rss_atom = caf::atom_constant<caf::atom("rss")>;
+using predict_atom = caf::atom_constant<caf::atom("predict")>;
 
 /// A node as it registers with the head.
 struct node_info {
@@ -190,6 +191,22 @@ typename Inspector::result_type inspect(Inspector& f, metrics_msg& x) {
            x.extra, x.allreduce_seconds);
 }
 
+/// A replica's outputs for rows [begin, begin + rows) of an input set
+/// (train::replica_runner::predict), with their targets.
+struct predict_chunk {
+  int64_t begin = 0;
+  int64_t width = 0;          // outputs per row
+  int64_t target_width = 0;   // targets per row
+  std::vector<float> outputs;
+  std::vector<float> targets;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, predict_chunk& x) {
+  return f(caf::meta::type_name("predict_chunk"), x.begin, x.width, x.target_width, x.outputs,
+           x.targets);
+}
+
 /// An epoch's training metrics as checkpoint manifest entries ("epoch.*"),
 /// written with the checkpoint saved right after that epoch, and read back:
 /// a sweep whose driver died between the checkpoint and the epoch's
@@ -312,7 +329,9 @@ using replica_actor = caf::typed_actor<
     caf::replies_to<restore_atom, std::string>::with<caf::ok_atom>,
     caf::replies_to<params_atom>::with<std::vector<char>>,
     caf::replies_to<hash_atom>::with<uint64_t>,
-    caf::replies_to<preempt_atom>::with<caf::ok_atom>>;
+    caf::replies_to<preempt_atom>::with<caf::ok_atom>,
+    caf::replies_to<predict_atom, std::string, int64_t, int64_t>::with<predict_chunk>,  // input, rows
+    caf::replies_to<predict_atom, std::string>::with<int64_t>>;  // the input's row count
 
 /// A node agent (node_actor.hpp): hosts replicas and the plugins they need.
 /// plugin(hash): the operators of that plugin when it is loaded here, else

@@ -183,6 +183,29 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
         return to_msg(*m, rank);
       });
     },
+    [=](predict_atom, const std::string& input, int64_t begin,
+        int64_t end) -> caf::result<predict_chunk> {
+      return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<predict_chunk> {
+        auto p = r.predict(input, begin, end);
+        if (!p)
+          return to_caf(p.error());
+        return predict_chunk{begin, p->width, p->target_width, std::move(p->outputs),
+                             std::move(p->targets)};
+      });
+    },
+    [=](predict_atom, const std::string& input) -> caf::result<int64_t> {
+      // The start of a batch inference: the thread share is set once here,
+      // with every replica of the group live, not per chunk, so that a
+      // chunk redone after a failure computes with the same threads.
+      if (self->state.cores)
+        self->state.cores->refresh();
+      return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<int64_t> {
+        auto n = r.input_rows(input);
+        if (!n)
+          return to_caf(n.error());
+        return *n;
+      });
+    },
     [=](save_atom, const std::string& path, int32_t keep) -> caf::result<caf::ok_atom> {
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<caf::ok_atom> {
         const auto& last = self->state.last_epoch;
@@ -261,6 +284,10 @@ replica_actor::behavior_type replica_front(replica_actor::pointer self, replica_
     [=](restore_atom a, std::string& path) { return self->delegate(worker, a, std::move(path)); },
     [=](params_atom a) { return self->delegate(worker, a); },
     [=](hash_atom a) { return self->delegate(worker, a); },
+    [=](predict_atom a, std::string& input, int64_t begin, int64_t end) {
+      return self->delegate(worker, a, std::move(input), begin, end);
+    },
+    [=](predict_atom a, std::string& input) { return self->delegate(worker, a, std::move(input)); },
     // Not delegated: the worker is busy in its epoch; the flag is atomic.
     [=](preempt_atom) -> caf::result<caf::ok_atom> { return handle->preempt(); },
   };

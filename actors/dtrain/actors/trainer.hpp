@@ -177,6 +177,10 @@ public:
   const std::vector<assignment>& placement() const { return placement_; }
   /// Seconds from create() to the replicas being ready.
   double startup_seconds() const { return startup_seconds_; }
+  /// The replicas' handles, in rank order, and the cluster they run on (for
+  /// work that goes to replicas one by one: batch inference, prediction.hpp).
+  const std::vector<replica_actor>& replicas() const { return replicas_; }
+  cluster& cluster_of() { return cluster_; }
   /// How many plugin libraries this trainer sent to nodes (a node that has
   /// a plugin loaded already is not sent it again).
   int plugins_sent() const { return plugins_sent_; }

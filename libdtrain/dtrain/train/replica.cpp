@@ -387,6 +387,61 @@ result<epoch_metrics> replica_runner::validate() {
   return m;
 }
 
+namespace {
+
+result<const data::dataset*> input_set(const operator_parts& parts, const std::string& input,
+                                       const std::string& op) {
+  const data::dataset* set = input == "validation" ? parts.validation_data.get()
+                           : input == "train"      ? parts.train_data.get()
+                                                   : nullptr;
+  if (input != "validation" && input != "train")
+    return invalid_argument("predict: input '" + input + "' is not 'validation' or 'train' "
+                            "(the operator's own sets)");
+  if (set == nullptr)
+    return not_found("predict: operator '" + op + "' set no " + input + " data");
+  return set;
+}
+
+} // namespace
+
+result<int64_t> replica_runner::input_rows(const std::string& input) const {
+  DTRAIN_ASSIGN_OR_RETURN(const data::dataset* set,
+                          input_set(parts_, input, options_.operator_name));
+  return set->size();
+}
+
+result<replica_runner::prediction> replica_runner::predict(const std::string& input,
+                                                           int64_t begin, int64_t end) {
+  DTRAIN_ASSIGN_OR_RETURN(const data::dataset* set,
+                          input_set(parts_, input, options_.operator_name));
+  if (begin < 0 || end > set->size() || begin > end)
+    return invalid_argument("predict: rows [" + std::to_string(begin) + ", " +
+                            std::to_string(end) + ") are outside " + set->name() + " (" +
+                            std::to_string(set->size()) + " rows)");
+  prediction out;
+  out.target_width = set->target_count();
+  const int64_t features = set->feature_count();
+  const int64_t batch = std::max<int64_t>(1, batch_size_);
+  std::vector<int64_t> indices;
+  for (int64_t at = begin; at < end; at += batch) {
+    const int64_t n = std::min(batch, end - at);
+    indices.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      indices[static_cast<size_t>(i)] = at + i;
+    tensor x = tensor::empty({n, features});
+    std::vector<float> y(static_cast<size_t>(n * out.target_width));
+    set->gather(indices.data(), n, x.data(), y.data());
+    if (ctx_->where().is_cuda())
+      x = x.to(ctx_->where());
+    DTRAIN_ASSIGN_OR_RETURN(const tensor* o, parts_.model->forward(x, false));
+    out.width = o->numel() / n;
+    std::vector<float> host = o->to_vector();
+    out.outputs.insert(out.outputs.end(), host.begin(), host.end());
+    out.targets.insert(out.targets.end(), y.begin(), y.end());
+  }
+  return out;
+}
+
 const tensor& replica_runner::parameters() const { return parts_.model->parameters(); }
 
 const tensor& replica_runner::model_buffers() const { return parts_.model->buffers(); }

@@ -160,6 +160,20 @@ public:
   /// another model's checkpoint. After a failure the model's contents are
   /// unspecified: restore again or rebuild.
   status restore(const std::string& path);
+  /// Rows [begin, end) of an input set run through the model's forward in
+  /// evaluation mode (batch inference; no collectives, so replicas answer
+  /// independently): "validation" or "train", the operator's own sets.
+  /// Errors: another input name, a range outside the set (both named).
+  struct prediction {
+    int64_t width = 0;           // outputs per row
+    int64_t target_width = 0;    // targets per row
+    std::vector<float> outputs;  // [rows, width], row-major
+    std::vector<float> targets;  // [rows, target_width]
+  };
+  result<prediction> predict(const std::string& input, int64_t begin, int64_t end);
+  /// The input set's row count (the same errors as predict()).
+  result<int64_t> input_rows(const std::string& input) const;
+
   /// The checkpoint directory of the last successful save() or restore(),
   /// or "".
   const std::string& last_checkpoint() const { return last_checkpoint_; }
