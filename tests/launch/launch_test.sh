@@ -9,8 +9,8 @@
 #  1. two tasks with Slurm's variables (as srun sets them for `srun -n2` on
 #     this host) train experiments/linear_regression.yaml: rank 0 holds the
 #     head, both hold a node, both exit 0 when the driver does;
-#  2. torchrun --standalone --no_python --nproc_per_node 2 does the same
-#     (skipped, saying so, without Debian's torchrun);
+#  2. torchrun --standalone --no_python --nproc_per_node 2 trains the
+#     shipped experiment (skipped, saying so, without Debian's torchrun);
 #  3. a driver program gets the head in $DTRAIN_ADDRESS;
 #  4. a partial allocation (rank 1 never starts) fails within the join
 #     timeout naming the host whose task is missing;
@@ -143,11 +143,13 @@ step "2. torchrun --standalone --no_python --nproc_per_node 2 dtrain launch"
 if command -v torchrun > /dev/null; then
   # --redirects/--tee 1: Debian's torchrun 1.13 on Python 3.11 fails to
   # parse its default "0" (an IntFlag lookup that 3.11 changed).
-  timeout 180 torchrun --standalone --no_python --redirects 1 --tee 1 --log_dir "$tmp/torchrun" \
-    --nproc_per_node 2 "$dtrain" launch "$experiment" > "$tmp/t.log" 2>&1
+  timeout 240 torchrun --standalone --no_python --redirects 1 --tee 1 --log_dir "$tmp/torchrun" \
+    --nproc_per_node 2 "$dtrain" launch "$source/experiments/fashion_mnist.yaml" > "$tmp/t.log" 2>&1
   rc=$?
   grep -q "all 2 tasks joined" "$tmp/t.log" || fail "torchrun: the tasks did not all join"
   grep -q "experiment [0-9]* completed" "$tmp/t.log" || fail "torchrun: the experiment did not complete"
+  grep -q "epoch 15/15" "$tmp/t.log" || fail "torchrun: no 15th epoch"
+  grep -E "validation:" "$tmp/t.log"
   grep -q "head port [0-9]* (MASTER_PORT + 1)" "$tmp/t.log" || fail "torchrun: head port not beside MASTER_PORT"
   [ "$rc" = 0 ] || { tail -30 "$tmp/t.log"; fail "torchrun: exit code $rc"; }
   nothing_left "torchrun"
