@@ -24,6 +24,11 @@ int run_predict(const predict_command_options& o) {
     return fail(e.error());
   if (o.checkpoint.empty() || o.output.empty())
     return fail(invalid_argument("dtrain predict needs --checkpoint and --output"));
+  if (e->has_search)
+    return fail(invalid_argument(o.experiment + " searches hyperparameters: predict takes one "
+                                 "model's experiment (a trial's configuration as a file)"));
+  if (o.chunk_rows < 1 || o.chunk_timeout_s < 1)
+    return fail(invalid_argument("--chunk-rows and --chunk-timeout must be at least 1"));
   auto attach = attach_options(o.address, o.embedded, o.tls, "predict");
   if (!attach)
     return fail(attach.error());

@@ -197,14 +197,15 @@ struct predict_chunk {
   int64_t begin = 0;
   int64_t width = 0;          // outputs per row
   int64_t target_width = 0;   // targets per row
+  bool classification = true; // the operator counts accuracy (class-index targets)
   std::vector<float> outputs;
   std::vector<float> targets;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, predict_chunk& x) {
-  return f(caf::meta::type_name("predict_chunk"), x.begin, x.width, x.target_width, x.outputs,
-           x.targets);
+  return f(caf::meta::type_name("predict_chunk"), x.begin, x.width, x.target_width,
+           x.classification, x.outputs, x.targets);
 }
 
 /// An epoch's training metrics as checkpoint manifest entries ("epoch.*"),

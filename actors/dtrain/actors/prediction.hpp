@@ -17,8 +17,11 @@ struct predict_options {
   /// The CSV file written (see predict()); replaced only when complete.
   std::string output;
   int64_t chunk_rows = 1000;
-  /// How long one chunk may take on a replica before it is given to
-  /// another (a replica on a dead node does not answer at all).
+  /// How long one chunk may take on a replica (its forward and the
+  /// transfer of its outputs) before it is given to another and the
+  /// replica gets no more: a replica on a dead node does not answer at
+  /// all, and is noticed by this timeout only. Keep it well above one
+  /// chunk's time.
   std::chrono::milliseconds chunk_timeout{60000};
   /// Called (on a worker thread) when replica `rank` has answered the chunk
   /// that starts at `begin`: for tests that fail a node mid-way.
@@ -34,8 +37,8 @@ struct predict_report {
   int failed_replicas = 0;
   double seconds = 0;
   double rows_per_second = 0;
-  /// Correct argmax predictions over the rows, when every row has one
-  /// target (a class index) and several outputs; else -1.
+  /// Correct argmax predictions over the rows, for a classifier (the
+  /// operator's `classification`, several outputs, one target); else -1.
   double accuracy = -1;
 };
 
@@ -48,8 +51,11 @@ struct predict_report {
 /// computed exactly once in the file. The file, written once all rows are
 /// in, is CSV: a header `index,target,prediction,output_0,...`, then one
 /// line per row in input order: the row index, its target (targets joined
-/// by ';' when there are several), the argmax of its outputs (empty with
-/// one output), and the outputs (%.9g). Each replica sets its CPU thread
+/// by ';' when there are several), the argmax of its outputs for a
+/// classifier (empty otherwise), and the outputs (%.9g); an empty input
+/// gives the header alone. Replies are checked (their rows and widths)
+/// before they count. Every output is held in the driver until the file
+/// is written: rows x (outputs + targets) x 4 bytes. Each replica sets its CPU thread
 /// share once, at the start, so a chunk redone after a failure is computed
 /// as the first try would have been: the file is the same bit for bit.
 /// Errors: no replica left with rows

@@ -189,8 +189,8 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
         auto p = r.predict(input, begin, end);
         if (!p)
           return to_caf(p.error());
-        return predict_chunk{begin, p->width, p->target_width, std::move(p->outputs),
-                             std::move(p->targets)};
+        return predict_chunk{begin, p->width, p->target_width, p->classification,
+                             std::move(p->outputs), std::move(p->targets)};
       });
     },
     [=](predict_atom, const std::string& input) -> caf::result<int64_t> {

@@ -420,6 +420,7 @@ result<replica_runner::prediction> replica_runner::predict(const std::string& in
                             std::to_string(set->size()) + " rows)");
   prediction out;
   out.target_width = set->target_count();
+  out.classification = parts_.classification;
   const int64_t features = set->feature_count();
   const int64_t batch = std::max<int64_t>(1, batch_size_);
   std::vector<int64_t> indices;
@@ -434,6 +435,9 @@ result<replica_runner::prediction> replica_runner::predict(const std::string& in
     if (ctx_->where().is_cuda())
       x = x.to(ctx_->where());
     DTRAIN_ASSIGN_OR_RETURN(const tensor* o, parts_.model->forward(x, false));
+    if (o->numel() % n != 0 || (out.width > 0 && o->numel() / n != out.width))
+      return shape_mismatch("predict: the model gave " + std::to_string(o->numel()) +
+                            " outputs for " + std::to_string(n) + " rows");
     out.width = o->numel() / n;
     std::vector<float> host = o->to_vector();
     out.outputs.insert(out.outputs.end(), host.begin(), host.end());

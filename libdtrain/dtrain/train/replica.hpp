@@ -167,6 +167,7 @@ public:
   struct prediction {
     int64_t width = 0;           // outputs per row
     int64_t target_width = 0;    // targets per row
+    bool classification = true;  // operator_parts::classification
     std::vector<float> outputs;  // [rows, width], row-major
     std::vector<float> targets;  // [rows, target_width]
   };

@@ -7,6 +7,7 @@
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 
 #include "dtrain/core/check.hpp"
+#include "dtrain/core/threads.hpp"
 #include "dtrain/tensor/ops.hpp"
 
 namespace dtrain::libtorch {
@@ -182,7 +183,13 @@ void module_layer::on_ready(size_t index) {
     report_(offsets_[low], total_ - offsets_[low]);
 }
 
+void follow_replica_threads() {
+  if (int share = std::max(1, blas_threads()); at::get_num_threads() != share)
+    at::set_num_threads(share);
+}
+
 at::Tensor module_layer::forward_torch(const at::Tensor& x, bool training) {
+  follow_replica_threads();
   module_.ptr()->train(training);
   if (training)
     return module_.forward(x);

@@ -20,6 +20,11 @@ namespace dtrain::libtorch {
 /// `t` as a libtorch tensor: the same memory (no copy), float32, on the
 /// same device, with t's shape. The result keeps t's storage alive.
 at::Tensor as_torch(const tensor& t);
+/// Sets libtorch's intra-op threads to the replica's share of the host
+/// (dtrain::blas_threads()), as dtrain's own kernels use. With OpenMP
+/// (Debian's libtorch) the setting is the calling thread's and an actor may
+/// move between threads: every forward asks (a thread-local read).
+void follow_replica_threads();
 /// libtorch's device for a dtrain device; unavailable when this libtorch
 /// has no CUDA and `where` is a GPU.
 result<c10::Device> torch_device(device where);
@@ -74,7 +79,8 @@ public:
 
   /// The module's forward on `x` ([batch, input_shape...], on the model's
   /// device) in training or evaluation mode; in evaluation mode without
-  /// recording a graph. Throws what libtorch throws.
+  /// recording a graph; with follow_replica_threads(). Throws what libtorch
+  /// throws.
   at::Tensor forward_torch(const at::Tensor& x, bool training);
   /// Clears the readiness marks: before a backward the framework did not
   /// start through forward() (a step that runs the module itself).

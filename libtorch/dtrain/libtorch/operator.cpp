@@ -98,12 +98,6 @@ status torch_operator::backward(train::step_context& ctx, const at::Tensor& loss
 }
 
 result<train::step_result> torch_operator::train_step(train::step_context& ctx) {
-  // libtorch's intra-op threads follow the replica's share of the host, as
-  // dtrain's own kernels do (threads.hpp). With OpenMP (Debian's libtorch)
-  // the setting is the calling thread's, and an actor may move between
-  // threads: asked on every step (a thread-local read).
-  if (int share = std::max(1, blas_threads()); at::get_num_threads() != share)
-    at::set_num_threads(share);
   if (!torch_loss_)
     return train::standard_train_step(ctx);
   if (ctx.model.compute_precision() != precision::fp32)
