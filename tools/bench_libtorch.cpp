@@ -38,6 +38,7 @@
 
 #include "bench_util.hpp"
 #include "dtrain/comm/factory.hpp"
+#include "dtrain/comm/observed.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/data/dataset.hpp"
@@ -129,7 +130,7 @@ public:
 };
 
 /// When all_reduce calls were issued, and on how many elements: recorded
-/// between start() and stop() by every launch_recorder given this log.
+/// between start() and stop() by the communicators that report to it.
 /// Thread-safe.
 class launch_log {
 public:
@@ -166,53 +167,12 @@ private:
   std::vector<launch> launches_;
 };
 
-/// A communicator that forwards every call to `inner` and, for rank 0,
-/// reports each all_reduce to a launch_log (none: records nothing).
-/// shared_buffer() is forwarded too, so the shm backend still reduces the
-/// gradients in place. Thread-safe as `inner` is.
-class launch_recorder final : public comm::communicator {
-public:
-  launch_recorder(std::unique_ptr<comm::communicator> inner, launch_log* log)
-      : inner_(std::move(inner)), log_(inner_->rank() == 0 ? log : nullptr) {}
-
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  std::string backend() const override { return inner_->backend(); }
-  bool supports(device where) const override { return inner_->supports(where); }
-  comm::work_ptr all_reduce(tensor buffer, comm::reduce_op op) override {
-    if (log_ != nullptr)
-      log_->record(buffer.numel());
-    return inner_->all_reduce(std::move(buffer), op);
-  }
-  comm::work_ptr broadcast(tensor buffer, int root) override {
-    return inner_->broadcast(std::move(buffer), root);
-  }
-  comm::work_ptr all_gather(tensor input, tensor output) override {
-    return inner_->all_gather(std::move(input), std::move(output));
-  }
-  comm::work_ptr gather(tensor input, tensor output, int root) override {
-    return inner_->gather(std::move(input), std::move(output), root);
-  }
-  comm::work_ptr reduce_scatter(tensor input, tensor output, comm::reduce_op op) override {
-    return inner_->reduce_scatter(std::move(input), std::move(output), op);
-  }
-  comm::work_ptr barrier() override { return inner_->barrier(); }
-  result<tensor> shared_buffer(int64_t count) override { return inner_->shared_buffer(count); }
-  void abort(const std::string& why) override { inner_->abort(why); }
-  bool broken() const override { return inner_->broken(); }
-  status broken_reason() const override { return inner_->broken_reason(); }
-
-private:
-  std::unique_ptr<comm::communicator> inner_;
-  launch_log* log_;
-};
-
 struct dtrain_figures {
   std::vector<double> samples_per_second, step_ms, exposed_ms;  // one per timed epoch
 };
 
 // N replicas as threads over the shm communicator (each wrapped in a
-// launch_recorder), a warm-up epoch, `epochs` timed ones; with `probe_rank0`
+// comm::observed_communicator), a warm-up epoch, `epochs` timed ones; with `probe_rank0`
 // one more probed epoch whose launches land in `launches`. Figures are the
 // chief's.
 result<dtrain_figures> run_dtrain(int n, int epochs, int64_t steps, int64_t bucket_bytes,
@@ -234,7 +194,11 @@ result<dtrain_figures> run_dtrain(int n, int epochs, int64_t steps, int64_t buck
     go.backend = "shm";
     go.timeout = std::chrono::milliseconds(60000);
     DTRAIN_ASSIGN_OR_RETURN(auto c, comm::make_communicator(go));
-    auto recorded = std::make_unique<launch_recorder>(std::move(c), launches);
+    // Rank 0's all_reduces go to the launch log (the others' to none).
+    std::function<void(int64_t)> record;
+    if (rank == 0 && launches != nullptr)
+      record = [launches](int64_t numel) { launches->record(numel); };
+    auto recorded = std::make_unique<comm::observed_communicator>(std::move(c), record);
     train::comm_replica_context::placement where;
     where.local_rank = rank;
     where.seed = options.seed;

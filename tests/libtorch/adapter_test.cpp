@@ -13,6 +13,7 @@
 #include "comm/collective_check.hpp"
 #include "dtrain/comm/factory.hpp"
 #include "dtrain/comm/gradient_sync.hpp"
+#include "dtrain/comm/observed.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/libtorch/module.hpp"
@@ -58,56 +59,6 @@ std::pair<std::vector<float>, std::vector<float>> train_group(int n,
 }
 
 using clock_type = std::chrono::steady_clock;
-
-/// A communicator that forwards every call to another and records when
-/// each all_reduce was issued.
-class timing_communicator final : public comm::communicator {
-public:
-  explicit timing_communicator(std::unique_ptr<comm::communicator> inner)
-    : inner_(std::move(inner)) {}
-  int rank() const override { return inner_->rank(); }
-  int size() const override { return inner_->size(); }
-  std::string backend() const override { return inner_->backend(); }
-  bool supports(device where) const override { return inner_->supports(where); }
-  comm::work_ptr all_reduce(tensor buffer, comm::reduce_op op) override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      launches_.push_back(clock_type::now());
-    }
-    return inner_->all_reduce(std::move(buffer), op);
-  }
-  comm::work_ptr broadcast(tensor buffer, int root) override {
-    return inner_->broadcast(std::move(buffer), root);
-  }
-  comm::work_ptr all_gather(tensor input, tensor output) override {
-    return inner_->all_gather(std::move(input), std::move(output));
-  }
-  comm::work_ptr gather(tensor input, tensor output, int root) override {
-    return inner_->gather(std::move(input), std::move(output), root);
-  }
-  comm::work_ptr reduce_scatter(tensor input, tensor output, comm::reduce_op op) override {
-    return inner_->reduce_scatter(std::move(input), std::move(output), op);
-  }
-  comm::work_ptr barrier() override { return inner_->barrier(); }
-  result<tensor> shared_buffer(int64_t count) override { return inner_->shared_buffer(count); }
-  void abort(const std::string& why) override { inner_->abort(why); }
-  bool broken() const override { return inner_->broken(); }
-  status broken_reason() const override { return inner_->broken_reason(); }
-
-  std::vector<clock_type::time_point> launches() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return launches_;
-  }
-  void clear() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    launches_.clear();
-  }
-
-private:
-  std::unique_ptr<comm::communicator> inner_;
-  std::mutex mutex_;
-  std::vector<clock_type::time_point> launches_;
-};
 
 /// An MLP of four 1024-wide layers: a backward of several milliseconds.
 struct wide_mlp_impl : torch::nn::Module {
@@ -295,7 +246,12 @@ BOOST_AUTO_TEST_CASE(buckets_start_while_autograd_runs_backward) {
     go.backend = "shm";
     go.timeout = std::chrono::milliseconds(20000);
     DTRAIN_ASSIGN_OR_RETURN(auto inner, comm::make_communicator(go));
-    timing_communicator timing(std::move(inner));
+    std::mutex launches_mutex;
+    std::vector<clock_type::time_point> launched;
+    comm::observed_communicator timing(std::move(inner), [&](int64_t) {
+      std::lock_guard<std::mutex> lock(launches_mutex);
+      launched.push_back(clock_type::now());
+    });
     torch::manual_seed(1);
     wide_mlp net;
     DTRAIN_ASSIGN_OR_RETURN(auto m, libtorch::make_model(torch::nn::AnyModule(net),
@@ -308,14 +264,21 @@ BOOST_AUTO_TEST_CASE(buckets_start_while_autograd_runs_backward) {
     tensor x = random_tensor({64, 256}, 10 + rank);
     tensor dy = random_tensor({64, 10}, 20 + rank, 0.01f);
     for (int step = 0; step < 5; ++step) {
-      timing.clear();
+      {
+        std::lock_guard<std::mutex> lock(launches_mutex);
+        launched.clear();
+      }
       auto mb = sync->begin_micro_batch();
       DTRAIN_RETURN_IF_ERROR(m->forward(x, true).to_status());
       const auto begin = clock_type::now();
       DTRAIN_RETURN_IF_ERROR(m->backward(dy, mb.accumulate));
       const auto end = clock_type::now();
       DTRAIN_RETURN_IF_ERROR(sync->finish().to_status());
-      auto launches = timing.launches();
+      std::vector<clock_type::time_point> launches;
+      {
+        std::lock_guard<std::mutex> lock(launches_mutex);
+        launches = launched;
+      }
       DTRAIN_RETURN_IF_ERROR(expect(launches.size() == buckets, "launched " +
                                     std::to_string(launches.size()) + " of " +
                                     std::to_string(buckets) + " buckets"));

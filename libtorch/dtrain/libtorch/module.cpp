@@ -18,15 +18,14 @@ std::vector<int64_t> sizes_of(const shape_t& shape) { return {shape.begin(), sha
 
 shape_t shape_of(const at::Tensor& t) { return {t.sizes().begin(), t.sizes().end()}; }
 
+} // namespace
+
 status torch_error(const std::string& where, const std::exception& e) {
-  // c10::Error's what() carries a C++ backtrace after the first line.
   std::string what = e.what();
   if (auto* c10 = dynamic_cast<const c10::Error*>(&e))
     what = c10->what_without_backtrace();
   return status(error_code::internal, where + ": " + what);
 }
-
-} // namespace
 
 at::Tensor as_torch(const tensor& t) {
   auto where = torch_device(t.where());

@@ -17,6 +17,10 @@
 
 namespace dtrain::libtorch {
 
+/// An exception from libtorch as an error: internal, "where: message",
+/// without the C++ backtrace that c10::Error's what() carries.
+status torch_error(const std::string& where, const std::exception& e);
+
 /// `t` as a libtorch tensor: the same memory (no copy), float32, on the
 /// same device, with t's shape. The result keeps t's storage alive.
 at::Tensor as_torch(const tensor& t);

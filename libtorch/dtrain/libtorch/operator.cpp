@@ -8,16 +8,6 @@
 
 namespace dtrain::libtorch {
 
-namespace {
-
-std::string message_of(const std::exception& e) {
-  if (auto* c10 = dynamic_cast<const c10::Error*>(&e))
-    return c10->what_without_backtrace();
-  return e.what();
-}
-
-} // namespace
-
 status torch_operator::setup(const train::hyperparameters& config, train::replica_context& ctx,
                              train::operator_parts& parts) {
   torch_parts tp;
@@ -31,7 +21,7 @@ status torch_operator::setup(const train::hyperparameters& config, train::replic
     try {
       DTRAIN_RETURN_IF_ERROR(build(config, ctx, tp));
     } catch (const std::exception& e) {
-      return status(error_code::internal, "build() threw: " + message_of(e));
+      return torch_error("build() threw", e);
     }
   }
   if (tp.module.is_empty())
@@ -92,7 +82,7 @@ status torch_operator::backward(train::step_context& ctx, const at::Tensor& loss
     else
       loss.backward();
   } catch (const std::exception& e) {
-    return status(error_code::internal, "libtorch backward: " + message_of(e));
+    return torch_error("libtorch backward", e);
   }
   return layer_->check_bound();
 }
@@ -118,7 +108,7 @@ result<train::step_result> torch_operator::train_step(train::step_context& ctx) 
       r.correct = out.argmax(1).eq(target).sum().item<int64_t>();
     DTRAIN_RETURN_IF_ERROR(backward(ctx, loss));
   } catch (const std::exception& e) {
-    return status(error_code::internal, "libtorch: " + message_of(e));
+    return torch_error("libtorch", e);
   }
   return r;
 }
@@ -139,7 +129,7 @@ result<train::step_result> torch_operator::validation_step(train::step_context& 
     if (classification_)
       r.correct = out.argmax(1).eq(target).sum().item<int64_t>();
   } catch (const std::exception& e) {
-    return status(error_code::internal, "libtorch: " + message_of(e));
+    return torch_error("libtorch", e);
   }
   return r;
 }

@@ -227,9 +227,7 @@ status torch_optimizer::update(tensor&, const tensor&, float lr) {
     for (size_t i = 0; i < params_.size(); ++i)
       prepare(i, true);
   } catch (const std::exception& e) {
-    const auto* c10 = dynamic_cast<const c10::Error*>(&e);
-    return status(error_code::internal, name() + " step: " +
-                                            (c10 ? c10->what_without_backtrace() : e.what()));
+    return torch_error(name() + " step", e);
   }
   return status::ok();
 }
