@@ -49,6 +49,7 @@ void expect_close(const tensor& gpu, const tensor& cpu, const std::string& what)
     nonzero = nonzero || v != 0.0f;
   BOOST_TEST(nonzero, what << ": the CPU reference is all zeros");
   double err = max_relative_error(gpu.to_vector(), ref);
+  BOOST_TEST_MESSAGE(what << ": max relative error " << err);
   BOOST_TEST(err <= tolerance, what << ": max relative error " << err << " > " << tolerance);
 }
 

@@ -43,6 +43,7 @@ void expect_close(const tensor& gpu, const tensor& cpu, double tolerance,
   BOOST_TEST(gpu.is_cuda(), what << " is not on the device");
   BOOST_TEST((gpu.shape() == cpu.shape()), what << ": shapes differ");
   double err = max_relative_error(gpu.to_vector(), cpu.to_vector());
+  BOOST_TEST_MESSAGE(what << ": max relative error " << err);
   BOOST_TEST(err <= tolerance, what << ": max relative error " << err << " > " << tolerance);
 }
 
