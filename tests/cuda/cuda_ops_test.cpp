@@ -26,6 +26,10 @@ namespace ops = dtrain::ops;
 
 constexpr double gemm_tolerance = 1e-4;
 constexpr double elementwise_tolerance = 1e-5;
+// A sum over hundreds of rows is a reduction like a GEMM's inner product:
+// the device adds in another order than the CPU's running sum (on an H100,
+// 1000 rows differed by 1.3e-5).
+constexpr double reduction_tolerance = gemm_tolerance;
 
 
 tensor on_gpu(const tensor& t) { return t.to(device::cuda()); }
@@ -180,14 +184,14 @@ BOOST_AUTO_TEST_CASE(add_bias_and_sum_rows_match_cpu) {
     tensor gout = tensor::full({s[1]}, NAN, device::cuda()); // beta 0 must not read it
     ops::sum_rows(x, out, 0.0f);
     ops::sum_rows(gx, gout, 0.0f);
-    expect_close(gout, out, elementwise_tolerance, "sum_rows beta 0 " + what);
+    expect_close(gout, out, reduction_tolerance, "sum_rows beta 0 " + what);
     tensor acc = random_tensor({s[1]}, ++seed), gacc = on_gpu(acc);
     ops::sum_rows(x, acc, 1.0f);
     ops::sum_rows(gx, gacc, 1.0f);
-    expect_close(gacc, acc, elementwise_tolerance, "sum_rows beta 1 " + what);
+    expect_close(gacc, acc, reduction_tolerance, "sum_rows beta 1 " + what);
     ops::sum_rows(x, acc, 0.5f);
     ops::sum_rows(gx, gacc, 0.5f);
-    expect_close(gacc, acc, elementwise_tolerance, "sum_rows beta 0.5 " + what);
+    expect_close(gacc, acc, reduction_tolerance, "sum_rows beta 0.5 " + what);
   }
 }
 

@@ -422,10 +422,15 @@ status nccl_communicator::issue(const request& r) {
                               describe(r) + ": ordering after the default stream");
   tensor input = r.input, output = r.output;  // handles, for writable data()
   const size_t n = static_cast<size_t>(input.numel());
+  // In a group of one the average is the sum. NCCL on an H100 (one rank,
+  // 100003 floats) left the last 3 elements of an out-of-place ncclAvg
+  // reduce-scatter unwritten; its ncclSum writes them all.
+  const ncclRedOp_t op =
+      size() == 1 && r.op == reduce_op::average ? ncclSum : to_nccl(r.op);
   switch (r.kind) {
     case op_kind::all_reduce:
       DTRAIN_NCCL_RETURN_IF_ERROR(ncclAllReduce(input.data(), input.data(), n, ncclFloat32,
-                                                to_nccl(r.op), comm, stream),
+                                                op, comm, stream),
                                   describe(r) + ": ncclAllReduce");
       break;
     case op_kind::broadcast:
@@ -443,7 +448,7 @@ status nccl_communicator::issue(const request& r) {
     case op_kind::reduce_scatter:
       DTRAIN_NCCL_RETURN_IF_ERROR(
           ncclReduceScatter(input.data(), output.data(), static_cast<size_t>(output.numel()),
-                            ncclFloat32, to_nccl(r.op), comm, stream),
+                            ncclFloat32, op, comm, stream),
           describe(r) + ": ncclReduceScatter");
       break;
     case op_kind::barrier:

@@ -8,6 +8,7 @@
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/cuda/check.hpp"
+#include "dtrain/cuda/rounding.hpp"
 #include "dtrain/tensor/kernels.hpp"
 
 namespace dtrain::cuda {
@@ -120,15 +121,40 @@ namespace dtrain::cuda {
 
 namespace {
 
-cublasComputeType_t compute_type_of(precision p) {
-  switch (p) {
-  case precision::tf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
-  case precision::bf16: return CUBLAS_COMPUTE_32F_FAST_16BF;
-  case precision::fp16: return CUBLAS_COMPUTE_32F_FAST_16F;
-  case precision::fp32: break;
+/// A device buffer per thread and device that only grows: the rounded
+/// operands of gemm_ex. Everything runs on the default stream, so a buffer
+/// is free again for the next call's conversion once this call's GEMM was
+/// enqueued after it.
+class scratch_cache {
+public:
+  scratch_cache() = default;
+  scratch_cache(const scratch_cache&) = delete;
+  scratch_cache& operator=(const scratch_cache&) = delete;
+
+  ~scratch_cache() {
+    for (auto& entry : buffers_)
+      cudaFree(entry.second.data);  // best effort at thread exit
   }
-  return CUBLAS_COMPUTE_32F;
-}
+
+  void* get(int device, size_t bytes) {
+    buffer& b = buffers_[device];
+    if (b.bytes < bytes) {
+      DTRAIN_CUDA_CHECK(cudaFree(b.data), "gemm_ex: freeing the operand scratch");
+      b = buffer{};
+      DTRAIN_CUDA_CHECK(cudaMalloc(&b.data, bytes),
+                        "gemm_ex: " + std::to_string(bytes) + " bytes of operand scratch");
+      b.bytes = bytes;
+    }
+    return b.data;
+  }
+
+private:
+  struct buffer {
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
+  std::unordered_map<int, buffer> buffers_;
+};
 
 } // namespace
 
@@ -139,21 +165,52 @@ void gemm_ex(precision p, bool trans_a, bool trans_b, int64_t m, int64_t n, int6
     gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  // float32 buffers in and out, tensor-core compute at p: cuBLAS converts
-  // the operands itself, so storage (and with it the master weights and the
-  // gradient sync) stays float32. Operand order and flags as in gemm().
   cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const std::string what = std::string("cublasGemmEx (") + to_string(p) + ") " +
+                           std::to_string(m) + "x" + std::to_string(n) + "x" +
+                           std::to_string(k) + (trans_a ? " A^T" : "") + (trans_b ? " B^T" : "");
+  if (p == precision::tf32) {
+    // float32 operands read as TF32 by the tensor cores: what the CPU
+    // emulation's rounding to 10 mantissa bits reproduces.
+    DTRAIN_CUBLAS_CHECK(
+        cublasGemmEx(current_handle(), op_b, op_a, to_int(n, "gemm_ex: n too large"),
+                     to_int(m, "gemm_ex: m too large"), to_int(k, "gemm_ex: k too large"),
+                     &alpha, b, CUDA_R_32F, to_int(ldb, "gemm_ex: ldb too large"), a,
+                     CUDA_R_32F, to_int(lda, "gemm_ex: lda too large"), &beta, c, CUDA_R_32F,
+                     to_int(ldc, "gemm_ex: ldc too large"), CUBLAS_COMPUTE_32F_FAST_TF32,
+                     CUBLAS_GEMM_DEFAULT),
+        what);
+    return;
+  }
+  // bf16 and fp16: the operands are rounded here, into 16-bit copies, and
+  // multiplied with float32 accumulation, as the CPU emulation and torch's
+  // autocast do. Not CUBLAS_COMPUTE_32F_FAST_16BF/16F on float32 operands:
+  // those only permit a down-conversion, and on an H100 cuBLAS 13 ran
+  // TF32 kernels for both: their error against float32 equalled tf32's to
+  // the last digit, bf16 missed the emulation by 1e-2, and an fp16 operand
+  // of 70001 did not become infinity.
+  const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+  const int64_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+  thread_local scratch_cache scratch;
+  int device = 0;
+  DTRAIN_CUDA_CHECK(cudaGetDevice(&device), "gemm_ex: cudaGetDevice");
+  // One buffer: A's copy, then B's at a 256-byte boundary (cuBLAS prefers it).
+  const size_t b_offset = (static_cast<size_t>(a_rows * a_cols) * 2 + 255) / 256 * 256;
+  char* ra = static_cast<char*>(
+      scratch.get(device, b_offset + static_cast<size_t>(b_rows * b_cols) * 2));
+  char* rb = ra + b_offset;
+  round_to_16bit(p, a, a_rows, a_cols, lda, ra);
+  round_to_16bit(p, b, b_rows, b_cols, ldb, rb);
+  const cudaDataType_t half = p == precision::bf16 ? CUDA_R_16BF : CUDA_R_16F;
   DTRAIN_CUBLAS_CHECK(
       cublasGemmEx(current_handle(), op_b, op_a, to_int(n, "gemm_ex: n too large"),
                    to_int(m, "gemm_ex: m too large"), to_int(k, "gemm_ex: k too large"),
-                   &alpha, b, CUDA_R_32F, to_int(ldb, "gemm_ex: ldb too large"), a,
-                   CUDA_R_32F, to_int(lda, "gemm_ex: lda too large"), &beta, c, CUDA_R_32F,
-                   to_int(ldc, "gemm_ex: ldc too large"), compute_type_of(p),
+                   &alpha, rb, half, to_int(b_cols, "gemm_ex: ldb too large"), ra, half,
+                   to_int(a_cols, "gemm_ex: lda too large"), &beta, c, CUDA_R_32F,
+                   to_int(ldc, "gemm_ex: ldc too large"), CUBLAS_COMPUTE_32F,
                    CUBLAS_GEMM_DEFAULT),
-      std::string("cublasGemmEx (") + to_string(p) + ") " + std::to_string(m) + "x" +
-          std::to_string(n) + "x" + std::to_string(k) + (trans_a ? " A^T" : "") +
-          (trans_b ? " B^T" : ""));
+      what);
 }
 
 } // namespace dtrain::cuda
