@@ -422,9 +422,12 @@ status nccl_communicator::issue(const request& r) {
                               describe(r) + ": ordering after the default stream");
   tensor input = r.input, output = r.output;  // handles, for writable data()
   const size_t n = static_cast<size_t>(input.numel());
-  // In a group of one the average is the sum. NCCL on an H100 (one rank,
-  // 100003 floats) left the last 3 elements of an out-of-place ncclAvg
-  // reduce-scatter unwritten; its ncclSum writes them all.
+  // In a group of one the average is the sum, which is issued instead: on
+  // an H100, this communicator's out-of-place one-rank ncclAvg
+  // reduce-scatter of 100003 floats left the last 3 unwritten (torch's
+  // same call there, on NCCL 2.28.9, wrote them all, so the cause is not
+  // settled); ncclSum wrote every element. Larger groups still use ncclAvg
+  // and have not run on several GPUs.
   const ncclRedOp_t op =
       size() == 1 && r.op == reduce_op::average ? ncclSum : to_nccl(r.op);
   switch (r.kind) {
