@@ -208,8 +208,9 @@ int run_node(const server_options& o) {
     enable_tls_diagnostics("dtrain node");
   system_config cfg{*tls};
   caf::actor_system sys{cfg};
-  // Drivers of this user prove it with the secret in this file (it goes
-  // when the node does); drivers of a TLS cluster with a client certificate.
+  // Drivers of this user prove it with a MAC keyed by the secret in this
+  // file (it goes when the node does); drivers of a TLS cluster with a
+  // client certificate.
   auto secret = node_secret::create(default_secret_dir(), "node-" + std::to_string(getpid()));
   if (!secret) {
     std::fprintf(stderr, "error: %s\n", secret.error().message().c_str());
@@ -218,6 +219,7 @@ int run_node(const server_options& o) {
   node_options no;
   no.plugin_dir = plugin::default_plugin_dir();
   no.secret = secret->value();
+  no.secret_file = secret->path();
   no.identity = node_proof_name(net::host_identity(), static_cast<int32_t>(getpid()));
   if (tls->enabled())
     no.ca_file = tls->files.ca;

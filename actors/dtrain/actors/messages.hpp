@@ -73,16 +73,18 @@ typename Inspector::result_type inspect(Inspector& f, node_info& x) {
 
 /// What a driver presents with a plugin it ships to a node (node_actor.hpp):
 /// proof that it may run code there.
-///   kind "same-user": `secret` is the content of the node's secret file
-///     (node_info::secret_file), readable only by the node's user: the
-///     plain (loopback) cluster's rule.
+///   kind "same-user": `signature` is an HMAC-SHA256, keyed by the
+///     content of the node's secret file (node_info::secret_file, readable
+///     only by the node's user), over plugin_mac_message(challenge, hash,
+///     node) (node_secret.hpp): the plain (loopback) cluster's rule. The
+///     secret itself is never sent.
 ///   kind "identity-proof": a security::identity_proof of a client
 ///     certificate of the cluster's CA (certificate_pem, signature) over the
-///     purpose "plugin <hash> <node address>" and `challenge`, a single-use
-///     string the node handed out (challenge_atom): the TLS cluster's rule.
+///     purpose "plugin <hash> <node address>" and `challenge`.
+/// Both: `challenge` is a single-use string the node handed out
+/// (challenge_atom) less than plugin_challenge_lifetime ago.
 struct plugin_credential {
   std::string kind;
-  std::string secret;
   std::string challenge;
   std::string certificate_pem;
   std::string signature;
@@ -90,7 +92,7 @@ struct plugin_credential {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, plugin_credential& x) {
-  return f(caf::meta::type_name("plugin_credential"), x.kind, x.secret, x.challenge,
+  return f(caf::meta::type_name("plugin_credential"), x.kind, x.challenge,
            x.certificate_pem, x.signature);
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "caf/all.hpp"
@@ -13,10 +14,14 @@ namespace dtrain::actors {
 struct node_options {
   /// Where received libraries are kept, as <hash>.so (plugin::install_plugin).
   std::string plugin_dir;
-  /// The same-user secret drivers must present; empty: no driver may ship
-  /// code with a same-user credential (an embedded cluster's node: its
-  /// driver is its own process and loads plugins itself).
+  /// The same-user secret drivers key their MACs with (node_secret.hpp);
+  /// empty: no driver may ship code with a same-user credential (an
+  /// embedded cluster's node: its driver is its own process and loads
+  /// plugins itself).
   std::string secret;
+  /// The file that holds `secret` (node_info::secret_file): part of what a
+  /// same-user MAC covers.
+  std::string secret_file;
   /// The node process's name in identity proofs, node_proof_name(): part
   /// of what a proof signs ("plugin <hash> <name>"). Known before the node
   /// listens (a TLS node publishes this actor to learn its port).
@@ -29,6 +34,9 @@ struct node_options {
   /// node), and log answers not_found.
   std::string log_file;
 };
+
+/// How long a node's challenge for a plugin credential stays valid.
+constexpr std::chrono::seconds plugin_challenge_lifetime{60};
 
 /// The most bytes one log request answers, whatever it asks for.
 constexpr int32_t max_log_chunk = 1 << 20;
@@ -48,7 +56,8 @@ constexpr int32_t max_log_chunk = 1 << 20;
 /// keeps them as <plugin_dir>/<hash>.so and loads them once per hash
 /// (plugin::install_plugin): the answer is the operators, or the loader's
 /// error (another ABI, a missing symbol); the node stays up either way.
-/// challenge hands out a single-use string for identity proofs.
+/// challenge hands out a single-use string for credentials (same-user MACs
+/// and identity proofs), valid plugin_challenge_lifetime.
 ///
 /// log(offset, max_bytes) reads the log file on the actor's own thread (a
 /// bounded read of at most max_log_chunk bytes of a local file): from

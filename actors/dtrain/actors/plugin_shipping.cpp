@@ -44,6 +44,17 @@ std::string node_name(const assignment& a) {
   return "node " + std::to_string(a.node) + " (" + a.info.host + ", " + a.info.address + ")";
 }
 
+// A fresh single-use challenge from `node` (challenge_atom).
+result<std::string> ask_challenge(caf::actor_system& sys, const node_actor& node,
+                                  std::chrono::milliseconds timeout) {
+  caf::scoped_actor self{sys};
+  result<std::string> challenge{status(error_code::internal, "no reply")};
+  self->request(node, timeout, challenge_atom::value)
+      .receive([&](std::string& c) { challenge = std::move(c); },
+               [&](caf::error& e) { challenge = from_caf(e, "asking the node for a challenge"); });
+  return challenge;
+}
+
 } // namespace
 
 result<std::vector<plugin_package>> prepare_plugins(const std::vector<std::string>& paths) {
@@ -64,11 +75,18 @@ result<std::vector<plugin_package>> prepare_plugins(const std::vector<std::strin
   return out;
 }
 
-result<plugin_credential> credential_for(const node_info& node) {
-  DTRAIN_ASSIGN_OR_RETURN(std::string secret, read_node_secret(node.secret_file));
+result<plugin_credential> same_user_credential(caf::actor_system& sys, const node_actor& node,
+                                               const std::string& hash, const node_info& info,
+                                               std::chrono::milliseconds timeout) {
+  DTRAIN_ASSIGN_OR_RETURN(std::string secret, read_node_secret(info.secret_file));
+  DTRAIN_ASSIGN_OR_RETURN(std::string challenge, ask_challenge(sys, node, timeout));
   plugin_credential c;
   c.kind = "same-user";
-  c.secret = std::move(secret);
+  c.signature = plugin_mac(secret, plugin_mac_message(challenge, hash,
+                                                      node_proof_name(info.host_id, info.pid),
+                                                      info.secret_file,
+                                                      caf::to_string(node.node())));
+  c.challenge = std::move(challenge);
   return c;
 }
 
@@ -77,19 +95,13 @@ result<plugin_credential> identity_credential(caf::actor_system& sys, const node
                                               const std::string& node_name,
                                               const security::tls_files& client,
                                               std::chrono::milliseconds timeout) {
-  caf::scoped_actor self{sys};
-  result<std::string> challenge{status(error_code::internal, "no reply")};
-  self->request(node, timeout, challenge_atom::value)
-      .receive([&](std::string& c) { challenge = std::move(c); },
-               [&](caf::error& e) { challenge = from_caf(e, "asking the node for a challenge"); });
-  if (!challenge)
-    return challenge.error();
+  DTRAIN_ASSIGN_OR_RETURN(std::string challenge, ask_challenge(sys, node, timeout));
   DTRAIN_ASSIGN_OR_RETURN(
       security::identity_proof proof,
-      security::prove_identity(client, plugin_proof_purpose(hash, node_name), *challenge));
+      security::prove_identity(client, plugin_proof_purpose(hash, node_name), challenge));
   plugin_credential c;
   c.kind = "identity-proof";
-  c.challenge = std::move(*challenge);
+  c.challenge = std::move(challenge);
   c.certificate_pem = std::move(proof.certificate_pem);
   c.signature = std::move(proof.signature);
   return c;
@@ -115,7 +127,7 @@ result<int> ensure_plugins(caf::actor_system& sys, const node_actor& node, const
       return asked;
     auto credential = client.complete()
                           ? identity_credential(sys, node, p.hash, node_proof_name(a.info.host_id, a.info.pid), client, timeout)
-                          : credential_for(a.info);
+                          : same_user_credential(sys, node, p.hash, a.info, timeout);
     if (!credential)
       return credential.error().with_context(what);
     status installed;
