@@ -226,9 +226,9 @@ int run_node(const server_options& o) {
   no.log_file = o.log_file;
   auto node = spawn_node(sys, no);
   const char* in = net::is_wildcard(bind) ? nullptr : bind.c_str();
-  // Plain: a bare BASP port (drivers remote-spawn through it). TLS: the
-  // node actor is published, since CAF connects over TLS only to a
-  // published actor; the remote spawn then takes that route.
+  // Plain: a bare BASP port (drivers reach the node actor, which they get
+  // from the head, through it). TLS: the node actor is published, since
+  // CAF connects over TLS only to a published actor.
   auto port = tls->enabled() ? publish_actor(sys, node, o.port, in ? bind : "")
                              : sys.middleman().open(o.port, in, true);
   if (!port) {

@@ -135,7 +135,8 @@ node_actor::behavior_type fake_node_impl(node_actor::pointer self,
   };
   const caf::error refused = to_caf(invalid_argument("fake node"));
   return {
-    [=](spawn_atom, replica_spec&, caf::actor&, store_actor&) -> caf::result<replica_actor> {
+    [=](spawn_atom, replica_spec&, caf::actor&, store_actor&,
+        const plugin_credential&) -> caf::result<replica_actor> {
       return refused;
     },
     [=](status_atom) -> caf::result<int32_t> { return 0; },
@@ -351,6 +352,58 @@ BOOST_AUTO_TEST_CASE(a_fake_node_naming_the_real_secret_file_gets_nothing_it_can
   BOOST_TEST(*shipped == 1);
   BOOST_TEST(exists(lc.home.file("plugins/" + rec->hash + ".so")));
   BOOST_TEST(lc.nodes[0]->running());
+}
+
+// Starting a replica runs code on the node as well: on a plain cluster CAF's
+// remote spawn knows no actor type (any local user reaches the port), and
+// the node actor's spawn wants the same-user MAC for that very replica.
+BOOST_AUTO_TEST_CASE(on_a_plain_cluster_a_replica_starts_only_with_the_drivers_mac) {
+  loopback_cluster lc(1);
+  auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
+  const assignment a = node_assignment(*c, 0);
+  auto node = c->node_of(a, milliseconds(5000));
+  BOOST_REQUIRE_MESSAGE(node.is_ok(), node.error().to_string());
+  replica_spec spec;
+  spec.trainer = "intruder";
+  auto& sys = c->system();
+  auto owner = sys.spawn([](caf::event_based_actor*) -> caf::behavior { return {}; });
+  auto remote = sys.middleman().remote_spawn<replica_actor>(
+      node->node(), "replica", caf::make_message(spec, caf::actor{owner}, store_actor{}),
+      std::chrono::seconds(5));
+  BOOST_TEST(!remote);
+  if (remote)
+    caf::anon_send_exit(*remote, caf::exit_reason::kill);
+  else
+    BOOST_TEST(contains(caf::to_string(remote.error()), "unknown_type"), caf::to_string(remote.error()));
+  auto spawn = [&](const plugin_credential& credential) {
+    caf::scoped_actor self{sys};
+    std::string why = "spawned";
+    self->request(*node, std::chrono::seconds(5), spawn_atom::value, spec, caf::actor{owner},
+                  store_actor{}, credential)
+        .receive([&](replica_actor& r) { caf::anon_send_exit(r, caf::exit_reason::kill); },
+                 [&](caf::error& e) { why = from_caf(e, "spawn").message(); });
+    return why;
+  };
+  BOOST_TEST(contains(spawn(plugin_credential{}), "replica refused"));
+  replica_spec other = spec;
+  other.rank = 1;
+  auto for_other = spawn_credential(sys, *node, a.info, other, {}, milliseconds(5000));
+  BOOST_REQUIRE_MESSAGE(for_other.is_ok(), for_other.error().to_string());
+  const std::string why = spawn(*for_other);
+  BOOST_TEST(contains(why, "replica refused: the driver could not prove it runs as the node's user"),
+             why);
+  int32_t hosted = -1;
+  {
+    caf::scoped_actor self{sys};
+    self->request(*node, std::chrono::seconds(5), status_atom::value)
+        .receive([&](int32_t n) { hosted = n; }, [](caf::error&) {});
+  }
+  BOOST_TEST(hosted == 0);
+  // The driver's own credential for the spec starts it.
+  auto good = spawn_credential(sys, *node, a.info, spec, {}, milliseconds(5000));
+  BOOST_REQUIRE(good.is_ok());
+  BOOST_TEST(spawn(*good) == "spawned");
+  caf::anon_send_exit(owner, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_started_with_a_plugin_preloads_it) {

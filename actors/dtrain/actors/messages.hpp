@@ -71,8 +71,8 @@ typename Inspector::result_type inspect(Inspector& f, node_info& x) {
            x.host_id, x.gpu_devices, x.secret_file, x.cpus);
 }
 
-/// What a driver presents with a plugin it ships to a node (node_actor.hpp):
-/// proof that it may run code there.
+/// What a driver presents with a plugin it ships to a node, or a replica it
+/// starts there (node_actor.hpp): proof that it may run code there.
 ///   kind "same-user": `signature` is an HMAC-SHA256, keyed by the
 ///     content of the node's secret file (node_info::secret_file, readable
 ///     only by the node's user), over plugin_mac_message(challenge, hash,
@@ -343,7 +343,8 @@ using replica_actor = caf::typed_actor<
 /// log(offset, max_bytes): up to max_bytes of the node process's log file
 /// from offset (negative: that many bytes before its end), see node_actor.hpp.
 using node_actor = caf::typed_actor<
-    caf::replies_to<spawn_atom, replica_spec, caf::actor, store_actor>::with<replica_actor>,
+    caf::replies_to<spawn_atom, replica_spec, caf::actor, store_actor, plugin_credential>::with<
+        replica_actor>,
     caf::replies_to<status_atom>::with<int32_t>,
     caf::replies_to<plugin_atom, std::string>::with<std::vector<std::string>>,
     caf::replies_to<plugin_atom, std::string, std::vector<char>, plugin_credential>::with<

@@ -135,11 +135,11 @@ result<std::string> read_node_secret(const std::string& path) {
   return secret;
 }
 
-std::string plugin_mac_message(const std::string& challenge, const std::string& hash,
+std::string plugin_mac_message(const std::string& challenge, const std::string& subject,
                                const std::string& node_name, const std::string& secret_file,
                                const std::string& node_id) {
   std::string out = "dtrain-plugin-mac-v1\n";
-  for (const std::string* part : {&challenge, &hash, &node_name, &secret_file, &node_id})
+  for (const std::string* part : {&challenge, &subject, &node_name, &secret_file, &node_id})
     out += std::to_string(part->size()) + ":" + *part + "\n";
   return out;
 }

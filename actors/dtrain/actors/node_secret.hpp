@@ -51,12 +51,13 @@ std::string default_secret_dir();
 result<std::string> read_node_secret(const std::string& path);
 
 /// What a same-user credential's MAC covers, unambiguously (each part
-/// length-prefixed): the node's single-use challenge, the plugin's SHA-256
-/// and the node process it is meant for: its proof name
+/// length-prefixed): the node's single-use challenge, the request (a
+/// plugin's SHA-256, or spawn_subject for a replica) and the node process
+/// it is meant for: its proof name
 /// (node_proof_name), its secret file and its CAF node id as the driver
 /// reaches it. A MAC made for one node process (a fake one that named
 /// another's secret file), library or challenge holds for no other.
-std::string plugin_mac_message(const std::string& challenge, const std::string& hash,
+std::string plugin_mac_message(const std::string& challenge, const std::string& subject,
                                const std::string& node_name, const std::string& secret_file,
                                const std::string& node_id);
 

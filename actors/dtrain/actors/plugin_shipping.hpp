@@ -36,13 +36,14 @@ result<std::vector<plugin_package>> prepare_plugins(const std::vector<std::strin
 
 /// The plain cluster's credential: reads the secret file that `info` (the
 /// node's registration) names, asks `node` for a challenge and answers a
-/// MAC keyed by the secret over that challenge, `hash` and the node
-/// process (node_secret.hpp: plugin_mac_message with info's proof name and
-/// secret file and node's CAF node id). The secret is never sent. Errors:
-/// an unreadable secret starts with same_user_refusal; no challenge within
-/// `timeout` is error_code::timeout.
+/// MAC keyed by the secret over that challenge, `subject` (a plugin's
+/// hash, or spawn_subject) and the node process (node_secret.hpp:
+/// plugin_mac_message with info's proof name and secret file and node's
+/// CAF node id). The secret is never sent. Errors: an unreadable secret
+/// starts with same_user_refusal; no challenge within `timeout` is
+/// error_code::timeout.
 result<plugin_credential> same_user_credential(caf::actor_system& sys, const node_actor& node,
-                                               const std::string& hash, const node_info& info,
+                                               const std::string& subject, const node_info& info,
                                                std::chrono::milliseconds timeout);
 
 /// The TLS cluster's credential: asks `node` for a challenge and proves
@@ -53,6 +54,23 @@ result<plugin_credential> identity_credential(caf::actor_system& sys, const node
                                               const std::string& node_name,
                                               const security::tls_files& client,
                                               std::chrono::milliseconds timeout);
+
+/// The credential for a request that runs code on `node` (registered as
+/// `info`): an identity proof with `client` over `purpose` when `client` is
+/// complete (a TLS cluster), else the same-user MAC over `subject`
+/// (same_user_credential). Errors as theirs.
+result<plugin_credential> node_credential(caf::actor_system& sys, const node_actor& node,
+                                          const node_info& info, const std::string& subject,
+                                          const std::string& purpose,
+                                          const security::tls_files& client,
+                                          std::chrono::milliseconds timeout);
+
+/// The credential for starting replica `spec` on `node` (node_credential
+/// with spawn_subject and spawn_proof_purpose).
+result<plugin_credential> spawn_credential(caf::actor_system& sys, const node_actor& node,
+                                           const node_info& info, const replica_spec& spec,
+                                           const security::tls_files& client,
+                                           std::chrono::milliseconds timeout);
 
 /// Makes sure `node` (the node process of placement `a`; an in-process
 /// node needs nothing) has every plugin loaded: asks it by hash and sends
