@@ -75,12 +75,12 @@ typename Inspector::result_type inspect(Inspector& f, node_info& x) {
 /// starts there (node_actor.hpp): proof that it may run code there.
 ///   kind "same-user": `signature` is an HMAC-SHA256, keyed by the
 ///     content of the node's secret file (node_info::secret_file, readable
-///     only by the node's user), over plugin_mac_message(challenge, hash,
+///     only by the node's user), over plugin_mac_message(challenge, request,
 ///     node) (node_secret.hpp): the plain (loopback) cluster's rule. The
 ///     secret itself is never sent.
 ///   kind "identity-proof": a security::identity_proof of a client
 ///     certificate of the cluster's CA (certificate_pem, signature) over the
-///     purpose "plugin <hash> <node address>" and `challenge`.
+///     purpose ("plugin ...", "replica ...", node_actor.hpp) and `challenge`.
 /// Both: `challenge` is a single-use string the node handed out
 /// (challenge_atom) less than plugin_challenge_lifetime ago.
 struct plugin_credential {
@@ -339,7 +339,7 @@ using replica_actor = caf::typed_actor<
 /// A node agent (node_actor.hpp): hosts replicas and the plugins they need.
 /// plugin(hash): the operators of that plugin when it is loaded here, else
 /// not_found; plugin(hash, bytes, credential): installs and loads it;
-/// challenge: a single-use string for an identity-proof credential.
+/// challenge: a single-use string for the credential spawn and plugin need.
 /// log(offset, max_bytes): up to max_bytes of the node process's log file
 /// from offset (negative: that many bytes before its end), see node_actor.hpp.
 using node_actor = caf::typed_actor<
