@@ -208,8 +208,9 @@ int run_node(const server_options& o) {
     enable_tls_diagnostics("dtrain node");
   system_config cfg{*tls};
   caf::actor_system sys{cfg};
-  // Drivers of this user prove it with the secret in this file (it goes
-  // when the node does); drivers of a TLS cluster with a client certificate.
+  // Drivers of this user prove it with a MAC keyed by the secret in this
+  // file (it goes when the node does); drivers of a TLS cluster with a
+  // client certificate.
   auto secret = node_secret::create(default_secret_dir(), "node-" + std::to_string(getpid()));
   if (!secret) {
     std::fprintf(stderr, "error: %s\n", secret.error().message().c_str());
@@ -218,15 +219,16 @@ int run_node(const server_options& o) {
   node_options no;
   no.plugin_dir = plugin::default_plugin_dir();
   no.secret = secret->value();
+  no.secret_file = secret->path();
   no.identity = node_proof_name(net::host_identity(), static_cast<int32_t>(getpid()));
   if (tls->enabled())
     no.ca_file = tls->files.ca;
   no.log_file = o.log_file;
   auto node = spawn_node(sys, no);
   const char* in = net::is_wildcard(bind) ? nullptr : bind.c_str();
-  // Plain: a bare BASP port (drivers remote-spawn through it). TLS: the
-  // node actor is published, since CAF connects over TLS only to a
-  // published actor; the remote spawn then takes that route.
+  // Plain: a bare BASP port (drivers reach the node actor, which they get
+  // from the head, through it). TLS: the node actor is published, since
+  // CAF connects over TLS only to a published actor.
   auto port = tls->enabled() ? publish_actor(sys, node, o.port, in ? bind : "")
                              : sys.middleman().open(o.port, in, true);
   if (!port) {

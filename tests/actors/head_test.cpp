@@ -31,7 +31,8 @@ struct fake_node_state {
 node_actor::behavior_type fake_node(node_actor::stateful_pointer<fake_node_state> self,
                                     std::shared_ptr<std::atomic<bool>> answering) {
   return {
-    [=](spawn_atom, replica_spec&, caf::actor&, store_actor&) -> caf::result<replica_actor> {
+    [=](spawn_atom, replica_spec&, caf::actor&, store_actor&,
+        const plugin_credential&) -> caf::result<replica_actor> {
       return to_caf(status(error_code::internal, "the fake node spawns nothing"));
     },
     [=](status_atom) -> caf::result<int32_t> {

@@ -8,6 +8,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -109,6 +111,58 @@ void train_epochs(actors::trainer& t, int epochs, int replicas) {
   }
 }
 
+// What a fake node (fake_node_impl) received from a driver.
+struct fake_node_record {
+  std::mutex mutex;
+  std::vector<std::string> messages;  // every message, rendered whole
+  std::string hash;
+  std::vector<char> bytes;
+  plugin_credential credential;
+  bool shipped = false;
+};
+
+// A node another local user registers: it claims the real node's
+// registration (secret file, host identity, pid, address) and, asked for a
+// challenge, hands out one it got from the real node, so that whatever the
+// driver sends would hold there. It records what it is sent and answers
+// nothing useful.
+node_actor::behavior_type fake_node_impl(node_actor::pointer self,
+                                         std::shared_ptr<fake_node_record> rec,
+                                         std::string relayed_challenge) {
+  auto note = [=](std::string text) {
+    std::lock_guard<std::mutex> guard{rec->mutex};
+    rec->messages.push_back(std::move(text));
+  };
+  const caf::error refused = to_caf(invalid_argument("fake node"));
+  return {
+    [=](spawn_atom, replica_spec&, caf::actor&, store_actor&,
+        const plugin_credential&) -> caf::result<replica_actor> {
+      return refused;
+    },
+    [=](status_atom) -> caf::result<int32_t> { return 0; },
+    [=](rss_atom) -> caf::result<int64_t> { return int64_t{-1}; },
+    [=](plugin_atom, const std::string& hash) -> caf::result<std::vector<std::string>> {
+      note("plugin " + hash);
+      return to_caf(not_found("no plugin " + hash));
+    },
+    [=](plugin_atom, const std::string& hash, std::vector<char>& bytes,
+        const plugin_credential& credential) -> caf::result<std::vector<std::string>> {
+      note("plugin " + hash + " " + caf::deep_to_string(credential));
+      std::lock_guard<std::mutex> guard{rec->mutex};
+      rec->hash = hash;
+      rec->bytes = std::move(bytes);
+      rec->credential = credential;
+      rec->shipped = true;
+      return refused;
+    },
+    [=](challenge_atom) -> caf::result<std::string> {
+      note("challenge");
+      return relayed_challenge;
+    },
+    [=](log_atom, int64_t, int32_t) -> caf::result<log_chunk> { return refused; },
+  };
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(cluster_plugins)
@@ -160,11 +214,17 @@ BOOST_AUTO_TEST_CASE(refused_libraries_name_the_reason_and_the_nodes_stay_up) {
   // A node refuses them as well (a driver that skipped its own check).
   const assignment a = node_assignment(*c, 0);
   BOOST_REQUIRE(!a.info.secret_file.empty());
-  auto credential = credential_for(a.info);
-  BOOST_REQUIRE_MESSAGE(credential.is_ok(), credential.error().to_string());
+  auto node = c->node_of(a, milliseconds(5000));
+  BOOST_REQUIRE_MESSAGE(node.is_ok(), node.error().to_string());
+  // A fresh credential for each shipment: its challenge is single use.
+  auto credential = [&](const std::string& hash) {
+    auto made = same_user_credential(c->system(), *node, hash, a.info, milliseconds(5000));
+    BOOST_REQUIRE_MESSAGE(made.is_ok(), made.error().to_string());
+    return *made;
+  };
   auto other_bytes = bytes_of(DTRAIN_TEST_PLUGIN_OTHER_VERSION);
   const std::string other_hash = plugin::content_hash(other_bytes.data(), other_bytes.size());
-  status s = ship(*c, a, other_hash, other_bytes, *credential);
+  status s = ship(*c, a, other_hash, other_bytes, credential(other_hash));
   BOOST_TEST_MESSAGE(s.message());
   BOOST_TEST(!s.is_ok());
   BOOST_TEST(contains(s.message(), "built against dtrain 9.9.9"));
@@ -174,25 +234,37 @@ BOOST_AUTO_TEST_CASE(refused_libraries_name_the_reason_and_the_nodes_stay_up) {
   auto missing_bytes = bytes_of(DTRAIN_TEST_PLUGIN_MISSING_SYMBOL);
   const std::string missing_hash =
       plugin::content_hash(missing_bytes.data(), missing_bytes.size());
-  s = ship(*c, a, missing_hash, missing_bytes, *credential);
+  s = ship(*c, a, missing_hash, missing_bytes, credential(missing_hash));
   BOOST_TEST_MESSAGE(s.message());
   BOOST_TEST(contains(s.message(), "undefined symbol: dtrain_test_symbol_defined_nowhere"));
 
   // Bytes that do not hash to the name given.
-  s = ship(*c, a, missing_hash, bytes_of(DTRAIN_TEST_PLUGIN), *credential);
+  s = ship(*c, a, missing_hash, bytes_of(DTRAIN_TEST_PLUGIN), credential(missing_hash));
   BOOST_TEST((s.code() == error_code::corrupt_data));
 
-  // A driver without the node's secret (another user could not read it).
-  plugin_credential wrong = *credential;
-  wrong.secret = std::string(wrong.secret.size(), '0');
-  s = ship(*c, a, hash_of(DTRAIN_TEST_PLUGIN), bytes_of(DTRAIN_TEST_PLUGIN), wrong);
+  // A driver without the node's secret (another user could not read it):
+  // a MAC with another key, one made for another library, one used twice.
+  const std::string good_hash = hash_of(DTRAIN_TEST_PLUGIN);
+  plugin_credential wrong = credential(good_hash);
+  wrong.signature = plugin_mac(std::string(64, '0'),
+                               plugin_mac_message(wrong.challenge, good_hash,
+                                                  node_proof_name(a.info.host_id, a.info.pid),
+                                                  a.info.secret_file,
+                                                  caf::to_string(node->node())));
+  s = ship(*c, a, good_hash, bytes_of(DTRAIN_TEST_PLUGIN), wrong);
   BOOST_TEST_MESSAGE(s.message());
   BOOST_TEST(contains(s.message(), same_user_refusal));
+  s = ship(*c, a, good_hash, bytes_of(DTRAIN_TEST_PLUGIN), credential(missing_hash));
+  BOOST_TEST(contains(s.message(), same_user_refusal), s.message());
+  const plugin_credential once = credential(missing_hash);
+  BOOST_TEST(!ship(*c, a, missing_hash, bytes_of(DTRAIN_TEST_PLUGIN), once).is_ok());
+  s = ship(*c, a, missing_hash, bytes_of(DTRAIN_TEST_PLUGIN), once);
+  BOOST_TEST(contains(s.message(), "was used already"), s.message());
   plugin_credential none;
   none.kind = "identity-proof";
-  s = ship(*c, a, hash_of(DTRAIN_TEST_PLUGIN), bytes_of(DTRAIN_TEST_PLUGIN), none);
+  s = ship(*c, a, good_hash, bytes_of(DTRAIN_TEST_PLUGIN), none);
   BOOST_TEST(contains(s.message(), "plugin refused"));
-  BOOST_TEST(!exists(lc.home.file("plugins/" + hash_of(DTRAIN_TEST_PLUGIN) + ".so")));
+  BOOST_TEST(!exists(lc.home.file("plugins/" + good_hash + ".so")));
 
   // The nodes are up and train the good plugin afterwards.
   for (auto& n : lc.nodes)
@@ -203,10 +275,10 @@ BOOST_AUTO_TEST_CASE(refused_libraries_name_the_reason_and_the_nodes_stay_up) {
 }
 
 // The secret file's path comes from the node's registration: whoever
-// registered as a node must not get another of this user's files (a private
-// key) sent to it as the credential. Only a node-PID.secret of this user,
+// registered as a node must not get a driver to key its MAC with another of
+// this user's files (a private key). Only a node-PID.secret of this user,
 // closed to others and holding a secret, is read.
-BOOST_AUTO_TEST_CASE(the_same_user_credential_is_read_only_from_a_node_secret_file) {
+BOOST_AUTO_TEST_CASE(the_same_user_key_is_read_only_from_a_node_secret_file) {
   dtrain::testing::temp_dir dir;
   auto write = [](const std::string& path, const std::string& text, mode_t mode) {
     std::FILE* f = std::fopen(path.c_str(), "w");
@@ -216,22 +288,122 @@ BOOST_AUTO_TEST_CASE(the_same_user_credential_is_read_only_from_a_node_secret_fi
     BOOST_REQUIRE(::chmod(path.c_str(), mode) == 0);
   };
   const std::string key_text = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n";
-  node_info info;
-  info.secret_file = dir.file("id_ed25519");
-  write(info.secret_file, key_text, 0600);
-  auto leaked = credential_for(info);
+  std::string path = dir.file("id_ed25519");
+  write(path, key_text, 0600);
+  auto leaked = read_node_secret(path);
   BOOST_REQUIRE(!leaked.is_ok());
   BOOST_TEST(leaked.error().message().find("MIIE") == std::string::npos);
-  info.secret_file = dir.file("node-12.secret");  // named like one, but a key inside
-  write(info.secret_file, key_text, 0600);
-  BOOST_TEST(!credential_for(info).is_ok());
+  path = dir.file("node-12.secret");  // named like one, but a key inside
+  write(path, key_text, 0600);
+  BOOST_TEST(!read_node_secret(path).is_ok());
   const std::string secret = security::random_hex(32);
-  write(info.secret_file, secret, 0644);  // open to others: not trusted
-  BOOST_TEST(!credential_for(info).is_ok());
-  write(info.secret_file, secret, 0600);
-  auto good = credential_for(info);
+  write(path, secret, 0644);  // open to others: not trusted
+  BOOST_TEST(!read_node_secret(path).is_ok());
+  write(path, secret, 0600);
+  auto good = read_node_secret(path);
   BOOST_REQUIRE_MESSAGE(good.is_ok(), good.error().to_string());
-  BOOST_TEST(good->secret == secret);
+  BOOST_TEST(*good == secret);
+}
+
+// Another local user registers a fake node that names the real node's
+// secret file (and claims its identity): the victim's driver, placed there,
+// must not send it the secret, and nothing it sends may be replayed to the
+// real node to ship a library there.
+BOOST_AUTO_TEST_CASE(a_fake_node_naming_the_real_secret_file_gets_nothing_it_can_use) {
+  set_blas_threads(1);
+  loopback_cluster lc(1);
+  auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
+  const assignment real = node_assignment(*c, 0);
+  BOOST_REQUIRE(!real.info.secret_file.empty());
+  auto secret = read_node_secret(real.info.secret_file);  // this test runs as the node's user
+  BOOST_REQUIRE_MESSAGE(secret.is_ok(), secret.error().to_string());
+  auto real_node = c->node_of(real, milliseconds(5000));
+  BOOST_REQUIRE_MESSAGE(real_node.is_ok(), real_node.error().to_string());
+  std::string relayed;
+  {
+    caf::scoped_actor self{c->system()};
+    self->request(*real_node, std::chrono::seconds(5), challenge_atom::value)
+        .receive([&](std::string& ch) { relayed = ch; }, [](caf::error&) {});
+  }
+  BOOST_REQUIRE(!relayed.empty());
+  auto rec = std::make_shared<fake_node_record>();
+  auto fake = c->system().spawn(fake_node_impl, rec, relayed);
+  auto plugins = prepare_plugins({DTRAIN_TEST_PLUGIN});
+  BOOST_REQUIRE_MESSAGE(plugins.is_ok(), plugins.error().to_string());
+  // The driver's shipping, to the fake node placed under the real one's name.
+  auto sent = ensure_plugins(c->system(), fake, real, *plugins, {}, milliseconds(5000));
+  BOOST_TEST(!sent.is_ok());
+  {
+    std::lock_guard<std::mutex> guard{rec->mutex};
+    BOOST_TEST(!rec->messages.empty());
+    for (const auto& m : rec->messages)
+      BOOST_TEST(m.find(*secret) == std::string::npos, "the fake node received the secret: " << m);
+    BOOST_REQUIRE(rec->shipped);
+  }
+  // Replayed to the real node (with the real node's own challenge): refused.
+  status replayed = ship(*c, real, rec->hash, rec->bytes, rec->credential);
+  BOOST_TEST(!replayed.is_ok());
+  BOOST_TEST(contains(replayed.message(), "plugin refused"), replayed.message());
+  BOOST_TEST(!exists(lc.home.file("plugins/" + rec->hash + ".so")));
+  caf::anon_send_exit(fake, caf::exit_reason::user_shutdown);
+  // The driver's own shipping to the real node still works.
+  auto shipped = ensure_plugins(c->system(), *real_node, real, *plugins, {}, milliseconds(5000));
+  BOOST_REQUIRE_MESSAGE(shipped.is_ok(), shipped.error().to_string());
+  BOOST_TEST(*shipped == 1);
+  BOOST_TEST(exists(lc.home.file("plugins/" + rec->hash + ".so")));
+  BOOST_TEST(lc.nodes[0]->running());
+}
+
+// Starting a replica runs code on the node as well: on a plain cluster CAF's
+// remote spawn knows no actor type (any local user reaches the port), and
+// the node actor's spawn wants the same-user MAC for that very replica.
+BOOST_AUTO_TEST_CASE(on_a_plain_cluster_a_replica_starts_only_with_the_drivers_mac) {
+  loopback_cluster lc(1);
+  auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
+  const assignment a = node_assignment(*c, 0);
+  auto node = c->node_of(a, milliseconds(5000));
+  BOOST_REQUIRE_MESSAGE(node.is_ok(), node.error().to_string());
+  replica_spec spec;
+  spec.trainer = "intruder";
+  auto& sys = c->system();
+  auto owner = sys.spawn([](caf::event_based_actor*) -> caf::behavior { return {}; });
+  auto remote = sys.middleman().remote_spawn<replica_actor>(
+      node->node(), "replica", caf::make_message(spec, caf::actor{owner}, store_actor{}),
+      std::chrono::seconds(5));
+  BOOST_TEST(!remote);
+  if (remote)
+    caf::anon_send_exit(*remote, caf::exit_reason::kill);
+  else
+    BOOST_TEST(contains(caf::to_string(remote.error()), "unknown_type"), caf::to_string(remote.error()));
+  auto spawn = [&](const plugin_credential& credential) {
+    caf::scoped_actor self{sys};
+    std::string why = "spawned";
+    self->request(*node, std::chrono::seconds(5), spawn_atom::value, spec, caf::actor{owner},
+                  store_actor{}, credential)
+        .receive([&](replica_actor& r) { caf::anon_send_exit(r, caf::exit_reason::kill); },
+                 [&](caf::error& e) { why = from_caf(e, "spawn").message(); });
+    return why;
+  };
+  BOOST_TEST(contains(spawn(plugin_credential{}), "replica refused"));
+  replica_spec other = spec;
+  other.rank = 1;
+  auto for_other = spawn_credential(sys, *node, a.info, other, {}, milliseconds(5000));
+  BOOST_REQUIRE_MESSAGE(for_other.is_ok(), for_other.error().to_string());
+  const std::string why = spawn(*for_other);
+  BOOST_TEST(contains(why, "replica refused: the driver could not prove it runs as the node's user"),
+             why);
+  int32_t hosted = -1;
+  {
+    caf::scoped_actor self{sys};
+    self->request(*node, std::chrono::seconds(5), status_atom::value)
+        .receive([&](int32_t n) { hosted = n; }, [](caf::error&) {});
+  }
+  BOOST_TEST(hosted == 0);
+  // The driver's own credential for the spec starts it.
+  auto good = spawn_credential(sys, *node, a.info, spec, {}, milliseconds(5000));
+  BOOST_REQUIRE(good.is_ok());
+  BOOST_TEST(spawn(*good) == "spawned");
+  caf::anon_send_exit(owner, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_started_with_a_plugin_preloads_it) {
@@ -313,7 +485,7 @@ BOOST_AUTO_TEST_CASE(on_tls_a_client_certificate_proof_is_the_credential_and_is_
   // And a same-user secret means nothing to a node without one.
   plugin_credential same_user;
   same_user.kind = "same-user";
-  same_user.secret = "guess";
+  same_user.signature = "guess";
   BOOST_TEST(contains(send(same_user).message(), same_user_refusal));
   caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
 }

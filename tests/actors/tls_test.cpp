@@ -17,7 +17,9 @@
 #include "actors/child_process.hpp"
 #include "dtrain/actors/cluster.hpp"
 #include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/plugin_shipping.hpp"
 #include "dtrain/actors/trainer.hpp"
+#include "dtrain/core/net.hpp"
 #include "dtrain/core/threads.hpp"
 #include "test_util.hpp"
 
@@ -212,6 +214,39 @@ int32_t replicas_on(const std::string& node_address, const sec::tls_files& files
   return count;
 }
 
+// A replica spec that would start nothing useful (no operator): what an
+// intruder would send; it must not get as far as a replica.
+replica_spec intruder_spec() {
+  replica_spec spec;
+  spec.trainer = "intruder";
+  spec.config = {{"path", "/etc/passwd"}};
+  return spec;
+}
+
+// CAF's remote spawn of a "replica" on the node at `node_address`, by a
+// process with `files`: the error, or "" when a replica was spawned.
+std::string remote_spawn_replica(const std::string& node_address, const sec::tls_files& files) {
+  tls_identity id;
+  id.files = files;
+  system_config cfg{id};
+  caf::actor_system sys{cfg};
+  auto hp = parse_address(node_address).value();
+  auto node = caf::openssl::remote_actor<node_actor>(sys, hp.first, hp.second);
+  // (Boost evaluates the message even when the check holds.)
+  BOOST_REQUIRE_MESSAGE(node, "cannot reach the node: "
+                                  << (node ? "" : from_caf(node.error(), "").message()));
+  auto owner = sys.spawn([](caf::event_based_actor*) -> caf::behavior { return {}; });
+  auto spawned = sys.middleman().remote_spawn<replica_actor>(
+      node->node(), "replica", caf::make_message(intruder_spec(), caf::actor{owner}, store_actor{}),
+      std::chrono::seconds(5));
+  caf::anon_send_exit(owner, caf::exit_reason::user_shutdown);
+  if (spawned) {
+    caf::anon_send_exit(*spawned, caf::exit_reason::user_shutdown);
+    return "";
+  }
+  return sys.render(spawned.error());
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(tls_cluster)
@@ -345,6 +380,62 @@ BOOST_AUTO_TEST_CASE(a_tls_cluster_serves_its_driver_and_refuses_every_other_pee
   BOOST_TEST(tc.head->running());
   BOOST_TEST(tc.node->running());
   BOOST_TEST_MESSAGE("head log:\n" << tc.head_log());
+}
+
+// A node's certificate is on every node host, so it must start nothing on
+// any node: CAF's remote spawn knows no actor type, and the node actor's
+// spawn wants a client's proof. A client certificate still trains.
+BOOST_AUTO_TEST_CASE(a_node_certificate_starts_no_replica_on_a_node) {
+  set_blas_threads(1);
+  tls_processes tc;
+  auto& pki = tc.pki;
+  const auto node_files = pki.files("node-1", pki.ca_dir);
+  const auto alice = pki.files("alice", pki.ca_dir);
+  const std::string remote = remote_spawn_replica(tc.node_address, node_files);
+  BOOST_TEST(contains(remote, "unknown_type"), "remote spawn with a node certificate: " << remote);
+  BOOST_TEST(contains(remote_spawn_replica(tc.node_address, alice), "unknown_type"));
+  BOOST_TEST(replicas_on(tc.node_address, alice) == 0);
+  {
+    tls_identity id;
+    id.files = node_files;
+    system_config cfg{id};
+    caf::actor_system sys{cfg};
+    auto hp = parse_address(tc.node_address).value();
+    auto node = caf::openssl::remote_actor<node_actor>(sys, hp.first, hp.second);
+    BOOST_REQUIRE(node);
+    node_info info;
+    info.host_id = net::host_identity();
+    info.pid = static_cast<int32_t>(tc.node->pid());
+    auto spawn = [&](const plugin_credential& c) {
+      caf::scoped_actor self{sys};
+      std::string why = "spawned";
+      self->request(*node, std::chrono::seconds(5), spawn_atom::value, intruder_spec(),
+                    caf::actor{self}, store_actor{}, c)
+          .receive([&](replica_actor& r) { caf::anon_send_exit(r, caf::exit_reason::kill); },
+                   [&](caf::error& e) { why = from_caf(e, "spawn").message(); });
+      return why;
+    };
+    // A node certificate's proof, made for this very node and spec.
+    auto as_node = spawn_credential(sys, *node, info, intruder_spec(), node_files,
+                                    milliseconds(5000));
+    BOOST_REQUIRE_MESSAGE(as_node.is_ok(), as_node.error().to_string());
+    std::string why = spawn(*as_node);
+    BOOST_TEST(contains(why, "replica refused"), why);
+    BOOST_TEST(contains(why, "is a node certificate"), why);
+    BOOST_TEST(contains(spawn(plugin_credential{}), "replica refused"));
+    // A client's proof for another spec starts nothing either.
+    replica_spec other = intruder_spec();
+    other.rank = 1;
+    auto for_other = spawn_credential(sys, *node, info, other, alice, milliseconds(5000));
+    BOOST_REQUIRE(for_other.is_ok());
+    why = spawn(*for_other);
+    BOOST_TEST(contains(why, "identity proof does not hold"), why);
+  }
+  BOOST_TEST(replicas_on(tc.node_address, alice) == 0);
+  BOOST_TEST(wait_for_text(tc.home.file("node.log"), "replica refused", milliseconds(5000)),
+             tc.node_log());
+  train_one_epoch(tc.address, alice, "a client");
+  BOOST_TEST(tc.node->running());
 }
 
 // libcaf_openssl's SSL_* calls must reach dtrain's wrappers (tls.cpp) in

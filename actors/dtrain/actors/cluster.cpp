@@ -13,6 +13,7 @@
 #include "dtrain/core/net.hpp"
 #include "dtrain/actors/head_actor.hpp"
 #include "dtrain/actors/node_actor.hpp"
+#include "dtrain/actors/plugin_shipping.hpp"
 #include "dtrain/actors/replica_actor.hpp"
 #include "dtrain/cuda/runtime.hpp"
 
@@ -21,8 +22,10 @@ namespace dtrain::actors {
 system_config::system_config() : system_config(tls_identity{}) {}
 
 system_config::system_config(const tls_identity& tls) {
+  // No add_actor_type: nothing is remotely spawnable by a peer (CAF's
+  // remote spawn checks nobody); replicas start through the node actor's
+  // spawn, which checks the driver's credential (node_actor.hpp).
   register_types(*this);
-  add_actor_type("replica", replica_front);
   set("scheduler.max-threads", 2);
   // Heartbeats find hung peers (a stopped process keeps its sockets open).
   // Both settings must be the same in every process of a cluster.
@@ -251,35 +254,23 @@ result<replica_actor> cluster::spawn_replica(const assignment& a, const replica_
                                              std::chrono::milliseconds timeout) {
   const std::string what = "starting replica " + std::to_string(spec.rank) + " on node " +
                            std::to_string(a.node) + " (" + a.info.host + ")";
-  if (a.info.address.empty()) {
-    // A node inside this process (embedded cluster).
-    caf::scoped_actor self{*system_};
-    result<replica_actor> out{status(error_code::internal, "no reply")};
-    self->request(local_node_, timeout, spawn_atom::value, spec, owner, store)
-        .receive([&](replica_actor& r) { out = r; },
-                 [&](caf::error& e) { out = from_caf(e, what); });
-    return out;
+  auto node = node_of(a, timeout);
+  if (!node)
+    return node.error().with_context(what);
+  // A node inside this process (embedded cluster) asks for no credential.
+  plugin_credential credential;
+  if (!a.info.address.empty()) {
+    auto made = spawn_credential(*system_, *node, a.info, spec, tls_.files, timeout);
+    if (!made)
+      return made.error().with_context(what);
+    credential = std::move(*made);
   }
-  DTRAIN_ASSIGN_OR_RETURN(auto hp, parse_address(a.info.address));
-  DTRAIN_RETURN_IF_ERROR(net::probe_tcp(hp.first, hp.second, std::min(timeout, connect_probe_timeout))
-                             .with_context(what));
-  caf::node_id node;
-  if (uses_tls(*system_)) {
-    // The node publishes its node actor over TLS; the route to its
-    // process that reaching it opens carries the remote spawn.
-    DTRAIN_ASSIGN_OR_RETURN(auto reached, reach_node(a, what));
-    node = reached.node();
-  } else {
-    auto plain = system_->middleman().connect(hp.first, hp.second);
-    if (!plain)
-      return from_caf(plain.error(), what + ": cannot connect to " + a.info.address);
-    node = *plain;
-  }
-  auto spawned = system_->middleman().remote_spawn<replica_actor>(
-      node, "replica", caf::make_message(spec, owner, store), timeout);
-  if (!spawned)
-    return from_caf(spawned.error(), what + " by remote spawn");
-  return *spawned;
+  caf::scoped_actor self{*system_};
+  result<replica_actor> out{status(error_code::internal, "no reply")};
+  self->request(*node, timeout, spawn_atom::value, spec, owner, store, credential)
+      .receive([&](replica_actor& r) { out = r; },
+               [&](caf::error& e) { out = from_caf(e, what); });
+  return out;
 }
 
 result<node_actor> cluster::node_of(const assignment& a, std::chrono::milliseconds timeout) {

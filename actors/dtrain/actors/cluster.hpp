@@ -23,8 +23,8 @@ namespace dtrain::actors {
 std::chrono::milliseconds hang_timeout();
 
 /// The actor-system configuration every dtrain process uses: the message
-/// types, the "replica" actor type (for remote spawn), the middleman, and
-/// few scheduler threads (blocking work runs on detached actors).
+/// types, the middleman, and few scheduler threads (blocking work runs on
+/// detached actors). No actor type is registered for CAF's remote spawn.
 ///
 /// With an enabled tls_identity it also loads CAF's openssl module with the
 /// identity's certificate, key and CA (mutual TLS: peers must present a
@@ -123,8 +123,10 @@ public:
   /// not be used after the cluster is gone.
   result<std::shared_ptr<store::experiment_store>> experiments();
 
-  /// Starts one replica on the node of `a`: remote spawn on a node process,
-  /// or the node actor itself in an embedded cluster.
+  /// Starts one replica on the node of `a` through its node actor (node_of),
+  /// with this process's credential for it (plugin_shipping.hpp:
+  /// spawn_credential; none for an embedded cluster's own node). Errors
+  /// name the replica and node, and the node's refusal.
   result<replica_actor> spawn_replica(const assignment& a, const replica_spec& spec,
                                       const caf::actor& owner, const store_actor& store,
                                       std::chrono::milliseconds timeout);

@@ -71,18 +71,20 @@ typename Inspector::result_type inspect(Inspector& f, node_info& x) {
            x.host_id, x.gpu_devices, x.secret_file, x.cpus);
 }
 
-/// What a driver presents with a plugin it ships to a node (node_actor.hpp):
-/// proof that it may run code there.
-///   kind "same-user": `secret` is the content of the node's secret file
-///     (node_info::secret_file), readable only by the node's user: the
-///     plain (loopback) cluster's rule.
+/// What a driver presents with a plugin it ships to a node, or a replica it
+/// starts there (node_actor.hpp): proof that it may run code there.
+///   kind "same-user": `signature` is an HMAC-SHA256, keyed by the
+///     content of the node's secret file (node_info::secret_file, readable
+///     only by the node's user), over plugin_mac_message(challenge, request,
+///     node) (node_secret.hpp): the plain (loopback) cluster's rule. The
+///     secret itself is never sent.
 ///   kind "identity-proof": a security::identity_proof of a client
 ///     certificate of the cluster's CA (certificate_pem, signature) over the
-///     purpose "plugin <hash> <node address>" and `challenge`, a single-use
-///     string the node handed out (challenge_atom): the TLS cluster's rule.
+///     purpose ("plugin ...", "replica ...", node_actor.hpp) and `challenge`.
+/// Both: `challenge` is a single-use string the node handed out
+/// (challenge_atom) less than plugin_challenge_lifetime ago.
 struct plugin_credential {
   std::string kind;
-  std::string secret;
   std::string challenge;
   std::string certificate_pem;
   std::string signature;
@@ -90,7 +92,7 @@ struct plugin_credential {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, plugin_credential& x) {
-  return f(caf::meta::type_name("plugin_credential"), x.kind, x.secret, x.challenge,
+  return f(caf::meta::type_name("plugin_credential"), x.kind, x.challenge,
            x.certificate_pem, x.signature);
 }
 
@@ -337,11 +339,12 @@ using replica_actor = caf::typed_actor<
 /// A node agent (node_actor.hpp): hosts replicas and the plugins they need.
 /// plugin(hash): the operators of that plugin when it is loaded here, else
 /// not_found; plugin(hash, bytes, credential): installs and loads it;
-/// challenge: a single-use string for an identity-proof credential.
+/// challenge: a single-use string for the credential spawn and plugin need.
 /// log(offset, max_bytes): up to max_bytes of the node process's log file
 /// from offset (negative: that many bytes before its end), see node_actor.hpp.
 using node_actor = caf::typed_actor<
-    caf::replies_to<spawn_atom, replica_spec, caf::actor, store_actor>::with<replica_actor>,
+    caf::replies_to<spawn_atom, replica_spec, caf::actor, store_actor, plugin_credential>::with<
+        replica_actor>,
     caf::replies_to<status_atom>::with<int32_t>,
     caf::replies_to<plugin_atom, std::string>::with<std::vector<std::string>>,
     caf::replies_to<plugin_atom, std::string, std::vector<char>, plugin_credential>::with<

@@ -12,6 +12,7 @@
 #include "dtrain/actors/node_secret.hpp"
 #include "dtrain/actors/plugin_shipping.hpp"
 #include "dtrain/actors/replica_actor.hpp"
+#include "dtrain/core/check.hpp"
 #include "dtrain/cuda/runtime.hpp"
 #include "dtrain/plugin/loader.hpp"
 #include "dtrain/security/certificates.hpp"
@@ -20,8 +21,9 @@ namespace dtrain::actors {
 
 /// A node's own bookkeeping: the challenges handed out and not yet used.
 struct node_state {
+  using clock = std::chrono::steady_clock;
   node_options options;
-  std::deque<std::string> challenges;  // oldest first; bounded
+  std::deque<std::pair<std::string, clock::time_point>> challenges;  // oldest first; bounded
 };
 
 namespace {
@@ -30,37 +32,75 @@ constexpr size_t max_open_challenges = 64;
 // Writing and loading a library of up to 256 MiB.
 constexpr std::chrono::seconds install_timeout{120};
 
-// Whether the driver may ship code to this node (node_actor.hpp).
-status authorize(node_state& st, const std::string& hash, const plugin_credential& c) {
-  if (c.kind == "same-user") {
-    if (st.options.secret.empty())
-      return invalid_argument(std::string(same_user_refusal) +
-                              " (this node accepts no same-user credential)");
-    if (!secrets_equal(c.secret, st.options.secret))
-      return invalid_argument(std::string(same_user_refusal) +
-                              " (the secret it presented is not the node's)");
+// "<what> refused: the driver could not prove it runs as the node's user":
+// same_user_refusal for plugins.
+std::string same_user_refusal_for(const std::string& what) {
+  return what + " refused: the driver could not prove it runs as the node's user";
+}
+
+// Uses up `challenge`: it must have been handed out by this node less than
+// plugin_challenge_lifetime ago and not used yet. Single use: consumed
+// whether or not the credential then holds.
+status take_challenge(node_state& st, const std::string& challenge, const std::string& what) {
+  const auto now = node_state::clock::now();
+  auto& open = st.challenges;
+  while (!open.empty() && now - open.front().second > plugin_challenge_lifetime)
+    open.pop_front();
+  auto it = std::find_if(open.begin(), open.end(),
+                         [&](const auto& c) { return c.first == challenge; });
+  if (challenge.empty() || it == open.end())
+    return invalid_argument(what + " refused: the challenge of its credential was not handed "
+                            "out by this node, was used already or is older than " +
+                            std::to_string(plugin_challenge_lifetime.count()) + " s");
+  open.erase(it);
+  return status::ok();
+}
+
+// What a request that runs code on this node must present (node_actor.hpp):
+// `what` ("plugin", "replica") for messages, `subject` for same-user MACs,
+// `purpose` for identity proofs.
+struct code_request {
+  std::string what, subject, purpose;
+};
+
+// A same-user credential: a MAC keyed by this node's secret over the
+// challenge, the request and this node process (node_secret.hpp).
+status check_same_user(const node_state& st, const code_request& r, const plugin_credential& c,
+                       const std::string& node_id) {
+  const std::string expected =
+      plugin_mac(st.options.secret, plugin_mac_message(c.challenge, r.subject, st.options.identity,
+                                                       st.options.secret_file, node_id));
+  if (!security::constant_time_equal(c.signature, expected))
+    return invalid_argument(same_user_refusal_for(r.what) +
+                            " (its MAC does not hold for this node, request and challenge)");
+  return status::ok();
+}
+
+// Whether the driver may run `r` on this node (node_actor.hpp); `node_id` is
+// this process's CAF node id. A node with neither a secret nor a CA (an
+// embedded cluster's, reachable only in its own process) asks nothing.
+status authorize(node_state& st, const code_request& r, const plugin_credential& c,
+                 const std::string& node_id) {
+  if (st.options.secret.empty() && st.options.ca_file.empty() && c.kind.empty())
     return status::ok();
-  }
-  if (c.kind == "identity-proof") {
-    // Single use: a challenge is consumed whether or not the proof holds.
-    auto it = std::find(st.challenges.begin(), st.challenges.end(), c.challenge);
-    if (c.challenge.empty() || it == st.challenges.end())
-      return invalid_argument("plugin refused: the challenge of the identity proof was not "
-                              "handed out by this node or was used already");
-    st.challenges.erase(it);
-    if (st.options.ca_file.empty())
-      return invalid_argument("plugin refused: this node runs without TLS and accepts no "
-                              "identity proof (drivers of a plain cluster present a same-user "
-                              "credential)");
-    auto who = security::check_identity({c.certificate_pem, c.signature},
-                                        plugin_proof_purpose(hash, st.options.identity),
-                                        c.challenge, st.options.ca_file, {security::role::client});
-    if (!who)
-      return invalid_argument("plugin refused: the driver's identity proof does not hold: " +
-                              who.error().message());
-    return status::ok();
-  }
-  return invalid_argument("plugin refused: unknown credential kind '" + c.kind + "'");
+  if (c.kind != "same-user" && c.kind != "identity-proof")
+    return invalid_argument(r.what + " refused: unknown credential kind '" + c.kind + "'");
+  if (c.kind == "same-user" && st.options.secret.empty())
+    return invalid_argument(same_user_refusal_for(r.what) +
+                            " (this node accepts no same-user credential)");
+  DTRAIN_RETURN_IF_ERROR(take_challenge(st, c.challenge, r.what));
+  if (c.kind == "same-user")
+    return check_same_user(st, r, c, node_id);
+  if (st.options.ca_file.empty())
+    return invalid_argument(r.what + " refused: this node runs without TLS and accepts no "
+                            "identity proof (drivers of a plain cluster present a same-user "
+                            "credential)");
+  auto who = security::check_identity({c.certificate_pem, c.signature}, r.purpose, c.challenge,
+                                      st.options.ca_file, {security::role::client});
+  if (!who)
+    return invalid_argument(r.what + " refused: the driver's identity proof does not hold: " +
+                            who.error().message());
+  return status::ok();
 }
 
 // Installs on a detached thread of its own (file I/O and dlopen block) and
@@ -121,12 +161,28 @@ std::string plugin_proof_purpose(const std::string& hash, const std::string& nod
   return "plugin " + hash + " " + node_name;
 }
 
+std::string spawn_subject(const replica_spec& spec) {
+  const std::string text = caf::deep_to_string(spec);
+  return "spawn:" + security::sha256_hex(text.data(), text.size());
+}
+
+std::string spawn_proof_purpose(const replica_spec& spec, const std::string& node_name) {
+  return "replica " + spawn_subject(spec) + " " + node_name;
+}
+
 node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> self,
                                     node_options options) {
   self->state.options = std::move(options);
   return {
-    [=](spawn_atom, replica_spec& spec, caf::actor& owner,
-        store_actor& store) -> caf::result<replica_actor> {
+    [=](spawn_atom, replica_spec& spec, caf::actor& owner, store_actor& store,
+        const plugin_credential& credential) -> caf::result<replica_actor> {
+      const code_request r{"replica", spawn_subject(spec),
+                           spawn_proof_purpose(spec, self->state.options.identity)};
+      if (status allowed = authorize(self->state, r, credential, caf::to_string(self->node()));
+          !allowed) {
+        std::fprintf(stderr, "dtrain node: %s\n", allowed.message().c_str());
+        return to_caf(allowed);
+      }
       return self->system().spawn(replica_front, std::move(spec), std::move(owner),
                                   std::move(store));
     },
@@ -143,7 +199,9 @@ node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> sel
     },
     [=](plugin_atom, const std::string& hash, std::vector<char>& bytes,
         const plugin_credential& credential) -> caf::result<std::vector<std::string>> {
-      if (status allowed = authorize(self->state, hash, credential); !allowed) {
+      const code_request r{"plugin", hash, plugin_proof_purpose(hash, self->state.options.identity)};
+      if (status allowed = authorize(self->state, r, credential, caf::to_string(self->node()));
+          !allowed) {
         std::fprintf(stderr, "dtrain node: %s\n", allowed.message().c_str());
         return to_caf(allowed);
       }
@@ -169,7 +227,7 @@ node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> sel
     [=](challenge_atom) -> caf::result<std::string> {
       std::string challenge = security::random_hex(32);
       auto& open = self->state.challenges;
-      open.push_back(challenge);
+      open.emplace_back(challenge, node_state::clock::now());
       if (open.size() > max_open_challenges)
         open.pop_front();
       return challenge;

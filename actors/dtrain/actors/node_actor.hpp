@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "caf/all.hpp"
@@ -13,10 +14,14 @@ namespace dtrain::actors {
 struct node_options {
   /// Where received libraries are kept, as <hash>.so (plugin::install_plugin).
   std::string plugin_dir;
-  /// The same-user secret drivers must present; empty: no driver may ship
-  /// code with a same-user credential (an embedded cluster's node: its
-  /// driver is its own process and loads plugins itself).
+  /// The same-user secret drivers key their MACs with (node_secret.hpp);
+  /// empty: no driver may ship code with a same-user credential (an
+  /// embedded cluster's node: its driver is its own process and loads
+  /// plugins itself).
   std::string secret;
+  /// The file that holds `secret` (node_info::secret_file): part of what a
+  /// same-user MAC covers.
+  std::string secret_file;
   /// The node process's name in identity proofs, node_proof_name(): part
   /// of what a proof signs ("plugin <hash> <name>"). Known before the node
   /// listens (a TLS node publishes this actor to learn its port).
@@ -30,25 +35,39 @@ struct node_options {
   std::string log_file;
 };
 
+/// How long a node's challenge for a plugin credential stays valid.
+constexpr std::chrono::seconds plugin_challenge_lifetime{60};
+
 /// The most bytes one log request answers, whatever it asks for.
 constexpr int32_t max_log_chunk = 1 << 20;
 
 /// A node agent: registered with the head, it hosts the replicas drivers
-/// place on it and the plugins their operators come from. Remote drivers
-/// spawn replicas on its process with CAF's remote spawn (the process
-/// registers the "replica" actor type); an in-process (embedded) cluster
-/// asks the node actor itself to spawn them. status answers with the
+/// place on it and the plugins their operators come from. No actor type is
+/// remotely spawnable (CAF's remote spawn answers unknown_type): drivers
+/// start replicas with spawn(spec, owner, store, credential), which checks
+/// the credential first, as plugin shipping does. status answers with the
 /// number of replicas hosted by this process.
+///
+/// A credential (messages.hpp: plugin_credential) is a same-user MAC (the
+/// node's secret file; node_secret.hpp) or, on a TLS node, an identity
+/// proof of a client certificate of the cluster's CA: a node or head
+/// certificate starts nothing and ships nothing. Either covers one request
+/// (spawn_subject / spawn_proof_purpose, the plugin's hash /
+/// plugin_proof_purpose), this node process and one challenge. A refusal is
+/// invalid_argument saying why ("replica refused: ...", "plugin refused:
+/// ..."), and a line on the node's stderr. A node made with neither a
+/// secret nor a CA (an embedded cluster's, which no other process reaches)
+/// takes requests with an empty credential.
 ///
 /// plugin(hash) answers the operators of a plugin loaded in this process
 /// (shipped earlier or preloaded by `dtrain start --plugin`), else
-/// not_found. plugin(hash, bytes, credential) checks the credential
-/// (messages.hpp: plugin_credential; a refusal is invalid_argument saying
-/// why), then on a thread of its own checks the bytes against the hash,
+/// not_found. plugin(hash, bytes, credential) checks the credential, then
+/// on a thread of its own checks the bytes against the hash,
 /// keeps them as <plugin_dir>/<hash>.so and loads them once per hash
 /// (plugin::install_plugin): the answer is the operators, or the loader's
 /// error (another ABI, a missing symbol); the node stays up either way.
-/// challenge hands out a single-use string for identity proofs.
+/// challenge hands out a single-use string for credentials, valid
+/// plugin_challenge_lifetime.
 ///
 /// log(offset, max_bytes) reads the log file on the actor's own thread (a
 /// bounded read of at most max_log_chunk bytes of a local file): from
@@ -72,6 +91,15 @@ std::string node_proof_name(const std::string& host_id, int32_t pid);
 /// challenge): "plugin <hash> <node proof name>", so that a proof made for
 /// one library or node process is worth nothing for another.
 std::string plugin_proof_purpose(const std::string& hash, const std::string& node_name);
+
+/// What a credential for starting the replica `spec` covers: "spawn:" and
+/// the SHA-256 of the spec as CAF renders it (deep_to_string), the same in
+/// the driver and the node; a credential for one replica starts no other.
+std::string spawn_subject(const replica_spec& spec);
+
+/// What an identity-proof credential for `spec` signs: "replica
+/// <spawn_subject> <node proof name>".
+std::string spawn_proof_purpose(const replica_spec& spec, const std::string& node_name);
 
 /// The CUDA device indices a node offers when asked for `requested` GPUs:
 /// 0 .. requested-1, or every device this process sees when requested is

@@ -92,8 +92,8 @@ result<std::string> read_node_secret(const std::string& path) {
     return invalid_argument(std::string(same_user_refusal) +
                             " (the node advertises no secret file)");
   // The path comes from the node's registration, i.e. from the peer: only
-  // a file that is a node secret is read and sent, never another of this
-  // user's files (a private key) to whoever registered as a node.
+  // a file that is a node secret is read and used as a MAC key, never
+  // another of this user's files (a private key).
   const std::string name = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
   const std::string prefix = "node-", suffix = ".secret";
   bool named_as_secret = name.size() > prefix.size() + suffix.size() &&
@@ -131,17 +131,21 @@ result<std::string> read_node_secret(const std::string& path) {
     hex = hex && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
   if (!hex)
     return invalid_argument(std::string(same_user_refusal) + " (its secret file " + path +
-                            " does not hold a node secret; not sent)");
+                            " does not hold a node secret; not used)");
   return secret;
 }
 
-bool secrets_equal(const std::string& a, const std::string& b) {
-  if (a.size() != b.size())
-    return false;
-  volatile unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    diff = diff | static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
+std::string plugin_mac_message(const std::string& challenge, const std::string& subject,
+                               const std::string& node_name, const std::string& secret_file,
+                               const std::string& node_id) {
+  std::string out = "dtrain-plugin-mac-v1\n";
+  for (const std::string* part : {&challenge, &subject, &node_name, &secret_file, &node_id})
+    out += std::to_string(part->size()) + ":" + *part + "\n";
+  return out;
+}
+
+std::string plugin_mac(const std::string& secret, const std::string& message) {
+  return security::hmac_sha256_hex(secret, message);
 }
 
 } // namespace dtrain::actors

@@ -9,7 +9,10 @@
 /// to a file that only its user can read (mode 0600, in a directory of
 /// mode 0700 owned by that user) and advertises the file's path
 /// (node_info::secret_file); a driver on the same host and of the same
-/// user reads it and presents it with the plugin; any other driver cannot.
+/// user reads it and presents a MAC keyed by it with the plugin
+/// (plugin_mac); any other driver cannot. The secret itself never leaves
+/// the host's files: whoever registered as the node (another user naming
+/// this node's file) gets only a MAC bound to its own challenge and name.
 namespace dtrain::actors {
 
 /// The text every refusal under this rule starts with.
@@ -47,7 +50,19 @@ std::string default_secret_dir();
 /// same_user_refusal and says why (permission denied: another user).
 result<std::string> read_node_secret(const std::string& path);
 
-/// Compares two secrets in time that depends only on their lengths.
-bool secrets_equal(const std::string& a, const std::string& b);
+/// What a same-user credential's MAC covers, unambiguously (each part
+/// length-prefixed): the node's single-use challenge, the request (a
+/// plugin's SHA-256, or spawn_subject for a replica) and the node process
+/// it is meant for: its proof name
+/// (node_proof_name), its secret file and its CAF node id as the driver
+/// reaches it. A MAC made for one node process (a fake one that named
+/// another's secret file), library or challenge holds for no other.
+std::string plugin_mac_message(const std::string& challenge, const std::string& subject,
+                               const std::string& node_name, const std::string& secret_file,
+                               const std::string& node_id);
+
+/// HMAC-SHA256 keyed by a node's `secret` over `message`
+/// (plugin_mac_message), lowercase hex.
+std::string plugin_mac(const std::string& secret, const std::string& message);
 
 } // namespace dtrain::actors

@@ -44,6 +44,33 @@ std::string node_name(const assignment& a) {
   return "node " + std::to_string(a.node) + " (" + a.info.host + ", " + a.info.address + ")";
 }
 
+// A fresh single-use challenge from `node` (challenge_atom).
+result<std::string> ask_challenge(caf::actor_system& sys, const node_actor& node,
+                                  std::chrono::milliseconds timeout) {
+  caf::scoped_actor self{sys};
+  result<std::string> challenge{status(error_code::internal, "no reply")};
+  self->request(node, timeout, challenge_atom::value)
+      .receive([&](std::string& c) { challenge = std::move(c); },
+               [&](caf::error& e) { challenge = from_caf(e, "asking the node for a challenge"); });
+  return challenge;
+}
+
+// An identity proof with `client` over `purpose` and a challenge of `node`.
+result<plugin_credential> proof_credential(caf::actor_system& sys, const node_actor& node,
+                                           const std::string& purpose,
+                                           const security::tls_files& client,
+                                           std::chrono::milliseconds timeout) {
+  DTRAIN_ASSIGN_OR_RETURN(std::string challenge, ask_challenge(sys, node, timeout));
+  DTRAIN_ASSIGN_OR_RETURN(security::identity_proof proof,
+                          security::prove_identity(client, purpose, challenge));
+  plugin_credential c;
+  c.kind = "identity-proof";
+  c.challenge = std::move(challenge);
+  c.certificate_pem = std::move(proof.certificate_pem);
+  c.signature = std::move(proof.signature);
+  return c;
+}
+
 } // namespace
 
 result<std::vector<plugin_package>> prepare_plugins(const std::vector<std::string>& paths) {
@@ -64,11 +91,18 @@ result<std::vector<plugin_package>> prepare_plugins(const std::vector<std::strin
   return out;
 }
 
-result<plugin_credential> credential_for(const node_info& node) {
-  DTRAIN_ASSIGN_OR_RETURN(std::string secret, read_node_secret(node.secret_file));
+result<plugin_credential> same_user_credential(caf::actor_system& sys, const node_actor& node,
+                                               const std::string& subject, const node_info& info,
+                                               std::chrono::milliseconds timeout) {
+  DTRAIN_ASSIGN_OR_RETURN(std::string secret, read_node_secret(info.secret_file));
+  DTRAIN_ASSIGN_OR_RETURN(std::string challenge, ask_challenge(sys, node, timeout));
   plugin_credential c;
   c.kind = "same-user";
-  c.secret = std::move(secret);
+  c.signature = plugin_mac(secret, plugin_mac_message(challenge, subject,
+                                                      node_proof_name(info.host_id, info.pid),
+                                                      info.secret_file,
+                                                      caf::to_string(node.node())));
+  c.challenge = std::move(challenge);
   return c;
 }
 
@@ -77,22 +111,26 @@ result<plugin_credential> identity_credential(caf::actor_system& sys, const node
                                               const std::string& node_name,
                                               const security::tls_files& client,
                                               std::chrono::milliseconds timeout) {
-  caf::scoped_actor self{sys};
-  result<std::string> challenge{status(error_code::internal, "no reply")};
-  self->request(node, timeout, challenge_atom::value)
-      .receive([&](std::string& c) { challenge = std::move(c); },
-               [&](caf::error& e) { challenge = from_caf(e, "asking the node for a challenge"); });
-  if (!challenge)
-    return challenge.error();
-  DTRAIN_ASSIGN_OR_RETURN(
-      security::identity_proof proof,
-      security::prove_identity(client, plugin_proof_purpose(hash, node_name), *challenge));
-  plugin_credential c;
-  c.kind = "identity-proof";
-  c.challenge = std::move(*challenge);
-  c.certificate_pem = std::move(proof.certificate_pem);
-  c.signature = std::move(proof.signature);
-  return c;
+  return proof_credential(sys, node, plugin_proof_purpose(hash, node_name), client, timeout);
+}
+
+result<plugin_credential> node_credential(caf::actor_system& sys, const node_actor& node,
+                                          const node_info& info, const std::string& subject,
+                                          const std::string& purpose,
+                                          const security::tls_files& client,
+                                          std::chrono::milliseconds timeout) {
+  if (client.complete())
+    return proof_credential(sys, node, purpose, client, timeout);
+  return same_user_credential(sys, node, subject, info, timeout);
+}
+
+result<plugin_credential> spawn_credential(caf::actor_system& sys, const node_actor& node,
+                                           const node_info& info, const replica_spec& spec,
+                                           const security::tls_files& client,
+                                           std::chrono::milliseconds timeout) {
+  return node_credential(sys, node, info, spawn_subject(spec),
+                         spawn_proof_purpose(spec, node_proof_name(info.host_id, info.pid)),
+                         client, timeout);
 }
 
 result<int> ensure_plugins(caf::actor_system& sys, const node_actor& node, const assignment& a,
@@ -113,9 +151,9 @@ result<int> ensure_plugins(caf::actor_system& sys, const node_actor& node, const
       continue;
     if (asked.code() != error_code::not_found)
       return asked;
-    auto credential = client.complete()
-                          ? identity_credential(sys, node, p.hash, node_proof_name(a.info.host_id, a.info.pid), client, timeout)
-                          : credential_for(a.info);
+    auto credential = node_credential(
+        sys, node, a.info, p.hash,
+        plugin_proof_purpose(p.hash, node_proof_name(a.info.host_id, a.info.pid)), client, timeout);
     if (!credential)
       return credential.error().with_context(what);
     status installed;

@@ -34,9 +34,17 @@ struct plugin_package {
 /// max_plugin_bytes.
 result<std::vector<plugin_package>> prepare_plugins(const std::vector<std::string>& paths);
 
-/// The same-user credential this process presents to `node`
-/// (node_secret.hpp). The error starts with same_user_refusal.
-result<plugin_credential> credential_for(const node_info& node);
+/// The plain cluster's credential: reads the secret file that `info` (the
+/// node's registration) names, asks `node` for a challenge and answers a
+/// MAC keyed by the secret over that challenge, `subject` (a plugin's
+/// hash, or spawn_subject) and the node process (node_secret.hpp:
+/// plugin_mac_message with info's proof name and secret file and node's
+/// CAF node id). The secret is never sent. Errors: an unreadable secret
+/// starts with same_user_refusal; no challenge within `timeout` is
+/// error_code::timeout.
+result<plugin_credential> same_user_credential(caf::actor_system& sys, const node_actor& node,
+                                               const std::string& subject, const node_info& info,
+                                               std::chrono::milliseconds timeout);
 
 /// The TLS cluster's credential: asks `node` for a challenge and proves
 /// that this process holds the key of the client certificate `client`
@@ -47,12 +55,28 @@ result<plugin_credential> identity_credential(caf::actor_system& sys, const node
                                               const security::tls_files& client,
                                               std::chrono::milliseconds timeout);
 
+/// The credential for a request that runs code on `node` (registered as
+/// `info`): an identity proof with `client` over `purpose` when `client` is
+/// complete (a TLS cluster), else the same-user MAC over `subject`
+/// (same_user_credential). Errors as theirs.
+result<plugin_credential> node_credential(caf::actor_system& sys, const node_actor& node,
+                                          const node_info& info, const std::string& subject,
+                                          const std::string& purpose,
+                                          const security::tls_files& client,
+                                          std::chrono::milliseconds timeout);
+
+/// The credential for starting replica `spec` on `node` (node_credential
+/// with spawn_subject and spawn_proof_purpose).
+result<plugin_credential> spawn_credential(caf::actor_system& sys, const node_actor& node,
+                                           const node_info& info, const replica_spec& spec,
+                                           const security::tls_files& client,
+                                           std::chrono::milliseconds timeout);
+
 /// Makes sure `node` (the node process of placement `a`; an in-process
 /// node needs nothing) has every plugin loaded: asks it by hash and sends
 /// the bytes of those it lacks with this process's credential. Returns how
 /// many libraries were sent. The credential is an identity proof with
-/// `client` when it is complete (a TLS cluster), else the same-user
-/// secret. Errors name the plugin file, the node and the reason (the
+/// `client` when it is complete (a TLS cluster), else the same-user MAC. Errors name the plugin file, the node and the reason (the
 /// node's refusal, the loader's message); a node that does not answer
 /// within `timeout` is error_code::timeout.
 result<int> ensure_plugins(caf::actor_system& sys, const node_actor& node, const assignment& a,

@@ -6,8 +6,9 @@
 namespace dtrain::actors {
 
 /// A replica as the trainer sees it: a small event-based front that the
-/// trainer spawns on a node (by CAF remote spawn, or locally in an embedded
-/// cluster), and a detached worker behind it that owns the replica_runner
+/// node actor spawns for a trainer (node_actor.hpp: spawn, in a node process
+/// or the embedded cluster's own; never by CAF remote spawn), and a
+/// detached worker behind it that owns the replica_runner
 /// and does the blocking work (rendezvous, epochs, collectives) on its own
 /// thread, never on CAF's scheduler threads. The front delegates every
 /// request to the worker.

@@ -2,7 +2,9 @@
 // identity proofs are in verification.cpp).
 #include "dtrain/security/certificates.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/hmac.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <sys/stat.h>
@@ -77,6 +79,20 @@ std::string sha256_hex(const void* data, size_t size) {
   unsigned int n = 0;
   DTRAIN_CHECK(EVP_Digest(data, size, md, &n, EVP_sha256(), nullptr) == 1, "EVP_Digest failed");
   return detail::to_hex(md, n);
+}
+
+std::string hmac_sha256_hex(const std::string& key, const std::string& message) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  const unsigned char* mac =
+      HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(message.data()), message.size(), md, &n);
+  DTRAIN_CHECK(mac != nullptr, "HMAC-SHA256 failed");
+  return detail::to_hex(md, n);
+}
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 result<std::string> sha256_file(const std::string& path) {

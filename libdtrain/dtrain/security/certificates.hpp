@@ -160,6 +160,13 @@ std::string random_hex(size_t bytes);
 std::string sha256_hex(const void* data, size_t size);
 result<std::string> sha256_file(const std::string& path);
 
+/// HMAC-SHA256 of `message` keyed by `key` (OpenSSL's libcrypto), lowercase hex.
+std::string hmac_sha256_hex(const std::string& key, const std::string& message);
+
+/// Whether `a` and `b` are equal, in time that depends only on their lengths
+/// (for MACs and secrets: where they first differ stays hidden).
+bool constant_time_equal(const std::string& a, const std::string& b);
+
 /// "2026-11-20 10:00:00 UTC"
 std::string format_utc(std::time_t t);
 
