@@ -167,8 +167,9 @@ int run_train(const train_options& o) {
   }
   if (display->terminal())  // the trainer's notes must not land on the bar's line
     tc.on_note = [display](const std::string& text) { display->note(text); };
-  // One trial, 00000, checkpointing under <storage>/<experiment id>/00000:
-  // a new experiment never finds another's checkpoints.
+  // One trial, 00000, checkpointing under <storage>/00000, the storage
+  // <root>/<experiment id>-<token> marked as the experiment's own
+  // (begin_experiment): a new experiment never finds another's checkpoints.
   tc.checkpoint_dir = run->row.storage.empty() ? "" : run->row.storage + "/00000";
   std::printf("experiment %lld%s: %s, %d replicas of %s on %s cluster, global batch %lld, "
               "%lld epochs\n",
@@ -352,6 +353,9 @@ int run_tune(const tune_options& o) {
   static_cast<tune::sweep_config&>(tc) = e->sweep;
   tc.experiment = e->name;
   tc.storage = e->checkpoint_dir;
+  // The experiment's own directory, marked by begin_experiment.
+  tc.experiment_dir = run->row.storage;
+  tc.owner = storage_owner(run->row, (*store)->where());
   tc.store = *store;
   tc.experiment_id = run->row.id;
   tc.resume = run->resumed;

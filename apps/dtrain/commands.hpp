@@ -42,6 +42,7 @@ struct experiments_options {
   bool json = false;     // JSON instead of tables
   std::string metric;    // best: rank by this metric's rows instead of the experiment's
   bool yes = false;      // delete: without asking
+  bool force = false;    // delete: a running experiment too (its live driver asked to stop first)
   security::tls_files tls;  // --tls-*: empty: $DTRAIN_HOME/tls, else plain (loopback only)
 };
 

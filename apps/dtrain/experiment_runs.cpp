@@ -1,12 +1,13 @@
 // Creating and continuing experiments in the store for `dtrain train` and
-// `dtrain tune`: ids, checkpoint directories, and the refusal of a resume
-// whose configuration changed.
+// `dtrain tune`: ids, checkpoint directories (named and marked with a token
+// unique across stores), and the refusal of a resume whose configuration
+// changed or whose directory is another experiment's.
 #include "experiment_runs.hpp"
 
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <ctime>
+#include <cstring>
 #include <filesystem>
 #include <unistd.h>
 
@@ -30,36 +31,85 @@ std::string this_host() {
 
 std::string owner_of_this_process() { return this_host() + " " + std::to_string(getpid()); }
 
-// The pid of `owner` when it names a live process on this host, else 0.
-pid_t live_owner_here(const std::string& owner) {
+// The checkpoint directory of new experiment `row` under `root` (made
+// absolute against the working directory if the experiment was not read
+// from a file, which does that), with a fresh token, marked as its own.
+result<std::string> new_storage(const std::string& root, const store::experiment_row& row,
+                                const std::string& where) {
+  std::error_code ec;
+  const std::string base = std::filesystem::absolute(root, ec).lexically_normal().string();
+  if (ec)
+    return io_error("checkpoint_storage.host_path " + root + ": cannot make it absolute: " +
+                    ec.message());
+  DTRAIN_ASSIGN_OR_RETURN(std::string token, checkpoint::new_owner_token());
+  store::experiment_row named = row;
+  named.storage = (base.size() > 1 && base.back() == '/' ? base.substr(0, base.size() - 1) : base) +
+                  "/" + std::to_string(row.id) + "-" + token;
+  DTRAIN_RETURN_IF_ERROR(checkpoint::claim(named.storage, storage_owner(named, where)));
+  return named.storage;
+}
+
+// A resumed experiment's directory: its own (marked), or adopted when it
+// carries no marker; another's marker refuses the resume.
+status claim_storage(const store::experiment_row& row, const std::string& where) {
+  if (row.storage.empty())
+    return status::ok();
+  bool adopted = false;
+  status mine = checkpoint::claim(row.storage, storage_owner(row, where), &adopted);
+  if (!mine)
+    return mine.with_context("experiment " + std::to_string(row.id) + " cannot resume");
+  if (adopted)
+    std::fprintf(stderr, "dtrain: %s carried no owner marker (a directory from before markers): "
+                         "experiment %lld adopts it and its checkpoints, and marks it as its own\n",
+                 row.storage.c_str(), static_cast<long long>(row.id));
+  return status::ok();
+}
+
+} // namespace
+
+checkpoint::owner storage_owner(const store::experiment_row& row, const std::string& where) {
+  checkpoint::owner o;
+  o.experiment = row.id;
+  o.created = checkpoint::created_text(row.created_at);
+  o.store = where;
+  o.name = row.name;
+  const std::string base = std::filesystem::path(row.storage).filename().string();
+  const std::string prefix = std::to_string(row.id) + "-";
+  const std::string token = base.compare(0, prefix.size(), prefix) == 0 ? base.substr(prefix.size()) : "";
+  const bool named = token.size() == 32 && token.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (named) {
+    o.token = token;
+    return o;
+  }
+  o.token = "legacy-" + config::config_hash(std::to_string(row.id) + "\n" + o.created + "\n" + row.name);
+  return o;
+}
+
+bool owner_is_this_host(const std::string& owner) {
+  auto space = owner.rfind(' ');
+  return space != std::string::npos && owner.substr(0, space) == this_host();
+}
+
+int live_driver_here(const std::string& owner) {
   auto space = owner.rfind(' ');
   if (space == std::string::npos || owner.substr(0, space) != this_host())
     return 0;
   pid_t pid = static_cast<pid_t>(std::atol(owner.c_str() + space + 1));
   if (pid <= 0 || pid == getpid())
     return 0;
-  return ::kill(pid, 0) == 0 ? pid : 0;
+  if (::kill(pid, 0) != 0)
+    return 0;
+  // A driver that died but was not yet reaped (a zombie) is not alive.
+  std::FILE* stat = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (stat == nullptr)
+    return pid;
+  char text[512] = {0};
+  const size_t n = std::fread(text, 1, sizeof text - 1, stat);
+  std::fclose(stat);
+  const char* paren = std::strrchr(text, ')');  // after the command's name
+  const bool zombie = n > 0 && paren != nullptr && paren[1] == ' ' && paren[2] == 'Z';
+  return zombie ? 0 : pid;
 }
-
-// A non-empty directory at `dir` that belongs to no experiment the store
-// knows (the store was deleted or replaced): moved aside, so a new
-// experiment with a reused id never restores another's checkpoints.
-status clear_stale_directory(const std::string& dir) {
-  std::error_code ec;
-  if (!std::filesystem::exists(dir, ec) || std::filesystem::is_empty(dir, ec))
-    return status::ok();
-  std::string aside = dir + ".stale-" + std::to_string(static_cast<long long>(std::time(nullptr)));
-  std::filesystem::rename(dir, aside, ec);
-  if (ec)
-    return io_error("the checkpoint directory " + dir + " of the new experiment holds files of "
-                    "an experiment the store does not know, and moving them to " + aside +
-                    " failed: " + ec.message());
-  std::fprintf(stderr, "dtrain: %s held checkpoints of an experiment the store does not know; "
-                       "moved to %s\n", dir.c_str(), aside.c_str());
-  return status::ok();
-}
-
-} // namespace
 
 result<experiment_run> begin_experiment(std::shared_ptr<store::experiment_store> s,
                                         const config::experiment& e, const std::string& kind,
@@ -82,10 +132,12 @@ result<experiment_run> begin_experiment(std::shared_ptr<store::experiment_store>
     DTRAIN_ASSIGN_OR_RETURN(row.id, s->create_experiment(row));
     run.row = row;
     if (!e.checkpoint_dir.empty()) {
-      run.row.storage = e.checkpoint_dir + "/" + std::to_string(row.id);
-      status ready = clear_stale_directory(run.row.storage);
-      if (ready)
+      auto storage = new_storage(e.checkpoint_dir, row, s->where());
+      status ready = storage ? status::ok() : storage.error();
+      if (ready) {
+        run.row.storage = *storage;
         ready = s->update_experiment(run.row);
+      }
       if (!ready) {  // the experiment exists now: never left running
         end_experiment(run, "failed", ready.to_string());
         return ready;
@@ -100,7 +152,7 @@ result<experiment_run> begin_experiment(std::shared_ptr<store::experiment_store>
                             "` experiment: resume it with `dtrain " + row.kind +
                             " EXPERIMENT.yaml --resume " + id + "`");
   if (row.state == "running")
-    if (pid_t pid = live_owner_here(row.owner); pid != 0)
+    if (pid_t pid = live_driver_here(row.owner); pid != 0)
       return invalid_argument("experiment " + id + " is running now in process " +
                               std::to_string(pid) + " on this host: stop it first (Ctrl-C or "
                               "kill " + std::to_string(pid) + ")");
@@ -123,6 +175,7 @@ result<experiment_run> begin_experiment(std::shared_ptr<store::experiment_store>
     row.configuration = yaml;
     row.config_hash = hash;
   }
+  DTRAIN_RETURN_IF_ERROR(claim_storage(row, s->where()));
   run.previous_state = row.state;
   row.state = "running";
   row.message.clear();

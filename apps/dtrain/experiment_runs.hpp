@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/config/experiment.hpp"
 #include "dtrain/core/status.hpp"
 #include "dtrain/store/experiment_store.hpp"
@@ -19,13 +20,31 @@ struct experiment_run {
   std::string previous_state;  // a resumed experiment's state before this run
 };
 
+/// Who the checkpoint directory of experiment `row` (its `storage`) belongs
+/// to, as its owner marker must say (checkpoint/ownership.hpp): the token
+/// in the directory's name (<root>/<id>-<32 hex digits>), or, for a
+/// directory named before tokens existed (<root>/<id>), one derived from
+/// the row's id, creation time and name ("legacy-" + 16 hex digits), which
+/// another store's experiment of the same id does not share. `where` is
+/// the store's where().
+checkpoint::owner storage_owner(const store::experiment_row& row, const std::string& where);
+
+/// The pid of the driver `owner` ("host pid", experiment_row::owner) when
+/// it is a live process on this host other than this one, else 0.
+int live_driver_here(const std::string& owner);
+/// Whether the driver `owner` ("host pid") names this host.
+bool owner_is_this_host(const std::string& owner);
+
 /// Without `resume_id` (0): a new experiment of `kind` ("train" or "tune")
-/// for `e`, its checkpoints under <checkpoint root>/<id>/ (a directory left
-/// there by an experiment the store no longer knows is moved aside, never
-/// read). With it: that experiment, refused when it is of another kind,
-/// still running in a live process on this host, or (unless `force`) when
-/// its stored configuration differs from `e`'s, naming every differing key.
-/// The row is marked running by this process either way.
+/// for `e`, its checkpoints under <checkpoint root>/<id>-<token>/ (the
+/// token new and random: no other store's experiment shares the
+/// directory), marked as its own (checkpoint::claim). With it: that
+/// experiment, refused when it is of another kind, still running in a live
+/// process on this host, (unless `force`) when its stored configuration
+/// differs from `e`'s, naming every differing key, or when its directory
+/// carries another experiment's owner marker (naming whose); a directory
+/// without a marker (an experiment from before markers) is adopted, said
+/// on stderr. The row is marked running by this process either way.
 result<experiment_run> begin_experiment(std::shared_ptr<store::experiment_store> s,
                                         const config::experiment& e, const std::string& kind,
                                         int64_t resume_id, bool force);

@@ -2,6 +2,7 @@
 // store read (and pruned) from the command line, through the head of a
 // cluster or from the local store file.
 #include "commands.hpp"
+#include "experiments_delete.hpp"
 #include "store_access.hpp"
 
 #include <unistd.h>
@@ -373,65 +374,6 @@ int best(store::experiment_store& s, const experiments_options& o) {
   return 0;
 }
 
-// Why `dir` must not be removed recursively ("" if it may be).
-std::string unsafe_to_remove(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path p = fs::weakly_canonical(fs::absolute(dir, ec), ec);
-  if (p == p.root_path())
-    return "it is the root directory";
-  for (const char* home : {std::getenv("HOME")})
-    if (home != nullptr && p == fs::weakly_canonical(home, ec))
-      return "it is the home directory";
-  if (p == fs::weakly_canonical(dtrain_home(), ec))
-    return "it is dtrain's own directory";
-  return "";
-}
-
-int remove_experiment(store::experiment_store& s, const experiments_options& o) {
-  auto e = s.experiment(o.id);
-  if (!e)
-    return fail(e.error());
-  auto trials = s.trials(o.id);
-  if (!trials)
-    return fail(trials.error());
-  if (!e->storage.empty())
-    if (std::string why = unsafe_to_remove(e->storage); !why.empty())
-      return fail(invalid_argument("experiment " + std::to_string(o.id) + "'s storage directory " +
-                                   e->storage + " will not be removed: " + why +
-                                   "; nothing was deleted"));
-  const std::string what = "experiment " + std::to_string(o.id) + " (" + e->name + ") with " +
-                           std::to_string(trials->size()) + " trials and its checkpoints under " +
-                           (e->storage.empty() ? "(no directory)" : e->storage);
-  if (!o.yes) {
-    if (!isatty(STDIN_FILENO))
-      return fail(invalid_argument("refusing to delete " + what +
-                                   " without confirmation: stdin is not a terminal; pass --yes"));
-    std::printf("delete %s? [y/N] ", what.c_str());
-    std::fflush(stdout);
-    std::string answer;
-    std::getline(std::cin, answer);
-    if (answer != "y" && answer != "Y" && answer != "yes") {
-      std::printf("not deleted\n");
-      return 1;
-    }
-  }
-  if (status d = s.delete_experiment(o.id); !d)
-    return fail(d);
-  if (status f = s.flush(); !f)
-    return fail(f);
-  if (!e->storage.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(e->storage, ec);
-    if (ec)
-      return fail(io_error("experiment " + std::to_string(o.id) + " is deleted from " + s.where() +
-                           " but its directory " + e->storage + " was not removed: " +
-                           ec.message()));
-  }
-  std::printf("deleted %s\n", what.c_str());
-  return 0;
-}
-
 } // namespace
 
 int run_experiments(const experiments_options& o) {
@@ -448,7 +390,7 @@ int run_experiments(const experiments_options& o) {
   if (o.action == "best")
     return best(s, o);
   if (o.action == "delete")
-    return remove_experiment(s, o);
+    return delete_experiment(s, o, opened->cluster != nullptr);
   return fail(invalid_argument("dtrain experiments: unknown action " + o.action));
 }
 

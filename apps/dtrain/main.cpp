@@ -16,7 +16,7 @@
 //   dtrain tune EXPERIMENT.yaml [--address ...] [--resume ID [--force]]
 //                                                   run its hyperparameter sweep
 //   dtrain experiments list | show ID | trials ID | best ID [--metric NAME]
-//         | delete ID [--yes]  [--address HOST:PORT | --store PATH] [--json]
+//         | delete ID [--yes] [--force]  [--address HOST:PORT | --store PATH] [--json]
 //   dtrain report ID [-o FILE.html] [--address HOST:PORT | --store PATH]
 //                                                   one self-contained HTML file
 //   dtrain logs [--node N | --trial T] [--follow] [--tail K] [--grep TEXT]
@@ -241,8 +241,12 @@ int main(int argc, char** argv) {
   action("best", "an experiment's best trial, its hyperparameters and newest checkpoint", true)
       ->add_option("--metric", eo.metric,
                    "rank by this metric's best value (min if its name has \"loss\", else max)");
-  action("delete", "delete an experiment's rows and its checkpoint directory", true)
-      ->add_flag("--yes", eo.yes, "do not ask");
+  auto* deleting = action("delete", "delete an experiment's rows and its checkpoint directory "
+                                    "(only one that carries the experiment's owner marker)", true);
+  deleting->add_flag("--yes", eo.yes, "do not ask");
+  deleting->add_flag("--force", eo.force,
+                     "also a running experiment: its driver on this host is stopped first (SIGTERM: "
+                     "it checkpoints and exits); one elsewhere is not waited for");
 
   report_options ro;
   auto* report = app.add_subcommand(

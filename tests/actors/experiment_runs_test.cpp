@@ -18,6 +18,7 @@
 #include "actors/child_process.hpp"
 #include "actors/dtrain_command.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
+#include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/store/experiment_store.hpp"
 #include "test_util.hpp"
 
@@ -117,9 +118,109 @@ sweep_outcome outcome_of(store::experiment_store& s, int64_t id) {
   return out;
 }
 
+// Every file under `root` (relative path -> size): what another store's
+// run must leave exactly as it was.
+std::map<std::string, uintmax_t> files_under(const std::string& root) {
+  std::map<std::string, uintmax_t> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file())
+      out[std::filesystem::relative(it->path(), root).string()] = it->file_size();
+  return out;
+}
+
+store::experiment_row row_of(const temp_dir& home, int64_t id) {
+  auto e = reader(home.file("experiments.db"))->experiment(id);
+  BOOST_TEST_REQUIRE(e.is_ok(), e.error().to_string());
+  return *e;
+}
+
+void set_storage(const temp_dir& home, int64_t id, const std::string& storage) {
+  auto opened = store::open_sqlite_store(home.file("experiments.db"));
+  BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
+  store::experiment_row e = (*opened)->experiment(id).value();
+  e.storage = storage;
+  BOOST_TEST_REQUIRE((*opened)->update_experiment(e).is_ok());
+  BOOST_TEST_REQUIRE((*opened)->flush().is_ok());
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(experiment_runs)
+
+// Two stores (two DTRAIN_HOMEs: two users, two launch jobs, a test beside
+// a user's runs) share a host_path, and each numbers its first experiment
+// 1: the second run neither moves nor prunes the first's checkpoints, and
+// its resume restores its own.
+BOOST_AUTO_TEST_CASE(two_stores_sharing_a_host_path_never_touch_each_others_checkpoints) {
+  temp_dir dir, home_a, home_b;
+  const std::string file = regression_experiment(dir, "0.01", 2);
+  setenv("DTRAIN_HOME", home_a.path().c_str(), 1);
+  ran a = run_dtrain({"train", file}, dir.file("a.log"));
+  BOOST_TEST_REQUIRE(a.code == 0, a.log);
+  const std::string storage_a = row_of(home_a, 1).storage;
+  const auto files_a = files_under(storage_a);
+  BOOST_TEST_REQUIRE(files_a.size() > 2u, storage_a);
+
+  setenv("DTRAIN_HOME", home_b.path().c_str(), 1);
+  ran b = run_dtrain({"train", file}, dir.file("b.log"));
+  BOOST_TEST_REQUIRE(b.code == 0, b.log);
+  BOOST_TEST(experiment_id_in(b.log) == 1);
+  const std::string storage_b = row_of(home_b, 1).storage;
+  BOOST_TEST(storage_a != storage_b);
+  BOOST_TEST(b.log.find("moved") == std::string::npos, b.log);
+  BOOST_TEST((files_under(storage_a) == files_a), "store b's run changed store a's checkpoints");
+
+  // b resumes its experiment 1 to 3 epochs: from its own checkpoint.
+  ran resumed = run_dtrain({"train", regression_experiment(dir, "0.02", 3), "--resume", "1",
+                            "--force"},
+                           dir.file("resumed.log"));
+  BOOST_TEST_REQUIRE(resumed.code == 0, resumed.log);
+  BOOST_TEST(resumed.log.find("resumed from the newest valid checkpoint in " + storage_b) !=
+                 std::string::npos,
+             resumed.log);
+  BOOST_TEST((files_under(storage_a) == files_a), "store b's resume changed store a's checkpoints");
+}
+
+// Before markers, both stores' experiment 1 checkpointed in <root>/1. The
+// first resume adopts the unmarked directory (saying so) and marks it; the
+// other store's resume is refused naming the directory and whose it is,
+// and restores nothing from it.
+BOOST_AUTO_TEST_CASE(an_unmarked_old_directory_is_adopted_by_one_store_and_refused_to_another) {
+  temp_dir dir, home_a, home_b;
+  const std::string file = regression_experiment(dir, "0.01", 2);
+  for (const temp_dir* home : {&home_a, &home_b}) {
+    setenv("DTRAIN_HOME", home->path().c_str(), 1);
+    ran r = run_dtrain({"train", file}, dir.file("first.log"));
+    BOOST_TEST_REQUIRE(r.code == 0, r.log);
+  }
+  const std::string old = dir.file("ckpt/1");
+  std::filesystem::rename(row_of(home_a, 1).storage, old);
+  std::filesystem::remove(old + "/" + checkpoint::owner_file);
+  set_storage(home_a, 1, old);
+  set_storage(home_b, 1, old);
+  const auto files = files_under(old);
+
+  setenv("DTRAIN_HOME", home_a.path().c_str(), 1);
+  ran a = run_dtrain({"train", file, "--resume", "1"}, dir.file("a.log"));
+  BOOST_TEST_REQUIRE(a.code == 0, a.log);
+  BOOST_TEST(a.log.find(old + " carried no owner marker") != std::string::npos, a.log);
+  BOOST_TEST(a.log.find("experiment 1 adopts it") != std::string::npos, a.log);
+  BOOST_TEST(checkpoint::read_owner(old).is_ok());
+
+  setenv("DTRAIN_HOME", home_b.path().c_str(), 1);
+  const auto adopted = files_under(old);
+  ran b = run_dtrain({"train", file, "--resume", "1"}, dir.file("b.log"));
+  BOOST_TEST(b.code != 0, b.log);
+  BOOST_TEST(b.log.find("the checkpoint directory " + old + " belongs to experiment 1") !=
+                 std::string::npos,
+             b.log);
+  BOOST_TEST(b.log.find(home_a.file("experiments.db")) != std::string::npos, b.log);
+  BOOST_TEST(b.log.find("resumed from") == std::string::npos, b.log);
+  BOOST_TEST((files_under(old) == adopted));
+  BOOST_TEST(adopted.size() == files.size() + 1, "the marker was added, nothing else changed");
+}
 
 BOOST_AUTO_TEST_CASE(each_run_is_a_new_experiment_and_a_changed_file_never_inherits_checkpoints) {
   home_dir home;
@@ -142,13 +243,21 @@ BOOST_AUTO_TEST_CASE(each_run_is_a_new_experiment_and_a_changed_file_never_inher
   BOOST_TEST(experiment_id_in(c.log) == 3);
   BOOST_TEST(c.log.find("epoch 1/3") != std::string::npos, c.log);
   BOOST_TEST(c.log.find("lr 0.10000") != std::string::npos, c.log);
-  // Checkpoints of each under <storage>/<id>/00000.
-  for (int id : {1, 2, 3})
-    BOOST_TEST(std::filesystem::exists(dir.file("ckpt/" + std::to_string(id) + "/00000")), id);
   auto s = reader(home.db());
   auto rows = s->experiments();
   BOOST_TEST_REQUIRE(rows.is_ok());
   BOOST_TEST_REQUIRE(rows->size() == 3u);
+  // Checkpoints of each under <root>/<id>-<token>/00000, marked as its own.
+  for (const auto& e : *rows) {
+    const std::string prefix = dir.file("ckpt/" + std::to_string(e.id) + "-");
+    BOOST_TEST(e.storage.rfind(prefix, 0) == 0, e.storage);
+    BOOST_TEST(e.storage.size() == prefix.size() + 32, e.storage);
+    BOOST_TEST(std::filesystem::exists(e.storage + "/00000"), e.storage);
+    auto marker = checkpoint::read_owner(e.storage);
+    BOOST_TEST_REQUIRE(marker.is_ok(), marker.error().to_string());
+    BOOST_TEST(marker->experiment == e.id);
+    BOOST_TEST(e.storage.substr(prefix.size()) == marker->token);
+  }
   for (const auto& e : *rows) {
     BOOST_TEST(e.state == "completed");
     BOOST_TEST(e.kind == "train");
@@ -279,7 +388,7 @@ BOOST_AUTO_TEST_CASE(a_sweep_whose_driver_is_killed_resumes_to_the_same_trials_a
   for (const auto& [trial, state] : before.states) {
     if (state == "STOPPED" || state == "TERMINATED")
       continue;
-    auto saved = checkpoint::checkpoint_dirs(dir.file("ckpt") + "/" + std::to_string(killed_id) +
+    auto saved = checkpoint::checkpoint_dirs(reader(home.db())->experiment(killed_id)->storage +
                                              "/" + trial);  // not a save cut short (.tmp-*)
     newest_checkpoint[trial] = saved.empty() ? 0 : static_cast<int>(saved.rbegin()->first);
   }

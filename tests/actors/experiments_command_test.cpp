@@ -9,7 +9,11 @@
 #include <limits>
 #include <sstream>
 
+#include <signal.h>
+#include <unistd.h>
+
 #include "actors/child_process.hpp"
+#include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/store/experiment_store.hpp"
 #include "test_util.hpp"
 
@@ -25,10 +29,12 @@ namespace pt = boost::property_tree;
 
 /// A DTRAIN_HOME with a store of two experiments: 1 a sweep of three
 /// trials (validation_loss, min) with checkpoints under its storage
-/// directory, 2 a one-trial train run.
+/// directory (named and marked as `dtrain tune` does), 2 a one-trial
+/// train run.
 struct filled_home {
   temp_dir home;
-  std::string storage = home.file("checkpoints/1");
+  std::string token = "0123456789abcdef0123456789abcdef";
+  std::string storage = home.file("checkpoints/1-" + token);
   int runs = 0;
 
   filled_home() {
@@ -82,6 +88,8 @@ struct filled_home {
     }
     std::filesystem::create_directories(storage + "/00002");
     dtrain::testing::write_file(storage + "/00002/weights", "x");
+    BOOST_REQUIRE(checkpoint::write_owner(
+        storage, {token, 1, checkpoint::created_text(1700000000), s.where(), "sweep.yaml"}).is_ok());
     for (int epoch = 1; epoch <= 3; ++epoch) {
       store::checkpoint_row c;
       c.experiment = 1;
@@ -114,6 +122,17 @@ struct filled_home {
 
   /// Runs `dtrain experiments ARGS...` with stdin from /dev/null; its
   /// exit code, and its output (stdout and stderr) in `out`.
+  /// Rewrites experiment `id`'s row through `change`.
+  template <class Change>
+  void change_row(int64_t id, Change change) {
+    auto opened = store::open_sqlite_store(home.file("experiments.db"));
+    BOOST_REQUIRE_MESSAGE(opened.is_ok(), opened.error().to_string());
+    store::experiment_row e = (*opened)->experiment(id).value();
+    change(e);
+    BOOST_REQUIRE((*opened)->update_experiment(e).is_ok());
+    BOOST_REQUIRE((*opened)->flush().is_ok());
+  }
+
   int run(const std::vector<std::string>& args, std::string& out) {
     std::vector<std::string> argv{DTRAIN_BINARY, "experiments"};
     argv.insert(argv.end(), args.begin(), args.end());
@@ -243,6 +262,99 @@ BOOST_AUTO_TEST_CASE(delete_without_a_terminal_needs_yes_and_then_removes_rows_a
   auto rest = h.json({"list", "--json"});
   BOOST_TEST(rest.size() == 1u);
   BOOST_TEST(h.run({"show", "1"}, out) == 1);
+}
+
+std::string this_host() {
+  char name[256] = {0};
+  BOOST_REQUIRE(gethostname(name, sizeof name - 1) == 0);
+  return name;
+}
+
+// The driver of a running experiment is alive (a process of this host,
+// here a stand-in): delete refuses, saying how to go on, and deletes
+// nothing; --force stops the driver (SIGTERM) first, then deletes.
+BOOST_AUTO_TEST_CASE(delete_refuses_a_running_experiment_whose_driver_is_alive_unless_forced) {
+  filled_home h;
+  child_process driver({"/bin/sleep", "600"}, h.home.file("driver.log"), "/dev/null");
+  BOOST_REQUIRE(driver.running());
+  h.change_row(1, [&](store::experiment_row& e) {
+    e.state = "running";
+    e.owner = this_host() + " " + std::to_string(driver.pid());
+  });
+  std::string out;
+  BOOST_TEST(h.run({"delete", "1", "--yes"}, out) == 1);
+  BOOST_TEST(out.find("experiment 1 is running") != std::string::npos, out);
+  BOOST_TEST(out.find("process " + std::to_string(driver.pid())) != std::string::npos, out);
+  BOOST_TEST(out.find("--force") != std::string::npos, out);
+  BOOST_TEST(out.find("nothing was deleted") != std::string::npos, out);
+  BOOST_TEST(std::filesystem::exists(h.storage + "/00002/weights"));
+  BOOST_TEST(h.run({"show", "1"}, out) == 0, "the rows are still there");
+  BOOST_TEST(driver.running());
+
+  BOOST_REQUIRE(h.run({"delete", "1", "--yes", "--force"}, out) == 0);
+  BOOST_TEST(out.find("asking the driver of experiment 1") != std::string::npos, out);
+  BOOST_TEST(!driver.running(), "the driver was stopped");
+  BOOST_TEST(!std::filesystem::exists(h.storage));
+  BOOST_TEST(h.run({"show", "1"}, out) == 1);
+}
+
+// A running experiment whose driver died (no such process) is stale:
+// deleted without --force.
+BOOST_AUTO_TEST_CASE(delete_of_a_running_experiment_whose_driver_died_goes_ahead) {
+  filled_home h;
+  pid_t dead = 0;
+  {
+    child_process gone({"/bin/true"}, h.home.file("gone.log"), "/dev/null");
+    BOOST_REQUIRE(gone.wait(milliseconds(10000)) == 0);
+    dead = gone.pid();
+  }
+  h.change_row(1, [&](store::experiment_row& e) {
+    e.state = "running";
+    e.owner = this_host() + " " + std::to_string(dead);
+  });
+  std::string out;
+  BOOST_REQUIRE(h.run({"delete", "1", "--yes"}, out) == 0);
+  BOOST_TEST(!std::filesystem::exists(h.storage));
+}
+
+// Another store's experiment 1 (a second DTRAIN_HOME, or a row rewritten
+// to point at it) names the first store's directory: deleting it there
+// removes its rows but never the directory, whose marker is the first's;
+// nor a directory without a marker of its own (a user's files).
+BOOST_AUTO_TEST_CASE(delete_removes_only_a_directory_that_carries_the_experiments_own_marker) {
+  filled_home a;
+  temp_dir other;
+  const std::string db = other.file("experiments.db");
+  const std::string users = other.file("users-files");
+  std::filesystem::create_directories(users);
+  dtrain::testing::write_file(users + "/thesis.tex", "x");
+  {
+    auto opened = store::open_sqlite_store(db);
+    BOOST_REQUIRE_MESSAGE(opened.is_ok(), opened.error().to_string());
+    store::experiment_row e;
+    e.name = "sweep.yaml";
+    e.kind = "tune";
+    e.state = "completed";
+    e.created_at = 1700000500;
+    e.storage = a.storage;  // the same path as store a's experiment 1
+    BOOST_REQUIRE((*opened)->create_experiment(e).value() == 1);
+    e.storage = users;
+    BOOST_REQUIRE((*opened)->create_experiment(e).value() == 2);
+    BOOST_REQUIRE((*opened)->flush().is_ok());
+  }
+  std::string out;
+  BOOST_REQUIRE(a.run({"delete", "1", "--yes", "--store", db}, out) == 0);
+  BOOST_TEST(std::filesystem::exists(a.storage + "/00002/weights"), "store a's checkpoints stay");
+  BOOST_TEST(out.find("left " + a.storage + " in place") != std::string::npos, out);
+  BOOST_TEST(out.find("belongs to experiment 1 (sweep.yaml) of the store " +
+                      a.home.file("experiments.db")) != std::string::npos, out);
+  BOOST_REQUIRE(a.run({"delete", "2", "--yes", "--store", db}, out) == 0);
+  BOOST_TEST(std::filesystem::exists(users + "/thesis.tex"));
+  BOOST_TEST(out.find("carries no owner marker") != std::string::npos, out);
+  BOOST_TEST(a.run({"show", "1", "--store", db}, out) == 1, "its rows are gone");
+  // Store a's own delete still removes its own directory.
+  BOOST_REQUIRE(a.run({"delete", "1", "--yes"}, out) == 0);
+  BOOST_TEST(!std::filesystem::exists(a.storage));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

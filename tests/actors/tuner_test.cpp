@@ -20,6 +20,8 @@
 #include "dtrain/actors/messages.hpp"
 #include "dtrain/actors/tuner/tuner.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
+#include "dtrain/checkpoint/ownership.hpp"
+#include "dtrain/serialization/capnp_checkpoint.hpp"
 #include "dtrain/tune/journal.hpp"
 #include "test_util.hpp"
 
@@ -83,12 +85,29 @@ private:
   bool decided_ = false;
 };
 
-// A checkpoint directory that checkpoint::checkpoint_dirs lists.
-std::string fake_checkpoint(const std::string& root, int64_t epoch) {
+// A valid checkpoint of `epoch` under `root`: one shard, its manifest.
+std::string real_checkpoint(const std::string& root, int64_t epoch) {
+  auto codec = serialization::make_capnp_codec();
   const std::string dir = root + "/" + checkpoint::checkpoint_name(epoch);
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/manifest.capnp") << "x";
+  std::vector<float> values(64, 0.25f * static_cast<float>(epoch));
+  auto shard = codec->write_shard(dir, 0, 1, {{"parameters", values.data(), 64}});
+  BOOST_REQUIRE_MESSAGE(shard.is_ok(), shard.error().to_string());
+  checkpoint::manifest m;
+  m.trial = "scripted";
+  m.epoch = epoch;
+  m.buffers = {{"parameters", 64}};
+  m.shards = {*shard};
+  BOOST_REQUIRE(codec->write_manifest(dir, m).is_ok());
   return dir;
+}
+
+// Experiment `id`'s sweep directory under `root`, marked as `dtrain tune`
+// marks it (the owner in `c`).
+std::string own_directory(tune_config& c, const std::string& root, int64_t id) {
+  c.owner = {std::string(32, 'a'), id, checkpoint::created_text(1700000000), "memory", "scripted"};
+  c.experiment_dir = root + "/" + std::to_string(id) + "-" + c.owner.token;
+  BOOST_REQUIRE(checkpoint::claim(c.experiment_dir, c.owner).is_ok());
+  return c.experiment_dir;
 }
 
 // Launches scripted trials and remembers where each trial's first launch
@@ -351,8 +370,7 @@ BOOST_AUTO_TEST_CASE(a_resumed_trial_continues_from_the_checkpoint_its_exploit_c
   c.max_concurrent_trials = 2;
   c.store = db;
   c.experiment_id = db->create_experiment(row).value();
-  c.storage = dir.path();
-  const std::string root = dir.path() + "/" + std::to_string(c.experiment_id);
+  const std::string root = own_directory(c, dir.path(), c.experiment_id);
   // What the first driver recorded: both trials, 00001's epochs 1-4,
   // 00000's epochs 1-2, and the exploit of 00001's epoch 4 by 00000.
   auto search = tune::make_searcher(s, c);
@@ -379,8 +397,8 @@ BOOST_AUTO_TEST_CASE(a_resumed_trial_continues_from_the_checkpoint_its_exploit_c
   trials[0].configuration = after;
   j.exploited(trials[0], "00001", 4, before, &trials[0].configuration);
   BOOST_REQUIRE(j.flush().is_ok());
-  fake_checkpoint(trials[1].checkpoint_dir, 4);
-  const std::string copy = fake_checkpoint(trials[0].checkpoint_dir, 4);
+  real_checkpoint(trials[1].checkpoint_dir, 4);
+  const std::string copy = real_checkpoint(trials[0].checkpoint_dir, 4);
 
   c.resume = true;
   tuner t(*e.c, scripted_template(), s, c);
@@ -391,6 +409,114 @@ BOOST_AUTO_TEST_CASE(a_resumed_trial_continues_from_the_checkpoint_its_exploit_c
   BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
   BOOST_TEST(log.first.at("00000") == copy);
   BOOST_TEST(tune::to_json(g->trials.at(0).configuration) == tune::to_json(after));
+}
+
+// A resumed trial whose newest checkpoint (of its last stored report) is
+// corrupt goes on from the next older valid one, saying so; it never
+// restores an unverified checkpoint.
+BOOST_AUTO_TEST_CASE(a_resumed_trial_skips_a_corrupt_newest_checkpoint_for_the_next_valid_one) {
+  embedded e(2);
+  dtrain::testing::temp_dir dir;
+  auto db = std::make_shared<dtrain::testing::memory_store>();
+  store::experiment_row row;
+  row.name = "scripted";
+  row.kind = "tune";
+  tune::space s;
+  s.add("a", tune::uniform(0.5, 0.9));
+  tune_config c = quiet(1, 6);
+  c.store = db;
+  c.experiment_id = db->create_experiment(row).value();
+  const std::string root = own_directory(c, dir.path(), c.experiment_id);
+  auto search = tune::make_searcher(s, c);
+  tune::journal j(db, c.experiment_id, c.metric, c.direction);
+  tune::trial_record r;
+  r.id = "00000";
+  r.configuration = search->suggest(r.id).configuration;
+  r.checkpoint_dir = root + "/" + r.id;
+  j.created(r);
+  for (int64_t epoch = 1; epoch <= 3; ++epoch) {
+    tune::report rep{r.id, epoch, {{"validation_accuracy", 0.5}}};
+    r.history.push_back(rep);
+    j.reported(r, rep);
+  }
+  BOOST_REQUIRE(j.flush().is_ok());
+  const std::string good = real_checkpoint(r.checkpoint_dir, 2);
+  const std::string corrupt = real_checkpoint(r.checkpoint_dir, 3);
+  {  // one byte of its shard flipped: the size still matches, the checksum not
+    auto m = serialization::make_capnp_codec()->read_manifest(corrupt);
+    BOOST_REQUIRE(m.is_ok());
+    std::fstream shard(corrupt + "/" + m->shards.at(0).file,
+                       std::ios::in | std::ios::out | std::ios::binary);
+    shard.seekg(-1, std::ios::end);
+    char last = 0;
+    shard.read(&last, 1);
+    shard.seekp(-1, std::ios::end);
+    last = static_cast<char>(~last);
+    shard.write(&last, 1);
+  }
+
+  c.resume = true;
+  c.verbosity = 1;
+  c.out = std::tmpfile();
+  BOOST_REQUIRE(c.out != nullptr);
+  tuner t(*e.c, scripted_template(), s, c);
+  restore_log log;
+  t.set_launcher(log.wrap(dtrain::testing::scripted_trials(std::make_shared<launch_counters>())));
+  auto g = t.fit();
+  BOOST_REQUIRE_MESSAGE(g.is_ok(), g.error().to_string());
+  BOOST_TEST(log.first.at("00000") == good);
+  std::string said(1 << 16, '\0');
+  std::rewind(c.out);
+  said.resize(std::fread(&said[0], 1, said.size(), c.out));
+  std::fclose(c.out);
+  BOOST_TEST(said.find("skipping the invalid checkpoint " + corrupt) != std::string::npos, said);
+}
+
+// A sweep handed a directory whose owner marker is another experiment's
+// (another store's experiment of the same id) refuses to run, naming
+// whose it is, and deletes nothing there: not even the checkpoints newer
+// than its own last stored report, which a resume of its own would.
+BOOST_AUTO_TEST_CASE(a_sweep_never_runs_in_nor_deletes_from_a_directory_marked_by_another) {
+  embedded e(2);
+  dtrain::testing::temp_dir dir;
+  auto db = std::make_shared<dtrain::testing::memory_store>();
+  store::experiment_row row;
+  row.name = "scripted";
+  row.kind = "tune";
+  tune::space s;
+  s.add("a", tune::uniform(0.5, 0.9));
+  tune_config c = quiet(1, 6);
+  c.store = db;
+  c.experiment_id = db->create_experiment(row).value();
+  const std::string root = own_directory(c, dir.path(), c.experiment_id);
+  checkpoint::owner other = c.owner;
+  other.created = checkpoint::created_text(1700000999);
+  other.store = "/home/someone/.dtrain/experiments.db";
+  BOOST_REQUIRE(checkpoint::write_owner(root, other).is_ok());
+  auto search = tune::make_searcher(s, c);
+  tune::journal j(db, c.experiment_id, c.metric, c.direction);
+  tune::trial_record r;
+  r.id = "00000";
+  r.configuration = search->suggest(r.id).configuration;
+  r.checkpoint_dir = root + "/" + r.id;
+  j.created(r);
+  tune::report rep{r.id, 1, {{"validation_accuracy", 0.5}}};
+  r.history.push_back(rep);
+  j.reported(r, rep);
+  BOOST_REQUIRE(j.flush().is_ok());
+  const std::string newer = real_checkpoint(r.checkpoint_dir, 3);
+
+  c.resume = true;
+  auto n = std::make_shared<launch_counters>();
+  tuner t(*e.c, scripted_template(), s, c);
+  t.set_launcher(dtrain::testing::scripted_trials(n));
+  auto g = t.fit();
+  BOOST_REQUIRE(!g.is_ok());
+  BOOST_TEST(g.error().message().find("belongs to experiment 1 (scripted) of the store "
+                                      "/home/someone/.dtrain/experiments.db") != std::string::npos,
+             g.error().message());
+  BOOST_TEST(n->launched.load() == 0);
+  BOOST_TEST(std::filesystem::exists(newer + "/manifest.capnp"));
 }
 
 // The driver died after the store had trial 00000's last report (the

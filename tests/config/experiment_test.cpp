@@ -159,6 +159,22 @@ BOOST_AUTO_TEST_CASE(shipped_linear_regression_experiment_parses_with_its_values
   BOOST_TEST(loaded->hyperparameters.at("optimizer") == "adam");
 }
 
+// The checkpoint root is stored with the experiment and later removed by
+// `dtrain experiments delete` from any directory: it is absolute once
+// read, resolved against the file's directory, never the shell's.
+BOOST_AUTO_TEST_CASE(a_relative_host_path_becomes_absolute_against_the_files_directory) {
+  dtrain::testing::temp_dir dir;
+  const std::string path = dir.file("exp.yaml");
+  write_file(path, "name: p\noperator: my_op\nglobal_batch_size: 8\n"
+                   "checkpoint_storage: {host_path: runs/../ckpt}\n");
+  auto loaded = load_experiment(path);
+  BOOST_TEST_REQUIRE(loaded.is_ok(), loaded.error().to_string());
+  BOOST_TEST(loaded->checkpoint_dir == dir.file("ckpt"));
+  write_file(path, "name: p\noperator: my_op\nglobal_batch_size: 8\n"
+                   "checkpoint_storage: {host_path: /mnt/ckpt}\n");
+  BOOST_TEST(load_experiment(path)->checkpoint_dir == "/mnt/ckpt");
+}
+
 BOOST_AUTO_TEST_CASE(plugins_are_a_list_of_paths_relative_to_the_file) {
   dtrain::testing::temp_dir dir;
   const std::string path = dir.file("exp.yaml");

@@ -4,7 +4,8 @@
 #  0. a real single-host Slurm (Debian's slurmctld and slurmd, started by
 #     this test with a configuration of its own in a temporary directory,
 #     auth/none: no munge key needed): `srun -N1 -n2 dtrain launch` trains
-#     the shipped experiments/fashion_mnist.yaml (skipped, saying why, when
+#     the shipped experiments/fashion_mnist.yaml (its checkpoints, as in
+#     every step, under the test's own temporary root) (skipped, saying why, when
 #     not root or Slurm is not installed);
 #  1. two tasks with Slurm's variables (as srun sets them for `srun -n2` on
 #     this host) train experiments/linear_regression.yaml: rank 0 holds the
@@ -53,6 +54,11 @@ nothing_left() {
 }
 host=$(hostname)
 experiment=$source/experiments/linear_regression.yaml
+# The shipped Fashion-MNIST experiment with a checkpoint root of the
+# test's own: never the user's /tmp/dtrain-checkpoints/fashion-mnist.
+fm=$tmp/fashion_mnist.yaml
+sed -e "s|host_path: .*|host_path: $tmp/ckpt|" "$source/experiments/fashion_mnist.yaml" > "$fm"
+grep -q "host_path: $tmp/ckpt" "$fm" || { echo "FAIL: no host_path to replace in $fm" >&2; exit 1; }
 
 step "0. srun -N1 -n2 dtrain launch on a real single-host Slurm"
 if [ "$(id -u)" != 0 ]; then
@@ -106,7 +112,7 @@ CONF
   else
     # A port of the test's own: a fresh slurmctld numbers jobs from 1.
     DTRAIN_PORT=$(free_port) timeout 240 srun -N1 -n2 --kill-on-bad-exit=1 "$dtrain" launch \
-      "$source/experiments/fashion_mnist.yaml" > "$tmp/srun.log" 2>&1
+      "$fm" > "$tmp/srun.log" 2>&1
     rc=$?
     grep -q "hosts $host (SLURM_STEP_NODELIST)" "$tmp/srun.log" || fail "srun: not Slurm's step nodelist"
     grep -q "all 2 tasks joined" "$tmp/srun.log" || fail "srun: the tasks did not all join"
@@ -144,7 +150,7 @@ if command -v torchrun > /dev/null; then
   # --redirects/--tee 1: Debian's torchrun 1.13 on Python 3.11 fails to
   # parse its default "0" (an IntFlag lookup that 3.11 changed).
   timeout 240 torchrun --standalone --no_python --redirects 1 --tee 1 --log_dir "$tmp/torchrun" \
-    --nproc_per_node 2 "$dtrain" launch "$source/experiments/fashion_mnist.yaml" > "$tmp/t.log" 2>&1
+    --nproc_per_node 2 "$dtrain" launch "$fm" > "$tmp/t.log" 2>&1
   rc=$?
   grep -q "all 2 tasks joined" "$tmp/t.log" || fail "torchrun: the tasks did not all join"
   grep -q "experiment [0-9]* completed" "$tmp/t.log" || fail "torchrun: the experiment did not complete"
@@ -190,7 +196,6 @@ nothing_left "malformed"
 
 step "6. a task killed (-9) mid-training ends the job: rank 0 stops the driver"
 port=$(free_port)
-fm=$source/experiments/fashion_mnist.yaml
 env $(slurm_env 1 2 "$port") timeout 120 "$dtrain" launch "$fm" > "$tmp/k1.log" 2>&1 &
 pids+=($!); rank1=$!
 env $(slurm_env 0 2 "$port") timeout 120 "$dtrain" launch "$fm" > "$tmp/k0.log" 2>&1 &

@@ -15,6 +15,7 @@
 
 #include "comm/spawn.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
+#include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
 #include "test_util.hpp"
@@ -471,6 +472,46 @@ BOOST_AUTO_TEST_CASE(checkpoint_names_order_by_epoch_then_sequence) {
   for (const char* other : {"ckpt-", "ckpt-7-", "ckpt-x", "ckpt-00000007.tmp-1a2b", "ckpt-7-1-2",
                             "ckpt--1", "model-00000007"})
     BOOST_TEST(!id(other).has_value(), other);
+}
+
+// An experiment directory's owner marker: claimed once, then only its
+// owner (token, id and creation time) may use or delete inside it.
+BOOST_AUTO_TEST_CASE(an_owner_marker_admits_its_owner_only) {
+  temp_dir dir;
+  auto t1 = checkpoint::new_owner_token(), t2 = checkpoint::new_owner_token();
+  BOOST_TEST_REQUIRE(t1.is_ok());
+  BOOST_TEST_REQUIRE(t2.is_ok());
+  BOOST_TEST(t1->size() == 32u);
+  BOOST_TEST(*t1 != *t2);
+  const std::string root = dir.file("ckpt/1-" + *t1);
+  checkpoint::owner me{*t1, 1, checkpoint::created_text(1700000000.5), "/a/experiments.db", "mnist"};
+  bool adopted = true;
+  BOOST_REQUIRE(checkpoint::claim(root, me, &adopted).is_ok());
+  BOOST_TEST(!adopted);
+  BOOST_TEST(checkpoint::check_owner(root, me, "delete").is_ok());
+  BOOST_TEST(checkpoint::read_owner(root)->store == "/a/experiments.db");
+  // Another store's experiment 1: same token copied into its row, other time.
+  checkpoint::owner other = me;
+  other.created = checkpoint::created_text(1700000001);
+  other.store = "/b/experiments.db";
+  status refused = checkpoint::claim(root, other);
+  BOOST_TEST(refused.code() == error_code::invalid_argument);
+  BOOST_TEST(refused.message().find("belongs to experiment 1 (mnist) of the store /a/experiments.db") !=
+                 std::string::npos,
+             refused.message());
+  std::filesystem::create_directories(root + "/00000/ckpt-1");
+  BOOST_TEST(!checkpoint::remove_owned(root, other, root + "/00000").is_ok());
+  BOOST_TEST(std::filesystem::exists(root + "/00000/ckpt-1"));
+  BOOST_TEST(!checkpoint::remove_owned(root, me, dir.file("ckpt")).is_ok(), "outside the root");
+  BOOST_TEST(std::filesystem::exists(root));
+  BOOST_TEST(checkpoint::remove_owned(root, me, root + "/00000").is_ok());
+  BOOST_TEST(!std::filesystem::exists(root + "/00000"));
+  // An unmarked directory with files is adopted, and said to be.
+  const std::string old = dir.file("ckpt/7");
+  std::filesystem::create_directories(old + "/00000");
+  BOOST_TEST(checkpoint::check_owner(old, me, "delete").code() == error_code::not_found);
+  BOOST_REQUIRE(checkpoint::claim(old, me, &adopted).is_ok());
+  BOOST_TEST(adopted);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

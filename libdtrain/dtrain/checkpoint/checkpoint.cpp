@@ -1,4 +1,5 @@
 #include "dtrain/checkpoint/checkpoint.hpp"
+#include "dtrain/checkpoint/verify.hpp"
 
 #include <sys/stat.h>
 
@@ -273,6 +274,8 @@ result<std::string> newest_valid(codec& c, const std::string& root,
   return not_found("no valid checkpoint under " + root + " (" + std::to_string(invalid) +
                    " invalid)");
 }
+
+result<manifest> verify_checkpoint(codec& c, const std::string& dir) { return validate(c, dir); }
 
 status apply_retention(codec& c, const std::string& root, int keep_last,
                        const std::string& metric, bool minimize) {

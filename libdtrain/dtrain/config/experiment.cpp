@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -438,6 +439,16 @@ result<experiment> load_experiment(const std::string& path) {
   for (auto& plugin : exp.plugins)
     if (plugin.front() != '/' && dir != ".")
       plugin = dir + "/" + plugin;
+  // Absolute now: the experiment's checkpoint directory is stored with it
+  // and later removed by `dtrain experiments delete`, from any directory.
+  if (!exp.checkpoint_dir.empty() && exp.checkpoint_dir.front() != '/') {
+    std::error_code ec;
+    const std::filesystem::path base = std::filesystem::absolute(dir, ec);
+    if (ec)
+      return io_error(path + ": checkpoint_storage.host_path " + exp.checkpoint_dir +
+                      ": cannot resolve it against the file's directory: " + ec.message());
+    exp.checkpoint_dir = (base / exp.checkpoint_dir).lexically_normal().string();
+  }
   return exp;
 }
 

@@ -118,7 +118,10 @@ std::string searcher_name(const experiment& exp);
 /// Reads and parses the experiment file at `path`. A missing file is
 /// not_found, an unreadable one io_error; everything else as in
 /// `parse_experiment` with the path as the source name; relative `plugins`
-/// become paths relative to the file's directory.
+/// become paths relative to the file's directory, and a relative
+/// `checkpoint_storage.host_path` becomes absolute, resolved against the
+/// file's directory (as the plugins; never the directory of a later
+/// command that reads the store, such as `dtrain experiments delete`).
 result<experiment> load_experiment(const std::string& path);
 
 /// Parses `yaml_text`. Every error is invalid_argument and its message

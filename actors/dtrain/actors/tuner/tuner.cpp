@@ -18,6 +18,8 @@
 #include "dtrain/actors/progress_text.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/checkpoint/checkpoint_copy.hpp"
+#include "dtrain/checkpoint/ownership.hpp"
+#include "dtrain/checkpoint/verify.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/tune/journal.hpp"
@@ -44,6 +46,7 @@ struct sweep {
   std::vector<std::unique_ptr<tune::stopper>> stoppers;
   trial_launcher launch;
   std::string experiment_dir;
+  checkpoint::owner owner;  // whom experiment_dir's marker names
   std::unique_ptr<tune::journal> journal;  // null without a store
   tune::replayed_sweep resumed;            // what a resume starts from
   int limit = 1;  // trials at once
@@ -278,6 +281,26 @@ void launch_trial(tuner_pointer self, const std::string& id, const std::string& 
   s.live.emplace(id, std::move(t));
 }
 
+// Deletes `dir` under the sweep's directory after checking its owner
+// marker is the sweep's; what stops it is said on the table, the
+// directory left as it was.
+void remove_own(tuner_state& s, const std::string& dir) {
+  status removed = checkpoint::remove_owned(s.sw->experiment_dir, s.sw->owner, dir);
+  if (!removed)
+    s.table->event(1, "left " + dir + " in place: " + removed.message());
+}
+
+// The checkpoint in `dir` when it verifies in full (manifest, every
+// shard's size and checksum), else "" with the reason on the table.
+std::string verified(tuner_state& s, const tune::trial_record& r, const std::string& dir) {
+  auto m = checkpoint::verify_checkpoint(*serialization::make_capnp_codec(), dir);
+  if (m)
+    return dir;
+  s.table->event(1, "trial " + r.id + ": skipping the invalid checkpoint " + dir + " (" +
+                        m.error().message() + "); trying the next older one");
+  return "";
+}
+
 // Where an unfinished trial of a resumed sweep starts again, or "" to
 // start over. The checkpoint of the epoch right after its last stored
 // report, when its manifest carries that epoch's training metrics (the
@@ -287,7 +310,8 @@ void launch_trial(tuner_pointer self, const std::string& id, const std::string& 
 // last stored report: epochs after it train again, their reports heard
 // once (heard_through). A trial whose exploit copied a checkpoint after
 // its last report stands at the copy's epoch instead (the copy replaced
-// its own checkpoints).
+// its own checkpoints). Only a checkpoint that verifies in full is
+// restored: an invalid one is skipped for the next older, said on the table.
 std::string resume_point(tuner_state& s, const tune::trial_record& r) {
   auto on_disk = checkpoint::checkpoint_dirs(r.checkpoint_dir);
   s.checkpoints[r.id] = on_disk;
@@ -303,15 +327,14 @@ std::string resume_point(tuner_state& s, const tune::trial_record& r) {
   if (auto next = on_disk.find(stands_at + 1); next != on_disk.end() && !exploited_here)
     if (auto m = serialization::make_capnp_codec()->read_manifest(next->second))
       if (epoch_from_manifest(m->metrics, stands_at + 1))
-        unreported = next->second;
+        unreported = verified(s, r, next->second);
   if (!unreported.empty())
     ++stands_at;
   // Checkpoints past that epoch were saved by a run whose reports of them
   // were lost: those epochs train again, and the trainer's own recovery
   // must not jump to them.
   for (auto it = on_disk.upper_bound(stands_at); it != on_disk.end();) {
-    std::error_code ec;
-    std::filesystem::remove_all(it->second, ec);
+    remove_own(s, it->second);
     it = on_disk.erase(it);
   }
   s.checkpoints[r.id] = on_disk;
@@ -321,12 +344,16 @@ std::string resume_point(tuner_state& s, const tune::trial_record& r) {
     return unreported;
   }
   s.report_restored.erase(r.id);
-  const int64_t restored_at = on_disk.empty() ? 0 : on_disk.rbegin()->first;
+  std::string from;
+  int64_t restored_at = 0;
+  for (auto it = on_disk.rbegin(); it != on_disk.rend() && from.empty(); ++it)
+    if (!(from = verified(s, r, it->second)).empty())
+      restored_at = it->first;
   if (restored_at < stands_at)
     s.heard_through[r.id] = stands_at;
   else
     s.heard_through.erase(r.id);
-  return on_disk.empty() ? "" : on_disk.rbegin()->second;
+  return from;
 }
 
 void start_exploit(tuner_pointer self, const std::string& id, const tune::exploit_plan& plan);
@@ -372,8 +399,7 @@ void fill(tuner_pointer self) {
       r.checkpoint_dir = s.sw->experiment_dir + "/" + id;
       // A directory of this id can only be left by a run whose record of
       // the trial was lost with its driver: not this trial's state.
-      std::error_code ec;
-      std::filesystem::remove_all(r.checkpoint_dir, ec);
+      remove_own(s, r.checkpoint_dir);
     }
     std::string restore_from;
     if (!next.restore_from.empty()) {
@@ -407,10 +433,15 @@ void start_exploit(tuner_pointer self, const std::string& id, const tune::exploi
   std::string from = s.index.count(plan.source) != 0 ? s.record(plan.source).checkpoint_dir : "";
   std::string to = s.record(id).checkpoint_dir;
   caf::actor tuner = caf::actor_cast<caf::actor>(self);
-  self->system().spawn<caf::detached>([tuner, id, from, to](caf::blocking_actor* copier) {
+  const std::string own = s.sw->experiment_dir;
+  const checkpoint::owner me = s.sw->owner;
+  self->system().spawn<caf::detached>([tuner, id, from, to, own, me](caf::blocking_actor* copier) {
     auto codec = serialization::make_capnp_codec();
-    auto copied = from.empty() ? result<std::string>(not_found("the source keeps no checkpoints"))
-                               : checkpoint::copy_newest_valid(*codec, from, to);
+    // The copy replaces the target's checkpoints: only in the sweep's own directory.
+    status mine = checkpoint::check_owner(own, me, "copy a checkpoint into");
+    auto copied = !mine          ? result<std::string>(mine)
+                  : from.empty() ? result<std::string>(not_found("the source keeps no checkpoints"))
+                                 : checkpoint::copy_newest_valid(*codec, from, to);
     int64_t epoch = 0;
     if (copied)
       if (auto m = codec->read_manifest(*copied))
@@ -789,13 +820,8 @@ result<tune::result_grid> tuner::fit() {
   extra_stoppers_.clear();
   sw->launch = launcher_;
   DTRAIN_RETURN_IF_ERROR(check_capacity(sw->limit));
-  std::string storage = config_.storage.empty() ? template_.checkpoint_dir : config_.storage;
   const bool recorded = config_.store != nullptr && config_.experiment_id > 0;
-  experiment_dir_.clear();
-  if (!storage.empty())
-    experiment_dir_ = storage + "/" +
-                      (recorded ? std::to_string(config_.experiment_id)
-                                : config_.experiment + "-" + timestamp());
+  DTRAIN_RETURN_IF_ERROR(own_directory(recorded, sw->owner));
   sw->experiment_dir = experiment_dir_;
   if (config_.scheduler == "pbt" && experiment_dir_.empty())
     return invalid_argument("tune: scheduler pbt copies checkpoints between trials: set a "
@@ -857,6 +883,29 @@ result<tune::result_grid> tuner::fit() {
   actor_ = nullptr;
   stop_reason_.clear();  // a stop() that came after the sweep ended is for no one
   return grid;
+}
+
+status tuner::own_directory(bool recorded, checkpoint::owner& me) {
+  experiment_dir_.clear();
+  if (!config_.experiment_dir.empty()) {
+    experiment_dir_ = config_.experiment_dir;
+    me = config_.owner;
+    return checkpoint::check_owner(experiment_dir_, me, "run a sweep in");
+  }
+  std::string storage = config_.storage.empty() ? template_.checkpoint_dir : config_.storage;
+  if (storage.empty())
+    return status::ok();
+  DTRAIN_ASSIGN_OR_RETURN(me.token, checkpoint::new_owner_token());
+  experiment_dir_ = storage + "/" +
+                    (recorded ? std::to_string(config_.experiment_id)
+                              : config_.experiment + "-" + timestamp()) +
+                    "-" + me.token;
+  me.experiment = config_.experiment_id;
+  me.created = checkpoint::created_text(
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+  me.store = config_.store ? config_.store->where() : "";
+  me.name = config_.experiment;
+  return checkpoint::claim(experiment_dir_, me);
 }
 
 void tuner::stop(const std::string& reason) {

@@ -8,6 +8,7 @@
 
 #include "dtrain/actors/trainer.hpp"
 #include "dtrain/actors/tuner/trial_runner.hpp"
+#include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/core/status.hpp"
 #include "dtrain/store/experiment_store.hpp"
 #include "dtrain/tune/scheduler.hpp"
@@ -23,10 +24,12 @@ namespace dtrain::actors {
 /// scheduler and stoppers (tune::sweep_config), the experiment's name, and
 /// how it reports.
 struct tune_config : tune::sweep_config {
-  /// Names the sweep. Trials checkpoint under
-  /// <storage>/<experiment_id>/<trial id>/ with a store, else under
-  /// <storage>/<experiment>-<YYYYmmdd-HHMMSS>/<trial id>/, so that a new
-  /// sweep never reads an earlier one's checkpoints.
+  /// Names the sweep. Without experiment_dir, trials checkpoint under
+  /// <storage>/<experiment_id>-<token>/<trial id>/ with a store, else under
+  /// <storage>/<experiment>-<YYYYmmdd-HHMMSS>-<token>/<trial id>/, the
+  /// token new and random and the directory marked as the sweep's own
+  /// (checkpoint/ownership.hpp), so that a new sweep never reads, prunes or
+  /// deletes an earlier one's (or another store's) checkpoints.
   std::string experiment = "sweep";
   /// The experiment store the sweep records itself in (every trial, report,
   /// checkpoint, exploit and end; the experiment's state when it ends),
@@ -44,6 +47,13 @@ struct tune_config : tune::sweep_config {
   /// empty = trials keep no checkpoints (a failed trial then restarts from
   /// its first epoch).
   std::string storage;
+  /// The sweep's own checkpoint directory, made and marked by the caller
+  /// (`dtrain tune`: the experiment's `storage`), and who its marker must
+  /// name: trials checkpoint under <experiment_dir>/<trial id>/. fit()
+  /// refuses a directory whose marker is not `owner`'s, and every deletion
+  /// the tuner makes there checks the marker first. "": see `experiment`.
+  std::string experiment_dir;
+  checkpoint::owner owner;
   std::FILE* out = stdout;
   int verbosity = 2;       // 0 silent, 1 trial starts and ends, 2 every epoch
   bool redraw = false;     // redraw the table in place (a terminal)
@@ -95,6 +105,9 @@ public:
 
 private:
   status check_capacity(int& limit);
+  /// Sets experiment_dir_ and its owner `me` (config_.experiment_dir,
+  /// checked; else a new directory under the storage, marked).
+  status own_directory(bool recorded, checkpoint::owner& me);
 
   cluster& cluster_;
   trainer_config template_;

@@ -1,0 +1,168 @@
+// `dtrain experiments delete`: an experiment's rows and the checkpoint
+// directory it owns; never a live run, nor another experiment's directory.
+#include "experiments_delete.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "experiment_runs.hpp"
+#include "dtrain/checkpoint/ownership.hpp"
+#include "dtrain/core/files.hpp"
+
+namespace dtrain::cli {
+
+namespace {
+
+using store::experiment_row;
+
+// How long --force waits for a live driver to checkpoint and exit.
+constexpr auto stop_wait = std::chrono::seconds(60);
+
+int fail(const status& s) {
+  std::fprintf(stderr, "error: %s\n", s.message().c_str());
+  return 1;
+}
+
+// Why `dir` must not be removed recursively ("" if it may be).
+std::string unsafe_to_remove(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(dir, ec), ec);
+  if (p == p.root_path())
+    return "it is the root directory";
+  for (const char* home : {std::getenv("HOME")})
+    if (home != nullptr && p == fs::weakly_canonical(home, ec))
+      return "it is the home directory";
+  if (p == fs::weakly_canonical(dtrain_home(), ec))
+    return "it is dtrain's own directory";
+  return "";
+}
+
+// Sends SIGTERM to the driver `pid` of experiment `e` and waits for it to
+// exit (stop_wait at most).
+status stop_driver(const experiment_row& e, int pid) {
+  const std::string id = std::to_string(e.id), p = std::to_string(pid);
+  std::fprintf(stderr, "dtrain: --force: asking the driver of experiment %s (process %s) to "
+                       "checkpoint and stop\n", id.c_str(), p.c_str());
+  if (::kill(pid, SIGTERM) != 0 && live_driver_here(e.owner) != 0)
+    return io_error("experiment " + id + ": cannot signal its driver, process " + p +
+                    " (another user's?); nothing was deleted");
+  const auto deadline = std::chrono::steady_clock::now() + stop_wait;
+  while (live_driver_here(e.owner) != 0) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      return status(error_code::timeout,
+                    "experiment " + id + ": its driver, process " + p + ", did not stop within " +
+                        std::to_string(stop_wait.count()) + " s of SIGTERM; nothing was deleted: "
+                        "stop it (kill -9 " + p + ") and delete again");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return status::ok();
+}
+
+// ok when experiment `e` may be deleted now (see delete_experiment); with
+// --force, stops its live driver on this host first.
+status not_running(const experiment_row& e, const experiments_options& o, bool remote) {
+  if (e.state != "running" || e.owner.empty())
+    return status::ok();
+  const int pid = live_driver_here(e.owner);
+  if (pid == 0 && !remote && owner_is_this_host(e.owner))
+    return status::ok();  // its driver died without recording the end
+  const std::string id = std::to_string(e.id), p = std::to_string(pid);
+  if (!o.force) {
+    const std::string who =
+        pid != 0 ? "its driver, process " + p + " on this host, is alive"
+        : remote ? "the store is read through a head, so its driver (" + e.owner +
+                       ") may be alive"
+                 : "its driver (" + e.owner + ") runs on another host";
+    return invalid_argument(
+        "experiment " + id + " is running: " + who + "; nothing was deleted. Stop it first (Ctrl-C "
+        "in its terminal" + (pid != 0 ? ", or kill " + p : std::string()) + ") and delete "
+        "again, or pass --force to " +
+        (pid != 0 ? "stop it and delete" : "delete it while it may still run"));
+  }
+  if (pid != 0)
+    return stop_driver(e, pid);
+  std::fprintf(stderr, "dtrain: --force: experiment %s is marked running by %s, which cannot be "
+                       "stopped from here; deleting it anyway (that driver's later writes fail)\n",
+               id.c_str(), e.owner.c_str());
+  return status::ok();
+}
+
+// Why `e`'s directory stays ("" when it goes: it carries e's own marker).
+std::string why_kept(const experiment_row& e, const checkpoint::owner& me) {
+  std::error_code ec;
+  if (!std::filesystem::exists(e.storage, ec))
+    return "it does not exist";
+  if (std::string why = unsafe_to_remove(e.storage); !why.empty())
+    return why;
+  status own = checkpoint::check_owner(e.storage, me, "delete");
+  return own ? "" : own.message();
+}
+
+bool confirmed(const std::string& what, const experiments_options& o, status& refused) {
+  if (o.yes)
+    return true;
+  if (!isatty(STDIN_FILENO)) {
+    refused = invalid_argument("refusing to delete " + what +
+                               " without confirmation: stdin is not a terminal; pass --yes");
+    return false;
+  }
+  std::printf("delete %s? [y/N] ", what.c_str());
+  std::fflush(stdout);
+  std::string answer;
+  std::getline(std::cin, answer);
+  if (answer == "y" || answer == "Y" || answer == "yes")
+    return true;
+  std::printf("not deleted\n");
+  return false;
+}
+
+} // namespace
+
+int delete_experiment(store::experiment_store& s, const experiments_options& o, bool remote) {
+  auto e = s.experiment(o.id);
+  if (!e)
+    return fail(e.error());
+  auto trials = s.trials(o.id);
+  if (!trials)
+    return fail(trials.error());
+  const checkpoint::owner me = storage_owner(*e, s.where());
+  const std::string kept = e->storage.empty() ? "" : why_kept(*e, me);
+  const bool removes = !e->storage.empty() && kept.empty();
+  const std::string what =
+      "experiment " + std::to_string(o.id) + " (" + e->name + ") with " +
+      std::to_string(trials->size()) + " trials and " +
+      (e->storage.empty() ? "no checkpoint directory"
+       : removes          ? "its checkpoints under " + e->storage
+                          : "not its directory " + e->storage + " (left in place: " + kept + ")");
+  // Refused before asking; stopped (--force) only once confirmed.
+  if (!o.force)
+    if (status running = not_running(*e, o, remote); !running)
+      return fail(running);
+  status refused;
+  if (!confirmed(what, o, refused))
+    return refused ? 1 : fail(refused);
+  if (o.force)
+    if (status running = not_running(*e, o, remote); !running)
+      return fail(running);
+  if (status d = s.delete_experiment(o.id); !d)
+    return fail(d);
+  if (status f = s.flush(); !f)
+    return fail(f);
+  if (removes)
+    if (status gone = checkpoint::remove_owned(e->storage, me, e->storage); !gone)
+      return fail(gone.with_context("experiment " + std::to_string(o.id) + " is deleted from " +
+                                    s.where() + " but its directory was not removed"));
+  if (!e->storage.empty() && !removes)
+    std::fprintf(stderr, "dtrain: left %s in place: %s\n", e->storage.c_str(), kept.c_str());
+  std::printf("deleted %s\n", what.c_str());
+  return 0;
+}
+
+} // namespace dtrain::cli
