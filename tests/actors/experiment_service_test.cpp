@@ -1,7 +1,8 @@
 // The experiment store kept by the head: rows on the wire, an embedded
 // cluster's store through cluster::experiments(), write errors returned by
-// flush, a store that cannot be opened, and drivers writing through a
-// `dtrain start --head` process on loopback.
+// the flush of their own experiment's writer (and refusing nothing else),
+// storage that never changes, a store that cannot be opened, and drivers
+// writing through a `dtrain start --head` process on loopback.
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
@@ -283,8 +284,10 @@ BOOST_AUTO_TEST_CASE(a_write_error_comes_back_from_the_next_flush_naming_the_ope
   status flushed = s->flush();
   BOOST_REQUIRE(!flushed.is_ok());
   BOOST_TEST((flushed.code() == error_code::not_found));
+  // Every experiment's error, the first one first.
   BOOST_TEST(flushed.message() ==
-                 "experiment store at /test/experiments.db: put_trial: no experiment 99 in test memory",
+                 "experiment store at /test/experiments.db: put_trial: no experiment 99 in test "
+                 "memory; and add_metrics: no experiment 98 in test memory",
              flushed.message());
   BOOST_TEST(s->flush().is_ok(), "the error is returned once");
   // Another client of the same service does not see this one's errors.
@@ -300,6 +303,88 @@ BOOST_AUTO_TEST_CASE(a_write_error_comes_back_from_the_next_flush_naming_the_ope
   BOOST_TEST(s->put_trial(orphan).is_ok());
   BOOST_TEST(other.flush().is_ok());
   BOOST_TEST(!s->flush().is_ok());
+}
+
+// `dtrain experiments delete` of a running experiment: its run's next
+// writes fail. They are reported to that run, and the other run writing
+// through the same service goes on as if nothing happened.
+BOOST_AUTO_TEST_CASE(a_deleted_experiment_s_writer_alone_hears_of_its_failed_writes) {
+  temp_dir home;
+  const std::string path = home.file("experiments.db");
+  system_config config;
+  caf::actor_system sys{config};
+  auto service = experiments::spawn_experiment_service(sys, experiments::sqlite_opener(path), path);
+  {
+    experiments::service_client deleted_run(sys, service, path), other_run(sys, service, path);
+    const int64_t gone = deleted_run.create_experiment(an_experiment("gone")).value();
+    const int64_t kept = other_run.create_experiment(an_experiment("kept")).value();
+    store::trial_row t;
+    t.experiment = gone;
+    t.id = "00001";
+    BOOST_REQUIRE(deleted_run.put_trial(t).is_ok());
+    BOOST_REQUIRE(deleted_run.flush().is_ok());
+    BOOST_REQUIRE(other_run.delete_experiment(gone).is_ok());
+    t.id = "00002";
+    BOOST_TEST(deleted_run.put_trial(t).is_ok(), "a write returns at once");
+    BOOST_REQUIRE(deleted_run.trials(kept).is_ok());  // after the failed write, in order
+
+    write_rows(other_run, kept);  // flushes: ok
+    check_rows(other_run, kept, "kept");
+    const auto created = other_run.create_experiment(an_experiment("new"));
+    BOOST_REQUIRE_MESSAGE(created.is_ok(), created.error().to_string());
+    BOOST_TEST(other_run.experiment(*created).value().name == "new");
+
+    const status failed = deleted_run.flush();
+    BOOST_REQUIRE(!failed.is_ok());
+    BOOST_TEST((failed.code() == error_code::not_found), failed.to_string());
+    BOOST_TEST(failed.message().find("put_trial for experiment " + std::to_string(gone) +
+                                     ": no experiment " + std::to_string(gone)) !=
+                   std::string::npos,
+               failed.message());
+    BOOST_TEST(deleted_run.flush().is_ok(), "the error is returned once");
+    BOOST_TEST(other_run.flush().is_ok());
+  }
+  caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
+}
+
+// experiments delete removes the storage directory: a client must not be
+// able to point it anywhere else.
+BOOST_AUTO_TEST_CASE(an_update_that_changes_an_experiment_s_storage_is_refused) {
+  auto rows = std::make_shared<memory_store>("test memory");
+  auto c = cluster::connect(embedded_with(rows, "/test/experiments.db")).value();
+  auto s = c->experiments().value();
+  const int64_t id = s->create_experiment(an_experiment("e")).value();
+  auto e = s->experiment(id).value();
+  e.storage = "/home/someone/else";
+  e.state = "completed";
+  BOOST_TEST(s->update_experiment(e).is_ok(), "a write returns at once");
+  const status refused = s->flush();
+  BOOST_REQUIRE(!refused.is_ok());
+  BOOST_TEST((refused.code() == error_code::invalid_argument), refused.to_string());
+  BOOST_TEST(refused.message() ==
+                 "experiment store at /test/experiments.db: update_experiment: experiment " +
+                     std::to_string(id) +
+                     ": its storage (the checkpoint directory) cannot change: it is "
+                     "'/tmp/nowhere/e', the update says '/home/someone/else'",
+             refused.message());
+  auto now = rows->experiment(id).value();
+  BOOST_TEST(now.storage == "/tmp/nowhere/e");
+  BOOST_TEST(now.state == "running", "the refused update changed nothing");
+
+  // Set once, from "" (a new experiment's directory names its id), and
+  // updates that keep it pass.
+  auto fresh = an_experiment("fresh");
+  fresh.storage.clear();
+  const int64_t second = s->create_experiment(fresh).value();
+  fresh.id = second;
+  fresh.storage = "/tmp/nowhere/fresh/" + std::to_string(second);
+  BOOST_TEST(s->update_experiment(fresh).is_ok());
+  fresh.state = "completed";
+  BOOST_TEST(s->update_experiment(fresh).is_ok());
+  const status flushed = s->flush();
+  BOOST_TEST(flushed.is_ok(), flushed.to_string());
+  BOOST_TEST(rows->experiment(second).value().storage == fresh.storage);
+  BOOST_TEST(rows->experiment(second).value().state == "completed");
 }
 
 BOOST_AUTO_TEST_CASE(a_request_the_service_does_not_answer_in_time_is_a_timeout_naming_it) {

@@ -4,7 +4,9 @@
 // are migrated (and a version-2 file reads read-only, without events),
 // refused files (newer schema, not a database, truncated) are left byte for
 // byte, readers in other store objects and in another process never fail
-// while a writer writes, and a write error surfaces at flush().
+// while a writer writes, and a write error surfaces at flush() of its own
+// experiment, refuses no other write, and a lock held for a while is
+// outlasted by trying again.
 #include <boost/test/unit_test.hpp>
 
 #include <sqlite3.h>
@@ -20,6 +22,7 @@
 #include <thread>
 
 #include "dtrain/store/experiment_store.hpp"
+#include "dtrain/store/write_errors.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -673,19 +676,149 @@ BOOST_AUTO_TEST_CASE(flush_returns_a_write_error_and_the_batch_s_other_writes_la
   BOOST_REQUIRE(s->put_trial(sample_trial(999, "00001")).is_ok());  // no experiment 999
   BOOST_REQUIRE(s->put_trial(sample_trial(id, "00002")).is_ok());
   const status failed = s->flush();
-  BOOST_TEST(failed.code() == error_code::invalid_argument, failed.to_string());
-  BOOST_TEST(failed.message().find("FOREIGN KEY") != std::string::npos, failed.message());
+  BOOST_TEST(failed.code() == error_code::not_found, failed.to_string());
+  BOOST_TEST(failed.message().find("put_trial for experiment 999: no experiment 999 in ") == 0u,
+             failed.message());
   BOOST_TEST(s->trials(id).value().size() == 1u);
   BOOST_TEST(s->flush().is_ok());  // reported once
 
-  // Kept until flush: a later write call returns it too.
+  // Not kept against later writes: they are accepted and land, and the
+  // error waits for the next flush.
   BOOST_REQUIRE(s->put_trial(sample_trial(999, "00001")).is_ok());
-  BOOST_REQUIRE(s->trials(id).is_ok());  // a read commits and keeps the error
-  BOOST_TEST(s->put_trial(sample_trial(id, "00003")).code() == error_code::invalid_argument);
-  BOOST_TEST(s->flush().code() == error_code::invalid_argument);
-  BOOST_REQUIRE(s->put_trial(sample_trial(id, "00003")).is_ok());
+  BOOST_REQUIRE(s->trials(id).is_ok());  // a read commits: the write fails
+  BOOST_TEST(s->put_trial(sample_trial(id, "00003")).is_ok());
+  BOOST_TEST(s->flush().code() == error_code::not_found);
   BOOST_TEST(s->flush().is_ok());
   BOOST_TEST(s->trials(id).value().size() == 2u);
+}
+
+// The experiment deleted while its run still writes (`dtrain experiments
+// delete` of a running one): its writes fail, and nothing else does.
+BOOST_AUTO_TEST_CASE(a_deleted_experiment_s_failed_writes_refuse_nothing_else) {
+  temp_dir dir;
+  sqlite_options o;
+  o.batch_ms = 10;
+  auto s = open_or_die(dir.file("experiments.db"), o);
+  const int64_t gone = s->create_experiment(sample_experiment("gone")).value();
+  const int64_t kept = s->create_experiment(sample_experiment("kept")).value();
+  BOOST_REQUIRE(s->put_trial(sample_trial(gone, "00001")).is_ok());
+  BOOST_REQUIRE(s->put_trial(sample_trial(kept, "00001")).is_ok());
+  BOOST_REQUIRE(s->flush().is_ok());
+  BOOST_REQUIRE(s->delete_experiment(gone).is_ok());
+
+  BOOST_REQUIRE(s->put_trial(sample_trial(gone, "00002")).is_ok());
+  BOOST_REQUIRE(s->trials(kept).is_ok());  // the failed write was tried
+  const status later = s->put_trial(sample_trial(kept, "00002"));
+  BOOST_TEST(later.is_ok(), later.to_string());
+  const auto created = s->create_experiment(sample_experiment("new"));
+  BOOST_TEST(created.is_ok(), (created ? "" : created.error().to_string()));
+  // One call with rows of both: the deleted one's rows alone are lost.
+  std::vector<metric_row> rows{{kept, "00002", 1, "loss", 0.5, 3, 1.0},
+                               {gone, "00002", 1, "loss", 0.5, 3, 1.0}};
+  BOOST_REQUIRE(s->add_metrics(rows).is_ok());
+
+  const status for_kept = s->flush_experiments({kept});
+  BOOST_TEST(for_kept.is_ok(), for_kept.to_string());
+  BOOST_TEST(s->trials(kept).value().size() == 2u);
+  BOOST_TEST(s->metrics(kept).value().size() == 1u);
+  BOOST_TEST(s->experiment(created.value()).value().name == "new");
+
+  const status for_gone = s->flush_experiments({gone});
+  BOOST_TEST(for_gone.code() == error_code::not_found, for_gone.to_string());
+  const std::string id = std::to_string(gone);
+  BOOST_TEST(for_gone.message().find("put_trial for experiment " + id + ": no experiment " + id +
+                                     " in ") == 0u,
+             for_gone.message());
+  BOOST_TEST(for_gone.message().find("(and 1 more failed write of that experiment)") !=
+                 std::string::npos,
+             for_gone.message());
+  BOOST_TEST(s->flush_experiments({gone}).is_ok(), "reported once");
+  BOOST_TEST(s->flush().is_ok());
+}
+
+// Another connection holds the write lock past busy_timeout, then lets go:
+// the store tries the write again by itself, and nothing is lost.
+BOOST_AUTO_TEST_CASE(a_lock_held_past_busy_timeout_is_outlasted_and_every_write_lands) {
+  temp_dir dir;
+  const std::string path = dir.file("experiments.db");
+  sqlite_options o;
+  o.busy_timeout_ms = 100;
+  o.batch_ms = 10;
+  auto s = open_or_die(path, o);
+  const int64_t id = s->create_experiment(sample_experiment("e")).value();
+  sqlite3* other = nullptr;
+  BOOST_REQUIRE(sqlite3_open(path.c_str(), &other) == SQLITE_OK);
+  BOOST_REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  BOOST_REQUIRE(s->put_trial(sample_trial(id, "00001")).is_ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // an attempt or two fail
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+
+  const status later = s->put_trial(sample_trial(id, "00002"));
+  BOOST_TEST(later.is_ok(), later.to_string());
+  const auto created = s->create_experiment(sample_experiment("f"));
+  BOOST_TEST(created.is_ok(), (created ? "" : created.error().to_string()));
+  const auto trials = s->trials(id);
+  BOOST_REQUIRE(trials.is_ok());
+  BOOST_TEST(trials->size() == 2u, "the write that met the lock landed too");
+  const status flushed = s->flush();
+  BOOST_TEST(flushed.is_ok(), flushed.to_string());
+}
+
+BOOST_AUTO_TEST_CASE(a_write_that_never_gets_the_lock_is_given_up_and_reported_once) {
+  temp_dir dir;
+  const std::string path = dir.file("experiments.db");
+  sqlite_options o;
+  o.busy_timeout_ms = 50;
+  o.batch_ms = 10;
+  auto s = open_or_die(path, o);
+  const int64_t id = s->create_experiment(sample_experiment("e")).value();
+  sqlite3* other = nullptr;
+  BOOST_REQUIRE(sqlite3_open(path.c_str(), &other) == SQLITE_OK);
+  BOOST_REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  BOOST_REQUIRE(s->put_trial(sample_trial(id, "00001")).is_ok());
+  const status waiting = s->flush();  // after the first attempt
+  BOOST_TEST(waiting.code() == error_code::timeout, waiting.to_string());
+  BOOST_TEST(waiting.message().find("1 write not stored yet, tried again") != std::string::npos,
+             waiting.message());
+  // 5 attempts of 50 ms, backoffs of 100 + 200 + 400 + 800 ms: about 2 s.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  status given_up;
+  while (given_up.is_ok() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    given_up = s->flush();
+    if (given_up.message().find("not stored yet") != std::string::npos)
+      given_up = status::ok();  // still trying
+  }
+  BOOST_TEST(given_up.code() == error_code::timeout, given_up.to_string());
+  BOOST_TEST(given_up.message().find("put_trial for experiment " + std::to_string(id) +
+                                     ": given up after 5 attempts") == 0u,
+             given_up.message());
+  sqlite3_exec(other, "ROLLBACK", nullptr, nullptr, nullptr);
+  sqlite3_close(other);
+  BOOST_REQUIRE(s->put_trial(sample_trial(id, "00002")).is_ok());
+  BOOST_TEST(s->flush().is_ok());
+  BOOST_TEST(s->trials(id).value().size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(write_errors_are_kept_per_experiment_reported_once_and_bounded) {
+  write_errors kept(3);
+  kept.keep(7, not_found("seven"));
+  kept.keep(5, invalid_argument("five"));
+  kept.keep(7, not_found("seven again"));
+  kept.keep(6, status::ok());  // not an error
+  BOOST_TEST(kept.size() == 2u);
+  BOOST_TEST(kept.take({6}).is_ok());
+  const status both = kept.take({5, 7});
+  BOOST_TEST(both.code() == error_code::not_found, "the earliest error's code");
+  BOOST_TEST(both.message() == "seven (and 1 more failed write of that experiment); and five",
+             both.message());
+  BOOST_TEST(kept.take({5, 7}).is_ok());
+  for (int64_t id = 1; id <= 10; ++id)
+    kept.keep(id, io_error("e" + std::to_string(id)));
+  BOOST_TEST(kept.size() == 3u, "the oldest (smallest ids) are forgotten");
+  BOOST_TEST(kept.take_all().message() == "e8; and e9; and e10");
+  BOOST_TEST(kept.size() == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

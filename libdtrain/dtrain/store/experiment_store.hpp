@@ -136,6 +136,13 @@ struct event_row {
 /// Writes may be asynchronous and batched (one transaction for many rows):
 /// a write's error surfaces at the latest at the next flush(). Reads see
 /// every write this object accepted before them. Thread-safe.
+///
+/// Failures stay with their experiment: a write that fails loses only its
+/// own rows, never refuses a later write (of its experiment or another)
+/// nor create/update/delete_experiment, and its error is kept for the
+/// experiment until a flush reports it. A failure that may pass (a lock
+/// held by another process, I/O, a full disk) is tried again by the store
+/// before the rows are given up.
 class experiment_store {
 public:
   virtual ~experiment_store() = default;
@@ -178,9 +185,18 @@ public:
   virtual result<std::vector<event_row>> events(int64_t experiment,
                                                 const std::string& trial = "") = 0;
 
-  /// Every write accepted before it is durable, or the first write error
-  /// since the last flush.
+  /// Every write accepted before it is durable, or the write errors of
+  /// every experiment not reported yet (each experiment's first error,
+  /// then forgotten), or that some writes wait for another attempt.
   virtual status flush() = 0;
+  /// flush() for one writer among several that share this store (the
+  /// experiment service, for each of its clients): the same durability,
+  /// but only the errors of writes of `experiments` are reported (and
+  /// forgotten); the others stay for their own writers. By default flush().
+  virtual status flush_experiments(const std::vector<int64_t>& experiments) {
+    (void)experiments;
+    return flush();
+  }
   /// Where the store is, for messages ("/home/u/.dtrain/experiments.db",
   /// "the head at 10.0.0.1:7000").
   virtual std::string where() const = 0;

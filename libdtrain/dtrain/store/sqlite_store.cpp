@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -13,7 +14,6 @@
 #include <optional>
 #include <thread>
 #include <utility>
-#include <variant>
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
@@ -21,6 +21,8 @@
 #include "dtrain/store/sqlite.hpp"
 #include "dtrain/store/sqlite_rows.hpp"
 #include "dtrain/store/sqlite_schema.hpp"
+#include "dtrain/store/sqlite_writer.hpp"
+#include "dtrain/store/write_errors.hpp"
 
 namespace dtrain::store {
 
@@ -29,10 +31,8 @@ int sqlite_schema_version() { return schema::current_version; }
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-// A write waiting for the writer thread: a copy of its rows.
-using queued_write =
-    std::variant<trial_row, std::vector<metric_row>, checkpoint_row, lineage_row, event_row>;
+using sqlite::queued_write;
+using sqlite::writer;
 
 // The queue commits at once when it holds this many writes, whatever
 // batch_ms says: a transaction's size stays bounded when writes come
@@ -43,62 +43,15 @@ constexpr size_t max_batch = 20000;
 // SQLite for long is slowed to its pace. The tuner, at about 46,000
 // results/s with the store, stays far below it.
 constexpr size_t max_queued = 16 * max_batch;
+// A write whose commit fails for a transient reason (a lock held past
+// busy_timeout, I/O, a full disk) is tried again after a backoff (100 ms,
+// doubling, at most 1.6 s) up to this many times in all, then given up
+// with its error kept for its experiment. With the default busy_timeout of
+// 10 s, a lock may be held for about 50 s before a write is lost.
+constexpr int max_attempts = 5;
 
-/// The writer connection and its statements, prepared once.
-struct writer {
-  sqlite::connection db;
-  sqlite::statement put_trial, add_metric, put_checkpoint, add_lineage, add_event;
-
-  static result<writer> open(const std::string& path, const sqlite_options& o);
-  status apply(const queued_write& w);
-  // batch[first, last) in one transaction.
-  status apply_all(const std::vector<queued_write>& batch, size_t first, size_t last);
-};
-
-result<writer> writer::open(const std::string& path, const sqlite_options& o) {
-  DTRAIN_ASSIGN_OR_RETURN(
-      sqlite::connection db,
-      sqlite::connection::open(path,
-                               SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                               o.busy_timeout_ms));
-  // WAL: readers (other processes too) never wait for the writer, nor it
-  // for them. NORMAL: a commit survives a crash of the process, not of the
-  // machine; flush() makes it durable (see sqlite_store::flush).
-  DTRAIN_RETURN_IF_ERROR(db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
-                                 "PRAGMA foreign_keys = ON"));
-  DTRAIN_RETURN_IF_ERROR(schema::migrate(db));
-  writer w{std::move(db), {}, {}, {}, {}, {}};
-  DTRAIN_ASSIGN_OR_RETURN(w.put_trial, w.db.prepare(rows::put_trial));
-  DTRAIN_ASSIGN_OR_RETURN(w.add_metric, w.db.prepare(rows::add_metric));
-  DTRAIN_ASSIGN_OR_RETURN(w.put_checkpoint, w.db.prepare(rows::put_checkpoint));
-  DTRAIN_ASSIGN_OR_RETURN(w.add_lineage, w.db.prepare(rows::add_lineage));
-  DTRAIN_ASSIGN_OR_RETURN(w.add_event, w.db.prepare(rows::add_event));
-  return w;
-}
-
-status writer::apply(const queued_write& w) {
-  auto run = [](sqlite::statement& s, const auto& row) {
-    rows::bind(s, row);
-    return s.run();
-  };
-  if (const auto* t = std::get_if<trial_row>(&w))
-    return run(put_trial, *t);
-  if (const auto* c = std::get_if<checkpoint_row>(&w))
-    return run(put_checkpoint, *c);
-  if (const auto* l = std::get_if<lineage_row>(&w))
-    return run(add_lineage, *l);
-  if (const auto* e = std::get_if<event_row>(&w))
-    return run(add_event, *e);
-  for (const metric_row& m : std::get<std::vector<metric_row>>(w))
-    DTRAIN_RETURN_IF_ERROR(run(add_metric, m));
-  return status::ok();
-}
-
-status writer::apply_all(const std::vector<queued_write>& batch, size_t first, size_t last) {
-  DTRAIN_ASSIGN_OR_RETURN(sqlite::transaction t, sqlite::transaction::begin(db));
-  for (size_t i = first; i < last; ++i)
-    DTRAIN_RETURN_IF_ERROR(apply(batch[i]));
-  return t.commit();
+std::chrono::milliseconds backoff(int failed_attempts) {
+  return std::chrono::milliseconds(100 << std::min(failed_attempts - 1, 4));
 }
 
 /// experiment_store over one SQLite file. Writes (put_trial, add_metrics,
@@ -111,6 +64,13 @@ status writer::apply_all(const std::vector<queued_write>& batch, size_t first, s
 /// read-only connection, so they see every write accepted before them and
 /// never block the writer. Read-only stores have neither queue nor thread,
 /// and may be of schema version 2, whose missing events read as none.
+///
+/// Failures: a write the database refuses is dropped alone and its error
+/// kept for its experiment (write_errors); a batch that fails for a
+/// transient reason stays queued and is tried again (max_attempts, with a
+/// backoff), and until it lands a flush of its experiment says so (reads
+/// meanwhile do not see it). No error refuses a later write, of any
+/// experiment, nor create/update/delete_experiment.
 /// Thread-safe; the destructor flushes and joins.
 class sqlite_store final : public experiment_store {
 public:
@@ -124,28 +84,38 @@ public:
   result<std::vector<experiment_row>> experiments() override;
   status delete_experiment(int64_t id) override;
 
-  status put_trial(const trial_row& t) override { return enqueue(t); }
+  status put_trial(const trial_row& t) override { return enqueue(t, t.experiment); }
   result<std::vector<trial_row>> trials(int64_t experiment) override;
   status add_metrics(const std::vector<metric_row>& rows) override;
   result<std::vector<metric_row>> metrics(int64_t experiment, const std::string& trial) override;
-  status put_checkpoint(const checkpoint_row& c) override { return enqueue(c); }
+  status put_checkpoint(const checkpoint_row& c) override { return enqueue(c, c.experiment); }
   result<std::vector<checkpoint_row>> checkpoints(int64_t experiment,
                                                   const std::string& trial) override;
-  status add_lineage(const lineage_row& l) override { return enqueue(l); }
+  status add_lineage(const lineage_row& l) override { return enqueue(l, l.experiment); }
   result<std::vector<lineage_row>> lineage(int64_t experiment) override;
-  status add_event(const event_row& e) override { return enqueue(e); }
+  status add_event(const event_row& e) override { return enqueue(e, e.experiment); }
   result<std::vector<event_row>> events(int64_t experiment, const std::string& trial) override;
 
-  status flush() override;
+  status flush() override { return flush_reporting(nullptr); }
+  status flush_experiments(const std::vector<int64_t>& experiments) override {
+    return flush_reporting(&experiments);
+  }
   std::string where() const override { return path_; }
 
 private:
-  status enqueue(queued_write w);
-  /// Blocks until every write accepted so far is committed (visible, not
-  /// yet durable). For a write, the kept write error if there is one.
-  status wait_for_writes(bool for_a_write);
+  template <class Rows>
+  status enqueue(Rows rows, int64_t experiment);
+  /// Blocks until every write accepted so far was tried once (committed,
+  /// or failed and kept for another attempt, or dropped).
+  void wait_for_writes();
   void writer_loop();
-  status commit(const std::vector<queued_write>& batch);
+  /// Under queue_mutex_: what becomes of the writes of `batch` that did
+  /// not land (outcome): kept errors, or the queue's front again.
+  void settle(std::vector<queued_write>& batch, const sqlite::commit_outcome& outcome);
+  /// Under queue_mutex_: a status for the writes of `experiments` (every
+  /// experiment: null) that wait for another attempt; ok when none.
+  status waiting_writes(const std::vector<int64_t>* experiments) const;
+  status flush_reporting(const std::vector<int64_t>* experiments);
   status sync_wal();
   status read_only_error() const {
     return invalid_argument(path_ + " is open read-only: no writes");
@@ -168,14 +138,15 @@ private:
   sqlite::connection reader_;
 
   // The queue, guarded by queue_mutex_. Writes are counted: accepted_ by
-  // enqueue, committed_ once their transaction ended (well or not),
-  // wanted_ the count a waiter needs committed now.
+  // enqueue, committed_ once their first transaction ended (well or not),
+  // wanted_ the count a waiter needs committed now. Writes kept for
+  // another attempt are at the queue's front, tried again from retry_at_.
   std::mutex queue_mutex_;
   std::condition_variable queue_changed_, committed_changed_;
   std::vector<queued_write> queue_;
-  clock_type::time_point first_queued_;
+  clock_type::time_point first_queued_, retry_at_;
   uint64_t accepted_ = 0, committed_ = 0, wanted_ = 0;
-  status error_;           // the first write error since the last flush
+  write_errors errors_;    // of the writes given up, by experiment, until a flush reports them
   bool unsynced_ = false;  // commits since the last sync_wal
   bool stopping_ = false;
   std::thread writer_thread_;
@@ -200,13 +171,16 @@ sqlite_store::~sqlite_store() {
     stopping_ = true;
   }
   queue_changed_.notify_one();
-  writer_thread_.join();
+  writer_thread_.join();  // after the attempts left to writes kept for another one
+  if (const status s = errors_.take_all(); !s.is_ok())
+    std::fprintf(stderr, "dtrain: closing the experiment store: %s\n", s.to_string().c_str());
 }
 
 // ---------------------------------------------------------------------------
 // Writes
 
-status sqlite_store::enqueue(queued_write w) {
+template <class Rows>
+status sqlite_store::enqueue(Rows rows, int64_t experiment) {
   if (!writer_)
     return read_only_error();
   std::unique_lock<std::mutex> lock(queue_mutex_);
@@ -214,11 +188,9 @@ status sqlite_store::enqueue(queued_write w) {
     queue_changed_.notify_one();
     committed_changed_.wait(lock, [&] { return stopping_ || queue_.size() < max_queued; });
   }
-  if (!error_.is_ok())
-    return error_;
   if (queue_.empty())
     first_queued_ = clock_type::now();
-  queue_.push_back(std::move(w));
+  queue_.push_back(queued_write{std::move(rows), experiment, 0, {}});
   ++accepted_;
   if (queue_.size() == 1 || queue_.size() >= max_batch)
     queue_changed_.notify_one();
@@ -226,7 +198,17 @@ status sqlite_store::enqueue(queued_write w) {
 }
 
 status sqlite_store::add_metrics(const std::vector<metric_row>& rows) {
-  return rows.empty() ? status::ok() : enqueue(rows);
+  // One queued write per experiment, so that a failure of one
+  // experiment's rows never takes another's with it.
+  std::vector<metric_row> same;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    same.push_back(rows[i]);
+    if (i + 1 == rows.size() || rows[i + 1].experiment != rows[i].experiment) {
+      DTRAIN_RETURN_IF_ERROR(enqueue(std::move(same), rows[i].experiment));
+      same.clear();
+    }
+  }
+  return status::ok();
 }
 
 void sqlite_store::writer_loop() {
@@ -234,46 +216,99 @@ void sqlite_store::writer_loop() {
   for (;;) {
     queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty())
-      return;  // stopping, and everything is committed
-    queue_changed_.wait_until(
-        lock, first_queued_ + std::chrono::milliseconds(options_.batch_ms), [&] {
-          return stopping_ || wanted_ > committed_ || queue_.size() >= max_batch;
-        });
+      return;  // stopping, and every write is committed or given up
+    // Nothing is tried before retry_at_ (the backoff after a transient
+    // failure), whoever asks; writes kept for another attempt are tried
+    // then, whether someone asks or not.
+    const bool retrying = queue_.front().failed_attempts > 0;
+    const auto due =
+        retrying ? retry_at_
+                 : std::max(first_queued_ + std::chrono::milliseconds(options_.batch_ms), retry_at_);
+    queue_changed_.wait_until(lock, due, [&] {
+      return clock_type::now() >= retry_at_ &&
+             (retrying || stopping_ || wanted_ > committed_ || queue_.size() >= max_batch);
+    });
     std::vector<queued_write> batch;
     batch.swap(queue_);
     const uint64_t upto = accepted_;
     lock.unlock();
-    const status s = commit(batch);
+    sqlite::commit_outcome outcome;
+    {
+      std::lock_guard<std::mutex> write_lock(write_mutex_);
+      outcome = writer_->commit(batch);
+    }
     lock.lock();
-    if (!s.is_ok() && error_.is_ok())
-      error_ = s;
+    settle(batch, outcome);
     committed_ = upto;
     unsynced_ = true;
     committed_changed_.notify_all();
   }
 }
 
-status sqlite_store::commit(const std::vector<queued_write>& batch) {
-  std::lock_guard<std::mutex> lock(write_mutex_);
-  const status all = writer_->apply_all(batch, 0, batch.size());
-  // A write the database refuses (a constraint: a trial of an experiment
-  // that does not exist) must not take the batch's other writes with it:
-  // they go again, one transaction each, and the first error is kept.
-  // Other errors (I/O, a lock held past busy_timeout) would only repeat.
-  if (all.is_ok() || all.code() != error_code::invalid_argument || batch.size() == 1)
-    return all;
-  status first;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const status one = writer_->apply_all(batch, i, i + 1);
-    if (!one.is_ok() && first.is_ok())
-      first = one;
+void sqlite_store::settle(std::vector<queued_write>& batch, const sqlite::commit_outcome& outcome) {
+  std::vector<queued_write> again;
+  auto failed = [&](queued_write& w, const status& s) {
+    if (!sqlite::transient(s)) {
+      errors_.keep(w.experiment, s);
+      return;
+    }
+    w.last_failure = s;
+    if (++w.failed_attempts < max_attempts) {
+      again.push_back(std::move(w));
+      return;
+    }
+    errors_.keep(w.experiment,
+                 s.with_context(std::string(sqlite::operation_of(w)) + " for experiment " +
+                                std::to_string(w.experiment) + ": given up after " +
+                                std::to_string(max_attempts) + " attempts"));
+  };
+  if (!outcome.batch.is_ok()) {
+    for (queued_write& w : batch)
+      failed(w, sqlite::transient(outcome.batch)
+                    ? outcome.batch
+                    : outcome.batch.with_context(std::string(sqlite::operation_of(w)) +
+                                                 " for experiment " +
+                                                 std::to_string(w.experiment)));
+  } else {
+    for (const auto& [i, s] : outcome.refused)
+      failed(batch[i], s);
   }
-  return first;
+  if (again.empty())
+    return;
+  // In front of the writes queued meanwhile: each experiment's rows keep
+  // their order.
+  int most = 0;
+  for (const queued_write& w : again)
+    most = std::max(most, w.failed_attempts);
+  retry_at_ = clock_type::now() + backoff(most);
+  std::move(queue_.begin(), queue_.end(), std::back_inserter(again));
+  queue_.swap(again);
 }
 
-status sqlite_store::wait_for_writes(bool for_a_write) {
-  if (!writer_)
-    return for_a_write ? read_only_error() : status::ok();
+status sqlite_store::waiting_writes(const std::vector<int64_t>* experiments) const {
+  const queued_write* first = nullptr;
+  size_t count = 0;
+  // Writes kept for another attempt are the queue's front.
+  for (const queued_write& w : queue_) {
+    if (w.failed_attempts == 0)
+      break;
+    if (experiments != nullptr &&
+        std::find(experiments->begin(), experiments->end(), w.experiment) == experiments->end())
+      continue;
+    if (first == nullptr)
+      first = &w;
+    ++count;
+  }
+  if (first == nullptr)
+    return status::ok();
+  return first->last_failure.with_context(
+      "experiment " + std::to_string(first->experiment) + ": " + std::to_string(count) +
+      " write" + (count == 1 ? "" : "s") + " not stored yet, tried again (" +
+      std::to_string(first->failed_attempts) + " of " + std::to_string(max_attempts) +
+      " attempts failed so far)");
+}
+
+void sqlite_store::wait_for_writes() {
   std::unique_lock<std::mutex> lock(queue_mutex_);
   const uint64_t target = accepted_;
   if (committed_ < target) {
@@ -281,7 +316,6 @@ status sqlite_store::wait_for_writes(bool for_a_write) {
     queue_changed_.notify_one();
     committed_changed_.wait(lock, [&] { return committed_ >= target; });
   }
-  return for_a_write ? error_ : status::ok();
 }
 
 // With synchronous = NORMAL a commit reaches the WAL file without an
@@ -300,27 +334,30 @@ status sqlite_store::sync_wal() {
   return rc == 0 ? status::ok() : os_error("fsync", wal, err);
 }
 
-status sqlite_store::flush() {
+status sqlite_store::flush_reporting(const std::vector<int64_t>* experiments) {
   if (!writer_)
     return status::ok();
-  DTRAIN_RETURN_IF_ERROR(wait_for_writes(false));
+  wait_for_writes();
   std::unique_lock<std::mutex> lock(queue_mutex_);
-  const status kept = std::exchange(error_, status::ok());
+  const status kept = experiments != nullptr ? errors_.take(*experiments) : errors_.take_all();
+  const status waiting = waiting_writes(experiments);
   const bool sync = std::exchange(unsynced_, false);
   lock.unlock();
+  status synced;
   if (sync) {
-    const status s = sync_wal();
-    if (!s.is_ok()) {
+    synced = sync_wal();
+    if (!synced.is_ok()) {
       lock.lock();
       unsynced_ = true;
-      return kept.is_ok() ? s : kept;
     }
   }
-  return kept;
+  return !kept.is_ok() ? kept : !waiting.is_ok() ? waiting : synced;
 }
 
 result<int64_t> sqlite_store::create_experiment(const experiment_row& e) {
-  DTRAIN_RETURN_IF_ERROR(wait_for_writes(true));
+  if (!writer_)
+    return read_only_error();
+  wait_for_writes();
   std::lock_guard<std::mutex> lock(write_mutex_);
   DTRAIN_ASSIGN_OR_RETURN(sqlite::statement s, writer_->db.prepare(rows::insert_experiment));
   rows::bind(s, e);
@@ -331,7 +368,9 @@ result<int64_t> sqlite_store::create_experiment(const experiment_row& e) {
 }
 
 status sqlite_store::update_experiment(const experiment_row& e) {
-  DTRAIN_RETURN_IF_ERROR(wait_for_writes(true));
+  if (!writer_)
+    return read_only_error();
+  wait_for_writes();
   std::lock_guard<std::mutex> lock(write_mutex_);
   DTRAIN_ASSIGN_OR_RETURN(sqlite::statement s, writer_->db.prepare(rows::update_experiment));
   rows::bind(s, e);
@@ -345,7 +384,9 @@ status sqlite_store::update_experiment(const experiment_row& e) {
 }
 
 status sqlite_store::delete_experiment(int64_t id) {
-  DTRAIN_RETURN_IF_ERROR(wait_for_writes(true));
+  if (!writer_)
+    return read_only_error();
+  wait_for_writes();
   std::lock_guard<std::mutex> lock(write_mutex_);
   sqlite::connection& db = writer_->db;
   DTRAIN_ASSIGN_OR_RETURN(sqlite::transaction t, sqlite::transaction::begin(db));
@@ -368,7 +409,8 @@ status sqlite_store::delete_experiment(int64_t id) {
 template <class Row, class Bind>
 result<std::vector<Row>> sqlite_store::select(const std::string& sql, const Bind& bind,
                                               Row (*read)(const sqlite::statement&)) {
-  DTRAIN_RETURN_IF_ERROR(wait_for_writes(false));
+  if (writer_)
+    wait_for_writes();
   std::lock_guard<std::mutex> lock(read_mutex_);
   DTRAIN_ASSIGN_OR_RETURN(sqlite::statement s, reader_.prepare(sql));
   bind(s);

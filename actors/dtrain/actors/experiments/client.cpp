@@ -48,8 +48,9 @@ result<T> service_client::ask(const char* op, const Ts&... xs) {
 }
 
 template <class... Ts>
-status service_client::tell(const Ts&... xs) {
+status service_client::tell(const std::vector<int64_t>& experiments, const Ts&... xs) {
   std::lock_guard<std::mutex> lock(mutex_);
+  written_.insert(experiments.begin(), experiments.end());
   self_->send(service_, xs...);
   return status::ok();
 }
@@ -59,7 +60,7 @@ result<int64_t> service_client::create_experiment(const store::experiment_row& e
 }
 
 status service_client::update_experiment(const store::experiment_row& e) {
-  return tell(update_atom::value, id_, e);
+  return tell({e.id}, update_atom::value, id_, e);
 }
 
 result<store::experiment_row> service_client::experiment(int64_t id) {
@@ -75,7 +76,7 @@ status service_client::delete_experiment(int64_t id) {
 }
 
 status service_client::put_trial(const store::trial_row& t) {
-  return tell(put_trial_atom::value, id_, t);
+  return tell({t.experiment}, put_trial_atom::value, id_, t);
 }
 
 result<std::vector<store::trial_row>> service_client::trials(int64_t experiment) {
@@ -83,7 +84,11 @@ result<std::vector<store::trial_row>> service_client::trials(int64_t experiment)
 }
 
 status service_client::add_metrics(const std::vector<store::metric_row>& rows) {
-  return tell(add_metrics_atom::value, id_, rows);
+  std::vector<int64_t> experiments;
+  for (const store::metric_row& m : rows)
+    if (experiments.empty() || experiments.back() != m.experiment)
+      experiments.push_back(m.experiment);
+  return tell(experiments, add_metrics_atom::value, id_, rows);
 }
 
 result<std::vector<store::metric_row>> service_client::metrics(int64_t experiment,
@@ -92,7 +97,7 @@ result<std::vector<store::metric_row>> service_client::metrics(int64_t experimen
 }
 
 status service_client::put_checkpoint(const store::checkpoint_row& c) {
-  return tell(put_ckpt_atom::value, id_, c);
+  return tell({c.experiment}, put_ckpt_atom::value, id_, c);
 }
 
 result<std::vector<store::checkpoint_row>> service_client::checkpoints(int64_t experiment,
@@ -102,7 +107,7 @@ result<std::vector<store::checkpoint_row>> service_client::checkpoints(int64_t e
 }
 
 status service_client::add_lineage(const store::lineage_row& l) {
-  return tell(add_lineage_atom::value, id_, l);
+  return tell({l.experiment}, add_lineage_atom::value, id_, l);
 }
 
 result<std::vector<store::lineage_row>> service_client::lineage(int64_t experiment) {
@@ -110,7 +115,7 @@ result<std::vector<store::lineage_row>> service_client::lineage(int64_t experime
 }
 
 status service_client::add_event(const store::event_row& e) {
-  return tell(add_event_atom::value, id_, e);
+  return tell({e.experiment}, add_event_atom::value, id_, e);
 }
 
 result<std::vector<store::event_row>> service_client::events(int64_t experiment,
@@ -121,7 +126,8 @@ result<std::vector<store::event_row>> service_client::events(int64_t experiment,
 status service_client::flush() {
   std::lock_guard<std::mutex> lock(mutex_);
   status out = status(error_code::internal, context("flush") + ": no reply");
-  self_->request(service_, timeout_, flush_atom::value, id_)
+  const std::vector<int64_t> experiments(written_.begin(), written_.end());
+  self_->request(service_, timeout_, flush_atom::value, id_, experiments)
       .receive([&](caf::ok_atom) { out = status::ok(); },
                [&](caf::error& e) { out = from_caf(e, error_context(e, "flush")); });
   return out;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "caf/all.hpp"
@@ -17,7 +18,10 @@ namespace dtrain::actors::experiments {
 /// Reads, create_experiment and delete_experiment are requests, each with
 /// `timeout` (30 s by default); the writes (update_experiment, put_trial,
 /// add_metrics, put_checkpoint, add_lineage, add_event) are one-way sends that return
-/// ok at once, and their errors come back from the next flush(), a request.
+/// ok at once, and their errors come back from the next flush(), a request
+/// that names every experiment this client wrote: the errors of writes of
+/// those experiments (by any client) are returned once, the others stay
+/// for their own writers.
 /// Every message goes from one actor of this client, so the service sees
 /// them in call order: a read sees every earlier write. Errors name the
 /// store and the operation: "experiment store at the head 10.0.0.1:7000:
@@ -55,8 +59,9 @@ public:
 private:
   template <class T, class... Ts>
   result<T> ask(const char* op, const Ts&... xs);
+  /// Sends a write of rows of `experiments`.
   template <class... Ts>
-  status tell(const Ts&... xs);
+  status tell(const std::vector<int64_t>& experiments, const Ts&... xs);
   std::string context(const char* op) const;
   std::string error_context(const caf::error& e, const char* op) const;
 
@@ -65,7 +70,11 @@ private:
   experiment_service service_;
   std::string where_;
   std::chrono::milliseconds timeout_;
-  std::string id_;  // this client's name at the service (its write errors)
+  std::string id_;  // this client's name at the service
+  // Every experiment this client wrote (what its flush asks the errors
+  // of): kept after a flush, since a write that is tried again may fail
+  // after it.
+  std::set<int64_t> written_;
 };
 
 } // namespace dtrain::actors::experiments

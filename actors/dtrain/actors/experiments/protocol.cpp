@@ -11,6 +11,8 @@ void register_experiment_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<store::lineage_row>("dtrain::store::lineage_row");
   cfg.add_message_type<store::event_row>("dtrain::store::event_row");
   cfg.add_message_type<experiment_service>("dtrain::experiment_service");
+  // A flush names the experiments its client wrote.
+  cfg.add_message_type<std::vector<int64_t>>("std::vector<int64_t>");
 }
 
 } // namespace dtrain::actors::experiments

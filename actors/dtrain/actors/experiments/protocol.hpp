@@ -109,9 +109,11 @@ using where_atom = caf::atom_constant<caf::atom("xwhere")>;
 
 /// The experiment service (service.hpp): one message per
 /// store::experiment_store call. Reads and create/delete are requests; the
-/// writes are one-way and carry the writer's client id, under which the
-/// service keeps the first error a write met until that client's flush
-/// (a request) returns it. `where` answers the store's path.
+/// writes are one-way and carry the writer's client id (still on the wire,
+/// no longer used: errors are kept by experiment, not by client). The
+/// service keeps a write's error for the experiment it wrote until a flush
+/// (a request) names that experiment; a client's flush names every
+/// experiment it wrote. `where` answers the store's path.
 using experiment_service = caf::typed_actor<
     caf::replies_to<create_atom, store::experiment_row>::with<int64_t>,
     caf::reacts_to<update_atom, std::string, store::experiment_row>,
@@ -128,7 +130,7 @@ using experiment_service = caf::typed_actor<
     caf::replies_to<lineage_atom, int64_t>::with<std::vector<store::lineage_row>>,
     caf::reacts_to<add_event_atom, std::string, store::event_row>,
     caf::replies_to<events_atom, int64_t, std::string>::with<std::vector<store::event_row>>,
-    caf::replies_to<flush_atom, std::string>::with<caf::ok_atom>,
+    caf::replies_to<flush_atom, std::string, std::vector<int64_t>>::with<caf::ok_atom>,
     caf::replies_to<where_atom>::with<std::string>>;
 
 /// Announces the row types (and their vectors) and the service's handle

@@ -1,5 +1,7 @@
 #include "dtrain/actors/experiments/service.hpp"
 
+#include <algorithm>
+
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/core/files.hpp"
 
@@ -38,13 +40,37 @@ caf::result<T> answer(service_state& s, const char* op, Call&& call) {
   return std::move(*out);
 }
 
-// A one-way write: its error is kept for the client's next flush.
+// A one-way write of rows of `experiments`: its error is kept for each of
+// them, until a flush names it.
 template <class Call>
-void write(service_state& s, const std::string& client, const char* op, Call&& call) {
+void write(service_state& s, const std::vector<int64_t>& experiments, const char* op,
+           Call&& call) {
   auto store = opened(s);
   status out = store ? call(**store) : store.error();
-  if (!out && !s.write_errors.count(client))
-    s.write_errors.emplace(client, out.with_context(op));
+  if (!out)
+    for (int64_t id : experiments)
+      s.write_errors.keep(id, out.with_context(op));
+}
+
+// The experiments that `rows` write to, each once.
+std::vector<int64_t> experiments_of(const std::vector<store::metric_row>& rows) {
+  std::vector<int64_t> ids;
+  for (const store::metric_row& m : rows)
+    if (std::find(ids.begin(), ids.end(), m.experiment) == ids.end())
+      ids.push_back(m.experiment);
+  return ids;
+}
+
+// update_experiment, unless it changes the experiment's storage: that
+// directory is what `dtrain experiments delete` removes. A new experiment
+// gets it once its id is known (from "").
+status update_keeping_storage(store::experiment_store& st, const store::experiment_row& e) {
+  auto now = st.experiment(e.id);
+  if (now && !now->storage.empty() && now->storage != e.storage)
+    return invalid_argument("experiment " + std::to_string(e.id) +
+                            ": its storage (the checkpoint directory) cannot change: it is '" +
+                            now->storage + "', the update says '" + e.storage + "'");
+  return st.update_experiment(e);
 }
 
 } // namespace
@@ -65,9 +91,9 @@ experiment_service::behavior_type service_impl(self_ptr self, store_opener open,
         return answer<int64_t>(s, "create_experiment",
                                [&](experiment_store& st) { return st.create_experiment(e); });
       },
-      [=, &s](update_atom, const std::string& client, const experiment_row& e) {
-        write(s, client, "update_experiment",
-              [&](experiment_store& st) { return st.update_experiment(e); });
+      [=, &s](update_atom, const std::string&, const experiment_row& e) {
+        write(s, {e.id}, "update_experiment",
+              [&](experiment_store& st) { return update_keeping_storage(st, e); });
       },
       [=, &s](read_atom, int64_t id) -> caf::result<experiment_row> {
         return answer<experiment_row>(s, "experiment",
@@ -83,23 +109,23 @@ experiment_service::behavior_type service_impl(self_ptr self, store_opener open,
           return d ? result<caf::ok_atom>(caf::ok_atom::value) : result<caf::ok_atom>(d);
         });
       },
-      [=, &s](put_trial_atom, const std::string& client, const trial_row& t) {
-        write(s, client, "put_trial", [&](experiment_store& st) { return st.put_trial(t); });
+      [=, &s](put_trial_atom, const std::string&, const trial_row& t) {
+        write(s, {t.experiment}, "put_trial", [&](experiment_store& st) { return st.put_trial(t); });
       },
       [=, &s](trials_atom, int64_t experiment) -> caf::result<std::vector<trial_row>> {
         return answer<std::vector<trial_row>>(
             s, "trials", [&](experiment_store& st) { return st.trials(experiment); });
       },
-      [=, &s](add_metrics_atom, const std::string& client, const std::vector<metric_row>& rows) {
-        write(s, client, "add_metrics", [&](experiment_store& st) { return st.add_metrics(rows); });
+      [=, &s](add_metrics_atom, const std::string&, const std::vector<metric_row>& rows) {
+        write(s, experiments_of(rows), "add_metrics", [&](experiment_store& st) { return st.add_metrics(rows); });
       },
       [=, &s](metrics_atom, int64_t experiment,
               const std::string& trial) -> caf::result<std::vector<metric_row>> {
         return answer<std::vector<metric_row>>(
             s, "metrics", [&](experiment_store& st) { return st.metrics(experiment, trial); });
       },
-      [=, &s](put_ckpt_atom, const std::string& client, const checkpoint_row& c) {
-        write(s, client, "put_checkpoint",
+      [=, &s](put_ckpt_atom, const std::string&, const checkpoint_row& c) {
+        write(s, {c.experiment}, "put_checkpoint",
               [&](experiment_store& st) { return st.put_checkpoint(c); });
       },
       [=, &s](ckpts_atom, int64_t experiment,
@@ -108,32 +134,33 @@ experiment_service::behavior_type service_impl(self_ptr self, store_opener open,
             s, "checkpoints",
             [&](experiment_store& st) { return st.checkpoints(experiment, trial); });
       },
-      [=, &s](add_lineage_atom, const std::string& client, const lineage_row& l) {
-        write(s, client, "add_lineage", [&](experiment_store& st) { return st.add_lineage(l); });
+      [=, &s](add_lineage_atom, const std::string&, const lineage_row& l) {
+        write(s, {l.experiment}, "add_lineage", [&](experiment_store& st) { return st.add_lineage(l); });
       },
       [=, &s](lineage_atom, int64_t experiment) -> caf::result<std::vector<lineage_row>> {
         return answer<std::vector<lineage_row>>(
             s, "lineage", [&](experiment_store& st) { return st.lineage(experiment); });
       },
-      [=, &s](add_event_atom, const std::string& client, const event_row& e) {
-        write(s, client, "add_event", [&](experiment_store& st) { return st.add_event(e); });
+      [=, &s](add_event_atom, const std::string&, const event_row& e) {
+        write(s, {e.experiment}, "add_event", [&](experiment_store& st) { return st.add_event(e); });
       },
       [=, &s](events_atom, int64_t experiment,
               const std::string& trial) -> caf::result<std::vector<event_row>> {
         return answer<std::vector<event_row>>(
             s, "events", [&](experiment_store& st) { return st.events(experiment, trial); });
       },
-      [=, &s](flush_atom, const std::string& client) -> caf::result<caf::ok_atom> {
-        auto kept = s.write_errors.find(client);
-        if (kept != s.write_errors.end()) {
-          status first = kept->second;
-          s.write_errors.erase(kept);
-          return to_caf(first);
-        }
-        return answer<caf::ok_atom>(s, "flush", [&](experiment_store& st) {
-          status f = st.flush();
+      [=, &s](flush_atom, const std::string&,
+              const std::vector<int64_t>& experiments) -> caf::result<caf::ok_atom> {
+        // The store is flushed whatever the service kept: its durability
+        // and its own errors of these experiments.
+        const status kept = s.write_errors.take(experiments);
+        auto flushed = answer<caf::ok_atom>(s, "flush", [&](experiment_store& st) {
+          status f = st.flush_experiments(experiments);
           return f ? result<caf::ok_atom>(caf::ok_atom::value) : result<caf::ok_atom>(f);
         });
+        if (!kept)
+          return to_caf(kept);
+        return flushed;
       },
       [=, &s](where_atom) -> std::string { return s.path; },
   };

@@ -9,6 +9,7 @@
 #include "dtrain/actors/experiments/protocol.hpp"
 #include "dtrain/core/status.hpp"
 #include "dtrain/store/experiment_store.hpp"
+#include "dtrain/store/write_errors.hpp"
 
 namespace dtrain::actors::experiments {
 
@@ -23,13 +24,15 @@ std::string default_store_path();
 /// open_sqlite_store(path) as a store_opener.
 store_opener sqlite_opener(const std::string& path);
 
-/// The service's state: the opener, the store once open, and the first
-/// write error of each client that has not flushed since.
+/// The service's state: the opener, the store once open, and the errors
+/// of the writes the service itself refused (the store could not be
+/// opened, an update_experiment was refused), by experiment and bounded,
+/// until a client that wrote that experiment flushes.
 struct service_state {
   store_opener open;
   std::string path;  // for messages
   std::unique_ptr<store::experiment_store> store;
-  std::map<std::string, status> write_errors;  // client id -> first write error
+  store::write_errors write_errors;
 };
 
 /// The experiment service: owns the experiment store of a cluster (the
@@ -40,9 +43,18 @@ struct service_state {
 /// cannot be opened (corrupt, newer schema, no permission) fails that
 /// request with the opener's error, which names `path`, and the next
 /// request tries again; it never stops the head or its trainers. Writes
-/// are one-way messages: an error is remembered as the first one of that
-/// client id ("add_metrics: ...") and returned by its next flush, which
-/// then forgets it (a client that never flushes leaves its entry behind).
+/// are one-way messages. Their errors stay with the experiment they
+/// wrote: one failed write (of an experiment deleted while its run writes
+/// to it, or in a store that cannot be opened) refuses nothing else, and
+/// its error ("add_metrics: ...") is returned by the next flush that names
+/// the experiment, the flush of the client writing it. Every flush also
+/// flushes the store, whatever errors are kept, so that the store's own
+/// recovery never waits for a client.
+///
+/// update_experiment may set an experiment's `storage` (its checkpoint
+/// directory, which `dtrain experiments delete` removes) once, from "",
+/// and never change it: otherwise any client could point a later delete at
+/// any directory. The refusal names the experiment and the field.
 ///
 /// Blocking: the store's own calls, on a scheduler thread: the SQLite store
 /// queues writes for its writer thread and answers reads from its file, so
