@@ -1,6 +1,7 @@
 #include "output_tee.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -30,9 +31,14 @@ void write_all(int fd, const char* data, size_t n) {
 
 result<std::unique_ptr<output_tee>> output_tee::start(const std::string& log_file) {
   std::unique_ptr<output_tee> t(new output_tee);
-  t->log_ = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // Its user's alone (what a node prints may name paths, hosts and data),
+  // whatever the umask and whatever mode a file left there had.
+  t->log_ = ::open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (t->log_ < 0)
     return io_error("cannot open the log file " + log_file + ": " + std::strerror(errno));
+  if (::fchmod(t->log_, 0600) != 0)
+    return io_error("cannot make the log file " + log_file + " its user's alone (mode 0600): " +
+                    std::strerror(errno));
   std::fflush(nullptr);
   for (int i = 0; i < 2; ++i) {
     const int fd = i == 0 ? STDOUT_FILENO : STDERR_FILENO;

@@ -203,7 +203,12 @@ result<bool> daemonize(const std::string& log_file, const std::string& ready_fil
     return false;
   }
   setsid();
-  int fd = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);  // only its user
+  // Only its user, whatever the umask or an earlier file's mode.
+  int fd = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
+  if (fd >= 0 && fchmod(fd, 0600) != 0) {
+    close(fd);
+    fd = -1;
+  }
   if (fd >= 0) {
     dup2(fd, STDOUT_FILENO);
     dup2(fd, STDERR_FILENO);

@@ -3,9 +3,16 @@
 // unreachable that come back (or do not), and what status says of them.
 #include <boost/test/unit_test.hpp>
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <memory>
+#include <numeric>
 #include <set>
 #include <thread>
 
@@ -13,6 +20,7 @@
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/actors/head_actor.hpp"
 #include "dtrain/actors/node_actor.hpp"
+#include "dtrain/actors/trainer.hpp"
 #include "dtrain/cuda/runtime.hpp"
 
 using namespace dtrain;
@@ -28,14 +36,19 @@ struct fake_node_state {
   std::vector<caf::typed_response_promise<int32_t>> parked;
 };
 
+/// How many status requests the fake nodes of a fixture got (probes).
+using request_counter = std::shared_ptr<std::atomic<int>>;
+
 node_actor::behavior_type fake_node(node_actor::stateful_pointer<fake_node_state> self,
-                                    std::shared_ptr<std::atomic<bool>> answering) {
+                                    std::shared_ptr<std::atomic<bool>> answering,
+                                    request_counter asked) {
   return {
     [=](spawn_atom, replica_spec&, caf::actor&, store_actor&,
         const plugin_credential&) -> caf::result<replica_actor> {
       return to_caf(status(error_code::internal, "the fake node spawns nothing"));
     },
     [=](status_atom) -> caf::result<int32_t> {
+      ++*asked;
       if (answering->load())
         return 0;
       auto promise = self->make_response_promise<int32_t>();
@@ -63,6 +76,7 @@ struct head_fixture {
   caf::actor_system sys{config};
   head_actor head = spawn_head(sys);
   std::shared_ptr<std::atomic<bool>> answering = std::make_shared<std::atomic<bool>>(true);
+  request_counter asked = std::make_shared<std::atomic<int>>(0);
 
   std::vector<node_actor> nodes;
 
@@ -74,7 +88,7 @@ struct head_fixture {
   }
 
   node_actor spawn_fake_node() {
-    nodes.push_back(sys.spawn(fake_node, answering));
+    nodes.push_back(sys.spawn(fake_node, answering, asked));
     return nodes.back();
   }
 
@@ -93,18 +107,19 @@ struct head_fixture {
     return out;
   }
 
-  result<std::vector<assignment>> place(const std::string& trainer, int32_t n, bool gpu) {
+  result<std::vector<assignment>> place(const std::string& trainer, int32_t n, bool gpu,
+                                        const caf::actor& owner = {}) {
     caf::scoped_actor self{sys};
     result<std::vector<assignment>> out{status(error_code::internal, "no reply")};
-    self->request(head, std::chrono::seconds(5), place_atom::value, trainer, n, gpu, caf::actor{})
+    self->request(head, std::chrono::seconds(5), place_atom::value, trainer, n, gpu, owner)
         .receive([&](std::vector<assignment>& a) { out = std::move(a); },
                  [&](caf::error& e) { out = from_caf(e, "place " + trainer); });
     return out;
   }
 
-  void release(const std::string& trainer) {
+  void release(const std::string& trainer, const caf::actor& owner = {}) {
     caf::scoped_actor self{sys};
-    self->request(head, std::chrono::seconds(5), release_atom::value, trainer)
+    self->request(head, std::chrono::seconds(5), release_atom::value, trainer, owner)
         .receive([](caf::ok_atom) {}, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
   }
 
@@ -381,6 +396,107 @@ BOOST_FIXTURE_TEST_CASE(a_node_whose_actor_is_down_stays_dead, head_fixture) {
   caf::anon_send_exit(other, caf::exit_reason::kill);
   BOOST_TEST(eventually([](const cluster_status& st) { return st.nodes.empty(); },
                         milliseconds(2000)));
+}
+
+// A node's figures are its own word: past the head's bounds (or negative)
+// they are refused, naming the field and the bound; and the head's sums
+// over many nodes at the bound (2^31 slots in all) do not overflow.
+BOOST_FIXTURE_TEST_CASE(a_registration_past_the_bounds_is_refused_and_sums_do_not_overflow,
+                        head_fixture) {
+  for (int32_t slots : {std::numeric_limits<int32_t>::max(), max_node_cpu_slots + 1, -1}) {
+    auto r = add_node("greedy", slots, {});
+    BOOST_REQUIRE_MESSAGE(!r.is_ok(), slots << " CPU slots were accepted");
+    BOOST_TEST((r.error().code() == error_code::invalid_argument));
+    const std::string why = r.error().message();
+    BOOST_TEST(why.find("cpu_slots must be between 0 and 1048576") != std::string::npos, why);
+  }
+  std::vector<int32_t> devices(max_node_gpus + 1);
+  std::iota(devices.begin(), devices.end(), 0);
+  auto r = add_node("gpus", 1, devices);
+  BOOST_REQUIRE(!r.is_ok());
+  const std::string why = r.error().message();
+  BOOST_TEST(why.find("gpus must be between 0 and 1024") != std::string::npos, why);
+  BOOST_TEST(status_now().nodes.empty());
+  for (int i = 0; i < 2048; ++i)
+    BOOST_REQUIRE(add_node("big" + std::to_string(i), max_node_cpu_slots, {}).is_ok());
+  auto placed = place("t", 4, false);
+  BOOST_REQUIRE_MESSAGE(placed.is_ok(), placed.error().to_string());
+  BOOST_TEST(placed->size() == 4u);
+  auto huge = place("u", max_replicas_per_placement + 1, false);
+  BOOST_REQUIRE(!huge.is_ok());
+  const std::string too_many = huge.error().message();
+  BOOST_TEST(too_many.find("at most 65536 replicas") != std::string::npos, too_many);
+}
+
+// Two drivers whose trainers got one id (the old "name-host-pid-n" in two
+// containers with one host name and pid): each placement is its own, and
+// neither a re-placement nor a release of one frees the other's slots.
+BOOST_FIXTURE_TEST_CASE(a_trainer_id_placed_by_another_owner_is_neither_replaced_nor_released,
+                        head_fixture) {
+  BOOST_REQUIRE(add_node("h0", 4, {}).is_ok());
+  auto owner_a = sys.spawn([]() -> caf::behavior { return {[](int32_t) {}}; });
+  auto owner_b = sys.spawn([]() -> caf::behavior { return {[](int32_t) {}}; });
+  const std::string id = "fit-box-1-0";
+  BOOST_REQUIRE(place(id, 2, false, owner_a).is_ok());
+  BOOST_REQUIRE(place(id, 2, false, owner_b).is_ok());
+  BOOST_TEST(status_now().slots_used.at(0) == 4);
+  BOOST_REQUIRE(place(id, 1, false, owner_b).is_ok());  // b restarts with one replica
+  BOOST_TEST(status_now().slots_used.at(0) == 3);
+  release(id, owner_b);
+  BOOST_TEST(status_now().slots_used.at(0) == 2);  // a's, untouched
+  release(id, owner_a);
+  BOOST_TEST(status_now().slots_used.at(0) == 0);
+  caf::anon_send_exit(owner_a, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(owner_b, caf::exit_reason::user_shutdown);
+}
+
+// Two processes with one host name and pid, and the same count of ids made
+// so far (a fork), still make different trainer ids.
+BOOST_AUTO_TEST_CASE(trainer_ids_differ_between_processes_with_one_host_name_and_pid) {
+  (void)make_trainer_id("fit", "box", 1);
+  int p[2];
+  BOOST_REQUIRE(::pipe(p) == 0);
+  const pid_t child = ::fork();
+  BOOST_REQUIRE(child >= 0);
+  if (child == 0) {
+    const std::string id = make_trainer_id("fit", "box", 1);
+    (void)!::write(p[1], id.data(), id.size());
+    ::_exit(0);
+  }
+  ::close(p[1]);
+  const std::string mine = make_trainer_id("fit", "box", 1);
+  std::string theirs;
+  pollfd in{p[0], POLLIN, 0};
+  char buf[256];
+  while (::poll(&in, 1, 10000) > 0) {
+    const ssize_t n = ::read(p[0], buf, sizeof buf);
+    if (n <= 0)
+      break;
+    theirs.append(buf, static_cast<size_t>(n));
+  }
+  ::close(p[0]);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  BOOST_TEST_MESSAGE("ids " << mine << " and " << theirs);
+  BOOST_TEST(mine.rfind("fit-box-1-", 0) == 0u, mine);
+  BOOST_TEST(theirs.rfind("fit-box-1-", 0) == 0u, theirs);
+  BOOST_TEST(mine != theirs);
+}
+
+// Only the head's own timer probes: probe messages from anyone else start
+// no chain of their own (each would ask the node until it answers).
+BOOST_FIXTURE_TEST_CASE(probe_messages_from_others_start_no_probe_chain, head_fixture) {
+  answering->store(false);
+  auto index = add_node("silent", 1, {});
+  BOOST_REQUIRE(index.is_ok());
+  unreachable(*index);  // the head's own chain: one probe per interval + timeout
+  caf::scoped_actor self{sys};
+  for (int i = 0; i < 20; ++i)
+    self->send(head, probe_atom::value, *index);
+  std::this_thread::sleep_for(2 * (head_probe_interval + head_probe_timeout));
+  BOOST_TEST_MESSAGE(asked->load() << " status requests");
+  BOOST_TEST(asked->load() >= 1);
+  BOOST_TEST(asked->load() <= 4);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,12 +2,16 @@
 // end at a whole UTF-8 character, and the chunks together are the file.
 #include <boost/test/unit_test.hpp>
 
+#include <sys/stat.h>
+
 #include <chrono>
+#include <cstdio>
 #include <string>
 
 #include "dtrain/actors/cluster.hpp"
 #include "dtrain/actors/node_actor.hpp"
 #include "dtrain/actors/node_logs.hpp"
+#include "../apps/dtrain/output_tee.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -97,6 +101,28 @@ BOOST_AUTO_TEST_CASE(chunks_read_one_after_another_are_the_whole_file) {
     }
     BOOST_TEST(all == text, "max " << max);
   }
+}
+
+// A foreground node's copy of its output (output_tee) is its user's alone,
+// whatever the umask, also when a file with another mode was there.
+BOOST_AUTO_TEST_CASE(a_foreground_nodes_log_file_is_readable_by_its_user_only) {
+  dtrain::testing::temp_dir dir;
+  const std::string fresh = dir.file("node-1.log"), earlier = dir.file("node-2.log");
+  dtrain::testing::write_file(earlier, "an earlier run\n");
+  BOOST_REQUIRE(::chmod(earlier.c_str(), 0644) == 0);
+  const mode_t umask_before = ::umask(0);
+  for (const std::string& path : {fresh, earlier}) {
+    auto tee = cli::output_tee::start(path);
+    BOOST_REQUIRE_MESSAGE(tee.is_ok(), tee.error().to_string());
+    std::printf("a line for %s\n", path.c_str());
+    tee->reset();  // gives stdout back
+    struct stat st {};
+    BOOST_REQUIRE(::stat(path.c_str(), &st) == 0);
+    const unsigned mode = st.st_mode & 0777;
+    BOOST_TEST(mode == 0600u, path << " has mode " << std::oct << mode);
+  }
+  ::umask(umask_before);
+  BOOST_TEST(dtrain::testing::read_file(fresh).find("a line for " + fresh) != std::string::npos);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

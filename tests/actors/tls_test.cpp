@@ -18,6 +18,7 @@
 #include "dtrain/actors/cluster.hpp"
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/actors/plugin_shipping.hpp"
+#include "dtrain/actors/head_actor.hpp"
 #include "dtrain/actors/trainer.hpp"
 #include "dtrain/core/net.hpp"
 #include "dtrain/core/threads.hpp"
@@ -436,6 +437,45 @@ BOOST_AUTO_TEST_CASE(a_node_certificate_starts_no_replica_on_a_node) {
              tc.node_log());
   train_one_epoch(tc.address, alice, "a client");
   BOOST_TEST(tc.node->running());
+}
+
+// The head forgets a client whose connection is gone (`dtrain status`
+// leaves no actor behind whose end would tell it) and keeps one that is
+// still connected however quiet it is: both by its idle sweeps, which ask
+// the middleman for the connection.
+BOOST_AUTO_TEST_CASE(the_head_forgets_a_client_that_left_and_keeps_a_quiet_connected_one) {
+  tls_processes tc;
+  const auto alice = tc.pki.files("alice", tc.pki.ca_dir);
+  auto attach = [&] {
+    cluster::options o{tc.address, 0, 0, milliseconds(10000)};
+    o.tls = alice;
+    auto c = cluster::connect(o);
+    BOOST_REQUIRE_MESSAGE(c.is_ok(), c.error().to_string());
+    return std::move(*c);
+  };
+  auto refusal = [](cluster& c) {  // "" when the head serves its status
+    caf::scoped_actor self{c.system()};
+    std::string why = "no answer";
+    self->request(c.head(), std::chrono::seconds(5), status_atom::value)
+        .receive([&](cluster_status&) { why.clear(); },
+                 [&](caf::error& e) { why = from_caf(e, "status").message(); });
+    return why;
+  };
+  auto quiet = attach();
+  BOOST_TEST(refusal(*quiet) == "");
+  std::string gone;
+  {
+    auto brief = attach();
+    BOOST_TEST(refusal(*brief) == "");
+    gone = caf::to_string(brief->system().node());
+  }
+  BOOST_TEST(wait_for_text(tc.home.file("head.log"), "process " + gone + " left (no connection)",
+                           milliseconds(10000)),
+             tc.head_log());
+  std::this_thread::sleep_for(2 * head_rss_interval);  // a few more sweeps
+  const std::string kept = caf::to_string(quiet->system().node());
+  BOOST_TEST(!contains(tc.head_log(), "process " + kept + " left"), tc.head_log());
+  BOOST_TEST(refusal(*quiet) == "");
 }
 
 // libcaf_openssl's SSL_* calls must reach dtrain's wrappers (tls.cpp) in

@@ -75,7 +75,9 @@ head_actor::behavior_type losing_head() {
     },
     [=](place_atom, std::string&, int32_t, bool,
         caf::actor&) -> caf::result<std::vector<assignment>> { return no("no placement"); },
-    [=](release_atom, std::string&) -> caf::result<caf::ok_atom> { return caf::ok_atom::value; },
+    [=](release_atom, std::string&, caf::actor&) -> caf::result<caf::ok_atom> {
+      return caf::ok_atom::value;
+    },
     [=](unreach_atom, int32_t) -> caf::result<caf::ok_atom> { return caf::ok_atom::value; },
     [=](probe_atom, int32_t) {},
     [=](rss_atom) {},

@@ -43,9 +43,15 @@ struct holding {
   std::vector<std::pair<int32_t, int32_t>> gpus;  // (node, device index)
 };
 
+/// A placement: a trainer id and the owner it was placed for. Ids are
+/// meant to be unique (trainer.cpp), but the head does not take that on
+/// trust: a trainer of another driver with the same id is another
+/// placement, which neither a re-placement nor a release of this one frees.
+using placement_key = std::pair<std::string, caf::actor_addr>;
+
 struct head_state {
   std::vector<node_entry> nodes;
-  std::map<std::string, holding> trainers;
+  std::map<placement_key, holding> trainers;
 };
 
 bool usable(const node_entry& n) { return n.state == node_state::alive; }
@@ -83,7 +89,7 @@ int32_t in_use(const node_entry& n, bool gpu) {
   return gpu ? static_cast<int32_t>(n.gpus_held.size()) : n.cpu_used;
 }
 
-void release(head_state& s, const std::string& trainer) {
+void release(head_state& s, const placement_key& trainer) {
   auto it = s.trainers.find(trainer);
   if (it == s.trainers.end())
     return;
@@ -112,7 +118,7 @@ std::string describe_nodes(const head_state& s, bool gpu) {
 
 // What is missing when a request exceeds what the cluster has in all.
 std::string too_large(const head_state& s, const std::string& trainer, int32_t n, bool gpu,
-                      int32_t total) {
+                      int64_t total) {
   std::string text = "trainer " + trainer + " needs " + std::to_string(n) + " " +
                      (gpu ? "GPUs" : "CPU slots") + " but the cluster has " +
                      std::to_string(total) + " in all (" + describe_nodes(s, gpu) + ")";
@@ -150,7 +156,14 @@ void take_on_node(head_state& s, size_t i, bool gpu, int32_t want, holding& h,
 caf::result<std::vector<assignment>> place(head_state& s, const std::string& trainer,
                                            int32_t n, bool gpu, const caf::actor& owner) {
   const char* unit = gpu ? "GPUs" : "CPU slots";
-  int32_t total = 0, free = 0;
+  if (n > max_replicas_per_placement)
+    return to_caf(invalid_argument("trainer " + trainer + " asks for " + std::to_string(n) + " " +
+                                   unit + ": at most " +
+                                   std::to_string(max_replicas_per_placement) +
+                                   " replicas are placed at once"));
+  // 64-bit: each node's figures are bounded (check_registration), their
+  // number is not.
+  int64_t total = 0, free = 0;
   for (auto& node : s.nodes)
     if (usable(node)) {
       total += capacity(node, gpu);
@@ -160,14 +173,14 @@ caf::result<std::vector<assignment>> place(head_state& s, const std::string& tra
     return to_caf(invalid_argument(too_large(s, trainer, n, gpu, total)));
   if (n > free) {
     std::string holders;
-    for (auto& [id, h] : s.trainers)
-      holders += (holders.empty() ? "" : ", ") + id;
+    for (auto& [key, h] : s.trainers)
+      holders += (holders.empty() ? "" : ", ") + key.first;
     return to_caf(status(error_code::unavailable,
                          "waiting for " + std::to_string(n) + " " + unit + ": " +
                              std::to_string(free) + " free, the rest held by " + holders));
   }
   std::vector<assignment> out;
-  holding& h = s.trainers[trainer];
+  holding& h = s.trainers[placement_key{trainer, owner.address()}];
   h.owner = owner.address();
   for (size_t i = 0; i < s.nodes.size() && static_cast<int32_t>(out.size()) < n; ++i)
     if (usable(s.nodes[i]))
@@ -175,8 +188,17 @@ caf::result<std::vector<assignment>> place(head_state& s, const std::string& tra
   return out;
 }
 
-// A node must offer as many GPUs as it lists, each index once.
+// A node must offer as many GPUs as it lists, each index once, and figures
+// within the head's bounds (head_actor.hpp).
 status check_registration(const node_info& info) {
+  if (info.cpu_slots < 0 || info.cpu_slots > max_node_cpu_slots)
+    return invalid_argument("node " + info.host + " offers " + std::to_string(info.cpu_slots) +
+                            " CPU slots: cpu_slots must be between 0 and " +
+                            std::to_string(max_node_cpu_slots));
+  if (info.gpus < 0 || info.gpus > max_node_gpus || info.gpu_devices.size() > size_t{max_node_gpus})
+    return invalid_argument("node " + info.host + " offers " + std::to_string(info.gpus) +
+                            " GPUs and lists " + std::to_string(info.gpu_devices.size()) +
+                            ": gpus must be between 0 and " + std::to_string(max_node_gpus));
   std::set<int32_t> distinct(info.gpu_devices.begin(), info.gpu_devices.end());
   if (info.gpus != static_cast<int32_t>(info.gpu_devices.size()))
     return invalid_argument("node " + info.host + " offers " + std::to_string(info.gpus) +
@@ -184,15 +206,13 @@ status check_registration(const node_info& info) {
                             " device indices");
   if (distinct.size() != info.gpu_devices.size() || (!distinct.empty() && *distinct.begin() < 0))
     return invalid_argument("node " + info.host + " lists a GPU index twice or a negative one");
-  if (info.cpu_slots < 0)
-    return invalid_argument("node " + info.host + " offers a negative number of CPU slots");
   return status::ok();
 }
 
 cluster_status make_status(const head_state& s) {
   cluster_status st;
   std::vector<int32_t> replicas(s.nodes.size(), 0);
-  for (auto& [id, h] : s.trainers) {
+  for (auto& [key, h] : s.trainers) {
     for (auto& [node, c] : h.cpu)
       replicas[node] += c;
     for (auto& [node, index] : h.gpus)
@@ -216,7 +236,7 @@ cluster_status make_status(const head_state& s) {
     st.rss_bytes.push_back(node.rss_bytes);
     st.last_heard_seconds.push_back(seconds_since(node.heard));
   }
-  for (auto& [id, h] : s.trainers) {
+  for (auto& [key, h] : s.trainers) {
     int32_t count = static_cast<int32_t>(h.gpus.size());
     std::set<int32_t> held;
     for (auto& [node, c] : h.cpu) {
@@ -225,7 +245,7 @@ cluster_status make_status(const head_state& s) {
     }
     for (auto& [node, device] : h.gpus)
       held.insert(node);
-    st.trainers.push_back(id + ": " + std::to_string(count) + " replicas");
+    st.trainers.push_back(key.first + ": " + std::to_string(count) + " replicas");
     std::vector<int32_t> where;
     for (int32_t node : held)
       if (auto it = position.find(node); it != position.end())
@@ -305,15 +325,27 @@ void report_refusal(head_actor::pointer self, const caf::node_id& peer, const st
             [=](caf::error&) { print("a peer"); });
 }
 
+// A process that proved and has no watched actor left is watched again
+// through the sender of its request, so that its proof lives as long as
+// the process (head_auth).
+void watch_sender(head_actor::pointer self, head_auth& auth) {
+  const auto& sender = self->current_sender();
+  if (sender && sender->node() != self->node() && auth.idle(sender->node()) &&
+      auth.watch(sender->address()))
+    self->monitor(sender);
+}
+
 // The guard of every request but hello and prove: an error reply (and a
 // line on the head) unless the sender may ask it.
 template <class T>
-std::optional<caf::result<T>> refuse(head_actor::pointer self, const head_auth& auth,
+std::optional<caf::result<T>> refuse(head_actor::pointer self, head_auth& auth,
                                      security::role needed, const std::string& request) {
   const caf::node_id peer = sender_node(self);
   status s = auth.allowed(peer, self->node(), needed, request);
-  if (s)
+  if (s) {
+    watch_sender(self, auth);
     return std::nullopt;
+  }
   report_refusal(self, peer, s.message());
   return caf::result<T>(to_caf(s));
 }
@@ -337,6 +369,27 @@ void poll_rss(head_actor::pointer self, const std::shared_ptr<head_state>& state
               [](caf::error&) {});  // a slow node keeps its last figure
   }
   self->delayed_send(self, head_rss_interval, rss_atom::value);
+}
+
+// Forgets the idle processes (head_auth) the middleman no longer has a
+// connection to: a short-lived client (`dtrain status`) leaves no watched
+// actor behind whose down message would tell. Never blocks the head.
+void sweep_idle(head_actor::pointer self, const std::shared_ptr<head_auth>& auth) {
+  const std::vector<caf::node_id> idle = auth->idle_peers();
+  if (idle.empty())
+    return;  // always so without TLS
+  auto mm = self->system().middleman().actor_handle();
+  for (const caf::node_id& peer : idle)
+    self->request(mm, head_probe_timeout, caf::get_atom::value, peer)
+        .then(
+            [=](const caf::node_id&, const std::string& host, uint16_t) {
+              if (!host.empty() || !auth->idle(peer))
+                return;
+              std::fprintf(stderr, "dtrain head: process %s left (no connection): its proof "
+                           "is forgotten\n", caf::to_string(peer).c_str());
+              auth->forget(peer);
+            },
+            [](caf::error&) {});  // the next round asks again
 }
 
 } // namespace
@@ -363,17 +416,20 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
         // that host) proves anew.
         auth->forget(dm.source.node());
       }
-    // A remote owner gone with its connection: its process's proof goes too.
+    // A remote actor gone with its connection: its process's proof goes
+    // too. Else it was one actor of a process that may live on.
     if (dm.reason == caf::exit_reason::remote_link_unreachable)
       auth->forget(dm.source.node());
-    std::vector<std::string> gone;
-    for (auto& [id, h] : state->trainers)
+    else
+      auth->unwatch(dm.source);
+    std::vector<placement_key> gone;
+    for (auto& [key, h] : state->trainers)
       if (h.owner == dm.source)
-        gone.push_back(id);
+        gone.push_back(key);
     for (auto& id : gone)
       release(*state, id);
   });
-  self->send(self, rss_atom::value);  // starts the RSS rounds
+  self->send(self, rss_atom::value);  // starts the RSS rounds (and the idle sweeps)
   return {
     [=](register_atom, node_info& info, node_actor& handle,
         const std::string& session) -> caf::result<int32_t> {
@@ -403,6 +459,7 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
         return to_caf(invalid_argument(text));
       }
       self->monitor(handle);
+      auth->watch(handle.address());  // its process's proof lives with it
       // A node back at the address of a dead one (restarted): the dead one
       // is no longer news.
       for (auto& old : state->nodes)
@@ -423,16 +480,22 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
         return *no;
       if (n < 1)
         return to_caf(invalid_argument("a trainer needs at least one replica"));
-      release(*state, trainer);  // a re-placement (restart) replaces the old one
+      // A re-placement (restart) replaces the old placement: its own, the
+      // one of this id and owner, never another driver's.
+      const placement_key key{trainer, owner.address()};
+      release(*state, key);
       auto placed = place(*state, trainer, n, gpu, owner);
-      if (state->trainers.count(trainer) && owner)
+      if (state->trainers.count(key) && owner) {
         self->monitor(owner);
+        auth->watch(owner.address());  // its driver's proof lives with it
+      }
       return placed;
     },
-    [=](release_atom, const std::string& trainer) -> caf::result<caf::ok_atom> {
+    [=](release_atom, const std::string& trainer,
+        const caf::actor& owner) -> caf::result<caf::ok_atom> {
       if (auto no = refuse<caf::ok_atom>(self, *auth, role::client, "releasing trainer " + trainer))
         return *no;
-      release(*state, trainer);
+      release(*state, placement_key{trainer, owner.address()});
       return caf::ok_atom::value;
     },
     [=](unreach_atom, int32_t index) -> caf::result<caf::ok_atom> {
@@ -441,11 +504,18 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
       suspect(self, *state, index);
       return caf::ok_atom::value;
     },
-    [=](probe_atom, int32_t index) { probe(self, state, index); },
+    [=](probe_atom, int32_t index) {
+      // The head's own timer only (suspect() starts one chain per node): a
+      // probe from anyone else would start another chain that never ends.
+      if (self->current_sender().get() == self->ctrl())
+        probe(self, state, index);
+    },
     [=](rss_atom) {
       // The head's own timer only: a peer cannot make it ask more often.
-      if (self->current_sender().get() == self->ctrl())
+      if (self->current_sender().get() == self->ctrl()) {
         poll_rss(self, state);
+        sweep_idle(self, auth);
+      }
     },
     [=](status_atom) -> caf::result<cluster_status> {
       if (auto no = refuse<cluster_status>(self, *auth, role::client, "the cluster's status"))
@@ -482,6 +552,10 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
       }
       std::fprintf(stderr, "dtrain head: process %s proved '%s' (%s)\n", caf::to_string(peer).c_str(),
                    checked->certificate.subject.c_str(), what == "join" ? "node" : "client");
+      // Watched while the prover lives; when its connection goes first,
+      // the down message says so and the proof goes.
+      if (const auto& sender = self->current_sender(); sender && auth->watch(sender->address()))
+        self->monitor(sender);
       return checked->token;
     },
   };

@@ -18,6 +18,15 @@ constexpr std::chrono::milliseconds head_probe_timeout{1000};
 /// head_probe_timeout keeps its old figure).
 constexpr std::chrono::milliseconds head_rss_interval{2000};
 
+/// The most a node may offer: a registration past these is refused (a
+/// node's figures come from the node process, whose word the head does not
+/// take), so the head's sums stay far from overflow.
+constexpr int32_t max_node_cpu_slots = 1 << 20;
+constexpr int32_t max_node_gpus = 1024;
+/// The most replicas one placement asks for (each is one assignment in
+/// the answer).
+constexpr int32_t max_replicas_per_placement = 1 << 16;
+
 /// The head: the registry of nodes and their resources, and gang placement
 /// of replica groups. An actor: its state is touched only by its handlers.
 ///
@@ -26,7 +35,9 @@ constexpr std::chrono::milliseconds head_rss_interval{2000};
 /// slot; a GPU replica takes one GPU (a device index no other replica holds
 /// on that node) and no CPU slot. Release gives back exactly the slots and
 /// device indices the trainer took. A registration whose gpus differs from
-/// the length of gpu_devices, or lists an index twice, is refused.
+/// the length of gpu_devices, lists an index twice or a negative one, or
+/// offers more than max_node_cpu_slots / max_node_gpus (or a negative
+/// number) is refused with invalid_argument naming the field and the bound.
 ///
 /// place(trainer, n, gpu, owner) is all or nothing: it assigns n units
 /// (CPU slots, or GPUs when gpu) on live nodes, filling one node before the
@@ -34,13 +45,18 @@ constexpr std::chrono::milliseconds head_rss_interval{2000};
 /// error_code::invalid_argument saying what is missing (a GPU request on a
 /// cluster whose nodes offer no GPU says so); one that fits the cluster but
 /// not its free units now fails with error_code::unavailable saying who
-/// holds them (the trainer retries). The head monitors each trainer's owner
+/// holds them (the trainer retries); one for more than
+/// max_replicas_per_placement is invalid_argument. A placement is a
+/// trainer id with its owner: place again with both replaces it (a
+/// restart), release(trainer, owner) gives it back, and neither touches a
+/// placement of the same id with another owner. The head monitors each trainer's owner
 /// and each node: an owner that goes away releases its slots; a node whose
 /// actor goes down (down_msg) is dead for good and must register again.
 /// A node a trainer reports unreachable (unreach) is suspect: nothing is
 /// placed on it, and the head probes it every head_probe_interval (timers,
-/// never blocking) until it answers, which makes it usable again, or goes
-/// down. status lists the usable nodes with their CPU slots and GPUs in use.
+/// never blocking; one chain per node, and probe messages from anyone but
+/// the head itself are ignored) until it answers, which makes it usable
+/// again, or goes down. status lists the usable nodes with their CPU slots and GPUs in use.
 ///
 /// The head owns the cluster's experiment service (experiments/service.hpp),
 /// spawned with it and stopped when it stops, over the store `open_store` opens

@@ -25,16 +25,33 @@ head_auth::head_auth(tls_identity tls, std::chrono::seconds challenge_lifetime)
     head_id_ = "head-" + security::random_hex(8);
 }
 
+// issued_ holds every challenge in the order handed out (used ones too,
+// until they come to the front), so the expired and the oldest are found at
+// its front without a scan.
 void head_auth::expire(clock::time_point now) {
-  for (auto it = challenges_.begin(); it != challenges_.end();)
-    it = now - it->second > lifetime_ ? challenges_.erase(it) : std::next(it);
-  while (challenges_.size() >= max_live_challenges) {
-    auto oldest = challenges_.begin();
-    for (auto it = challenges_.begin(); it != challenges_.end(); ++it)
-      if (it->second < oldest->second)
-        oldest = it;
-    challenges_.erase(oldest);
+  while (!issued_.empty() &&
+         (now - issued_.front().first > lifetime_ || challenges_.size() >= max_live_challenges ||
+          issued_.size() >= 2 * max_live_challenges)) {
+    challenges_.erase(issued_.front().second);  // nothing when it was used
+    issued_.pop_front();
   }
+}
+
+void head_auth::make_idle(const caf::node_id& peer, clock::time_point now) {
+  auto& entry = proven_.at(peer);
+  entry.used = now;
+  idle_.emplace(now, peer);
+  while (idle_.size() > max_idle_proven)
+    forget(idle_.begin()->second);  // the one idle the longest
+}
+
+void head_auth::touch(const caf::node_id& peer, clock::time_point now) {
+  auto it = proven_.find(peer);
+  if (it == proven_.end() || !it->second.watched.empty())
+    return;
+  idle_.erase({it->second.used, peer});
+  it->second.used = now;
+  idle_.emplace(now, peer);
 }
 
 result<head_hello> head_auth::hello(const std::string& nonce, clock::time_point now) {
@@ -49,6 +66,7 @@ result<head_hello> head_auth::hello(const std::string& nonce, clock::time_point 
   out.head_id = head_id_;
   out.challenge = security::random_hex(16);
   challenges_[out.challenge] = now;
+  issued_.emplace_back(now, out.challenge);
   DTRAIN_ASSIGN_OR_RETURN(auto proof,
                           security::prove_identity(tls_.files, "head " + head_id_, nonce));
   out.proof.certificate_pem = proof.certificate_pem;
@@ -77,42 +95,85 @@ result<head_auth::session> head_auth::prove(const caf::node_id& peer, const std:
   DTRAIN_ASSIGN_OR_RETURN(auto info,
                           security::check_identity(from_wire(proof), what + " " + head_id_,
                                                    challenge, tls_.files.ca, {wanted}));
-  proven_[peer] = proven{wanted, info.subject};
-  // One session per process and role: a new proof replaces the old token,
-  // so a process cannot pile up sessions.
-  for (auto it = sessions_.begin(); it != sessions_.end();)
-    it = it->second.peer == peer ? sessions_.erase(it) : std::next(it);
+  // One session per process: a new proof replaces the old one (and its
+  // token), so a process cannot pile up sessions. The actors of it the
+  // head watches stay watched.
+  std::set<caf::actor_addr> watched;
+  if (auto old = proven_.find(peer); old != proven_.end())
+    watched = std::move(old->second.watched);
+  forget(peer);
   std::string token = security::random_hex(32);
-  sessions_[token] = session_entry{proven{wanted, info.subject}, peer};
+  sessions_[token] = peer;
+  const bool idle = watched.empty();
+  proven_[peer] = proven{wanted, info.subject, token, std::move(watched), now};
+  if (idle)
+    make_idle(peer, now);  // until the head watches one of its actors
   return session{std::move(info), std::move(token)};
 }
 
 void head_auth::forget(const caf::node_id& peer) {
-  proven_.erase(peer);
-  for (auto it = sessions_.begin(); it != sessions_.end();)
-    it = it->second.peer == peer ? sessions_.erase(it) : std::next(it);
+  auto it = proven_.find(peer);
+  if (it == proven_.end())
+    return;
+  sessions_.erase(it->second.token);
+  if (it->second.watched.empty())
+    idle_.erase({it->second.used, peer});
+  proven_.erase(it);
+}
+
+bool head_auth::watch(const caf::actor_addr& a) {
+  auto it = a ? proven_.find(a.node()) : proven_.end();
+  if (it == proven_.end())
+    return false;
+  if (it->second.watched.empty())
+    idle_.erase({it->second.used, it->first});
+  return it->second.watched.insert(a).second;
+}
+
+void head_auth::unwatch(const caf::actor_addr& a, clock::time_point now) {
+  auto it = a ? proven_.find(a.node()) : proven_.end();
+  if (it == proven_.end() || it->second.watched.erase(a) == 0)
+    return;
+  if (it->second.watched.empty())
+    make_idle(it->first, now);
+}
+
+bool head_auth::idle(const caf::node_id& peer) const {
+  auto it = proven_.find(peer);
+  return it != proven_.end() && it->second.watched.empty();
+}
+
+std::vector<caf::node_id> head_auth::idle_peers() const {
+  std::vector<caf::node_id> out;
+  out.reserve(idle_.size());
+  for (const auto& [used, peer] : idle_)
+    out.push_back(peer);
+  return out;
 }
 
 status head_auth::allowed_session(const std::string& token, const caf::node_id& peer,
                                   const caf::node_id& self, security::role needed,
-                                  const std::string& request) const {
+                                  const std::string& request, clock::time_point now) {
   if (!enabled() || peer == self)
     return status::ok();
   const std::string needs = std::string(security::role_name(needed)) + " certificate";
   auto it = token.empty() ? sessions_.end() : sessions_.find(token);
-  if (it == sessions_.end() || it->second.peer != peer)
+  if (it == sessions_.end() || it->second != peer)
     return invalid_argument(request + " needs the session of a process that proved a " + needs +
                             " to this head (hello and prove); process " + caf::to_string(peer) +
                             " presented " + (token.empty() ? "none" : "an unknown session"));
-  if (it->second.who.role_ != needed)
+  const proven& who = proven_.at(peer);
+  if (who.role_ != needed)
     return invalid_argument(request + " needs a " + needs + "; the session is of '" +
-                            it->second.who.subject + "', a " +
-                            security::role_name(it->second.who.role_) + " certificate");
+                            who.subject + "', a " + security::role_name(who.role_) +
+                            " certificate");
+  touch(peer, now);
   return status::ok();
 }
 
 status head_auth::allowed(const caf::node_id& peer, const caf::node_id& self,
-                          security::role needed, const std::string& request) const {
+                          security::role needed, const std::string& request,
+                          clock::time_point now) {
   if (!enabled() || peer == self)
     return status::ok();
   auto it = proven_.find(peer);
@@ -125,6 +186,7 @@ status head_auth::allowed(const caf::node_id& peer, const caf::node_id& self,
     return invalid_argument(request + " needs a " + needs + "; process " + caf::to_string(peer) +
                             " proved '" + it->second.subject + "', a " +
                             security::role_name(it->second.role_) + " certificate");
+  touch(peer, now);
   return status::ok();
 }
 

@@ -1,19 +1,37 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <map>
+#include <set>
 #include <string>
+#include <vector>
 
+#include "caf/actor_addr.hpp"
 #include "caf/node_id.hpp"
 #include "dtrain/actors/messages.hpp"
 #include "dtrain/actors/tls.hpp"
 
 namespace dtrain::actors {
 
+/// The most processes that proved a role and are idle (see head_auth) the
+/// head remembers; past it the one idle the longest is forgotten.
+constexpr size_t max_idle_proven = 1024;
+
 /// The head's side of authentication (head_actor.hpp describes the
 /// exchange): its challenges and the processes that proved a role. Plain
 /// state, touched only by the head actor's handlers (not thread-safe).
 /// With TLS off every check passes and hello says so.
+///
+/// Bounded: at most max_live_challenges challenges, one session per
+/// process, and at most max_idle_proven idle processes. A process is
+/// watched while the head monitors one of its actors that this table knows
+/// of (watch: the prover, a registered node actor, a trainer's owner, the
+/// sender of a request) and idle otherwise (`dtrain status` once its
+/// request is answered). The head forgets a process when its connection
+/// goes (forget), and the idle ones whose connection is gone when it asks
+/// (idle_peers); an idle process past the bound loses its proof and must
+/// prove again. Every lookup is by key (logarithmic), none scans the table.
 class head_auth {
 public:
   using clock = std::chrono::steady_clock;
@@ -53,38 +71,62 @@ public:
   /// saying what is missing, for `request`.
   status allowed_session(const std::string& token, const caf::node_id& peer,
                          const caf::node_id& self, security::role needed,
-                         const std::string& request) const;
+                         const std::string& request, clock::time_point now = clock::now());
 
   /// ok when TLS is off, when `peer` is the head's own process, or when it
   /// proved `needed`; else an error saying what is missing, for `request`
   /// (e.g. "placing replicas").
   status allowed(const caf::node_id& peer, const caf::node_id& self, security::role needed,
-                 const std::string& request) const;
+                 const std::string& request, clock::time_point now = clock::now());
 
-  /// Forgets what `peer` proved, and its sessions (its process left).
+  /// Forgets what `peer` proved, and its session (its process left).
   void forget(const caf::node_id& peer);
+
+  /// Keeps the process of actor `a` while `a` lives: true when `a` is of a
+  /// process that proved and was not watched yet (the caller monitors it
+  /// then and calls unwatch when it goes down).
+  bool watch(const caf::actor_addr& a);
+
+  /// Watched actor `a` went down, but not its connection: its process is
+  /// idle once no watched actor of it is left.
+  void unwatch(const caf::actor_addr& a, clock::time_point now = clock::now());
+
+  /// Whether `peer` proved and no actor of it is watched.
+  bool idle(const caf::node_id& peer) const;
+
+  /// The idle processes, the longest idle first.
+  std::vector<caf::node_id> idle_peers() const;
 
   /// The subject a process proved, or "".
   std::string subject_of(const caf::node_id& peer) const;
 
+  /// Table sizes, for tests and bounds: processes that proved, sessions,
+  /// live challenges.
+  size_t proven_count() const { return proven_.size(); }
+  size_t session_count() const { return sessions_.size(); }
+  size_t challenge_count() const { return challenges_.size(); }
+
 private:
   void expire(clock::time_point now);
+  void make_idle(const caf::node_id& peer, clock::time_point now);
+  void touch(const caf::node_id& peer, clock::time_point now);
 
   struct proven {
     security::role role_;
     std::string subject;
+    std::string token;                  // its session
+    std::set<caf::actor_addr> watched;  // empty: idle
+    clock::time_point used;             // idle: the key in idle_
   };
 
   tls_identity tls_;
   std::chrono::seconds lifetime_;
   std::string head_id_;
   std::map<std::string, clock::time_point> challenges_;  // challenge -> issued
+  std::deque<std::pair<clock::time_point, std::string>> issued_;  // oldest first; some used
   std::map<caf::node_id, proven> proven_;
-  struct session_entry {
-    proven who;
-    caf::node_id peer;
-  };
-  std::map<std::string, session_entry> sessions_;  // token -> the session
+  std::map<std::string, caf::node_id> sessions_;  // token -> its process
+  std::set<std::pair<clock::time_point, caf::node_id>> idle_;  // by last use
 };
 
 } // namespace dtrain::actors

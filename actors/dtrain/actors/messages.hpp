@@ -357,7 +357,7 @@ using node_actor = caf::typed_actor<
 using head_actor = caf::typed_actor<
     caf::replies_to<register_atom, node_info, node_actor, std::string>::with<int32_t>,  // + session token
     caf::replies_to<place_atom, std::string, int32_t, bool, caf::actor>::with<std::vector<assignment>>,
-    caf::replies_to<release_atom, std::string>::with<caf::ok_atom>,
+    caf::replies_to<release_atom, std::string, caf::actor>::with<caf::ok_atom>,  // trainer, owner
     caf::replies_to<unreach_atom, int32_t>::with<caf::ok_atom>,
     caf::reacts_to<probe_atom, int32_t>,  // the head's own timer (head_actor.hpp)
     caf::reacts_to<rss_atom>,             // the head's own timer: asks the nodes' RSS

@@ -18,8 +18,9 @@ namespace dtrain::actors {
 std::string trainer_id(const std::string& trainer_text);
 
 /// Whether trainer `id` runs `trial`: a sweep trial's trainer is
-/// "<experiment name>-<trial>-<host>-<pid>-<n>" (tuner.cpp, trainer.cpp),
-/// so the trial is matched between dashes; a trainer's own id matches too.
+/// "<experiment name>-<trial>-<host>-<pid>-<random>-<n>" (tuner.cpp,
+/// make_trainer_id), so the trial is matched between dashes; a trainer's
+/// own id matches too.
 bool trainer_runs_trial(const std::string& id, const std::string& trial);
 
 /// The positions in `st.nodes` of the nodes holding the replicas of the

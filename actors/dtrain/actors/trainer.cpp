@@ -11,6 +11,7 @@
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/net.hpp"
+#include "dtrain/security/certificates.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
 #include "dtrain/tensor/precision.hpp"
 #include "dtrain/actors/store_actor.hpp"
@@ -21,18 +22,18 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-std::string unique_id(const std::string& name) {
-  static std::atomic<int> counter{0};
-  return name + "-" + net::host_name() + "-" + std::to_string(getpid()) + "-" +
-         std::to_string(counter++);
-}
-
 // The actor replicas monitor: when it goes, they go.
 caf::behavior owner_impl(caf::event_based_actor*) {
   return {[](int32_t) {}};
 }
 
 } // namespace
+
+std::string make_trainer_id(const std::string& name, const std::string& host, int64_t pid) {
+  static std::atomic<int> counter{0};
+  return name + "-" + host + "-" + std::to_string(pid) + "-" + security::random_hex(8) + "-" +
+         std::to_string(counter++);
+}
 
 trainer_config trainer_config_from(const config::experiment& e) {
   trainer_config t;
@@ -72,7 +73,7 @@ result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_confi
   if (auto p = parse_precision(config.precision); !p.is_ok())
     return invalid_argument("trainer '" + config.name + "': precision: " + p.error().message());
   std::unique_ptr<trainer> t(new trainer(c, config));
-  t->id_ = unique_id(config.name);
+  t->id_ = make_trainer_id(config.name, net::host_name(), getpid());
   auto plugins = prepare_plugins(config.plugins);
   if (!plugins)
     return plugins.error().with_context("trainer '" + config.name + "'");
@@ -377,7 +378,7 @@ void trainer::stop_replicas() {
 
 void trainer::release_slots() {
   caf::scoped_actor self{cluster_.system()};
-  self->request(cluster_.head(), std::chrono::seconds(5), release_atom::value, id_)
+  self->request(cluster_.head(), std::chrono::seconds(5), release_atom::value, id_, owner_)
       .receive([](caf::ok_atom) {}, [](caf::error&) {});
 }
 
@@ -629,7 +630,7 @@ status trainer::shutdown() {
   status released;
   if (cluster_.head()) {
     caf::scoped_actor self{cluster_.system()};
-    self->request(cluster_.head(), std::chrono::seconds(5), release_atom::value, id_)
+    self->request(cluster_.head(), std::chrono::seconds(5), release_atom::value, id_, owner_)
         .receive([](caf::ok_atom) {}, [&](caf::error& e) { released = from_caf(e, "releasing slots"); });
   }
   owner_ = nullptr;

@@ -118,6 +118,13 @@ struct trainer_config {
 /// The trainer configuration an experiment file describes.
 trainer_config trainer_config_from(const config::experiment& e);
 
+/// A trainer's id, what the head knows its placement by:
+/// "<name>-<host>-<pid>-<16 random hex digits>-<n>". The random part (64
+/// bits from the system's CSPRNG, drawn for every id) keeps ids apart
+/// where host name and pid are not (containers with one host name, each
+/// its own pid 1). Thread-safe.
+std::string make_trainer_id(const std::string& name, const std::string& host, int64_t pid);
+
 /// The driver's handle on a group of replicas training data-parallel
 /// (Ray's trainer): placed on the cluster all or nothing, set up through a
 /// rendezvous store actor owned here, driven epoch by epoch.

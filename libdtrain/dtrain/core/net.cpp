@@ -89,7 +89,18 @@ std::string host_identity() {
 }
 
 bool is_loopback(const std::string& address) {
-  return address == "localhost" || address == "::1" || address.rfind("127.", 0) == 0;
+  // Literals only (and the one name every resolver maps to loopback): a
+  // name that merely begins like an address ("127.example.net") can
+  // resolve anywhere, and this answer lifts the TLS requirement.
+  if (address == "localhost")
+    return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, address.c_str(), &v4) == 1)
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, address.c_str(), &v6) == 1)
+    return IN6_IS_ADDR_LOOPBACK(&v6);
+  return false;
 }
 
 bool is_wildcard(const std::string& address) {

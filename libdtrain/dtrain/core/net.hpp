@@ -22,7 +22,10 @@ std::string host_name();
 /// bed) are different hosts. Stable for the life of the process.
 std::string host_identity();
 
-/// True for 127.0.0.0/8, ::1 and "localhost".
+/// True for a numeric IPv4 address in 127.0.0.0/8 (four dotted parts, as
+/// inet_pton reads them), the IPv6 address ::1 and the name "localhost";
+/// false for everything else, including other names that resolve to
+/// loopback and names that only begin like one ("127.example.net").
 bool is_loopback(const std::string& address);
 
 /// True for "", "0.0.0.0", "::" and "*": listen on every interface.
