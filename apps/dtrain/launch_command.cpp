@@ -17,6 +17,7 @@
 #include "dtrain/actors/messages.hpp"
 #include "dtrain/core/net.hpp"
 #include "dtrain/launch/environment.hpp"
+#include "dtrain/launch/head_address.hpp"
 
 namespace dtrain::cli {
 
@@ -245,13 +246,22 @@ int run_launch(const launch_options& o) {
   // Where the head is (every task connects there) is not where a task's
   // processes listen: a node binds the interface towards the head unless
   // --bind says otherwise. DTRAIN_HEAD_ADDR overrides the head host's
-  // address when its name resolves to loopback (Debian's 127.0.1.1) or
-  // not at all.
+  // address when its name resolves wrongly or not at all. A name that
+  // resolves to loopback (Debian's 127.0.1.1) is replaced by an address
+  // the job's tasks reach, or refused (launch/head_address.hpp).
   const char* head_override = std::getenv("DTRAIN_HEAD_ADDR");
-  auto ip = net::resolve_ipv4(head_override != nullptr ? head_override : env->head_host);
-  if (!ip)
-    return fail("the head's host: " + ip.error().message() +
+  auto resolved = net::resolve_ipv4(head_override != nullptr ? head_override : env->head_host);
+  if (!resolved)
+    return fail("the head's host: " + resolved.error().message() +
                 " (set DTRAIN_HEAD_ADDR to its address)");
+  launch::host_network here;
+  here.address_towards = [&](const std::string& peer) {
+    return net::local_address_towards(peer, static_cast<uint16_t>(env->head_port));
+  };
+  here.any_interface = [] { return net::resolve_bind_address("auto"); };
+  auto ip = launch::choose_head_address(*env, *resolved, head_override != nullptr, here);
+  if (!ip)
+    return fail(ip.error().message());
   const std::string address = *ip + ":" + std::to_string(env->head_port);
   if (env->restarts > 0)
     std::fprintf(stderr, "dtrain launch: warning: restart %d of this job (%s): the experiment "

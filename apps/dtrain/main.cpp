@@ -29,6 +29,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -90,7 +91,6 @@ int run_start(bool head, bool detach, server_options o) {
       o.port_file = cluster_dir() + "/" + role + "-" + std::to_string(getpid()) + ".address";
     if (o.dashboard.port >= 0 && o.dashboard.url_file.empty())
       o.dashboard.url_file = cluster_dir() + "/dashboard-" + std::to_string(getpid()) + ".url";
-    std::filesystem::create_directories(cluster_dir());
     auto child = daemonize(log, o.port_file);
     if (!child) {
       std::fprintf(stderr, "error: %s\n", child.error().message().c_str());
@@ -136,11 +136,8 @@ int run_start(bool head, bool detach, server_options o) {
   return run_node(o);
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
-  // Before any other thread starts: OpenBLAS's pool is all there is yet.
-  dtrain::name_blas_pool_threads();
+// The command line parsed and run: main's body, inside its safety net.
+int run_command_line(int argc, char** argv) {
   CLI::App app{"dtrain: data-parallel training on actors"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "dtrain " DTRAIN_VERSION);
@@ -380,4 +377,23 @@ int main(int argc, char** argv) {
     return 0;
   }
   return run_train(to);  // Ctrl-C ends it; its replicas follow (they monitor it)
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  // Before any other thread starts: OpenBLAS's pool is all there is yet.
+  dtrain::name_blas_pool_threads();
+  // A safety net, not the way errors travel: every failure the commands
+  // know of is a status where it happens. An exception that still reaches
+  // here (a library that throws where we did not expect it) ends the
+  // command with a message and an exit code instead of std::terminate.
+  try {
+    return run_command_line(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dtrain: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "dtrain: internal error: an exception of unknown type\n");
+  }
+  return 70;  // EX_SOFTWARE
 }

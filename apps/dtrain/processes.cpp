@@ -189,31 +189,45 @@ int stop_recorded_processes(int grace_ms) {
 }
 
 result<bool> daemonize(const std::string& log_file, const std::string& ready_file) {
+  // Everything that can fail on a bad path fails here, in the terminal's
+  // process, not in a child whose errors would go nowhere.
+  for (const std::string& file : {log_file, ready_file}) {
+    std::error_code ec;
+    const std::string dir = parent_of(file);
+    if (!std::filesystem::create_directories(dir, ec) && ec)
+      return io_error("cannot create the directory " + dir + " (for " + file + "): " +
+                      ec.message());
+  }
   std::error_code ec;
   std::filesystem::remove(ready_file, ec);
+  // Only its user, whatever the umask or an earlier file's mode.
+  int fd = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return io_error("cannot open the log file " + log_file + ": " + std::strerror(errno));
+  if (fchmod(fd, 0600) != 0) {
+    const int err = errno;
+    close(fd);
+    return io_error("cannot make the log file " + log_file + " private: " + std::strerror(err));
+  }
   std::fflush(nullptr);
   pid_t pid = fork();
-  if (pid < 0)
-    return io_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid < 0) {
+    const int err = errno;
+    close(fd);
+    return io_error(std::string("fork failed: ") + std::strerror(err));
+  }
   if (pid > 0) {
+    close(fd);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!std::filesystem::exists(ready_file) && std::chrono::steady_clock::now() < deadline &&
+    while (!std::filesystem::exists(ready_file, ec) && std::chrono::steady_clock::now() < deadline &&
            waitpid(pid, nullptr, WNOHANG) == 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     return false;
   }
   setsid();
-  // Only its user, whatever the umask or an earlier file's mode.
-  int fd = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
-  if (fd >= 0 && fchmod(fd, 0600) != 0) {
-    close(fd);
-    fd = -1;
-  }
-  if (fd >= 0) {
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
-    close(fd);
-  }
+  dup2(fd, STDOUT_FILENO);  // dup2's copies do not inherit O_CLOEXEC
+  dup2(fd, STDERR_FILENO);
+  close(fd);
   int null = open("/dev/null", O_RDONLY);
   if (null >= 0) {
     dup2(null, STDIN_FILENO);

@@ -44,7 +44,9 @@ int stop_recorded_processes(int grace_ms);
 
 /// Detaches into the background: the parent returns false after the child
 /// has written `ready_file` (or 10 s), the child returns true with stdout
-/// and stderr going to `log_file`.
+/// and stderr going to `log_file`. The directories of both files are made
+/// and the log opened before the fork: io_error naming the path that
+/// cannot be (a parent that is a regular file, no permission).
 result<bool> daemonize(const std::string& log_file, const std::string& ready_file);
 
 /// True once SIGINT or SIGTERM arrived (install_signal_handlers first).

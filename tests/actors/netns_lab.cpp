@@ -59,6 +59,11 @@ netns_lab::netns_lab(int hosts) : prefix_("dt" + std::to_string(getpid()) + "-")
     steps.push_back("ip -n " + ns(i) + " addr add " + addresses_[i] + "/24 dev eth0");
     steps.push_back("ip -n " + ns(i) + " link set eth0 up");
     steps.push_back("ip -n " + ns(i) + " link set lo up");
+    // A stock Debian /etc/hosts on every host (`ip netns exec` binds
+    // /etc/netns/NS/hosts over /etc/hosts): the host's own name at
+    // 127.0.1.1, the classic trap of multi-host launchers.
+    steps.push_back("mkdir -p /etc/netns/" + ns(i) + " && printf '127.0.0.1\\tlocalhost\\n"
+                    "127.0.1.1\\t" + host_name(i) + "\\n' > /etc/netns/" + ns(i) + "/hosts");
   }
   for (auto& step : steps) {
     std::string out;
@@ -70,8 +75,11 @@ netns_lab::netns_lab(int hosts) : prefix_("dt" + std::to_string(getpid()) + "-")
 }
 
 netns_lab::~netns_lab() {
-  for (auto it = created_.rbegin(); it != created_.rend(); ++it)
+  for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
     shell("ip netns del " + *it);
+    shell("rm -rf /etc/netns/" + *it);
+  }
+  shell("rmdir /etc/netns");  // when no other lab's files are there
 }
 
 std::string netns_lab::ns(int host) const { return prefix_ + "h" + std::to_string(host); }

@@ -6,7 +6,9 @@
 /// A small network of separate hosts on one machine, for multi-host tests:
 /// one network namespace per host, each with its own interface and address
 /// (10.213.0.(i+1)/24) on a bridge that lives in a namespace of its own, and
-/// its own host name (the processes run in a UTS namespace). Traffic goes
+/// its own host name (the processes run in a UTS namespace) and a stock
+/// Debian /etc/hosts naming it at 127.0.1.1 (/etc/netns/NS/hosts, which
+/// `ip netns exec` binds over /etc/hosts). Traffic goes
 /// only between these namespaces. Everything is created by the constructor
 /// and removed by the destructor (also when a test fails): deleting a
 /// namespace removes its interfaces. Names carry the test's pid, so labs of

@@ -70,6 +70,24 @@ BOOST_AUTO_TEST_CASE(a_pid_file_naming_an_unrelated_process_is_removed_without_a
     BOOST_TEST(!std::ifstream(home.file(f)).good(), f << " was not removed");
 }
 
+// $DTRAIN_HOME under a regular file: no directory can be made there. The
+// detaching command says so and fails; it threw std::filesystem_error
+// from create_directories (std::terminate, SIGABRT) before.
+BOOST_AUTO_TEST_CASE(start_detach_without_a_home_directory_fails_naming_it) {
+  temp_dir dir;
+  std::ofstream(dir.file("plain-file")) << "not a directory\n";
+  const std::string home = dir.file("plain-file") + "/home";
+  setenv("DTRAIN_HOME", home.c_str(), 1);
+  child_process start({DTRAIN_BINARY, "start", "--head", "--port", "0", "--detach"},
+                      dir.file("start.log"), "/dev/null");
+  const int code = start.wait(milliseconds(20000));
+  const std::string out = dtrain::testing::read_file(dir.file("start.log"));
+  BOOST_TEST(code == 1, "exit code " << code << ": " << out);
+  BOOST_TEST(out.find("error: cannot create the directory " + home) != std::string::npos, out);
+  BOOST_TEST(out.find("Not a directory") != std::string::npos, out);
+  BOOST_TEST(out.find("terminate") == std::string::npos, out);
+}
+
 BOOST_AUTO_TEST_CASE(a_running_head_is_stopped_through_its_pid_file) {
   temp_dir home;
   setenv("DTRAIN_HOME", home.path().c_str(), 1);

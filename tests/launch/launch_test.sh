@@ -18,6 +18,10 @@
 #  5. a malformed variable is an error naming it;
 #  6. a task killed with SIGKILL mid-training ends the job: its node goes
 #     with it, rank 0 notices, stops the driver and fails;
+#  7. under a stock Debian /etc/hosts (the host name at 127.0.1.1, bound
+#     over /etc/hosts in a private mount namespace): one host's head is at
+#     127.0.0.1; a job over two hosts refuses a loopback head on the other
+#     host and gives the head's own host an address off loopback;
 # and after each, nothing of it is left running (`dtrain stop` finds none).
 #
 #   launch_test.sh BUILD_DIR SOURCE_DIR
@@ -211,6 +215,57 @@ grep -q "a task's node left the cluster" "$tmp/k0.log" ||
   { tail -20 "$tmp/k0.log"; fail "kill: rank 0 did not say a task's node left"; }
 [ "$took" -lt 30 ] || fail "kill: rank 0 took $took s to end"
 nothing_left "kill"
+
+step "7. a stock Debian /etc/hosts: the host's own name at 127.0.1.1"
+# A private mount namespace with such a hosts file bound over /etc/hosts
+# (Debian's installer writes "127.0.1.1 HOSTNAME"); dtrain-peer stands for
+# a second host of the job, at a documentation address (TEST-NET-2).
+printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n198.51.100.7\tdtrain-peer\n' "$host" > "$tmp/hosts"
+stock=(unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$tmp/hosts")
+if [ "$(id -u)" != 0 ] || ! command -v unshare > /dev/null; then
+  echo "SKIPPED (stock hosts): needs root and unshare to bind a hosts file over /etc/hosts"
+elif ! "${stock[@]}" getent ahostsv4 "$host" 2> /dev/null | head -1 | grep -q '^127\.0\.1\.1 '; then
+  echo "SKIPPED (stock hosts): a private /etc/hosts could not be bound here"
+else
+  # One host: the head at 127.0.0.1, as with any other hosts file.
+  port=$(free_port)
+  env $(slurm_env 0 1 "$port") "${stock[@]}" timeout 60 "$dtrain" launch -- \
+    sh -c 'echo "$DTRAIN_ADDRESS" > "$0"' "$tmp/address7" > "$tmp/stock1.log" 2>&1
+  rc=$?
+  [ "$rc" = 0 ] || { cat "$tmp/stock1.log"; fail "stock hosts: exit code $rc"; }
+  [ "$(cat "$tmp/address7" 2> /dev/null)" = "127.0.0.1:$port" ] ||
+    fail "stock hosts: DTRAIN_ADDRESS was '$(cat "$tmp/address7" 2> /dev/null)', not 127.0.0.1:$port"
+  nothing_left "stock hosts, one host"
+  two_hosts() {  # RANK PORT: a task of a job over $host and dtrain-peer
+    echo "SLURM_PROCID=$1 SLURM_LOCALID=0 SLURM_NODEID=$1 SLURM_NTASKS=2 SLURM_JOB_NUM_NODES=2" \
+         "SLURM_JOB_NODELIST=$host,dtrain-peer SLURM_TASKS_PER_NODE=1(x2) SLURM_JOB_ID=77 DTRAIN_PORT=$2"
+  }
+  # The other host's task: the head's name resolves to its own loopback.
+  port=$(free_port)
+  env $(two_hosts 1 "$port") "${stock[@]}" timeout 60 "$dtrain" launch --join-timeout 3 \
+    "$experiment" > "$tmp/stock2.log" 2>&1
+  rc=$?
+  [ "$rc" != 0 ] || fail "stock hosts: a task on another host accepted a loopback head"
+  grep -q "the head's host $host resolves to 127.0.1.1 (loopback) here, on node 1 of a job over 2 hosts" \
+    "$tmp/stock2.log" || { cat "$tmp/stock2.log"; fail "stock hosts: no refusal of a loopback head"; }
+  nothing_left "stock hosts, other host"
+  # The head's task: the interface towards dtrain-peer (or any off
+  # loopback), never 127.0.1.1; or, on a host without one, a refusal.
+  port=$(free_port)
+  env $(two_hosts 0 "$port") "${stock[@]}" timeout 60 "$dtrain" launch --join-timeout 3 \
+    "$experiment" > "$tmp/stock3.log" 2>&1
+  head_at=$(sed -n 's/.*; head at \(.*\):[0-9]*$/\1/p' "$tmp/stock3.log")
+  if [ -n "$head_at" ]; then
+    case "$head_at" in
+      127.*) fail "stock hosts: the head of a job over 2 hosts is at loopback $head_at" ;;
+      *) echo "head of a 2-host job at $head_at" ;;
+    esac
+  else
+    grep -q "this host has no other address" "$tmp/stock3.log" ||
+      { cat "$tmp/stock3.log"; fail "stock hosts: the head task neither chose an address nor said why not"; }
+  fi
+  nothing_left "stock hosts, head host"
+fi
 
 [ "$failed" = 0 ] && echo "launch: all checks passed"
 exit "$failed"

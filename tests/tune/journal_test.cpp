@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -320,6 +321,113 @@ BOOST_AUTO_TEST_CASE(a_forced_replay_keeps_a_stored_exploit_its_scheduler_did_no
     BOOST_TEST(sched.exploited["00000"] == "00001 " + to_json(trials[1].configuration));
     BOOST_TEST(r->unfinished.count("00000") == 1u);
   }
+}
+
+// A store another program wrote, edited by hand or damaged: each
+// malformed value is refused before the replay trusts it, in an error that
+// names the experiment, the row and the field, never an exception (a trial
+// that ends before it began was an std::out_of_range).
+BOOST_AUTO_TEST_CASE(a_malformed_store_is_refused_naming_the_experiment_the_row_and_the_field) {
+  testing::temp_dir dir;
+  auto opened = store::open_sqlite_store(dir.file("experiments.db"));
+  BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
+  std::shared_ptr<store::experiment_store> db = std::move(*opened);
+  struct damage {
+    std::string name;
+    std::function<void(store::experiment_store&, int64_t, store::trial_row)> apply;
+    std::string expected;  // after "replaying experiment N from PATH: "
+  };
+  const std::vector<damage> cases = {
+      {"hyperparameters", [](store::experiment_store& s, int64_t, store::trial_row t) {
+         t.hyperparameters = "{\"lr\": 0.1, ";
+         (void)s.put_trial(t);
+       }, "trials row '00001': hyperparameters does not parse: "},
+      {"end before creation", [](store::experiment_store& s, int64_t, store::trial_row t) {
+         t.seq_ended = 1;
+         t.seq_created = 5;
+         t.end_how = "completed";
+         (void)s.put_trial(t);
+       }, "trials row '00001': seq_ended 1 is not after its seq_created 5"},
+      {"negative seq", [](store::experiment_store& s, int64_t, store::trial_row t) {
+         t.seq_created = -3;
+         (void)s.put_trial(t);
+       }, "trials row '00001': seq_created -3 is not a sequence number"},
+      {"trial id", [](store::experiment_store& s, int64_t, store::trial_row t) {
+         t.id = "x'1";
+         (void)s.put_trial(t);
+       }, "trials row 'x'1': id 'x'1' is not a trial number"},
+      {"state", [](store::experiment_store& s, int64_t, store::trial_row t) {
+         t.state = "HALF";
+         (void)s.put_trial(t);
+       }, "trials row '00001': state 'HALF' is none of"},
+      {"metric of no trial", [](store::experiment_store& s, int64_t id, store::trial_row) {
+         (void)s.add_metrics({{id, "00077", 1, "loss", 0.5, 9999, 0}});
+       }, "metrics row (trial '00077', seq 9999, name 'loss'): trial '00077' names no stored trial"},
+      {"exploit of no source", [](store::experiment_store& s, int64_t id, store::trial_row t) {
+         store::lineage_row l;
+         l.experiment = id;
+         l.trial = t.id;
+         l.seq = 9998;
+         l.source = "00099";
+         l.before = l.after = t.hyperparameters;
+         (void)s.add_lineage(l);
+       }, "lineage row (trial '00001', seq 9998): source '00099' names no stored trial"},
+  };
+  for (const auto& d : cases) {
+    BOOST_TEST_CONTEXT(d.name) {
+      const int64_t id = new_experiment(*db);
+      (void)run(*db, db, id, "asha", false, 10);  // cut short in trial 00001 (8 epochs each)
+      auto rows = db->trials(id);
+      BOOST_TEST_REQUIRE(rows.is_ok());
+      BOOST_TEST_REQUIRE(rows->size() >= 2u);
+      d.apply(*db, id, (*rows)[1]);
+      BOOST_TEST_REQUIRE(db->flush().is_ok());
+      const sweep_config c = settings("asha");
+      const space s = sweep_space();
+      auto search = make_searcher(s, c);
+      auto sched = std::move(make_scheduler(c, s).value());
+      auto stoppers = make_stoppers(c);
+      result<replayed_sweep> r{status(error_code::internal, "not replayed")};
+      BOOST_CHECK_NO_THROW(r = replay(*db, id, *search, *sched, stoppers, c, false));
+      BOOST_TEST_REQUIRE(!r.is_ok());
+      BOOST_TEST((r.error().code() == error_code::corrupt_data), r.error().to_string());
+      const std::string prefix = "replaying experiment " + std::to_string(id) + " from ";
+      BOOST_TEST(r.error().message().rfind(prefix, 0) == 0u, r.error().message());
+      BOOST_TEST(r.error().message().find(": " + d.expected) != std::string::npos,
+                 r.error().message());
+    }
+  }
+}
+
+// Trial numbers that skip one: a resumed sweep's next trial comes after
+// the greatest, never taking a stored trial's id (and its directory).
+BOOST_AUTO_TEST_CASE(a_resumed_sweep_numbers_new_trials_past_every_stored_one) {
+  testing::temp_dir dir;
+  auto opened = store::open_sqlite_store(dir.file("experiments.db"));
+  BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
+  std::shared_ptr<store::experiment_store> db = std::move(*opened);
+  const int64_t id = new_experiment(*db);
+  (void)run(*db, db, id, "asha", false, 10);
+  auto rows = db->trials(id);
+  BOOST_TEST_REQUIRE(rows.is_ok());
+  BOOST_TEST_REQUIRE(rows->size() >= 2u);
+  store::trial_row skipped = rows->back();
+  skipped.id = "00042";
+  skipped.seq_created = next_sequence(*db, id).value();
+  skipped.seq_ended = 0;
+  skipped.end_how.clear();
+  skipped.state = "RUNNING";
+  BOOST_TEST_REQUIRE(db->put_trial(skipped).is_ok());
+  BOOST_TEST_REQUIRE(db->flush().is_ok());
+  const sweep_config c = settings("asha");
+  const space s = sweep_space();
+  auto search = make_searcher(s, c);
+  auto sched = std::move(make_scheduler(c, s).value());
+  auto stoppers = make_stoppers(c);
+  auto r = replay(*db, id, *search, *sched, stoppers, c, false);
+  BOOST_TEST_REQUIRE(r.is_ok(), r.error().to_string());
+  BOOST_TEST(r->next_trial == 43);
+  BOOST_TEST(r->unfinished.count("00042") == 1u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

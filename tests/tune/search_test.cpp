@@ -3,7 +3,16 @@
 // finished after total(), and the same trials for the same seed.
 #include <boost/test/unit_test.hpp>
 
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <set>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -36,9 +45,103 @@ space grid_and_random() {
   return s;
 }
 
+// A space of `dims` grid dimensions of `per_dim` integer points each.
+space wide_grid(int dims, int64_t per_dim) {
+  space s;
+  for (int d = 0; d < dims; ++d) {
+    std::vector<value> values;
+    for (int64_t v = 0; v < per_dim; ++v)
+      values.push_back(v);
+    s.add("g" + std::to_string(d), grid_search(std::move(values)));
+  }
+  return s;
+}
+
+// This process's address space in bytes (VmSize), 0 if unknown.
+rlim_t address_space_now() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmSize:", 0) == 0)
+      return static_cast<rlim_t>(std::stoull(line.substr(7))) * 1024;  // "  123456 kB"
+  return 0;
+}
+
+// Runs `body` in a child process allowed 1 GiB of address space more than
+// it starts with, for 30 seconds: its exit code (0 for true), or 128 + the
+// signal that ended it (std::bad_alloc's abort, the time limit's kill). A
+// grid that is materialized dies there, not in the test program.
+int in_bounded_child(bool (*body)()) {
+  std::fflush(nullptr);
+  const rlim_t bound = address_space_now() + (rlim_t{1} << 30);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    rlimit limit{bound, bound};
+    setrlimit(RLIMIT_AS, &limit);
+    alarm(30);
+    _exit(body() ? 0 : 1);
+  }
+  int wstatus = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  while (waitpid(pid, &wstatus, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &wstatus, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(searchers)
+
+BOOST_AUTO_TEST_CASE(a_grid_of_a_trillion_points_is_enumerated_lazily_within_a_gibibyte) {
+  // 4 dimensions of 1,000 points: 10^12 points, 10^13 trials with
+  // num_samples 10. Trial i is point i mod 10^12 in mixed radix, g0 fastest.
+  const int code = in_bounded_child([] {
+    const space s = wide_grid(4, 1000);
+    if (!s.validate().is_ok() || s.grid_size() != 1000000000000LL)
+      return false;
+    auto search = make_variant_searcher(s, 10, 0);
+    if (search->total() != 10000000000000LL)
+      return false;
+    for (int64_t i = 0; i < 2500; ++i) {
+      suggestion next = search->suggest("t" + std::to_string(i));
+      if (next.what != suggestion::kind::trial ||
+          next.configuration.at("g0") != value{i % 1000} ||
+          next.configuration.at("g1") != value{i / 1000} ||
+          next.configuration.at("g2") != value{int64_t{0}})
+        return false;
+    }
+    const grid_enumerator grid(s);
+    return grid.point(999999999999LL) == config{{"g0", int64_t{999}}, {"g1", int64_t{999}},
+                                                 {"g2", int64_t{999}}, {"g3", int64_t{999}}};
+  });
+  BOOST_TEST(code == 0, "the child exited with " << code << " (128 + 6: std::bad_alloc)");
+}
+
+BOOST_AUTO_TEST_CASE(grids_too_large_to_hold_or_count_are_errors_naming_the_dimension) {
+  // One dimension of two billion points would be held in memory.
+  space huge;
+  huge.add("lr", grid(uniform(0, 1), 2000000000));
+  const dtrain::status one = huge.validate();
+  BOOST_TEST(one.message() == "lr: a grid of 2000000000 points is more than the 1000000 one "
+                              "grid dimension may have", one.to_string());
+  // 7 dimensions of 1,000 points: 10^21 points, more than an int64_t counts.
+  const dtrain::status product = wide_grid(7, 1000).validate();
+  BOOST_TEST((product.code() == dtrain::error_code::invalid_argument));
+  BOOST_TEST(product.message().rfind("g6: its 1000 grid points times the 1000000000000000000 ",
+                                     0) == 0, product.to_string());
+  // A grid that fits, repeated more often than an int64_t counts.
+  auto trials = variant_trial_count(wide_grid(2, 1000), INT64_MAX / 1000);
+  BOOST_TEST_REQUIRE(!trials);
+  BOOST_TEST(trials.error().message().rfind("num_samples: 9223372036854775 repetitions of a "
+                                            "grid of 1000000 points", 0) == 0,
+             trials.error().to_string());
+  BOOST_TEST(variant_trial_count(wide_grid(2, 1000), 3).value() == 3000000);
+}
 
 BOOST_AUTO_TEST_CASE(the_grid_is_repeated_num_samples_times_in_rays_order) {
   auto s = make_variant_searcher(grid_and_random(), 2, 0);

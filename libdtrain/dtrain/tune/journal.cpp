@@ -1,6 +1,7 @@
 #include "dtrain/tune/journal.hpp"
 
 #include "dtrain/core/check.hpp"
+#include "dtrain/tune/journal_check.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -255,13 +256,22 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
                               scheduler& sched, std::vector<std::unique_ptr<stopper>>& stoppers,
                               const sweep_config& settings, bool check_configs) {
   const std::string where = "replaying experiment " + std::to_string(experiment) + " from " + s.where();
-  DTRAIN_ASSIGN_OR_RETURN(auto trials, s.trials(experiment));
-  DTRAIN_ASSIGN_OR_RETURN(auto metrics, s.metrics(experiment));
-  DTRAIN_ASSIGN_OR_RETURN(auto checkpoints, s.checkpoints(experiment));
-  DTRAIN_ASSIGN_OR_RETURN(auto lineage, s.lineage(experiment));
+  stored_rows stored;
+  DTRAIN_ASSIGN_OR_RETURN(stored.trials, s.trials(experiment));
+  DTRAIN_ASSIGN_OR_RETURN(stored.metrics, s.metrics(experiment));
+  DTRAIN_ASSIGN_OR_RETURN(stored.checkpoints, s.checkpoints(experiment));
+  DTRAIN_ASSIGN_OR_RETURN(stored.lineage, s.lineage(experiment));
   // The trainer's events are for people: replayed they change nothing, but
   // a resumed journal must number after them (or it would replace them).
-  DTRAIN_ASSIGN_OR_RETURN(auto trainer_events, s.events(experiment));
+  DTRAIN_ASSIGN_OR_RETURN(stored.events, s.events(experiment));
+  // Everything below trusts these values (a trial ends after it began, an
+  // exploit names stored trials, ...): a damaged store is refused here.
+  DTRAIN_RETURN_IF_ERROR(check_stored_rows(where, stored));
+  auto& trials = stored.trials;
+  const auto& metrics = stored.metrics;
+  const auto& checkpoints = stored.checkpoints;
+  const auto& lineage = stored.lineage;
+  const auto& trainer_events = stored.events;
 
   enum kind { create, report_event, exploit_event, end };
   struct event {
@@ -408,7 +418,9 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
       out.trials[index.at(row.id)].status = trial_status::pending;
     }
   out.next_seq = last_seq + 1;
-  out.next_trial = static_cast<int64_t>(trials.size());
+  // Past every stored number, not the count: ids that skip a number must
+  // not make a new trial take a stored one's id (and its directory).
+  out.next_trial = next_trial_number(trials);
   out.rows = std::move(trials);
   return out;
 }

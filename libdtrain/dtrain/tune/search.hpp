@@ -64,7 +64,14 @@ public:
 /// `num_samples` times, each trial drawing fresh values for the random
 /// dimensions; a space without grid dimensions gives `num_samples` random
 /// trials. Seeded: the same seed, the same trials in the same order.
-/// Precondition: `s.validate()` passed.
+/// Grid points are decoded as trials ask for them (grid_enumerator), so
+/// the grid's size costs no memory. Precondition: `s.validate()` passed.
 std::unique_ptr<searcher> make_variant_searcher(space s, int64_t num_samples, uint64_t seed);
+
+/// The trials make_variant_searcher(s, num_samples) gives in all: the
+/// grid's size times num_samples, or invalid_argument naming num_samples
+/// and the grid's size when that does not fit in an int64_t.
+/// Precondition: `s.validate()` passed.
+result<int64_t> variant_trial_count(const space& s, int64_t num_samples);
 
 } // namespace dtrain::tune

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -145,6 +146,11 @@ status check_range(const std::string& name, const domain& d) {
   if (d.grid && d.count < 1)
     return invalid_argument(name + ": a grid over a range needs a count of at least 1 (got " +
                             std::to_string(d.count) + ")");
+  if (d.grid && d.count > max_grid_dimension_points)
+    return invalid_argument(name + ": a grid of " + std::to_string(d.count) +
+                            " points is more than the " +
+                            std::to_string(max_grid_dimension_points) +
+                            " one grid dimension may have");
   return status::ok();
 }
 
@@ -248,8 +254,21 @@ space& space::add(const std::string& name, domain d) {
 }
 
 status space::validate() const {
-  for (const auto& [name, d] : domains_)
+  int64_t points = 1;
+  for (const auto& [name, d] : domains_) {
     DTRAIN_RETURN_IF_ERROR(check(name, d));
+    if (!d.grid)
+      continue;
+    // The product is checked as it grows: the searcher counts trials in
+    // an int64_t, and a wrapped count would be a wrong (or negative) total.
+    const auto size = static_cast<int64_t>(grid_values(d).size());
+    int64_t product = 0;
+    if (__builtin_mul_overflow(points, size, &product))
+      return invalid_argument(name + ": its " + std::to_string(size) + " grid points times the " +
+                              std::to_string(points) + " of the grid dimensions before it are " +
+                              "more grid points than can be counted (over 2^63 - 1)");
+    points = product;
+  }
   return status::ok();
 }
 
@@ -261,36 +280,38 @@ std::vector<std::string> space::varying() const {
   return out;
 }
 
-int64_t space::grid_size() const {
-  int64_t size = 1;
-  for (const auto& [name, d] : domains_)
-    if (d.grid)
-      size *= static_cast<int64_t>(grid_values(d).size());
-  return size;
-}
+int64_t space::grid_size() const { return grid_enumerator(*this).size(); }
 
 std::vector<config> space::grid_points() const {
-  std::vector<std::pair<std::string, std::vector<value>>> dims;
-  for (const auto& [name, d] : domains_)  // a std::map: sorted by name
-    if (d.grid)
-      dims.emplace_back(name, grid_values(d));
+  const grid_enumerator grid(*this);
   std::vector<config> out;
-  std::vector<size_t> index(dims.size(), 0);
-  for (;;) {
-    config point;
-    for (size_t i = 0; i < dims.size(); ++i)
-      point[dims[i].first] = dims[i].second[index[i]];
-    out.push_back(std::move(point));
-    // An odometer whose first digit turns fastest (Ray's order).
-    size_t i = 0;
-    for (; i < dims.size(); ++i) {
-      if (++index[i] < dims[i].second.size())
-        break;
-      index[i] = 0;
+  out.reserve(static_cast<size_t>(grid.size()));
+  for (int64_t i = 0; i < grid.size(); ++i)
+    out.push_back(grid.point(i));
+  return out;
+}
+
+grid_enumerator::grid_enumerator(const space& s) {
+  for (const auto& [name, d] : s.domains())  // a std::map: sorted by name
+    if (d.grid) {
+      dims_.emplace_back(name, grid_values(d));
+      // Saturated, never wrapped, should the precondition not hold.
+      if (__builtin_mul_overflow(size_, static_cast<int64_t>(dims_.back().second.size()), &size_))
+        size_ = INT64_MAX;
     }
-    if (i == dims.size())
-      return out;
+}
+
+config grid_enumerator::point(int64_t index) const {
+  // Mixed radix, the first dimension the fastest digit (Ray's order).
+  config out;
+  if (size_ <= 0)  // an empty dimension (a space that failed validate())
+    return out;
+  auto rest = static_cast<uint64_t>(index) % static_cast<uint64_t>(size_);
+  for (const auto& [name, values] : dims_) {
+    out[name] = values[rest % values.size()];
+    rest /= values.size();
   }
+  return out;
 }
 
 value space::sample_one(const domain& d, rng& r) { return draw(d, r); }

@@ -68,6 +68,12 @@ domain grid_search(std::vector<value> values);
 /// `count` under the grid searcher.
 domain grid(domain range, int count);
 
+/// The most points one grid dimension may have (a range's `count`): its
+/// values are held in memory while the grid is enumerated. A grid of many
+/// dimensions may have far more points; they are never held all at once
+/// (grid_enumerator).
+constexpr int64_t max_grid_dimension_points = 1000000;
+
 /// A search space: named domains (Ray's param_space). A plain value; names
 /// are the operator's hyperparameter keys.
 class space {
@@ -78,7 +84,9 @@ public:
 
   /// invalid_argument naming the hyperparameter: "lr: log range needs
   /// 0 < low (got low 0)", min > max, an empty choice, a grid over a
-  /// continuous range without a count, q <= 0, a grid count < 1.
+  /// continuous range without a count, q <= 0, a grid count < 1 or over
+  /// max_grid_dimension_points, a grid of more points than an int64_t
+  /// counts (naming the dimension that overflows it and the product so far).
   status validate() const;
   /// The hyperparameters that differ between trials (not constants), in
   /// name order: the trial table's columns.
@@ -88,7 +96,8 @@ public:
   int64_t grid_size() const;
   /// The grid's points in enumeration order: the grid dimensions sorted by
   /// name, the first varying fastest (Ray's order). Only grid dimensions
-  /// are set. Precondition: validate() passed.
+  /// are set. Precondition: validate() passed. Holds every point: for a
+  /// grid of unknown size, grid_enumerator decodes them one at a time.
   std::vector<config> grid_points() const;
   /// A fresh draw of every non-grid dimension (constants included), from
   /// `r`. Precondition: validate() passed.
@@ -100,6 +109,25 @@ public:
 
 private:
   std::map<std::string, domain> domains_;
+};
+
+/// The points of a space's grid one at a time, in grid_points()' order:
+/// point i is i written in mixed radix over the grid dimensions (the first
+/// by name the fastest digit), so a grid of 10^12 points costs the memory
+/// of its dimensions' values, not of its points. A plain value, built in
+/// O(sum of the dimensions' sizes). Precondition: the space passed
+/// validate() (so the size fits in an int64_t).
+class grid_enumerator {
+public:
+  explicit grid_enumerator(const space& s);
+  /// Points in the grid (1 when there is no grid dimension: the empty point).
+  int64_t size() const { return size_; }
+  /// Point `index` modulo size(); only the grid dimensions are set.
+  config point(int64_t index) const;
+
+private:
+  std::vector<std::pair<std::string, std::vector<value>>> dims_;  // by name
+  int64_t size_ = 1;
 };
 
 } // namespace dtrain::tune

@@ -802,6 +802,9 @@ status tuner::check_capacity(int& limit) {
 result<tune::result_grid> tuner::fit() {
   DTRAIN_RETURN_IF_ERROR(tune::validate(config_).with_context("tune"));
   DTRAIN_RETURN_IF_ERROR(space_.validate().with_context("search space"));
+  if (config_.searcher != "tpe")
+    if (auto trials = tune::variant_trial_count(space_, config_.num_samples); !trials)
+      return trials.error().with_context("tune");
   auto sw = std::make_shared<sweep>();
   sw->config = config_;
   sw->trial_template = template_;
