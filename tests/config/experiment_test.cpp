@@ -361,6 +361,11 @@ BOOST_AUTO_TEST_CASE(control_characters_are_a_syntax_error_naming_the_place) {
   const std::string bell = error_of(minimal("hyperparameters:\n  x: a\ab\n"));
   BOOST_TEST(bell.find("experiment.yaml:4:7: YAML syntax error: control character U+0007") == 0,
              bell);
+  // Found by fuzz/experiment_yaml too: a key with a byte that is not
+  // UTF-8 came back from to_yaml as U+FFFD, another key.
+  BOOST_TEST(error_of("name: f\nhyperparameters:\n  \xff\te: 1\n") ==
+             "experiment.yaml:3:3: YAML syntax error: bytes that are not UTF-8 (YAML text is "
+             "Unicode)");
   auto crlf = parse("name: tiny\r\nglobal_batch_size: 8\r\n");
   BOOST_REQUIRE_MESSAGE(crlf.is_ok(), crlf.error().to_string());
   BOOST_TEST(crlf->name == "tiny");

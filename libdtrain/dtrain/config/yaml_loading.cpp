@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dtrain/config/yaml_reading.hpp"
+#include "dtrain/core/utf8.hpp"
 
 namespace dtrain::config::detail {
 
@@ -75,6 +76,20 @@ status check_characters(const std::string& yaml_text, const std::string& source_
     }
     if (c == '\n')
       line += 1, column = 0;
+  }
+  // Nor bytes that are not UTF-8: yaml-cpp's emitter writes U+FFFD for
+  // them, so the canonical YAML read back to other keys and values.
+  const std::string valid = utf8::replace_invalid(yaml_text);
+  if (valid != yaml_text) {
+    const size_t at = static_cast<size_t>(
+        std::mismatch(valid.begin(), valid.end(), yaml_text.begin()).first - valid.begin());
+    const size_t line_start = yaml_text.rfind('\n', at == 0 ? 0 : at - 1);
+    const size_t bad_line = 1 + static_cast<size_t>(std::count(
+        yaml_text.begin(), yaml_text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    const size_t bad_column = line_start == std::string::npos || at == 0 ? at + 1 : at - line_start;
+    return invalid_argument(source_name + ":" + std::to_string(bad_line) + ":" +
+                            std::to_string(bad_column) +
+                            ": YAML syntax error: bytes that are not UTF-8 (YAML text is Unicode)");
   }
   return status::ok();
 }
