@@ -355,6 +355,41 @@ BOOST_AUTO_TEST_CASE(several_yaml_documents_are_an_error) {
              "experiment.yaml: expected one YAML document, got 2");
 }
 
+// Found by fuzz/experiment_yaml: yaml-cpp 0.7's LoadAll never ends on a
+// stream that a ',' starts (each round another empty document, until the
+// memory ran out); now a syntax error naming the place.
+BOOST_AUTO_TEST_CASE(a_document_that_cannot_start_is_a_syntax_error_not_a_hang) {
+  BOOST_TEST(error_of(",  ") ==
+             "experiment.yaml:1:1: YAML syntax error: unexpected ',': no document starts with it");
+  const std::string later = error_of(minimal("---\n, x\n"));
+  BOOST_TEST(later.find("YAML syntax error: unexpected ','") != std::string::npos, later);
+}
+
+// Found by fuzz/experiment_yaml: yaml-cpp kept a carriage return without a
+// line feed in a scalar and to_yaml wrote it back unquoted: "name: \r "
+// was accepted, and its canonical YAML was refused ("name: expected a
+// non-empty string"). YAML allows no control character but tab and line
+// breaks: refused with the place; CRLF line ends still read.
+BOOST_AUTO_TEST_CASE(control_characters_are_a_syntax_error_naming_the_place) {
+  BOOST_TEST(error_of("name: \r \nglobal_batch_size: 1\n") ==
+             "experiment.yaml:1:7: YAML syntax error: control character U+000D (a carriage "
+             "return without a line feed): YAML allows none but tab and line breaks");
+  const std::string bell = error_of(minimal("hyperparameters:\n  x: a\ab\n"));
+  BOOST_TEST(bell.find("experiment.yaml:4:7: YAML syntax error: control character U+0007") == 0,
+             bell);
+  // Found by fuzz/experiment_yaml too: a key with a byte that is not
+  // UTF-8 came back from to_yaml as U+FFFD, another key.
+  BOOST_TEST(error_of("name: f\nhyperparameters:\n  \xff\te: 1\n") ==
+             "experiment.yaml:3:3: YAML syntax error: bytes that are not UTF-8 (YAML text is "
+             "Unicode)");
+  auto crlf = parse("name: tiny\r\nglobal_batch_size: 8\r\n");
+  BOOST_REQUIRE_MESSAGE(crlf.is_ok(), crlf.error().to_string());
+  BOOST_TEST(crlf->name == "tiny");
+  auto again = parse(to_yaml(*crlf));
+  BOOST_REQUIRE(again.is_ok());
+  BOOST_TEST(to_yaml(*again) == to_yaml(*crlf));
+}
+
 BOOST_AUTO_TEST_CASE(a_nested_map_hyperparameter_is_an_error_naming_its_path) {
   BOOST_TEST(error_of(minimal("hyperparameters:\n  lr:\n    kind: const\n    val: 0.1\n")) ==
              "experiment.yaml: hyperparameters.lr: expected a scalar, a list of scalars or a "

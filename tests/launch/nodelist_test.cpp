@@ -3,6 +3,7 @@
 // installed), and refused with the list and the fault named otherwise.
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -125,6 +126,29 @@ BOOST_AUTO_TEST_CASE(malformed_host_lists_are_refused_naming_the_fault) {
   BOOST_TEST(huge.error().message().find("more than 1000 hosts") != std::string::npos);
 }
 
+// Found by fuzz/launch_env: many bracket groups of many numbers were all
+// expanded before the names were counted (60 groups of a million numbers:
+// gigabytes, minutes); now the product of the groups' sizes is checked
+// group by group. Eight groups took seconds and 300 MB before.
+BOOST_AUTO_TEST_CASE(many_large_groups_are_refused_before_they_are_expanded) {
+  std::string list = "a";
+  for (int g = 0; g < 8; ++g)
+    list += "[0-999999]";
+  const auto start = std::chrono::steady_clock::now();
+  auto got = expand_nodelist(list, 1000);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  BOOST_REQUIRE(!got.is_ok());
+  BOOST_TEST(got.error().message().find("more than 1000 hosts") != std::string::npos,
+             got.error().to_string());
+  BOOST_TEST(seconds < 0.5);
+  // Groups of one number each are no product: they pass however many.
+  std::string ones = "a";
+  for (int g = 0; g < 200; ++g)
+    ones += "[7]";
+  BOOST_TEST(expand_nodelist(ones, 1)->size() == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(tasks_per_node_expand_their_repeats) {
   BOOST_TEST(*expand_tasks_per_node("2(x3),1") == (std::vector<int>{2, 2, 2, 1}),
              boost::test_tools::per_element());
@@ -135,6 +159,17 @@ BOOST_AUTO_TEST_CASE(tasks_per_node_expand_their_repeats) {
     auto got = expand_tasks_per_node(bad);
     BOOST_TEST(!got.is_ok(), "'" << bad << "' was accepted");
   }
+  // Found by fuzz/launch_env: "999999(x999999)," repeated made a million
+  // counts per item (gigabytes from a few kilobytes of text); the counts
+  // are now bounded by max_nodes (2^16 by default) before they are made.
+  BOOST_TEST(expand_tasks_per_node("1(x65536)")->size() == 65536u);
+  for (const char* huge : {"1(x65537)", "1(x65536),1", "999999(x999999),999999(x999999)"}) {
+    auto got = expand_tasks_per_node(huge);
+    BOOST_REQUIRE_MESSAGE(!got.is_ok(), "'" << huge << "' was accepted");
+    BOOST_TEST(got.error().message().find("more than 65536 nodes") != std::string::npos,
+               got.error().to_string());
+  }
+  BOOST_TEST(!expand_tasks_per_node("2(x3),1", 3).is_ok());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

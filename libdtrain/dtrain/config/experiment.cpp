@@ -214,23 +214,6 @@ result<experiment> read_experiment(const YAML::Node& root) {
   return exp;
 }
 
-// yaml-cpp reports syntax errors by exception; they stop here, as values
-// that name the 1-based line and column, compiler style ("exp.yaml:3:7: ...").
-result<YAML::Node> load_document(const std::string& yaml_text, const std::string& source_name) {
-  try {
-    std::vector<YAML::Node> documents = YAML::LoadAll(yaml_text);
-    if (documents.size() > 1)
-      return invalid_argument(source_name + ": expected one YAML document, got " +
-                              std::to_string(documents.size()));
-    return documents.empty() ? YAML::Node() : documents.front();
-  } catch (const YAML::Exception& e) {
-    std::string where = source_name;
-    if (!e.mark.is_null())
-      where += ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1);
-    return invalid_argument(where + ": YAML syntax error: " + e.msg);
-  }
-}
-
 // ---------------------------------------------------------------------------
 // Writing.
 

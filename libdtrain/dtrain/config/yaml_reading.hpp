@@ -19,6 +19,14 @@
 
 namespace dtrain::config::detail {
 
+/// The one YAML document of `yaml_text` (a null node for none). Every error
+/// is invalid_argument starting with `source_name`, for syntax the 1-based
+/// line and column, compiler style ("exp.yaml:3:7: YAML syntax error:
+/// ..."): yaml-cpp's exceptions stop here; more than one document, a
+/// control character other than tab and line breaks, and a stream that
+/// yaml-cpp would never finish reading are errors too (yaml_loading.cpp).
+result<YAML::Node> load_document(const std::string& yaml_text, const std::string& source_name);
+
 // ---------------------------------------------------------------------------
 // Reading one map of settings. Every error names the key's full path
 // ("resources.slots_per_trial"); parse_experiment puts the file name before.

@@ -23,8 +23,10 @@ std::string padded(unsigned long long value, size_t width) {
 }
 
 // The numbers of one bracket group's contents ("1,3-5,08-10"), as text
-// with their padding: a range keeps the width of its first number.
-result<std::vector<std::string>> expand_group(const std::string& group, const std::string& list) {
+// with their padding: a range keeps the width of its first number. More
+// than `max_hosts` numbers is an error: every number is in some name.
+result<std::vector<std::string>> expand_group(const std::string& group, const std::string& list,
+                                              size_t max_hosts) {
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= group.size()) {
@@ -44,8 +46,9 @@ result<std::vector<std::string>> expand_group(const std::string& group, const st
     const size_t width = lo.size() > 1 && lo[0] == '0' ? lo.size() : 0;
     for (unsigned long long v = a; v <= b; ++v) {
       out.push_back(padded(v, width));
-      if (out.size() > (1u << 20))
-        return invalid_argument("host list '" + list + "': the range '" + item + "' is too long");
+      if (out.size() > max_hosts)
+        return invalid_argument("host list '" + list + "': the group '[" + group +
+                                "]' names more than " + std::to_string(max_hosts) + " hosts");
     }
     if (comma == std::string::npos)
       break;
@@ -63,6 +66,7 @@ status expand_entry(const std::string& entry, const std::string& list, size_t ma
                     std::vector<std::string>& out) {
   std::vector<std::string> texts;                 // texts[0] group 0 texts[1] group 1 ...
   std::vector<std::vector<std::string>> groups;
+  size_t names = 1;  // the product of the groups' sizes so far, at most max_hosts
   size_t i = 0;
   for (;;) {
     size_t open = entry.find('[', i);
@@ -79,8 +83,14 @@ status expand_entry(const std::string& entry, const std::string& list, size_t ma
     size_t close = entry.find(']', open);
     if (close == std::string::npos)
       return invalid_argument("host list '" + list + "': a '[' is never closed in '" + entry + "'");
-    DTRAIN_ASSIGN_OR_RETURN(auto numbers,
-                            expand_group(entry.substr(open + 1, close - open - 1), list));
+    DTRAIN_ASSIGN_OR_RETURN(auto numbers, expand_group(entry.substr(open + 1, close - open - 1),
+                                                       list, max_hosts));
+    // Checked before the next group is expanded: many groups of many
+    // numbers must not fill the memory before the names are counted.
+    if (numbers.size() > max_hosts / names)
+      return invalid_argument("host list '" + list + "': '" + entry + "' names more than " +
+                              std::to_string(max_hosts) + " hosts");
+    names *= numbers.size();
     groups.push_back(std::move(numbers));
     i = close + 1;
   }
@@ -141,7 +151,7 @@ result<std::vector<std::string>> expand_nodelist(const std::string& list, size_t
   return out;
 }
 
-result<std::vector<int>> expand_tasks_per_node(const std::string& list) {
+result<std::vector<int>> expand_tasks_per_node(const std::string& list, size_t max_nodes) {
   std::vector<int> out;
   size_t start = 0;
   while (start <= list.size()) {
@@ -157,8 +167,11 @@ result<std::vector<int>> expand_tasks_per_node(const std::string& list) {
     }
     if (!all_digits(count) || !all_digits(times) || count.size() > 6 || times.size() > 6)
       return invalid_argument("tasks per node '" + list + "': '" + item + "' is not N or N(xM)");
-    for (int k = 0; k < std::stoi(times); ++k)
-      out.push_back(std::stoi(count));
+    const auto repeats = static_cast<size_t>(std::stoi(times));
+    if (repeats > max_nodes - out.size())
+      return invalid_argument("tasks per node '" + list + "' counts more than " +
+                              std::to_string(max_nodes) + " nodes");
+    out.insert(out.end(), repeats, std::stoi(count));
     if (comma == std::string::npos)
       break;
     start = comma + 1;

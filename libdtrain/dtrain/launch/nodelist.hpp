@@ -20,12 +20,16 @@ namespace dtrain::launch {
 /// or stray bracket, a range that runs backwards, something other than
 /// digits in a range, text after the last bracket group ("n[1-2]-ib":
 /// Slurm 22.05 refuses it too), an empty list, or more than `max_hosts`
-/// names.
+/// names (refused before they are made: memory and time stay bounded by
+/// `max_hosts` and the list's length).
 result<std::vector<std::string>> expand_nodelist(const std::string& list,
                                                  size_t max_hosts = 1 << 16);
 
 /// The task counts per node of SLURM_TASKS_PER_NODE's form ("2(x3),1" is 2,
-/// 2, 2, 1), in the nodelist's order. Errors name the malformed item.
-result<std::vector<int>> expand_tasks_per_node(const std::string& list);
+/// 2, 2, 1), in the nodelist's order. Errors name the malformed item, or
+/// say that the list counts more than `max_nodes` nodes (refused before
+/// they are made).
+result<std::vector<int>> expand_tasks_per_node(const std::string& list,
+                                               size_t max_nodes = 1 << 16);
 
 } // namespace dtrain::launch

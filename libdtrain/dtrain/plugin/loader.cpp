@@ -100,12 +100,14 @@ result<std::string> find_abi_tag(std::string_view bytes, const std::string& path
   const std::string_view marker = DTRAIN_PLUGIN_ABI_MARKER;
   for (size_t at = bytes.find(marker); at != std::string_view::npos;
        at = bytes.find(marker, at + 1)) {
-    const size_t begin = at + marker.size();
-    const size_t end = bytes.find('\0', begin);
+    // A tag is shorter than 256 bytes: its NUL is looked for there only
+    // (to the end of the file, a file of markers took minutes per MB).
+    const std::string_view window = bytes.substr(at + marker.size(), 256);
+    const size_t end = window.find('\0');
     if (end == std::string_view::npos)
-      break;
-    std::string_view tag = bytes.substr(begin, end - begin);
-    if (tag.substr(0, 7) == "dtrain " && tag.size() < 256)
+      continue;
+    std::string_view tag = window.substr(0, end);
+    if (tag.substr(0, 7) == "dtrain ")
       return std::string(tag);
   }
   return not_found("'" + path + "' is not a dtrain plugin (no DTRAIN_PLUGIN ABI tag in it)");
