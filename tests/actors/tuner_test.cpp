@@ -110,6 +110,28 @@ std::string own_directory(tune_config& c, const std::string& root, int64_t id) {
   return c.experiment_dir;
 }
 
+/// A sweep of `samples` trials of `epochs` epochs over a in [0.5, 0.9],
+/// recorded in an in-memory store: its experiment created, its directory
+/// under `parent` marked as its own.
+struct recorded_sweep {
+  std::shared_ptr<dtrain::testing::memory_store> db =
+      std::make_shared<dtrain::testing::memory_store>();
+  tune::space space;
+  tune_config config;
+  std::string root;
+
+  recorded_sweep(const std::string& parent, int64_t samples, int64_t epochs)
+    : config(quiet(samples, epochs)) {
+    store::experiment_row row;
+    row.name = "scripted";
+    row.kind = "tune";
+    space.add("a", tune::uniform(0.5, 0.9));
+    config.store = db;
+    config.experiment_id = db->create_experiment(row).value();
+    root = own_directory(config, parent, config.experiment_id);
+  }
+};
+
 // Launches scripted trials and remembers where each trial's first launch
 // restored from.
 struct restore_log {
@@ -360,17 +382,12 @@ BOOST_AUTO_TEST_CASE(a_malformed_metric_is_refused_before_any_trial_starts) {
 BOOST_AUTO_TEST_CASE(a_resumed_trial_continues_from_the_checkpoint_its_exploit_copied) {
   embedded e(4);
   dtrain::testing::temp_dir dir;
-  auto db = std::make_shared<dtrain::testing::memory_store>();
-  store::experiment_row row;
-  row.name = "scripted";
-  row.kind = "tune";
-  tune::space s;
-  s.add("a", tune::uniform(0.5, 0.9));
-  tune_config c = quiet(2, 6);
+  recorded_sweep sweep(dir.path(), 2, 6);
+  auto& db = sweep.db;
+  tune::space& s = sweep.space;
+  tune_config& c = sweep.config;
   c.max_concurrent_trials = 2;
-  c.store = db;
-  c.experiment_id = db->create_experiment(row).value();
-  const std::string root = own_directory(c, dir.path(), c.experiment_id);
+  const std::string& root = sweep.root;
   // What the first driver recorded: both trials, 00001's epochs 1-4,
   // 00000's epochs 1-2, and the exploit of 00001's epoch 4 by 00000.
   auto search = tune::make_searcher(s, c);
@@ -417,16 +434,11 @@ BOOST_AUTO_TEST_CASE(a_resumed_trial_continues_from_the_checkpoint_its_exploit_c
 BOOST_AUTO_TEST_CASE(a_resumed_trial_skips_a_corrupt_newest_checkpoint_for_the_next_valid_one) {
   embedded e(2);
   dtrain::testing::temp_dir dir;
-  auto db = std::make_shared<dtrain::testing::memory_store>();
-  store::experiment_row row;
-  row.name = "scripted";
-  row.kind = "tune";
-  tune::space s;
-  s.add("a", tune::uniform(0.5, 0.9));
-  tune_config c = quiet(1, 6);
-  c.store = db;
-  c.experiment_id = db->create_experiment(row).value();
-  const std::string root = own_directory(c, dir.path(), c.experiment_id);
+  recorded_sweep sweep(dir.path(), 1, 6);
+  auto& db = sweep.db;
+  tune::space& s = sweep.space;
+  tune_config& c = sweep.config;
+  const std::string& root = sweep.root;
   auto search = tune::make_searcher(s, c);
   tune::journal j(db, c.experiment_id, c.metric, c.direction);
   tune::trial_record r;
@@ -479,16 +491,11 @@ BOOST_AUTO_TEST_CASE(a_resumed_trial_skips_a_corrupt_newest_checkpoint_for_the_n
 BOOST_AUTO_TEST_CASE(a_sweep_never_runs_in_nor_deletes_from_a_directory_marked_by_another) {
   embedded e(2);
   dtrain::testing::temp_dir dir;
-  auto db = std::make_shared<dtrain::testing::memory_store>();
-  store::experiment_row row;
-  row.name = "scripted";
-  row.kind = "tune";
-  tune::space s;
-  s.add("a", tune::uniform(0.5, 0.9));
-  tune_config c = quiet(1, 6);
-  c.store = db;
-  c.experiment_id = db->create_experiment(row).value();
-  const std::string root = own_directory(c, dir.path(), c.experiment_id);
+  recorded_sweep sweep(dir.path(), 1, 6);
+  auto& db = sweep.db;
+  tune::space& s = sweep.space;
+  tune_config& c = sweep.config;
+  const std::string& root = sweep.root;
   checkpoint::owner other = c.owner;
   other.created = checkpoint::created_text(1700000999);
   other.store = "/home/someone/.dtrain/experiments.db";
