@@ -422,12 +422,11 @@ status nccl_communicator::issue(const request& r) {
                               describe(r) + ": ordering after the default stream");
   tensor input = r.input, output = r.output;  // handles, for writable data()
   const size_t n = static_cast<size_t>(input.numel());
-  // In a group of one the average is the sum, which is issued instead: on
-  // an H100, this communicator's out-of-place one-rank ncclAvg
-  // reduce-scatter of 100003 floats left the last 3 unwritten (torch's
-  // same call there, on NCCL 2.28.9, wrote them all, so the cause is not
-  // settled); ncclSum wrote every element. Larger groups still use ncclAvg
-  // and have not run on several GPUs.
+  // In a group of one the average is the sum, which is issued instead:
+  // NCCL before 2.29.7 leaves the last `count % blocks` elements of a
+  // one-rank ncclAvg unwritten (its one-rank reduction kernel splits the
+  // range by floor division; NVIDIA/nccl issue 1950): 3 of 100003 on an
+  // H100 with 2.28.3 and 2.28.9 (docs/gpu.md). One-rank ncclSum is a copy.
   const ncclRedOp_t op =
       size() == 1 && r.op == reduce_op::average ? ncclSum : to_nccl(r.op);
   switch (r.kind) {
