@@ -269,12 +269,12 @@ BOOST_AUTO_TEST_CASE(a_replica_answers_only_the_trainer_that_started_it) {
         answer<caf::ok_atom>(stranger, stolen, restore_atom::value, capability, dir.file("any"));
     BOOST_TEST(contains(restored, "restore refused"), restored);
     BOOST_TEST(contains(restored, "not this replica's owner"), restored);
+    const std::string input = "validation";  // an input the operator has
     const std::string rows =
-        answer<int64_t>(stranger, stolen, predict_atom::value, capability, std::string("test"));
+        answer<int64_t>(stranger, stolen, predict_atom::value, capability, input);
     BOOST_TEST(contains(rows, "predict refused"), rows);
     const std::string chunk = answer<predict_chunk>(stranger, stolen, predict_atom::value,
-                                                    capability, std::string("test"), int64_t{0},
-                                                    int64_t{8});
+                                                    capability, input, int64_t{0}, int64_t{8});
     BOOST_TEST(contains(chunk, "predict refused"), chunk);
     for (const std::string& other :
          {answer<std::vector<char>>(stranger, stolen, params_atom::value, capability),
