@@ -24,10 +24,9 @@ status check_dashboard_flags(const dashboard_flags& f) {
   return dashboard::check_bind(f.bind, have_certificate);
 }
 
-result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system& sys,
-                                                              const actors::head_actor& head,
-                                                              const dashboard_flags& f,
-                                                              const char* who) {
+result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(
+    caf::actor_system& sys, const actors::head_actor& head, const dashboard_flags& f,
+    const char* who, const security::tls_files& log_client) {
   if (f.port < 0)
     return std::unique_ptr<dashboard::dashboard>();
   DTRAIN_RETURN_IF_ERROR(check_dashboard_flags(f));
@@ -37,6 +36,7 @@ result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system&
   o.tls = f.tls;
   o.certificate = f.certificate;
   o.key = f.key;
+  o.log_client = log_client;
   auto d = dashboard::dashboard::start(sys, head, o);
   if (!d)
     return d.error();

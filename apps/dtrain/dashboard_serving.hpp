@@ -33,9 +33,9 @@ status check_dashboard_flags(const dashboard_flags& f);
 
 /// Starts the dashboard on `head` when f.port >= 0 (else nullptr), prints
 /// "`who` dashboard at URL?token=TOKEN" on stdout and writes f.url_file.
-result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system& sys,
-                                                              const actors::head_actor& head,
-                                                              const dashboard_flags& f,
-                                                              const char* who);
+/// Its log route reads node logs with `log_client` (dashboard_options).
+result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(
+    caf::actor_system& sys, const actors::head_actor& head, const dashboard_flags& f,
+    const char* who, const security::tls_files& log_client = {});
 
 } // namespace dtrain::cli

@@ -36,16 +36,15 @@ int fail(const status& s) {
 
 // One node's log as it is read: where to ask next and the line begun.
 struct node_log {
-  std::string label;  // "node 0 (host, address)"
+  log_source source;  // its label: "node 0 (host, address)"
   std::string prefix; // "[node 0] " when several nodes are shown, else ""
-  node_actor actor;
   int64_t next = 0;
   std::string partial;
 };
 
 result<log_chunk> fetch(caf::scoped_actor& self, const node_log& n, int64_t offset,
                         int32_t max_bytes) {
-  return read_log_chunk(self, n.actor, offset, max_bytes, request_timeout, n.label);
+  return read_log_chunk(self, n.source, offset, max_bytes, request_timeout);
 }
 
 // Prints the complete lines of `text` (after what was begun) that contain
@@ -179,13 +178,18 @@ int run_logs(const logs_options& o) {
   for (int32_t p : *chosen) {
     node_log n;
     const node_info& info = st->nodes[p];
-    n.label = "node " + std::to_string(p) + " (" + info.host + ", " + info.address + ")";
+    n.source.label = "node " + std::to_string(p) + " (" + info.host + ", " + info.address + ")";
     n.prefix = chosen->size() > 1 ? "[node " + std::to_string(p) + "] " : "";
     const int32_t id = p < static_cast<int32_t>(st->node_ids.size()) ? st->node_ids[p] : p;
     auto actor = (*c)->node_of(assignment{id, info, 0, -1}, request_timeout);
     if (!actor)
       return fail(actor.error());
-    n.actor = *actor;
+    n.source.node = *actor;
+    n.source.info = info;
+    // Each read presents a credential: this client's certificate on TLS,
+    // else the same-user MAC (a node's log is its user's).
+    if ((*c)->tls().enabled())
+      n.source.client = (*c)->tls().files;
     logs.push_back(std::move(n));
   }
   install_signal_handlers();

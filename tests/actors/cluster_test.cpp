@@ -8,13 +8,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include "actors/child_process.hpp"
 #include "actors/loopback_cluster.hpp"
+#include "dtrain/actors/errors.hpp"
 #include "dtrain/actors/trainer.hpp"
 #include "dtrain/config/experiment.hpp"
 #include "dtrain/core/threads.hpp"
+#include "dtrain/security/certificates.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -37,6 +40,21 @@ actors::trainer_config regression(int replicas) {
   t.collective_timeout = milliseconds(10000);
   t.placement_timeout = milliseconds(1000);
   return t;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// What `replica` answers `self`'s request: "" when it did it (replied with
+// a Reply), else its refusal.
+template <class Reply, class... Ts>
+std::string answer(caf::scoped_actor& self, const replica_actor& replica, Ts... request) {
+  std::string why = "no answer";
+  self->request(replica, std::chrono::seconds(10), request...)
+      .receive([&](Reply) { why.clear(); },
+               [&](caf::error& e) { why = from_caf(e, "replica").message(); });
+  return why;
 }
 
 } // namespace
@@ -210,6 +228,70 @@ BOOST_AUTO_TEST_CASE(head_and_two_nodes_train_two_replicas_and_stop_cleanly) {
   for (auto& n : lc.nodes)
     BOOST_TEST(!dtrain::testing::process_exists(n->pid()));
   BOOST_TEST(!dtrain::testing::process_exists(lc.head->pid()));
+}
+
+// Any process connected to a node's can address its actors (CAF 0.17 ties
+// no message to a connection): a second client that got hold of a live
+// replica's handle, here from another actor system through a published
+// actor, can make it do nothing without the trainer's capability.
+BOOST_AUTO_TEST_CASE(a_replica_answers_only_the_trainer_that_started_it) {
+  set_blas_threads(1);
+  loopback_cluster lc(1);
+  dtrain::testing::temp_dir dir;
+  auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
+  auto t = actors::trainer::create(*c, regression(1)).value();
+  BOOST_REQUIRE(t->train().is_ok());
+  const replica_actor owned = t->replicas().at(0);
+  // The driver hands the handle out; the stranger's system takes it.
+  auto& sys = c->system();
+  auto dispenser = sys.spawn([owned](caf::event_based_actor*) -> caf::behavior {
+    return {[=](caf::get_atom) { return owned; }};
+  });
+  const uint16_t port = publish_actor(sys, dispenser, 0, "127.0.0.1").value();
+  system_config stranger_config;
+  caf::actor_system stranger_sys{stranger_config};
+  caf::scoped_actor stranger{stranger_sys};
+  auto remote = stranger_sys.middleman().remote_actor("127.0.0.1", port);
+  BOOST_REQUIRE(remote);
+  replica_actor stolen;
+  stranger->request(*remote, std::chrono::seconds(5), caf::get_atom::value)
+      .receive([&](replica_actor& r) { stolen = std::move(r); },
+               [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+  BOOST_REQUIRE(stolen);
+  const std::string evil = dir.file("evil");
+  for (const std::string& capability : {std::string(), security::random_hex(32)}) {
+    const std::string saved =
+        answer<caf::ok_atom>(stranger, stolen, save_atom::value, capability, evil, int32_t{1});
+    BOOST_TEST(contains(saved, "save refused"), saved);
+    BOOST_TEST(contains(saved, "not this replica's owner"), saved);
+    BOOST_TEST(!std::filesystem::exists(evil));
+    const std::string restored =
+        answer<caf::ok_atom>(stranger, stolen, restore_atom::value, capability, dir.file("any"));
+    BOOST_TEST(contains(restored, "restore refused"), restored);
+    BOOST_TEST(contains(restored, "not this replica's owner"), restored);
+    const std::string input = "validation";  // an input the operator has
+    const std::string rows =
+        answer<int64_t>(stranger, stolen, predict_atom::value, capability, input);
+    BOOST_TEST(contains(rows, "predict refused"), rows);
+    const std::string chunk = answer<predict_chunk>(stranger, stolen, predict_atom::value,
+                                                    capability, input, int64_t{0}, int64_t{8});
+    BOOST_TEST(contains(chunk, "predict refused"), chunk);
+    for (const std::string& other :
+         {answer<std::vector<char>>(stranger, stolen, params_atom::value, capability),
+          answer<metrics_msg>(stranger, stolen, train_atom::value, capability),
+          answer<caf::ok_atom>(stranger, stolen, preempt_atom::value, capability)})
+      BOOST_TEST(contains(other, "not this replica's owner"), other);
+  }
+  BOOST_TEST(!std::filesystem::exists(evil));
+  // The trainer still trains, saves and restores.
+  BOOST_REQUIRE(t->train().is_ok());
+  BOOST_REQUIRE(t->save(dir.file("ckpt")).is_ok());
+  auto before = t->get_model().value();
+  BOOST_REQUIRE(t->train().is_ok());
+  BOOST_REQUIRE(t->restore(dir.file("ckpt")).is_ok());
+  BOOST_TEST(t->get_model().value() == before);
+  BOOST_TEST(t->failures().empty());
+  caf::anon_send_exit(dispenser, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_CASE(replicas_of_a_killed_driver_are_torn_down_and_their_slots_freed) {

@@ -63,7 +63,7 @@ node_actor::behavior_type fake_node(node_actor::stateful_pointer<fake_node_state
       return to_caf(status(error_code::invalid_argument, "the fake node loads no plugins"));
     },
     [=](challenge_atom) -> caf::result<std::string> { return std::string("none"); },
-    [=](log_atom, int64_t, int32_t) -> caf::result<log_chunk> {
+    [=](log_atom, int64_t, int32_t, const plugin_credential&) -> caf::result<log_chunk> {
       return to_caf(status(error_code::not_found, "the fake node keeps no log"));
     },
     [=](rss_atom) -> caf::result<int64_t> { return int64_t{12345}; },

@@ -159,7 +159,9 @@ node_actor::behavior_type fake_node_impl(node_actor::pointer self,
       note("challenge");
       return relayed_challenge;
     },
-    [=](log_atom, int64_t, int32_t) -> caf::result<log_chunk> { return refused; },
+    [=](log_atom, int64_t, int32_t, const plugin_credential&) -> caf::result<log_chunk> {
+      return refused;
+    },
   };
 }
 
@@ -365,6 +367,7 @@ BOOST_AUTO_TEST_CASE(on_a_plain_cluster_a_replica_starts_only_with_the_drivers_m
   BOOST_REQUIRE_MESSAGE(node.is_ok(), node.error().to_string());
   replica_spec spec;
   spec.trainer = "intruder";
+  spec.capability = security::random_hex(16);
   auto& sys = c->system();
   auto owner = sys.spawn([](caf::event_based_actor*) -> caf::behavior { return {}; });
   auto remote = sys.middleman().remote_spawn<replica_actor>(
@@ -399,6 +402,21 @@ BOOST_AUTO_TEST_CASE(on_a_plain_cluster_a_replica_starts_only_with_the_drivers_m
         .receive([&](int32_t n) { hosted = n; }, [](caf::error&) {});
   }
   BOOST_TEST(hosted == 0);
+  // A spec whose capability is under 128 bits starts nothing, whatever
+  // credential it comes with: its replica would answer anyone.
+  {
+    replica_spec open = spec;
+    open.capability = "0123456789abcdef";
+    auto for_open = spawn_credential(sys, *node, a.info, open, {}, milliseconds(5000));
+    BOOST_REQUIRE(for_open.is_ok());
+    caf::scoped_actor self{sys};
+    std::string refused = "spawned";
+    self->request(*node, std::chrono::seconds(5), spawn_atom::value, open, caf::actor{owner},
+                  store_actor{}, *for_open)
+        .receive([&](replica_actor& r) { caf::anon_send_exit(r, caf::exit_reason::kill); },
+                 [&](caf::error& e) { refused = from_caf(e, "spawn").message(); });
+    BOOST_TEST(contains(refused, "capability of 16 characters, under the 32"), refused);
+  }
   // The driver's own credential for the spec starts it.
   auto good = spawn_credential(sys, *node, a.info, spec, {}, milliseconds(5000));
   BOOST_REQUIRE(good.is_ok());

@@ -18,6 +18,7 @@
 #include "dtrain/actors/cluster.hpp"
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/actors/head_actor.hpp"
+#include "dtrain/actors/node_logs.hpp"
 #include "dtrain/actors/plugin_shipping.hpp"
 #include "dtrain/actors/trainer.hpp"
 #include "dtrain/core/net.hpp"
@@ -436,6 +437,46 @@ BOOST_AUTO_TEST_CASE(a_node_certificate_starts_no_replica_on_a_node) {
   BOOST_TEST(wait_for_text(tc.home.file("node.log"), "replica refused", milliseconds(5000)),
              tc.node_log());
   train_one_epoch(tc.address, alice, "a client");
+  BOOST_TEST(tc.node->running());
+}
+
+// A node's log is its user's: on TLS a client certificate reads it (as
+// `dtrain logs` does), a node's certificate (on every node host) or the
+// head's does not, nor a request without a credential.
+BOOST_AUTO_TEST_CASE(a_nodes_log_is_read_with_a_client_certificate_and_not_a_nodes) {
+  tls_processes tc;
+  auto& pki = tc.pki;
+  node_info info;
+  info.host_id = net::host_identity();
+  info.pid = static_cast<int32_t>(tc.node->pid());
+  info.address = tc.node_address;
+  auto read_as = [&](const sec::tls_files& files) {
+    tls_identity id;
+    id.files = files;
+    system_config cfg{id};
+    caf::actor_system sys{cfg};
+    auto hp = parse_address(tc.node_address).value();
+    auto node = caf::openssl::remote_actor<node_actor>(sys, hp.first, hp.second);
+    BOOST_REQUIRE(node);
+    caf::scoped_actor self{sys};
+    // An identity proof with `files` for this very read of this node.
+    auto chunk = read_log_chunk(self, log_source{*node, info, files, "node 0"}, 0, 1 << 16,
+                                milliseconds(5000));
+    std::string bare = "served";
+    self->request(*node, std::chrono::seconds(5), log_atom::value, int64_t{0}, int32_t{1 << 16},
+                  plugin_credential{})
+        .receive([](log_chunk&) {}, [&](caf::error& e) { bare = from_caf(e, "log").message(); });
+    BOOST_TEST(contains(bare, "log read refused"), bare);
+    return chunk.is_ok() ? chunk->bytes : "refused: " + chunk.error().message();
+  };
+  const std::string as_client = read_as(pki.files("alice", pki.ca_dir));
+  BOOST_TEST(contains(as_client, "joined"), as_client);
+  const std::string as_node = read_as(pki.files("node-1", pki.ca_dir));
+  BOOST_TEST(contains(as_node, "refused: reading the log of node 0: "), as_node);
+  BOOST_TEST(contains(as_node, "log read refused"), as_node);
+  BOOST_TEST(contains(as_node, "is a node certificate"), as_node);
+  const std::string as_head = read_as(pki.files("head", pki.ca_dir));
+  BOOST_TEST(contains(as_head, "log read refused"), as_head);
   BOOST_TEST(tc.node->running());
 }
 

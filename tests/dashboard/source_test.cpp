@@ -44,7 +44,8 @@ node_actor::behavior_type fake_node(node_actor::stateful_pointer<fake_log_state>
       return to_caf(status(error_code::invalid_argument, "no plugins"));
     },
     [=](challenge_atom) -> caf::result<std::string> { return std::string("none"); },
-    [=](log_atom, int64_t offset, int32_t max_bytes) -> caf::result<log_chunk> {
+    [=](log_atom, int64_t offset, int32_t max_bytes,
+        const plugin_credential&) -> caf::result<log_chunk> {
       if (hang->load()) {
         auto promise = self->make_response_promise<log_chunk>();
         self->state.parked.push_back(promise);

@@ -71,8 +71,8 @@ typename Inspector::result_type inspect(Inspector& f, node_info& x) {
            x.host_id, x.gpu_devices, x.secret_file, x.cpus);
 }
 
-/// What a driver presents with a plugin it ships to a node, or a replica it
-/// starts there (node_actor.hpp): proof that it may run code there.
+/// What a driver presents with a plugin it ships to a node, a replica it
+/// starts there or a read of its log (node_actor.hpp): proof that it may.
 ///   kind "same-user": `signature` is an HMAC-SHA256, keyed by the
 ///     content of the node's secret file (node_info::secret_file, readable
 ///     only by the node's user), over plugin_mac_message(challenge, request,
@@ -138,6 +138,11 @@ struct replica_spec {
   std::string precision = "fp32";  // GEMM compute (tensor/precision.hpp)
   int32_t cpus = 0;  // CPU threads (trainer_config::cpus_per_replica); 0: the host's share
   int64_t bucket_bytes = 0;  // gradient sync buckets (trainer_config::bucket_bytes); 0: the default
+  /// The secret every message to the replica carries (replica_actor
+  /// below): chosen by its trainer (security::random_hex, at least 128
+  /// bits), covered by the spawn credential, so only the driver that
+  /// started the replica holds it. Never printed.
+  std::string capability;
 };
 
 template <class Inspector>
@@ -146,7 +151,7 @@ typename Inspector::result_type inspect(Inspector& f, replica_spec& x) {
            x.local_rank, x.node_rank, x.host, x.bind_address, x.backend, x.gpu, x.timeout_ms, x.operator_name,
            x.plugins, x.config, x.global_batch_size, x.aggregation_frequency, x.average_training_metrics,
            x.compression, x.seed, x.progress_seconds, x.progress_sink, x.precision, x.cpus,
-           x.bucket_bytes);
+           x.bucket_bytes, x.capability);
 }
 
 /// Where a replica is within its epoch (train::step_progress on the wire).
@@ -324,24 +329,28 @@ using store_actor = caf::typed_actor<
     caf::reacts_to<sweep_atom>>;
 
 /// A replica: one model replica and its communicator (replica_actor.hpp).
+/// Every message's first string is the replica's capability
+/// (replica_spec::capability); one without it is refused.
 using replica_actor = caf::typed_actor<
-    caf::replies_to<setup_atom>::with<caf::ok_atom>,
-    caf::replies_to<train_atom>::with<metrics_msg>,
-    caf::replies_to<valid_atom>::with<metrics_msg>,
-    caf::replies_to<save_atom, std::string, int32_t>::with<caf::ok_atom>,  // root, keep
-    caf::replies_to<restore_atom, std::string>::with<caf::ok_atom>,
-    caf::replies_to<params_atom>::with<std::vector<char>>,
-    caf::replies_to<hash_atom>::with<uint64_t>,
-    caf::replies_to<preempt_atom>::with<caf::ok_atom>,
-    caf::replies_to<predict_atom, std::string, int64_t, int64_t>::with<predict_chunk>,  // input, rows
-    caf::replies_to<predict_atom, std::string>::with<int64_t>>;  // the input's row count
+    caf::replies_to<setup_atom, std::string>::with<caf::ok_atom>,
+    caf::replies_to<train_atom, std::string>::with<metrics_msg>,
+    caf::replies_to<valid_atom, std::string>::with<metrics_msg>,
+    caf::replies_to<save_atom, std::string, std::string, int32_t>::with<caf::ok_atom>,  // root, keep
+    caf::replies_to<restore_atom, std::string, std::string>::with<caf::ok_atom>,
+    caf::replies_to<params_atom, std::string>::with<std::vector<char>>,
+    caf::replies_to<hash_atom, std::string>::with<uint64_t>,
+    caf::replies_to<preempt_atom, std::string>::with<caf::ok_atom>,
+    caf::replies_to<predict_atom, std::string, std::string, int64_t, int64_t>::with<
+        predict_chunk>,  // input, rows
+    caf::replies_to<predict_atom, std::string, std::string>::with<int64_t>>;  // input -> row count
 
 /// A node agent (node_actor.hpp): hosts replicas and the plugins they need.
 /// plugin(hash): the operators of that plugin when it is loaded here, else
 /// not_found; plugin(hash, bytes, credential): installs and loads it;
-/// challenge: a single-use string for the credential spawn and plugin need.
-/// log(offset, max_bytes): up to max_bytes of the node process's log file
-/// from offset (negative: that many bytes before its end), see node_actor.hpp.
+/// challenge: a single-use string for the credential spawn, plugin and log need.
+/// log(offset, max_bytes, credential): up to max_bytes of the node process's
+/// log file from offset (negative: that many bytes before its end), see
+/// node_actor.hpp.
 using node_actor = caf::typed_actor<
     caf::replies_to<spawn_atom, replica_spec, caf::actor, store_actor, plugin_credential>::with<
         replica_actor>,
@@ -350,7 +359,7 @@ using node_actor = caf::typed_actor<
     caf::replies_to<plugin_atom, std::string, std::vector<char>, plugin_credential>::with<
         std::vector<std::string>>,
     caf::replies_to<challenge_atom>::with<std::string>,
-    caf::replies_to<log_atom, int64_t, int32_t>::with<log_chunk>,
+    caf::replies_to<log_atom, int64_t, int32_t, plugin_credential>::with<log_chunk>,
     caf::replies_to<rss_atom>::with<int64_t>>;  // the process's resident bytes (-1 unknown)
 
 /// The head (head_actor.hpp): node registry, resources, placement.

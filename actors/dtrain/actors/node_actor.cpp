@@ -56,8 +56,8 @@ status take_challenge(node_state& st, const std::string& challenge, const std::s
   return status::ok();
 }
 
-// What a request that runs code on this node must present (node_actor.hpp):
-// `what` ("plugin", "replica") for messages, `subject` for same-user MACs,
+// What a request that runs code on this node or reads its log must present
+// (node_actor.hpp): `what` ("plugin", "replica", "log read") for messages, `subject` for same-user MACs,
 // `purpose` for identity proofs.
 struct code_request {
   std::string what, subject, purpose;
@@ -170,6 +170,14 @@ std::string spawn_proof_purpose(const replica_spec& spec, const std::string& nod
   return "replica " + spawn_subject(spec) + " " + node_name;
 }
 
+std::string log_subject(int64_t offset, int32_t max_bytes) {
+  return "log:" + std::to_string(offset) + ":" + std::to_string(max_bytes);
+}
+
+std::string log_proof_purpose(int64_t offset, int32_t max_bytes, const std::string& node_name) {
+  return "log " + log_subject(offset, max_bytes) + " " + node_name;
+}
+
 node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> self,
                                     node_options options) {
   self->state.options = std::move(options);
@@ -183,6 +191,11 @@ node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> sel
         std::fprintf(stderr, "dtrain node: %s\n", allowed.message().c_str());
         return to_caf(allowed);
       }
+      if (spec.capability.size() < min_capability_chars)
+        return to_caf(invalid_argument(
+            "replica refused: its spec carries a capability of " +
+            std::to_string(spec.capability.size()) + " characters, under the " +
+            std::to_string(min_capability_chars) + " it needs (the replica would answer anyone)"));
       return self->system().spawn(replica_front, std::move(spec), std::move(owner),
                                   std::move(store));
     },
@@ -232,7 +245,15 @@ node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> sel
         open.pop_front();
       return challenge;
     },
-    [=](log_atom, int64_t offset, int32_t max_bytes) -> caf::result<log_chunk> {
+    [=](log_atom, int64_t offset, int32_t max_bytes,
+        const plugin_credential& credential) -> caf::result<log_chunk> {
+      const code_request r{"log read", log_subject(offset, max_bytes),
+                           log_proof_purpose(offset, max_bytes, self->state.options.identity)};
+      if (status allowed = authorize(self->state, r, credential, caf::to_string(self->node()));
+          !allowed) {
+        std::fprintf(stderr, "dtrain node: %s\n", allowed.message().c_str());
+        return to_caf(allowed);
+      }
       auto chunk = read_log(self->state.options.log_file, offset, max_bytes);
       if (!chunk)
         return to_caf(chunk.error());

@@ -35,6 +35,9 @@ struct node_options {
   std::string log_file;
 };
 
+/// The fewest hex digits a replica's capability has (128 bits).
+constexpr size_t min_capability_chars = 32;
+
 /// How long a node's challenge for a plugin credential stays valid.
 constexpr std::chrono::seconds plugin_challenge_lifetime{60};
 
@@ -55,9 +58,11 @@ constexpr int32_t max_log_chunk = 1 << 20;
 /// (spawn_subject / spawn_proof_purpose, the plugin's hash /
 /// plugin_proof_purpose), this node process and one challenge. A refusal is
 /// invalid_argument saying why ("replica refused: ...", "plugin refused:
-/// ..."), and a line on the node's stderr. A node made with neither a
-/// secret nor a CA (an embedded cluster's, which no other process reaches)
-/// takes requests with an empty credential.
+/// ...", "log read refused: ..."), and a line on the node's stderr. A node
+/// made with neither a secret nor a CA (an embedded cluster's, which no
+/// other process reaches) takes requests with an empty credential. spawn
+/// also refuses a spec whose capability (replica_spec::capability) is
+/// shorter than min_capability_chars: the replica would answer anyone.
 ///
 /// plugin(hash) answers the operators of a plugin loaded in this process
 /// (shipped earlier or preloaded by `dtrain start --plugin`), else
@@ -69,7 +74,10 @@ constexpr int32_t max_log_chunk = 1 << 20;
 /// challenge hands out a single-use string for credentials, valid
 /// plugin_challenge_lifetime.
 ///
-/// log(offset, max_bytes) reads the log file on the actor's own thread (a
+/// log(offset, max_bytes, credential) checks the credential as spawn does
+/// (for log_subject / log_proof_purpose of that offset and size: a
+/// credential made for a spawn or a plugin reads nothing, nor one made for
+/// another read), then reads the log file on the actor's own thread (a
 /// bounded read of at most max_log_chunk bytes of a local file): from
 /// `offset`, or for a negative one from that many bytes before the end,
 /// clamped to the file; the answer's `next` is where to ask next (callers
@@ -100,6 +108,15 @@ std::string spawn_subject(const replica_spec& spec);
 /// What an identity-proof credential for `spec` signs: "replica
 /// <spawn_subject> <node proof name>".
 std::string spawn_proof_purpose(const replica_spec& spec, const std::string& node_name);
+
+/// What a credential for reading `max_bytes` of a node's log from `offset`
+/// covers: "log:<offset>:<max_bytes>" (no spawn_subject or plugin hash
+/// looks like it).
+std::string log_subject(int64_t offset, int32_t max_bytes);
+
+/// What an identity-proof credential for that read signs: "log
+/// <log_subject> <node proof name>".
+std::string log_proof_purpose(int64_t offset, int32_t max_bytes, const std::string& node_name);
 
 /// The CUDA device indices a node offers when asked for `requested` GPUs:
 /// 0 .. requested-1, or every device this process sees when requested is

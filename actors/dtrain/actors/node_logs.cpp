@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/plugin_shipping.hpp"
 
 namespace dtrain::actors {
 
@@ -31,13 +32,22 @@ std::vector<int32_t> trial_nodes(const cluster_status& st, const std::string& tr
   return out;
 }
 
-result<log_chunk> read_log_chunk(caf::scoped_actor& self, const node_actor& node, int64_t offset,
-                                 int32_t max_bytes, std::chrono::milliseconds timeout,
-                                 const std::string& label) {
+result<log_chunk> read_log_chunk(caf::scoped_actor& self, const log_source& from, int64_t offset,
+                                 int32_t max_bytes, std::chrono::milliseconds timeout) {
+  using clock = std::chrono::steady_clock;
+  const clock::time_point deadline = clock::now() + timeout;
+  const std::string what = "reading the log of " + from.label;
+  auto credential = log_credential(self->system(), from.node, from.info, offset, max_bytes,
+                                   from.client, timeout);
+  if (!credential)
+    return credential.error().with_context(what);
+  const auto left = std::max(std::chrono::milliseconds(1),
+                             std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 deadline - clock::now()));
   result<log_chunk> out{status(error_code::internal, "no reply")};
-  self->request(node, timeout, log_atom::value, offset, max_bytes)
+  self->request(from.node, left, log_atom::value, offset, max_bytes, *credential)
       .receive([&](log_chunk& c) { out = std::move(c); },
-               [&](caf::error& e) { out = from_caf(e, "reading the log of " + label); });
+               [&](caf::error& e) { out = from_caf(e, what); });
   return out;
 }
 

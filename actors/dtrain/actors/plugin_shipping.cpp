@@ -133,6 +133,18 @@ result<plugin_credential> spawn_credential(caf::actor_system& sys, const node_ac
                          client, timeout);
 }
 
+result<plugin_credential> log_credential(caf::actor_system& sys, const node_actor& node,
+                                         const node_info& info, int64_t offset, int32_t max_bytes,
+                                         const security::tls_files& client,
+                                         std::chrono::milliseconds timeout) {
+  if (info.address.empty())
+    return plugin_credential{};
+  return node_credential(sys, node, info, log_subject(offset, max_bytes),
+                         log_proof_purpose(offset, max_bytes,
+                                           node_proof_name(info.host_id, info.pid)),
+                         client, timeout);
+}
+
 result<int> ensure_plugins(caf::actor_system& sys, const node_actor& node, const assignment& a,
                            const std::vector<plugin_package>& plugins,
                            const security::tls_files& client, std::chrono::milliseconds timeout) {

@@ -72,6 +72,15 @@ result<plugin_credential> spawn_credential(caf::actor_system& sys, const node_ac
                                            const security::tls_files& client,
                                            std::chrono::milliseconds timeout);
 
+/// The credential for reading `max_bytes` of `node`'s log from `offset`
+/// (node_credential with log_subject and log_proof_purpose); an empty one
+/// for a node in this process (`info` without an address), which asks for
+/// none.
+result<plugin_credential> log_credential(caf::actor_system& sys, const node_actor& node,
+                                         const node_info& info, int64_t offset, int32_t max_bytes,
+                                         const security::tls_files& client,
+                                         std::chrono::milliseconds timeout);
+
 /// Makes sure `node` (the node process of placement `a`; an in-process
 /// node needs nothing) has every plugin loaded: asks it by hash and sends
 /// the bytes of those it lacks with this process's credential. Returns how

@@ -167,7 +167,8 @@ result<predict_report> predict(trainer& t, const predict_options& o) {
     for (size_t rank = 0; rank < replicas.size(); ++rank) {
       status asked;
       int64_t n = -1;
-      self->request(replicas[rank], o.chunk_timeout, predict_atom::value, o.input)
+      self->request(replicas[rank], o.chunk_timeout, predict_atom::value,
+                    t.replica_capability(), o.input)
           .receive([&](int64_t got) { n = got; },
                    [&](caf::error& e) {
                      asked = from_caf(e, "predict: replica " + std::to_string(rank));
@@ -203,7 +204,8 @@ result<predict_report> predict(trainer& t, const predict_options& o) {
         const int64_t end = std::min(rows, *begin + o.chunk_rows);
         std::optional<predict_chunk> got;
         status why;
-        self->request(replicas[rank], o.chunk_timeout, predict_atom::value, o.input, *begin, end)
+        self->request(replicas[rank], o.chunk_timeout, predict_atom::value,
+                      t.replica_capability(), o.input, *begin, end)
             .receive([&](predict_chunk& c) { got = std::move(c); },
                      [&](caf::error& e) { why = from_caf(e, "replica " + std::to_string(rank)); });
         if (got)

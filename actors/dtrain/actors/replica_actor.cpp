@@ -10,6 +10,7 @@
 #include "dtrain/actors/store_actor.hpp"
 #include "dtrain/comm/factory.hpp"
 #include "dtrain/core/threads.hpp"
+#include "dtrain/security/certificates.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
 #include "dtrain/train/replica.hpp"
 
@@ -136,6 +137,17 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
   return train::replica_runner::create(ro, std::move(ctx));
 }
 
+// Whether `capability` is this replica's (replica_spec::capability),
+// compared in constant time; else invalid_argument naming `operation`.
+status check_owner(const replica_spec& spec, const std::string& capability,
+                   const char* operation) {
+  if (!spec.capability.empty() && security::constant_time_equal(capability, spec.capability))
+    return status::ok();
+  return invalid_argument(std::string(operation) + " refused by replica " +
+                          std::to_string(spec.rank) + " of trainer " + spec.trainer +
+                          ": not this replica's owner (the message lacks its capability)");
+}
+
 // Runs f() on the worker's runner, or fails if setup has not succeeded.
 template <class F>
 auto with_runner(replica_actor::stateful_pointer<worker_state> self, int rank, F f)
@@ -150,7 +162,9 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
                                             std::shared_ptr<abort_handle> handle) {
   const int rank = spec.rank;
   return {
-    [=](setup_atom) -> caf::result<caf::ok_atom> {
+    [=](setup_atom, const std::string& capability) -> caf::result<caf::ok_atom> {
+      if (status s = check_owner(spec, capability, "setup"); !s)
+        return to_caf(s);
       auto runner = make_runner(self->system(), spec, store, *handle);
       if (!runner)
         return to_caf(runner.error());
@@ -164,7 +178,9 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
       }
       return caf::ok_atom::value;
     },
-    [=](train_atom) -> caf::result<metrics_msg> {
+    [=](train_atom, const std::string& capability) -> caf::result<metrics_msg> {
+      if (status s = check_owner(spec, capability, "train"); !s)
+        return to_caf(s);
       if (self->state.cores)
         self->state.cores->refresh();
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<metrics_msg> {
@@ -175,7 +191,9 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
         return *self->state.last_epoch;
       });
     },
-    [=](valid_atom) -> caf::result<metrics_msg> {
+    [=](valid_atom, const std::string& capability) -> caf::result<metrics_msg> {
+      if (status s = check_owner(spec, capability, "validate"); !s)
+        return to_caf(s);
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<metrics_msg> {
         auto m = r.validate();
         if (!m)
@@ -183,8 +201,10 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
         return to_msg(*m, rank);
       });
     },
-    [=](predict_atom, const std::string& input, int64_t begin,
+    [=](predict_atom, const std::string& capability, const std::string& input, int64_t begin,
         int64_t end) -> caf::result<predict_chunk> {
+      if (status s = check_owner(spec, capability, "predict"); !s)
+        return to_caf(s);
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<predict_chunk> {
         auto p = r.predict(input, begin, end);
         if (!p)
@@ -193,7 +213,10 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
                              std::move(p->outputs), std::move(p->targets)};
       });
     },
-    [=](predict_atom, const std::string& input) -> caf::result<int64_t> {
+    [=](predict_atom, const std::string& capability,
+        const std::string& input) -> caf::result<int64_t> {
+      if (status s = check_owner(spec, capability, "predict"); !s)
+        return to_caf(s);
       // The start of a batch inference: the thread share is set once here,
       // with every replica of the group live, not per chunk, so that a
       // chunk redone after a failure computes with the same threads.
@@ -206,7 +229,10 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
         return *n;
       });
     },
-    [=](save_atom, const std::string& path, int32_t keep) -> caf::result<caf::ok_atom> {
+    [=](save_atom, const std::string& capability, const std::string& path,
+        int32_t keep) -> caf::result<caf::ok_atom> {
+      if (status s = check_owner(spec, capability, "save"); !s)
+        return to_caf(s);
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<caf::ok_atom> {
         const auto& last = self->state.last_epoch;
         const bool after_epoch = last && !last->preempted && last->epoch == r.epochs_done();
@@ -217,21 +243,28 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
         return caf::ok_atom::value;
       });
     },
-    [=](restore_atom, const std::string& path) -> caf::result<caf::ok_atom> {
+    [=](restore_atom, const std::string& capability,
+        const std::string& path) -> caf::result<caf::ok_atom> {
+      if (status s = check_owner(spec, capability, "restore"); !s)
+        return to_caf(s);
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<caf::ok_atom> {
         if (auto s = r.restore(path); !s)
           return to_caf(s);
         return caf::ok_atom::value;
       });
     },
-    [=](params_atom) -> caf::result<std::vector<char>> {
+    [=](params_atom, const std::string& capability) -> caf::result<std::vector<char>> {
+      if (status s = check_owner(spec, capability, "params"); !s)
+        return to_caf(s);
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<std::vector<char>> {
         auto v = r.parameters().to_vector();
         const char* p = reinterpret_cast<const char*>(v.data());
         return std::vector<char>(p, p + v.size() * sizeof(float));
       });
     },
-    [=](hash_atom) -> caf::result<uint64_t> {
+    [=](hash_atom, const std::string& capability) -> caf::result<uint64_t> {
+      if (status s = check_owner(spec, capability, "hash"); !s)
+        return to_caf(s);
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<uint64_t> {
         uint64_t h = 1469598103934665603ULL;
         auto v = r.parameters().to_vector();
@@ -241,7 +274,9 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
         return h;
       });
     },
-    [=](preempt_atom) -> caf::result<caf::ok_atom> {
+    [=](preempt_atom, const std::string& capability) -> caf::result<caf::ok_atom> {
+      if (status s = check_owner(spec, capability, "preempt"); !s)
+        return to_caf(s);
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<caf::ok_atom> {
         r.request_preemption();
         return caf::ok_atom::value;
@@ -274,22 +309,33 @@ replica_actor::behavior_type replica_front(replica_actor::pointer self, replica_
       self->quit(dm.reason);
     });
   }
+  // The worker checks each message's capability (check_owner) itself: its
+  // id is known to whoever got an answer from it, so it must not take the
+  // front's word.
   return {
-    [=](setup_atom a) { return self->delegate(worker, a); },
-    [=](train_atom a) { return self->delegate(worker, a); },
-    [=](valid_atom a) { return self->delegate(worker, a); },
-    [=](save_atom a, std::string& path, int32_t keep) {
-      return self->delegate(worker, a, std::move(path), keep);
+    [=](setup_atom a, std::string& c) { return self->delegate(worker, a, std::move(c)); },
+    [=](train_atom a, std::string& c) { return self->delegate(worker, a, std::move(c)); },
+    [=](valid_atom a, std::string& c) { return self->delegate(worker, a, std::move(c)); },
+    [=](save_atom a, std::string& c, std::string& path, int32_t keep) {
+      return self->delegate(worker, a, std::move(c), std::move(path), keep);
     },
-    [=](restore_atom a, std::string& path) { return self->delegate(worker, a, std::move(path)); },
-    [=](params_atom a) { return self->delegate(worker, a); },
-    [=](hash_atom a) { return self->delegate(worker, a); },
-    [=](predict_atom a, std::string& input, int64_t begin, int64_t end) {
-      return self->delegate(worker, a, std::move(input), begin, end);
+    [=](restore_atom a, std::string& c, std::string& path) {
+      return self->delegate(worker, a, std::move(c), std::move(path));
     },
-    [=](predict_atom a, std::string& input) { return self->delegate(worker, a, std::move(input)); },
+    [=](params_atom a, std::string& c) { return self->delegate(worker, a, std::move(c)); },
+    [=](hash_atom a, std::string& c) { return self->delegate(worker, a, std::move(c)); },
+    [=](predict_atom a, std::string& c, std::string& input, int64_t begin, int64_t end) {
+      return self->delegate(worker, a, std::move(c), std::move(input), begin, end);
+    },
+    [=](predict_atom a, std::string& c, std::string& input) {
+      return self->delegate(worker, a, std::move(c), std::move(input));
+    },
     // Not delegated: the worker is busy in its epoch; the flag is atomic.
-    [=](preempt_atom) -> caf::result<caf::ok_atom> { return handle->preempt(); },
+    [=](preempt_atom, const std::string& c) -> caf::result<caf::ok_atom> {
+      if (status s = check_owner(spec, c, "preempt"); !s)
+        return to_caf(s);
+      return handle->preempt();
+    },
   };
 }
 

@@ -13,6 +13,13 @@ namespace dtrain::actors {
 /// thread, never on CAF's scheduler threads. The front delegates every
 /// request to the worker.
 ///
+/// Every message carries the replica's capability (replica_spec::
+/// capability, its trainer's secret) first: any peer connected to the
+/// process can address an actor (CAF 0.17 ties no message to a connection,
+/// actor ids are sequential), so a message with another string (compared
+/// in constant time) does nothing and gets invalid_argument naming the
+/// operation and "not this replica's owner".
+///
 /// Lifetime: the front monitors its owner (the trainer's actor). When the
 /// owner goes away (driver killed, connection lost), or the front is told
 /// to exit, it aborts the worker's communicator (so a collective in

@@ -74,6 +74,7 @@ result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_confi
     return invalid_argument("trainer '" + config.name + "': precision: " + p.error().message());
   std::unique_ptr<trainer> t(new trainer(c, config));
   t->id_ = make_trainer_id(config.name, net::host_name(), getpid());
+  t->capability_ = security::random_hex(32);
   auto plugins = prepare_plugins(config.plugins);
   if (!plugins)
     return plugins.error().with_context("trainer '" + config.name + "'");
@@ -228,6 +229,7 @@ status trainer::spawn_all() {
     spec.cpus = config_.cpus_per_replica;
     spec.seed = config_.seed;
     spec.progress_seconds = config_.progress_seconds;
+    spec.capability = capability_;
     if (progress_sink_ && (rank == 0 || config_.progress_all_ranks))
       spec.progress_sink = progress_sink_;
     else if (progress_sink_)
@@ -281,7 +283,7 @@ status trainer::start(bool recovering) {
   }
   // Setup runs the rendezvous: every replica must be asked before any answers.
   auto ready = ask_all<caf::ok_atom>(config_.collective_timeout + std::chrono::seconds(30),
-                                     "setup", setup_atom::value);
+                                     "setup", setup_atom::value, capability_);
   if (ready) {
     std::lock_guard<std::mutex> lock(chief_mutex_);
     chief_ = replicas_.front();
@@ -437,7 +439,8 @@ status trainer::reform() {
   if (config_.checkpoint_dir.empty())
     return status::ok();  // no checkpoints: the new group starts over
   status restored = ask_all<caf::ok_atom>(config_.epoch_timeout, "restore from " + config_.checkpoint_dir,
-                                          restore_atom::value, config_.checkpoint_dir)
+                                          restore_atom::value, capability_,
+                                          config_.checkpoint_dir)
                         .to_status();
   if (restored.code() == error_code::not_found)
     return status::ok();  // nothing saved yet
@@ -525,7 +528,8 @@ result<metrics_msg> trainer::train() {
   DTRAIN_RETURN_IF_ERROR(maybe_grow());
   ++epoch_;
   for (;;) {
-    auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "train", train_atom::value);
+    auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "train", train_atom::value,
+                                              capability_);
     if (!all)
       return all.error();
     metrics_msg m = all->front();
@@ -536,7 +540,7 @@ result<metrics_msg> trainer::train() {
     if (config_.checkpoint_dir.empty() || !(m.preempted || due))
       return m;
     auto saved = ask_all<caf::ok_atom>(config_.epoch_timeout, "save to " + config_.checkpoint_dir,
-                                       save_atom::value, config_.checkpoint_dir,
+                                       save_atom::value, capability_, config_.checkpoint_dir,
                                        static_cast<int32_t>(config_.checkpoint_keep));
     if (saved || stopped_)
       return saved ? result<metrics_msg>(m) : result<metrics_msg>(saved.error());
@@ -547,7 +551,8 @@ result<metrics_msg> trainer::train() {
 }
 
 result<metrics_msg> trainer::validate() {
-  auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "validate", valid_atom::value);
+  auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "validate", valid_atom::value,
+                                            capability_);
   if (!all)
     return all.error();
   // Validation reports the epoch the (restored) model stands at.
@@ -558,14 +563,15 @@ result<metrics_msg> trainer::validate() {
 
 status trainer::save(const std::string& path) {
   return ask_with_recovery<caf::ok_atom>(config_.epoch_timeout, "save to " + path, save_atom::value,
-                                         path, static_cast<int32_t>(config_.checkpoint_keep))
+                                         capability_, path,
+                                         static_cast<int32_t>(config_.checkpoint_keep))
       .to_status();
 }
 
 status trainer::restore(const std::string& path) {
   DTRAIN_RETURN_IF_ERROR(ask_with_recovery<caf::ok_atom>(config_.epoch_timeout,
                                                          "restore from " + path,
-                                                         restore_atom::value, path)
+                                                         restore_atom::value, capability_, path)
                              .to_status());
   // The group is at the checkpoint's epoch now: what a failure in the next
   // one is reported with (events), before train() hears it from the replicas.
@@ -579,7 +585,7 @@ result<std::vector<float>> trainer::get_model() {
     return status(error_code::aborted, "get_model: the trainer has been shut down");
   caf::scoped_actor self{cluster_.system()};
   result<std::vector<float>> out{status(error_code::internal, "no reply")};
-  self->request(replicas_[0], config_.epoch_timeout, params_atom::value)
+  self->request(replicas_[0], config_.epoch_timeout, params_atom::value, capability_)
       .receive(
           [&](std::vector<char>& raw) {
             std::vector<float> v(raw.size() / sizeof(float));
@@ -591,7 +597,8 @@ result<std::vector<float>> trainer::get_model() {
 }
 
 result<std::vector<uint64_t>> trainer::parameter_hashes() {
-  return ask_all<uint64_t>(config_.epoch_timeout, "parameter hash", hash_atom::value);
+  return ask_all<uint64_t>(config_.epoch_timeout, "parameter hash", hash_atom::value,
+                          capability_);
 }
 
 status trainer::preempt() {
@@ -604,7 +611,7 @@ status trainer::preempt() {
     return status(error_code::aborted, "preempt: the trainer has been shut down");
   caf::scoped_actor self{cluster_.system()};
   status out;
-  self->request(chief, std::chrono::seconds(10), preempt_atom::value)
+  self->request(chief, std::chrono::seconds(10), preempt_atom::value, capability_)
       .receive([](caf::ok_atom) {}, [&](caf::error& e) { out = from_caf(e, "preempt (replica 0)"); });
   return out;
 }

@@ -187,6 +187,10 @@ public:
   /// The replicas' handles, in rank order, and the cluster they run on (for
   /// work that goes to replicas one by one: batch inference, prediction.hpp).
   const std::vector<replica_actor>& replicas() const { return replicas_; }
+  /// What every message to those replicas carries first (replica_spec::
+  /// capability): this trainer's secret, drawn at create(); keep it in
+  /// this process.
+  const std::string& replica_capability() const { return capability_; }
   cluster& cluster_of() { return cluster_; }
   /// How many plugin libraries this trainer sent to nodes (a node that has
   /// a plugin loaded already is not sent it again).
@@ -215,6 +219,7 @@ private:
   cluster& cluster_;
   trainer_config config_;
   std::string id_;
+  std::string capability_;  // replica_spec::capability of every replica (256 bits, hex)
   std::vector<assignment> placement_;
   std::vector<replica_actor> replicas_;
   store_actor store_;

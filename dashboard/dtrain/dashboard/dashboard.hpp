@@ -8,6 +8,7 @@
 #include "caf/all.hpp"
 #include "dtrain/actors/messages.hpp"
 #include "dtrain/core/status.hpp"
+#include "dtrain/security/certificates.hpp"
 
 namespace dtrain::dashboard {
 
@@ -33,6 +34,11 @@ struct dashboard_options {
   /// requests together (routes.hpp).
   std::chrono::milliseconds head_timeout{5000};
   std::chrono::milliseconds connection_timeout{30000};
+  /// What node logs are read with (node_actor.hpp: log): a driver's client
+  /// certificate on a TLS cluster; empty: the same-user MAC (a head, whose
+  /// own certificate nodes refuse, reads the logs of its user's nodes on
+  /// its host only).
+  security::tls_files log_client;
 };
 
 /// Whether the dashboard on `bind` may start: loopback always; any other

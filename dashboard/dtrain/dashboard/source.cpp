@@ -16,8 +16,9 @@ using namespace dtrain::actors;
 
 class head_cluster_source final : public cluster_source {
 public:
-  head_cluster_source(caf::actor_system& sys, head_actor head, std::chrono::milliseconds timeout)
-    : sys_(sys), head_(std::move(head)), timeout_(timeout) {}
+  head_cluster_source(caf::actor_system& sys, head_actor head, std::chrono::milliseconds timeout,
+                      security::tls_files log_client)
+    : sys_(sys), head_(std::move(head)), timeout_(timeout), log_client_(std::move(log_client)) {}
 
   result<cluster_status> status() override {
     caf::scoped_actor self{sys_};
@@ -52,8 +53,8 @@ public:
                  [&](caf::error& e) { node = lost_or(e, label, count); });
     if (!node)
       return node.error();
-    return read_log_chunk(self, *node, offset, std::clamp(max_bytes, 0, max_log_chunk), left(),
-                          label);
+    return read_log_chunk(self, log_source{*node, info, log_client_, label}, offset,
+                          std::clamp(max_bytes, 0, max_log_chunk), left());
   }
 
   // The lock is not held while asking: a head that does not answer would
@@ -107,6 +108,7 @@ private:
   caf::actor_system& sys_;
   head_actor head_;
   std::chrono::milliseconds timeout_;
+  security::tls_files log_client_;
   std::mutex mutex_;  // guards store_
   std::shared_ptr<store::experiment_store> store_;
 };
@@ -114,8 +116,10 @@ private:
 } // namespace
 
 std::unique_ptr<cluster_source> head_source(caf::actor_system& sys, head_actor head,
-                                            std::chrono::milliseconds timeout) {
-  return std::make_unique<head_cluster_source>(sys, std::move(head), timeout);
+                                            std::chrono::milliseconds timeout,
+                                            security::tls_files log_client) {
+  return std::make_unique<head_cluster_source>(sys, std::move(head), timeout,
+                                               std::move(log_client));
 }
 
 } // namespace dtrain::dashboard

@@ -6,6 +6,7 @@
 #include "caf/all.hpp"
 #include "dtrain/actors/messages.hpp"
 #include "dtrain/core/status.hpp"
+#include "dtrain/security/certificates.hpp"
 #include "dtrain/store/experiment_store.hpp"
 
 namespace dtrain::dashboard {
@@ -39,8 +40,11 @@ public:
 
 /// A cluster_source over `head` (the head process's own head actor, or an
 /// embedded cluster's, or a remote head a driver attached to), asking from
-/// `sys`, each request with `timeout`. Must not outlive `sys`.
+/// `sys`, each request with `timeout`; node logs are read with a fresh
+/// credential each (node_logs.hpp: log_source), made with `log_client`
+/// when complete, else the same-user MAC. Must not outlive `sys`.
 std::unique_ptr<cluster_source> head_source(caf::actor_system& sys, actors::head_actor head,
-                                            std::chrono::milliseconds timeout);
+                                            std::chrono::milliseconds timeout,
+                                            security::tls_files log_client = {});
 
 } // namespace dtrain::dashboard
