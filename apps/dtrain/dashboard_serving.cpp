@@ -26,6 +26,7 @@ status check_dashboard_flags(const dashboard_flags& f) {
 
 result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system& sys,
                                                               const actors::head_actor& head,
+                                                              const std::string& session,
                                                               const dashboard_flags& f,
                                                               const char* who) {
   if (f.port < 0)
@@ -37,7 +38,7 @@ result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system&
   o.tls = f.tls;
   o.certificate = f.certificate;
   o.key = f.key;
-  auto d = dashboard::dashboard::start(sys, head, o);
+  auto d = dashboard::dashboard::start(sys, head, session, o);
   if (!d)
     return d.error();
   // The URL with its token only on a terminal: a log (a detached head's)

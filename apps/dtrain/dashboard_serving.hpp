@@ -31,10 +31,13 @@ struct dashboard_flags {
 /// dashboard is off.
 status check_dashboard_flags(const dashboard_flags& f);
 
-/// Starts the dashboard on `head` when f.port >= 0 (else nullptr), prints
+/// Starts the dashboard on `head` when f.port >= 0 (else nullptr), asking
+/// with `session` (this process's token at the head: cluster::session(),
+/// or spawned_head::session in the head process), prints
 /// "`who` dashboard at URL?token=TOKEN" on stdout and writes f.url_file.
 result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system& sys,
                                                               const actors::head_actor& head,
+                                                              const std::string& session,
                                                               const dashboard_flags& f,
                                                               const char* who);
 

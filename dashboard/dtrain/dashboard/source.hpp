@@ -39,8 +39,10 @@ public:
 
 /// A cluster_source over `head` (the head process's own head actor, or an
 /// embedded cluster's, or a remote head a driver attached to), asking from
-/// `sys`, each request with `timeout`. Must not outlive `sys`.
+/// `sys`, each request with `timeout` and `session` (the asking process's
+/// session token at the head; head_actor.hpp). Must not outlive `sys`.
 std::unique_ptr<cluster_source> head_source(caf::actor_system& sys, actors::head_actor head,
+                                            std::string session,
                                             std::chrono::milliseconds timeout);
 
 } // namespace dtrain::dashboard
