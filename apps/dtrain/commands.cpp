@@ -144,7 +144,8 @@ int run_train(const train_options& o) {
   if (!c)
     return fail(c.error());
   // Declared after the cluster: it stops before the cluster's actor system.
-  auto dash = serve_dashboard((*c)->system(), (*c)->head(), (*c)->session(), o.dashboard, "dtrain train:");
+  auto dash = serve_dashboard((*c)->system(), (*c)->head(), (*c)->session(), o.dashboard,
+                              "dtrain train:");
   if (!dash)
     return fail(dash.error());
   auto store = (*c)->experiments();
@@ -337,7 +338,8 @@ int run_tune(const tune_options& o) {
   if (!c)
     return fail(c.error());
   // Declared after the cluster: it stops before the cluster's actor system.
-  auto dash = serve_dashboard((*c)->system(), (*c)->head(), (*c)->session(), o.dashboard, "dtrain tune:");
+  auto dash = serve_dashboard((*c)->system(), (*c)->head(), (*c)->session(), o.dashboard,
+                              "dtrain tune:");
   if (!dash)
     return fail(dash.error());
   auto store = (*c)->experiments();

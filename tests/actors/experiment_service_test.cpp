@@ -317,7 +317,8 @@ BOOST_AUTO_TEST_CASE(a_deleted_experiment_s_writer_alone_hears_of_its_failed_wri
   auto service = experiments::spawn_experiment_service(sys, experiments::sqlite_opener(path), path,
                                                        std::make_shared<session_directory>(false));
   {
-    experiments::service_client deleted_run(sys, service, "", path), other_run(sys, service, "", path);
+    experiments::service_client deleted_run(sys, service, "", path),
+        other_run(sys, service, "", path);
     const int64_t gone = deleted_run.create_experiment(an_experiment("gone")).value();
     const int64_t kept = other_run.create_experiment(an_experiment("kept")).value();
     store::trial_row t;
