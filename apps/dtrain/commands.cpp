@@ -93,7 +93,7 @@ int run_status(const std::string& address, const security::tls_files& tls) {
     return fail(c.error());
   caf::scoped_actor self{(*c)->system()};
   int rc = 0;
-  self->request((*c)->head(), std::chrono::seconds(10), status_atom::value)
+  self->request((*c)->head(), std::chrono::seconds(10), status_atom::value, (*c)->session())
       .receive(
           [&](cluster_status& st) {
             std::printf("cluster at %s: %zu nodes\n", (*c)->where().c_str(), st.nodes.size());
@@ -144,7 +144,8 @@ int run_train(const train_options& o) {
   if (!c)
     return fail(c.error());
   // Declared after the cluster: it stops before the cluster's actor system.
-  auto dash = serve_dashboard((*c)->system(), (*c)->head(), o.dashboard, "dtrain train:",
+  auto dash = serve_dashboard((*c)->system(), (*c)->head(), (*c)->session(), o.dashboard,
+                              "dtrain train:",
                               (*c)->tls().enabled() ? (*c)->tls().files : security::tls_files{});
   if (!dash)
     return fail(dash.error());
@@ -338,7 +339,8 @@ int run_tune(const tune_options& o) {
   if (!c)
     return fail(c.error());
   // Declared after the cluster: it stops before the cluster's actor system.
-  auto dash = serve_dashboard((*c)->system(), (*c)->head(), o.dashboard, "dtrain tune:",
+  auto dash = serve_dashboard((*c)->system(), (*c)->head(), (*c)->session(), o.dashboard,
+                              "dtrain tune:",
                               (*c)->tls().enabled() ? (*c)->tls().files : security::tls_files{});
   if (!dash)
     return fail(dash.error());

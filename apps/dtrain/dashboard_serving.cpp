@@ -24,9 +24,12 @@ status check_dashboard_flags(const dashboard_flags& f) {
   return dashboard::check_bind(f.bind, have_certificate);
 }
 
-result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(
-    caf::actor_system& sys, const actors::head_actor& head, const dashboard_flags& f,
-    const char* who, const security::tls_files& log_client) {
+result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system& sys,
+                                                              const actors::head_actor& head,
+                                                              const std::string& session,
+                                                              const dashboard_flags& f,
+                                                              const char* who,
+                                                              const security::tls_files& log_client) {
   if (f.port < 0)
     return std::unique_ptr<dashboard::dashboard>();
   DTRAIN_RETURN_IF_ERROR(check_dashboard_flags(f));
@@ -37,7 +40,7 @@ result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(
   o.certificate = f.certificate;
   o.key = f.key;
   o.log_client = log_client;
-  auto d = dashboard::dashboard::start(sys, head, o);
+  auto d = dashboard::dashboard::start(sys, head, session, o);
   if (!d)
     return d.error();
   // The URL with its token only on a terminal: a log (a detached head's)

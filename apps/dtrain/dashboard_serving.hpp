@@ -31,11 +31,16 @@ struct dashboard_flags {
 /// dashboard is off.
 status check_dashboard_flags(const dashboard_flags& f);
 
-/// Starts the dashboard on `head` when f.port >= 0 (else nullptr), prints
+/// Starts the dashboard on `head` when f.port >= 0 (else nullptr), asking
+/// with `session` (this process's token at the head: cluster::session(),
+/// or spawned_head::session in the head process), prints
 /// "`who` dashboard at URL?token=TOKEN" on stdout and writes f.url_file.
 /// Its log route reads node logs with `log_client` (dashboard_options).
-result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(
-    caf::actor_system& sys, const actors::head_actor& head, const dashboard_flags& f,
-    const char* who, const security::tls_files& log_client = {});
+result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system& sys,
+                                                              const actors::head_actor& head,
+                                                              const std::string& session,
+                                                              const dashboard_flags& f,
+                                                              const char* who,
+                                                              const security::tls_files& log_client = {});
 
 } // namespace dtrain::cli

@@ -138,7 +138,7 @@ std::string short_name(const std::string& host) { return host.substr(0, host.fin
 result<std::map<std::string, int>> nodes_by_host(actors::cluster& c) {
   caf::scoped_actor self{c.system()};
   result<std::map<std::string, int>> out = unavailable("the head did not answer");
-  self->request(c.head(), std::chrono::seconds(10), actors::status_atom::value)
+  self->request(c.head(), std::chrono::seconds(10), actors::status_atom::value, c.session())
       .receive(
           [&](actors::cluster_status& st) {
             std::map<std::string, int> hosts;

@@ -166,7 +166,7 @@ int run_logs(const logs_options& o) {
     return fail(c.error());
   caf::scoped_actor self{(*c)->system()};
   result<cluster_status> st{status(error_code::internal, "no reply")};
-  self->request((*c)->head(), request_timeout, status_atom::value)
+  self->request((*c)->head(), request_timeout, status_atom::value, (*c)->session())
       .receive([&](cluster_status& s) { st = std::move(s); },
                [&](caf::error& e) { st = from_caf(e, "asking the head for its status"); });
   if (!st)

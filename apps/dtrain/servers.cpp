@@ -121,7 +121,8 @@ int run_head(const server_options& o) {
   caf::actor_system sys{cfg};
   const std::string store =
       o.store_path.empty() ? experiments::default_store_path() : o.store_path;
-  auto head = spawn_head(sys, experiments::sqlite_opener(store), store, *tls);
+  // Its session stands for the head's own process (the dashboard below).
+  auto [head, session] = spawn_head(sys, experiments::sqlite_opener(store), store, *tls);
   auto port = publish_actor(sys, head, o.port, net::is_wildcard(bind) ? "" : bind);
   if (!port) {
     std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", bind.c_str(), o.port,
@@ -130,7 +131,7 @@ int run_head(const server_options& o) {
     return 1;
   }
   // Before the port file: whoever waits for it finds the dashboard up too.
-  auto dash = serve_dashboard(sys, head, dash_flags, "dtrain head:");
+  auto dash = serve_dashboard(sys, head, session, dash_flags, "dtrain head:");
   if (!dash) {
     std::fprintf(stderr, "error: %s\n", dash.error().message().c_str());
     caf::anon_send_exit(head, caf::exit_reason::user_shutdown);

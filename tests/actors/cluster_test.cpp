@@ -308,7 +308,7 @@ BOOST_AUTO_TEST_CASE(replicas_of_a_killed_driver_are_torn_down_and_their_slots_f
     bool placed = false;
     for (int i = 0; i < 100 && !placed; ++i) {
       caf::scoped_actor self{c->system()};
-      self->request(c->head(), std::chrono::seconds(5), status_atom::value)
+      self->request(c->head(), std::chrono::seconds(5), status_atom::value, c->session())
           .receive([&](cluster_status& st) { placed = !st.trainers.empty(); }, [](caf::error&) {});
       std::this_thread::sleep_for(milliseconds(50));
     }
@@ -318,7 +318,7 @@ BOOST_AUTO_TEST_CASE(replicas_of_a_killed_driver_are_torn_down_and_their_slots_f
     bool freed = false;
     while (!freed && std::chrono::steady_clock::now() - killed < std::chrono::seconds(5)) {
       caf::scoped_actor self{c->system()};
-      self->request(c->head(), std::chrono::seconds(5), status_atom::value)
+      self->request(c->head(), std::chrono::seconds(5), status_atom::value, c->session())
           .receive([&](cluster_status& st) { freed = st.trainers.empty(); }, [](caf::error&) {});
       std::this_thread::sleep_for(milliseconds(50));
     }

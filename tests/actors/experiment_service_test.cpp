@@ -295,11 +295,11 @@ BOOST_AUTO_TEST_CASE(a_write_error_comes_back_from_the_next_flush_naming_the_ope
       c->system(), [&] {
         caf::scoped_actor self{c->system()};
         experiments::experiment_service svc;
-        self->request(c->head(), std::chrono::seconds(5), experiments_atom::value)
+        self->request(c->head(), std::chrono::seconds(5), experiments_atom::value, c->session())
             .receive([&](experiments::experiment_service& x) { svc = x; }, [](caf::error&) {});
         return svc;
       }(),
-      "the test");
+      c->session(), "the test");
   BOOST_TEST(s->put_trial(orphan).is_ok());
   BOOST_TEST(other.flush().is_ok());
   BOOST_TEST(!s->flush().is_ok());
@@ -313,9 +313,12 @@ BOOST_AUTO_TEST_CASE(a_deleted_experiment_s_writer_alone_hears_of_its_failed_wri
   const std::string path = home.file("experiments.db");
   system_config config;
   caf::actor_system sys{config};
-  auto service = experiments::spawn_experiment_service(sys, experiments::sqlite_opener(path), path);
+  // No TLS: every session passes (a plain cluster's service).
+  auto service = experiments::spawn_experiment_service(sys, experiments::sqlite_opener(path), path,
+                                                       std::make_shared<session_directory>(false));
   {
-    experiments::service_client deleted_run(sys, service, path), other_run(sys, service, path);
+    experiments::service_client deleted_run(sys, service, "", path),
+        other_run(sys, service, "", path);
     const int64_t gone = deleted_run.create_experiment(an_experiment("gone")).value();
     const int64_t kept = other_run.create_experiment(an_experiment("kept")).value();
     store::trial_row t;
@@ -397,9 +400,9 @@ BOOST_AUTO_TEST_CASE(a_request_the_service_does_not_answer_in_time_is_a_timeout_
         std::this_thread::sleep_for(milliseconds(1500));
         return std::unique_ptr<store::experiment_store>(new memory_store());
       },
-      "slow.db");
+      "slow.db", std::make_shared<session_directory>(false));
   {
-    experiments::service_client client(sys, slow, "slow.db", milliseconds(200));
+    experiments::service_client client(sys, slow, "", "slow.db", milliseconds(200));
     auto start = std::chrono::steady_clock::now();
     auto listed = client.experiments();
     auto took = std::chrono::steady_clock::now() - start;
@@ -438,7 +441,7 @@ BOOST_AUTO_TEST_CASE(a_store_that_cannot_be_opened_fails_each_request_and_the_cl
   BOOST_TEST(flushed.message().find(path) != std::string::npos, flushed.message());
   caf::scoped_actor self{(*c)->system()};
   bool answered = false;
-  self->request((*c)->head(), std::chrono::seconds(5), status_atom::value)
+  self->request((*c)->head(), std::chrono::seconds(5), status_atom::value, (*c)->session())
       .receive([&](cluster_status& st) { answered = st.nodes.size() == 1; },
                [](caf::error&) {});
   BOOST_TEST(answered, "the head answers status");
@@ -503,7 +506,7 @@ BOOST_AUTO_TEST_CASE(a_head_process_with_a_corrupt_store_names_it_and_still_answ
   BOOST_TEST(text.find(path) != std::string::npos, text);
   caf::scoped_actor self{driver->system()};
   bool answered = false;
-  self->request(driver->head(), std::chrono::seconds(5), status_atom::value)
+  self->request(driver->head(), std::chrono::seconds(5), status_atom::value, driver->session())
       .receive([&](cluster_status&) { answered = true; }, [](caf::error&) {});
   BOOST_TEST(answered, "the head answers status");
   BOOST_TEST(dtrain::testing::read_file(path) == std::string(4096, 'x'), "the file is left as it was");

@@ -74,7 +74,7 @@ node_actor::behavior_type fake_node(node_actor::stateful_pointer<fake_node_state
 struct head_fixture {
   system_config config;
   caf::actor_system sys{config};
-  head_actor head = spawn_head(sys);
+  head_actor head = spawn_head(sys).head;  // no TLS: no session to present
   std::shared_ptr<std::atomic<bool>> answering = std::make_shared<std::atomic<bool>>(true);
   request_counter asked = std::make_shared<std::atomic<int>>(0);
 
@@ -111,7 +111,8 @@ struct head_fixture {
                                         const caf::actor& owner = {}) {
     caf::scoped_actor self{sys};
     result<std::vector<assignment>> out{status(error_code::internal, "no reply")};
-    self->request(head, std::chrono::seconds(5), place_atom::value, trainer, n, gpu, owner)
+    self->request(head, std::chrono::seconds(5), place_atom::value, trainer, n, gpu, owner,
+                  std::string())
         .receive([&](std::vector<assignment>& a) { out = std::move(a); },
                  [&](caf::error& e) { out = from_caf(e, "place " + trainer); });
     return out;
@@ -119,20 +120,20 @@ struct head_fixture {
 
   void release(const std::string& trainer, const caf::actor& owner = {}) {
     caf::scoped_actor self{sys};
-    self->request(head, std::chrono::seconds(5), release_atom::value, trainer, owner)
+    self->request(head, std::chrono::seconds(5), release_atom::value, trainer, owner, std::string())
         .receive([](caf::ok_atom) {}, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
   }
 
   void unreachable(int32_t index) {
     caf::scoped_actor self{sys};
-    self->request(head, std::chrono::seconds(5), unreach_atom::value, index)
+    self->request(head, std::chrono::seconds(5), unreach_atom::value, index, std::string())
         .receive([](caf::ok_atom) {}, [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
   }
 
   cluster_status status_now() {
     caf::scoped_actor self{sys};
     cluster_status out;
-    self->request(head, std::chrono::seconds(5), status_atom::value)
+    self->request(head, std::chrono::seconds(5), status_atom::value, std::string())
         .receive([&](cluster_status& st) { out = std::move(st); },
                  [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
     return out;

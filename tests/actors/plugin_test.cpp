@@ -81,7 +81,7 @@ std::string hash_of(const std::string& path) {
 assignment node_assignment(cluster& c, int index) {
   assignment a;
   caf::scoped_actor self{c.system()};
-  self->request(c.head(), std::chrono::seconds(5), status_atom::value)
+  self->request(c.head(), std::chrono::seconds(5), status_atom::value, c.session())
       .receive([&](cluster_status& st) { a.info = st.nodes.at(static_cast<size_t>(index)); },
                [](caf::error&) {});
   a.node = index;

@@ -480,6 +480,66 @@ BOOST_AUTO_TEST_CASE(a_nodes_log_is_read_with_a_client_certificate_and_not_a_nod
   BOOST_TEST(tc.node->running());
 }
 
+// A node certificate is on every node host: with its own, valid node
+// session it may register, but the head refuses it every client request
+// (the session's role decides, not the node id the message claims). A
+// client certificate's session is served, the experiment store included.
+BOOST_AUTO_TEST_CASE(a_node_session_is_refused_every_client_request_at_the_head) {
+  tls_processes tc;
+  tls_identity id;
+  id.files = tc.pki.files("node-1", tc.pki.ca_dir);
+  id.role_ = sec::role::node;
+  id.subject = "CN=node-1,O=dtrain";
+  {
+    system_config cfg{id};
+    caf::actor_system sys{cfg};
+    auto head = connect_head(sys, tc.address, milliseconds(5000), {}, id);
+    BOOST_REQUIRE_MESSAGE(head.is_ok(), head.error().to_string());
+    auto joined = authenticate(sys, *head, id, tc.address, milliseconds(5000));
+    BOOST_REQUIRE_MESSAGE(joined.is_ok(), joined.error().to_string());
+    BOOST_REQUIRE(!joined->empty());
+    const std::string node_role =
+        " needs a client certificate; the session is of 'CN=node-1,O=dtrain', a node certificate";
+    caf::scoped_actor self{sys};
+    std::string why;
+    auto failed = [&](caf::error& e) { why = from_caf(e, "").message(); };
+    why = "served";
+    self->request(*head, std::chrono::seconds(5), status_atom::value, *joined)
+        .receive([](cluster_status&) {}, failed);
+    BOOST_TEST(contains(why, "the cluster's status" + node_role), why);
+    why = "served";
+    self->request(*head, std::chrono::seconds(5), place_atom::value, std::string("intruder"),
+                  int32_t{1}, false, caf::actor{self}, *joined)
+        .receive([](std::vector<assignment>&) {}, failed);
+    BOOST_TEST(contains(why, "placing trainer intruder" + node_role), why);
+    why = "served";
+    self->request(*head, std::chrono::seconds(5), experiments_atom::value, *joined)
+        .receive([](experiments::experiment_service&) {}, failed);
+    BOOST_TEST(contains(why, "the experiment store" + node_role), why);
+    why = "served";
+    self->request(*head, std::chrono::seconds(5), caf::get_atom::value, int32_t{0}, *joined)
+        .receive([](node_actor&) {}, failed);
+    BOOST_TEST(contains(why, "looking up a node" + node_role), why);
+  }
+  BOOST_TEST(wait_for_text(tc.home.file("head.log"), "refused", milliseconds(5000)),
+             tc.head_log());
+  cluster::options o{tc.address, 0, 0, milliseconds(10000)};
+  o.tls = tc.pki.files("alice", tc.pki.ca_dir);
+  auto alice = cluster::connect(o);
+  BOOST_REQUIRE_MESSAGE(alice.is_ok(), alice.error().to_string());
+  caf::scoped_actor self{(*alice)->system()};
+  cluster_status st;
+  self->request((*alice)->head(), std::chrono::seconds(5), status_atom::value, (*alice)->session())
+      .receive([&](cluster_status& s) { st = std::move(s); },
+               [](caf::error& e) { BOOST_FAIL(caf::to_string(e)); });
+  BOOST_TEST(st.nodes.size() == 1u);
+  BOOST_TEST(st.trainers.empty(), "the node placed nothing");
+  auto store = (*alice)->experiments();
+  BOOST_REQUIRE_MESSAGE(store.is_ok(), store.error().to_string());
+  auto listed = (*store)->experiments();
+  BOOST_TEST(listed.is_ok(), (listed.is_ok() ? "" : listed.error().to_string()));
+}
+
 // The head forgets a client whose connection is gone (`dtrain status`
 // leaves no actor behind whose end would tell it) and keeps one that is
 // still connected however quiet it is: both by its idle sweeps, which ask
@@ -497,7 +557,7 @@ BOOST_AUTO_TEST_CASE(the_head_forgets_a_client_that_left_and_keeps_a_quiet_conne
   auto refusal = [](cluster& c) {  // "" when the head serves its status
     caf::scoped_actor self{c.system()};
     std::string why = "no answer";
-    self->request(c.head(), std::chrono::seconds(5), status_atom::value)
+    self->request(c.head(), std::chrono::seconds(5), status_atom::value, c.session())
         .receive([&](cluster_status&) { why.clear(); },
                  [&](caf::error& e) { why = from_caf(e, "status").message(); });
     return why;

@@ -71,7 +71,7 @@ tune_config sweep_of(int64_t trials, int64_t epochs, int concurrent) {
 cluster_status status_of(cluster& c) {
   caf::scoped_actor self{c.system()};
   cluster_status out;
-  self->request(c.head(), std::chrono::seconds(10), status_atom::value)
+  self->request(c.head(), std::chrono::seconds(10), status_atom::value, c.session())
       .receive([&](cluster_status& s) { out = std::move(s); },
                [&](caf::error& e) { BOOST_FAIL("status: " << caf::to_string(e)); });
   return out;

@@ -74,25 +74,27 @@ head_actor::behavior_type losing_head() {
     [=](register_atom, node_info&, node_actor&, std::string&) -> caf::result<int32_t> {
       return no("the fake head registers nothing");
     },
-    [=](place_atom, std::string&, int32_t, bool,
-        caf::actor&) -> caf::result<std::vector<assignment>> { return no("no placement"); },
-    [=](release_atom, std::string&, caf::actor&) -> caf::result<caf::ok_atom> {
+    [=](place_atom, std::string&, int32_t, bool, caf::actor&,
+        std::string&) -> caf::result<std::vector<assignment>> { return no("no placement"); },
+    [=](release_atom, std::string&, caf::actor&, std::string&) -> caf::result<caf::ok_atom> {
       return caf::ok_atom::value;
     },
-    [=](unreach_atom, int32_t) -> caf::result<caf::ok_atom> { return caf::ok_atom::value; },
+    [=](unreach_atom, int32_t, std::string&) -> caf::result<caf::ok_atom> {
+      return caf::ok_atom::value;
+    },
     [=](probe_atom, int32_t) {},
     [=](rss_atom) {},
-    [=](status_atom) -> caf::result<cluster_status> {
+    [=](status_atom, std::string&) -> caf::result<cluster_status> {
       cluster_status st;
       st.nodes = {node_info{"h0", "", 1, 0, 1, "h0", {}, ""},
                   node_info{"h1", "10.0.0.2:4242", 1, 0, 2, "h1", {}, ""}};
       st.node_ids = {3, 5};
       return st;
     },
-    [=](caf::get_atom, int32_t index) -> caf::result<node_actor> {
+    [=](caf::get_atom, int32_t index, std::string&) -> caf::result<node_actor> {
       return to_caf(not_found("no live node " + std::to_string(index)));
     },
-    [=](experiments_atom) -> caf::result<experiments::experiment_service> {
+    [=](experiments_atom, std::string&) -> caf::result<experiments::experiment_service> {
       return no("no store");
     },
     [=](hello_atom, std::string&) -> caf::result<head_hello> { return no("no hello"); },
@@ -105,10 +107,10 @@ head_actor::behavior_type losing_head() {
 struct source_fixture {
   system_config config;
   caf::actor_system sys{config};
-  head_actor head = spawn_head(sys);
+  head_actor head = spawn_head(sys).head;  // no TLS: no session to present
   std::shared_ptr<std::atomic<bool>> hang = std::make_shared<std::atomic<bool>>(false);
   node_actor node = sys.spawn(fake_node, std::string("one\ntwo\nthree\n"), hang);
-  std::unique_ptr<dashboard::cluster_source> source = dashboard::head_source(sys, head, milliseconds(500));
+  std::unique_ptr<dashboard::cluster_source> source = dashboard::head_source(sys, head, "", milliseconds(500));
 
   source_fixture() {
     caf::scoped_actor self{sys};
@@ -151,7 +153,7 @@ BOOST_AUTO_TEST_CASE(an_unknown_node_is_not_found) {
 
 BOOST_AUTO_TEST_CASE(a_node_lost_after_the_status_is_named_by_the_position_asked_for) {
   head_actor lossy = sys.spawn(losing_head);
-  auto lossy_source = dashboard::head_source(sys, lossy, milliseconds(2000));
+  auto lossy_source = dashboard::head_source(sys, lossy, "", milliseconds(2000));
   auto r = lossy_source->node_log(1, 0, 100);
   caf::anon_send_exit(lossy, caf::exit_reason::user_shutdown);
   BOOST_REQUIRE(!r.is_ok());

@@ -90,8 +90,11 @@ status cluster::start_embedded(const options& o) {
   where_ = "embedded";
   DTRAIN_ASSIGN_OR_RETURN(auto gpus, offered_gpus(o.local_gpus));
   store_path_ = o.store_path.empty() ? experiments::default_store_path() : o.store_path;
-  head_ = spawn_head(*system_, o.open_store ? o.open_store : experiments::sqlite_opener(store_path_),
-                     store_path_);
+  auto head = spawn_head(*system_,
+                         o.open_store ? o.open_store : experiments::sqlite_opener(store_path_),
+                         store_path_);
+  head_ = std::move(head.head);
+  session_ = std::move(head.session);
   local_node_ = spawn_node(*system_);
   int cores = static_cast<int>(std::thread::hardware_concurrency());
   node_info info{net::host_name(), "", o.local_slots > 0 ? o.local_slots : std::max(2, cores),
@@ -99,7 +102,7 @@ status cluster::start_embedded(const options& o) {
                  net::host_identity(), gpus, /*secret_file=*/""};
   caf::scoped_actor self{*system_};
   status out;
-  self->request(head_, std::chrono::seconds(10), register_atom::value, info, local_node_, std::string())
+  self->request(head_, std::chrono::seconds(10), register_atom::value, info, local_node_, session_)
       .receive([](int32_t) {}, [&](caf::error& e) { out = from_caf(e, "embedded cluster"); });
   return out;
 }
@@ -220,9 +223,8 @@ result<std::string> authenticate(caf::actor_system& sys, const head_actor& head,
 status cluster::attach(const std::string& address, std::chrono::milliseconds timeout) {
   where_ = address;
   DTRAIN_ASSIGN_OR_RETURN(head_, connect_head(*system_, address, timeout, {}, tls_));
-  auto session = authenticate(*system_, head_, tls_, address, std::chrono::seconds(10));
-  if (!session)
-    return session.error();
+  DTRAIN_ASSIGN_OR_RETURN(session_,
+                          authenticate(*system_, head_, tls_, address, std::chrono::seconds(10)));
   return status::ok();
 }
 
@@ -234,13 +236,13 @@ result<std::shared_ptr<store::experiment_store>> cluster::experiments() {
   result<experiments::experiment_service> service{status(error_code::internal, "no reply")};
   {
     caf::scoped_actor self{*system_};
-    self->request(head_, std::chrono::seconds(30), experiments_atom::value)
+    self->request(head_, std::chrono::seconds(30), experiments_atom::value, session_)
         .receive([&](experiments::experiment_service& s) { service = std::move(s); },
                  [&](caf::error& e) { service = from_caf(e, "experiment store at " + where); });
   }
   if (!service)
     return service.error();
-  experiments_ = std::make_shared<experiments::service_client>(*system_, *service, where);
+  experiments_ = std::make_shared<experiments::service_client>(*system_, *service, session_, where);
   return experiments_;
 }
 
@@ -292,7 +294,7 @@ result<node_actor> cluster::node_of(const assignment& a, std::chrono::millisecon
     return from_caf(node.error(), what + ": cannot connect to " + a.info.address);
   caf::scoped_actor self{*system_};
   result<node_actor> out{status(error_code::internal, "no reply")};
-  self->request(head_, timeout, caf::get_atom::value, a.node)
+  self->request(head_, timeout, caf::get_atom::value, a.node, session_)
       .receive([&](node_actor& n) { out = std::move(n); },
                [&](caf::error& e) { out = from_caf(e, what + ": asking the head for it"); });
   if (out && out->node() != *node)

@@ -64,8 +64,10 @@ result<head_actor> connect_head(caf::actor_system& sys, const std::string& addre
 /// authentication: checks that the head proves role head, then proves
 /// this process's role (node: "join", else "attach"). Every request has
 /// `timeout`. Errors name the address and the head's reason. Returns the
-/// session token the head handed out (head_auth::session; a node presents
-/// it when it registers); "" without TLS, where nothing is exchanged.
+/// session token the head handed out (head_auth::session), which every
+/// later request to the head and its experiment service carries (a node's
+/// registration, a driver's cluster::session()); "" without TLS, where
+/// nothing is exchanged.
 result<std::string> authenticate(caf::actor_system& sys, const head_actor& head, const tls_identity& tls,
                     const std::string& address, std::chrono::milliseconds timeout);
 
@@ -140,6 +142,13 @@ public:
   /// This process's TLS identity (disabled on a plain cluster).
   const tls_identity& tls() const { return tls_; }
 
+  /// The session token this process presents with every request to the
+  /// head and its experiment service (head_actor.hpp): the one the head
+  /// handed out when this driver proved its client certificate, or the
+  /// embedded head's local one; "" on a plain cluster. Keep it in this
+  /// process: whoever holds it acts as this driver.
+  const std::string& session() const { return session_; }
+
 private:
   cluster() = default;
   status start_embedded(const options& o);
@@ -150,6 +159,7 @@ private:
   std::unique_ptr<system_config> config_;
   std::unique_ptr<caf::actor_system> system_;
   head_actor head_;
+  std::string session_;  // see session()
   node_actor local_node_;
   bool embedded_ = false;
   std::string where_;

@@ -335,13 +335,15 @@ void watch_sender(head_actor::pointer self, head_auth& auth) {
     self->monitor(sender);
 }
 
-// The guard of every request but hello and prove: an error reply (and a
-// line on the head) unless the sender may ask it.
+// The guard of every request but hello, prove and register: an error
+// reply (and a line on the head) unless `session` (the request's token) is
+// one of the sender's process with role `needed`, or the head's own.
 template <class T>
 std::optional<caf::result<T>> refuse(head_actor::pointer self, head_auth& auth,
-                                     security::role needed, const std::string& request) {
+                                     const std::string& session, security::role needed,
+                                     const std::string& request) {
   const caf::node_id peer = sender_node(self);
-  status s = auth.allowed(peer, self->node(), needed, request);
+  status s = auth.allowed_session(session, peer, self->node(), needed, request);
   if (s) {
     watch_sender(self, auth);
     return std::nullopt;
@@ -396,14 +398,14 @@ void sweep_idle(head_actor::pointer self, const std::shared_ptr<head_auth>& auth
 
 head_actor::behavior_type head_impl(head_actor::pointer self,
                                     experiments::store_opener open_store, std::string store_path,
-                                    tls_identity tls) {
+                                    std::shared_ptr<head_auth> auth) {
   using security::role;
   auto state = std::make_shared<head_state>();
-  auto auth = std::make_shared<head_auth>(std::move(tls), head_challenge_lifetime);
   // It ends with the head, but not the other way round (no link): a store
-  // failure must not stop the cluster. Not detached (see service.hpp).
+  // failure must not stop the cluster. Not detached (see service.hpp). It
+  // checks each message's session against the head's (thread-safe) view.
   auto service = self->spawn(experiments::service_impl, std::move(open_store),
-                             std::move(store_path));
+                             std::move(store_path), auth->sessions());
   self->attach_functor([service](const caf::error&) {
     caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
   });
@@ -473,9 +475,9 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
       state->nodes.push_back(std::move(entry));
       return static_cast<int32_t>(state->nodes.size() - 1);
     },
-    [=](place_atom, const std::string& trainer, int32_t n, bool gpu,
-        caf::actor& owner) -> caf::result<std::vector<assignment>> {
-      if (auto no = refuse<std::vector<assignment>>(self, *auth, role::client,
+    [=](place_atom, const std::string& trainer, int32_t n, bool gpu, caf::actor& owner,
+        const std::string& session) -> caf::result<std::vector<assignment>> {
+      if (auto no = refuse<std::vector<assignment>>(self, *auth, session, role::client,
                                                     "placing trainer " + trainer))
         return *no;
       if (n < 1)
@@ -491,15 +493,17 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
       }
       return placed;
     },
-    [=](release_atom, const std::string& trainer,
-        const caf::actor& owner) -> caf::result<caf::ok_atom> {
-      if (auto no = refuse<caf::ok_atom>(self, *auth, role::client, "releasing trainer " + trainer))
+    [=](release_atom, const std::string& trainer, const caf::actor& owner,
+        const std::string& session) -> caf::result<caf::ok_atom> {
+      if (auto no = refuse<caf::ok_atom>(self, *auth, session, role::client,
+                                         "releasing trainer " + trainer))
         return *no;
       release(*state, placement_key{trainer, owner.address()});
       return caf::ok_atom::value;
     },
-    [=](unreach_atom, int32_t index) -> caf::result<caf::ok_atom> {
-      if (auto no = refuse<caf::ok_atom>(self, *auth, role::client, "reporting a node unreachable"))
+    [=](unreach_atom, int32_t index, const std::string& session) -> caf::result<caf::ok_atom> {
+      if (auto no = refuse<caf::ok_atom>(self, *auth, session, role::client,
+                                         "reporting a node unreachable"))
         return *no;
       suspect(self, *state, index);
       return caf::ok_atom::value;
@@ -517,21 +521,23 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
         sweep_idle(self, auth);
       }
     },
-    [=](status_atom) -> caf::result<cluster_status> {
-      if (auto no = refuse<cluster_status>(self, *auth, role::client, "the cluster's status"))
+    [=](status_atom, const std::string& session) -> caf::result<cluster_status> {
+      if (auto no = refuse<cluster_status>(self, *auth, session, role::client,
+                                           "the cluster's status"))
         return *no;
       return make_status(*state);
     },
-    [=](caf::get_atom, int32_t index) -> caf::result<node_actor> {
-      if (auto no = refuse<node_actor>(self, *auth, role::client, "looking up a node"))
+    [=](caf::get_atom, int32_t index, const std::string& session) -> caf::result<node_actor> {
+      if (auto no = refuse<node_actor>(self, *auth, session, role::client, "looking up a node"))
         return *no;
       if (index < 0 || index >= static_cast<int32_t>(state->nodes.size()) ||
           !usable(state->nodes[index]))
         return to_caf(not_found("no live node " + std::to_string(index)));
       return state->nodes[index].handle;
     },
-    [=](experiments_atom) -> caf::result<experiments::experiment_service> {
-      if (auto no = refuse<experiments::experiment_service>(self, *auth, role::client,
+    [=](experiments_atom, const std::string& session)
+        -> caf::result<experiments::experiment_service> {
+      if (auto no = refuse<experiments::experiment_service>(self, *auth, session, role::client,
                                                             "the experiment store"))
         return *no;
       return service;
@@ -561,9 +567,12 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
   };
 }
 
-head_actor spawn_head(caf::actor_system& sys, experiments::store_opener open_store,
-                      std::string store_path, tls_identity tls) {
-  return sys.spawn(head_impl, std::move(open_store), std::move(store_path), std::move(tls));
+spawned_head spawn_head(caf::actor_system& sys, experiments::store_opener open_store,
+                        std::string store_path, tls_identity tls) {
+  auto auth = std::make_shared<head_auth>(std::move(tls), head_challenge_lifetime);
+  std::string session = auth->local_session();
+  return {sys.spawn(head_impl, std::move(open_store), std::move(store_path), std::move(auth)),
+          std::move(session)};
 }
 
 } // namespace dtrain::actors

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
+#include <string>
 
 #include "caf/all.hpp"
 #include "dtrain/actors/experiments/service.hpp"
@@ -73,19 +75,33 @@ constexpr int32_t max_replicas_per_placement = 1 << 16;
 /// its identity proof over "<join|attach> <id>" and that challenge. The
 /// head checks it (security::check_identity: cluster CA, validity, role
 /// node for join and client for attach) and remembers the caller's process
-/// (caf::node_id) with its role. Afterwards a TLS head serves register
-/// only to processes that proved role node, and placement, release,
-/// status, node lookup and the experiment store only to processes that
-/// proved role client (its own process is always trusted). A refusal is an
-/// error reply naming the certificate and the reason, and one stderr line
-/// on the head naming the peer. A head without TLS (loopback only) skips
-/// all of this: hello answers tls = false.
+/// (caf::node_id) with its role, and answers a session token. Afterwards
+/// every request carries that token (the last field): a TLS head serves
+/// register only to the session of a process that proved role node, and
+/// placement, release, unreach, status, node lookup and the experiment
+/// store (the service checks each of its messages too) only to one of a
+/// process that proved role client. Its own process presents the local
+/// session spawn_head hands out; no node id a message claims is trusted. A
+/// refusal is an error reply naming the certificate and the reason, and
+/// one stderr line on the head naming the peer. A head without TLS
+/// (loopback only) skips all of this: hello answers tls = false.
 constexpr std::chrono::seconds head_challenge_lifetime{30};
+
+class head_auth;
 
 head_actor::behavior_type head_impl(head_actor::pointer self,
                                     experiments::store_opener open_store, std::string store_path,
-                                    tls_identity tls);
-head_actor spawn_head(caf::actor_system& sys, experiments::store_opener open_store = {},
-                      std::string store_path = "", tls_identity tls = {});
+                                    std::shared_ptr<head_auth> auth);
+
+/// A head spawned in this process and the session token its own process
+/// presents with its requests (head_auth::local_session: "" without TLS).
+/// Keep the token in this process: it stands for the head itself.
+struct spawned_head {
+  head_actor head;
+  std::string session;
+};
+
+spawned_head spawn_head(caf::actor_system& sys, experiments::store_opener open_store = {},
+                        std::string store_path = "", tls_identity tls = {});
 
 } // namespace dtrain::actors

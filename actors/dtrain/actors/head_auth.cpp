@@ -20,7 +20,8 @@ security::identity_proof from_wire(const identity_msg& m) {
 } // namespace
 
 head_auth::head_auth(tls_identity tls, std::chrono::seconds challenge_lifetime)
-  : tls_(std::move(tls)), lifetime_(challenge_lifetime) {
+  : tls_(std::move(tls)), lifetime_(challenge_lifetime),
+    sessions_(std::make_shared<session_directory>(tls_.enabled())) {
   if (tls_.enabled())
     head_id_ = "head-" + security::random_hex(8);
 }
@@ -103,7 +104,7 @@ result<head_auth::session> head_auth::prove(const caf::node_id& peer, const std:
     watched = std::move(old->second.watched);
   forget(peer);
   std::string token = security::random_hex(32);
-  sessions_[token] = peer;
+  sessions_->put(token, session_directory::entry{peer, wanted, info.subject});
   const bool idle = watched.empty();
   proven_[peer] = proven{wanted, info.subject, token, std::move(watched), now};
   if (idle)
@@ -115,7 +116,7 @@ void head_auth::forget(const caf::node_id& peer) {
   auto it = proven_.find(peer);
   if (it == proven_.end())
     return;
-  sessions_.erase(it->second.token);
+  sessions_->erase(it->second.token);
   if (it->second.watched.empty())
     idle_.erase({it->second.used, peer});
   proven_.erase(it);
@@ -154,39 +155,8 @@ std::vector<caf::node_id> head_auth::idle_peers() const {
 status head_auth::allowed_session(const std::string& token, const caf::node_id& peer,
                                   const caf::node_id& self, security::role needed,
                                   const std::string& request, clock::time_point now) {
-  if (!enabled() || peer == self)
-    return status::ok();
-  const std::string needs = std::string(security::role_name(needed)) + " certificate";
-  auto it = token.empty() ? sessions_.end() : sessions_.find(token);
-  if (it == sessions_.end() || it->second != peer)
-    return invalid_argument(request + " needs the session of a process that proved a " + needs +
-                            " to this head (hello and prove); process " + caf::to_string(peer) +
-                            " presented " + (token.empty() ? "none" : "an unknown session"));
-  const proven& who = proven_.at(peer);
-  if (who.role_ != needed)
-    return invalid_argument(request + " needs a " + needs + "; the session is of '" +
-                            who.subject + "', a " + security::role_name(who.role_) +
-                            " certificate");
-  touch(peer, now);
-  return status::ok();
-}
-
-status head_auth::allowed(const caf::node_id& peer, const caf::node_id& self,
-                          security::role needed, const std::string& request,
-                          clock::time_point now) {
-  if (!enabled() || peer == self)
-    return status::ok();
-  auto it = proven_.find(peer);
-  const std::string needs = std::string(security::role_name(needed)) + " certificate";
-  if (it == proven_.end())
-    return invalid_argument(request + " needs a process that proved a " + needs +
-                            " to this head (hello and prove; dtrain's own clients do it when "
-                            "they connect); process " + caf::to_string(peer) + " proved none");
-  if (it->second.role_ != needed)
-    return invalid_argument(request + " needs a " + needs + "; process " + caf::to_string(peer) +
-                            " proved '" + it->second.subject + "', a " +
-                            security::role_name(it->second.role_) + " certificate");
-  touch(peer, now);
+  DTRAIN_RETURN_IF_ERROR(sessions_->allowed(token, peer, self, needed, request));
+  touch(peer, now);  // nothing for the local session or without TLS
   return status::ok();
 }
 

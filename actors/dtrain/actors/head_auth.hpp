@@ -3,6 +3,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "caf/actor_addr.hpp"
 #include "caf/node_id.hpp"
 #include "dtrain/actors/messages.hpp"
+#include "dtrain/actors/session_directory.hpp"
 #include "dtrain/actors/tls.hpp"
 
 namespace dtrain::actors {
@@ -20,8 +22,14 @@ constexpr size_t max_idle_proven = 1024;
 
 /// The head's side of authentication (head_actor.hpp describes the
 /// exchange): its challenges and the processes that proved a role. Plain
-/// state, touched only by the head actor's handlers (not thread-safe).
-/// With TLS off every check passes and hello says so.
+/// state, touched only by the head actor's handlers (not thread-safe),
+/// except its session directory (sessions()), which it keeps up to date
+/// for readers on other threads (the experiment service). With TLS off
+/// every check passes and hello says so.
+///
+/// The head's own process is trusted by its local session
+/// (local_session(), made at construction, never sent to a peer), not by
+/// a node id a message claims.
 ///
 /// Bounded: at most max_live_challenges challenges, one session per
 /// process, and at most max_idle_proven idle processes. A process is
@@ -40,6 +48,11 @@ public:
 
   bool enabled() const { return tls_.enabled(); }
   const std::string& head_id() const { return head_id_; }
+  /// The token of the head's own process ("" without TLS): for in-process
+  /// code only (spawn_head hands it out).
+  const std::string& local_session() const { return sessions_->local_token(); }
+  /// Every session, for checks on other threads (thread-safe).
+  std::shared_ptr<const session_directory> sessions() const { return sessions_; }
 
   /// The answer to hello: a fresh challenge and the head's proof over
   /// `nonce` (the caller's challenge: 16 to 256 characters). Errors:
@@ -66,18 +79,14 @@ public:
                         const std::string& challenge, const identity_msg& proof,
                         clock::time_point now = clock::now());
 
-  /// ok when TLS is off, when `peer` is the head's own process, or when
-  /// `token` is a session of `peer` that proved `needed`; else an error
-  /// saying what is missing, for `request`.
+  /// ok when TLS is off, when `token` is the local session and `peer` the
+  /// head's own process `self`, or when `token` is a session of `peer`
+  /// that proved `needed`; else an error saying what is missing, for
+  /// `request` (e.g. "placing trainer t"). A claimed node id alone,
+  /// `self`'s included, is never enough.
   status allowed_session(const std::string& token, const caf::node_id& peer,
                          const caf::node_id& self, security::role needed,
                          const std::string& request, clock::time_point now = clock::now());
-
-  /// ok when TLS is off, when `peer` is the head's own process, or when it
-  /// proved `needed`; else an error saying what is missing, for `request`
-  /// (e.g. "placing replicas").
-  status allowed(const caf::node_id& peer, const caf::node_id& self, security::role needed,
-                 const std::string& request, clock::time_point now = clock::now());
 
   /// Forgets what `peer` proved, and its session (its process left).
   void forget(const caf::node_id& peer);
@@ -103,7 +112,7 @@ public:
   /// Table sizes, for tests and bounds: processes that proved, sessions,
   /// live challenges.
   size_t proven_count() const { return proven_.size(); }
-  size_t session_count() const { return sessions_.size(); }
+  size_t session_count() const { return sessions_->size(); }
   size_t challenge_count() const { return challenges_.size(); }
 
 private:
@@ -125,7 +134,7 @@ private:
   std::map<std::string, clock::time_point> challenges_;  // challenge -> issued
   std::deque<std::pair<clock::time_point, std::string>> issued_;  // oldest first; some used
   std::map<caf::node_id, proven> proven_;
-  std::map<std::string, caf::node_id> sessions_;  // token -> its process
+  std::shared_ptr<session_directory> sessions_;  // token -> its process and role
   std::set<std::pair<clock::time_point, caf::node_id>> idle_;  // by last use
 };
 

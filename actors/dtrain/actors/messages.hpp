@@ -362,17 +362,20 @@ using node_actor = caf::typed_actor<
     caf::replies_to<log_atom, int64_t, int32_t, plugin_credential>::with<log_chunk>,
     caf::replies_to<rss_atom>::with<int64_t>>;  // the process's resident bytes (-1 unknown)
 
-/// The head (head_actor.hpp): node registry, resources, placement.
+/// The head (head_actor.hpp): node registry, resources, placement. Every
+/// request but hello and prove ends with the sender's session token
+/// (cluster::session(); head_auth.hpp).
 using head_actor = caf::typed_actor<
     caf::replies_to<register_atom, node_info, node_actor, std::string>::with<int32_t>,  // + session token
-    caf::replies_to<place_atom, std::string, int32_t, bool, caf::actor>::with<std::vector<assignment>>,
-    caf::replies_to<release_atom, std::string, caf::actor>::with<caf::ok_atom>,  // trainer, owner
-    caf::replies_to<unreach_atom, int32_t>::with<caf::ok_atom>,
+    caf::replies_to<place_atom, std::string, int32_t, bool, caf::actor, std::string>::with<
+        std::vector<assignment>>,  // trainer, replicas, gpu, owner, session
+    caf::replies_to<release_atom, std::string, caf::actor, std::string>::with<caf::ok_atom>,  // trainer, owner, session
+    caf::replies_to<unreach_atom, int32_t, std::string>::with<caf::ok_atom>,
     caf::reacts_to<probe_atom, int32_t>,  // the head's own timer (head_actor.hpp)
     caf::reacts_to<rss_atom>,             // the head's own timer: asks the nodes' RSS
-    caf::replies_to<status_atom>::with<cluster_status>,
-    caf::replies_to<caf::get_atom, int32_t>::with<node_actor>,
-    caf::replies_to<experiments_atom>::with<experiments::experiment_service>,
+    caf::replies_to<status_atom, std::string>::with<cluster_status>,
+    caf::replies_to<caf::get_atom, int32_t, std::string>::with<node_actor>,
+    caf::replies_to<experiments_atom, std::string>::with<experiments::experiment_service>,
     caf::replies_to<hello_atom, std::string>::with<head_hello>,
     caf::replies_to<prove_atom, std::string, std::string, identity_msg>::with<std::string>>;  // -> session token
 

@@ -131,7 +131,7 @@ status trainer::try_place(int n) {
   caf::scoped_actor self{cluster_.system()};
   status out;
   self->request(cluster_.head(), std::chrono::seconds(10), place_atom::value, id_,
-                static_cast<int32_t>(n), config_.use_gpu, owner_)
+                static_cast<int32_t>(n), config_.use_gpu, owner_, cluster_.session())
       .receive([&](std::vector<assignment>& a) { placement_ = std::move(a); },
                [&](caf::error& e) { out = from_caf(e, "placing " + std::to_string(n) + " replicas"); });
   return out;
@@ -277,7 +277,7 @@ status trainer::start(bool recovering) {
     stop_replicas();
     caf::scoped_actor self{sys};
     self->request(cluster_.head(), std::chrono::seconds(5), unreach_atom::value,
-                  static_cast<int32_t>(unreachable_node_))
+                  static_cast<int32_t>(unreachable_node_), cluster_.session())
         .receive([](caf::ok_atom) {}, [](caf::error&) {});
     release_slots();
   }
@@ -380,7 +380,8 @@ void trainer::stop_replicas() {
 
 void trainer::release_slots() {
   caf::scoped_actor self{cluster_.system()};
-  self->request(cluster_.head(), std::chrono::seconds(5), release_atom::value, id_, owner_)
+  self->request(cluster_.head(), std::chrono::seconds(5), release_atom::value, id_, owner_,
+                cluster_.session())
       .receive([](caf::ok_atom) {}, [](caf::error&) {});
 }
 
@@ -491,7 +492,7 @@ status trainer::maybe_grow() {
   int free = 0;
   {
     caf::scoped_actor self{cluster_.system()};
-    self->request(cluster_.head(), std::chrono::seconds(5), status_atom::value)
+    self->request(cluster_.head(), std::chrono::seconds(5), status_atom::value, cluster_.session())
         .receive(
             [&](cluster_status& st) {
               for (size_t i = 0; i < st.nodes.size(); ++i)
@@ -637,7 +638,8 @@ status trainer::shutdown() {
   status released;
   if (cluster_.head()) {
     caf::scoped_actor self{cluster_.system()};
-    self->request(cluster_.head(), std::chrono::seconds(5), release_atom::value, id_, owner_)
+    self->request(cluster_.head(), std::chrono::seconds(5), release_atom::value, id_, owner_,
+                  cluster_.session())
         .receive([](caf::ok_atom) {}, [&](caf::error& e) { released = from_caf(e, "releasing slots"); });
   }
   owner_ = nullptr;

@@ -28,6 +28,7 @@ bool serves_tls(const dashboard_options& o) {
 
 result<std::unique_ptr<dashboard>> dashboard::start(caf::actor_system& sys,
                                                      const actors::head_actor& head,
+                                                     const std::string& session,
                                                      const dashboard_options& o) {
   const bool have_certificate = !o.certificate.empty() && !o.key.empty();
   DTRAIN_RETURN_IF_ERROR(check_bind(o.bind, have_certificate));
@@ -39,7 +40,7 @@ result<std::unique_ptr<dashboard>> dashboard::start(caf::actor_system& sys,
   d->host_ = o.bind == "localhost" ? "127.0.0.1" : o.bind;
   d->token_file_ = o.token_file.empty() ? default_token_path() : o.token_file;
   DTRAIN_ASSIGN_OR_RETURN(d->token_, load_or_create_token(d->token_file_));
-  d->source_ = head_source(sys, head, o.head_timeout, o.log_client);
+  d->source_ = head_source(sys, head, session, o.head_timeout, o.log_client);
   d->router_ = std::make_unique<router>(*d->source_, d->token_, o.head_timeout);
   http_server::options so;
   so.bind = d->host_;

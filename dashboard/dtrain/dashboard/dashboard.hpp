@@ -55,7 +55,9 @@ bool serves_tls(const dashboard_options& o);
 /// The web dashboard of a cluster: an http_server (server.hpp) with the
 /// routes of routes.hpp, reading from `head` (the head process's own head
 /// actor, or the head of the cluster a driver runs: embedded or attached)
-/// through requests with options.head_timeout, on the server's workers.
+/// through requests with options.head_timeout, on the server's workers,
+/// each with `session` (this process's session token at the head:
+/// cluster::session(), or spawned_head::session in the head process).
 ///
 /// start() refuses a bind that check_bind refuses (and o.tls without a
 /// certificate), loads or creates the token (token.hpp), listens (HTTPS
@@ -67,6 +69,7 @@ class dashboard {
 public:
   static result<std::unique_ptr<dashboard>> start(caf::actor_system& sys,
                                                    const actors::head_actor& head,
+                                                   const std::string& session,
                                                    const dashboard_options& o);
   ~dashboard();
   dashboard(const dashboard&) = delete;

@@ -16,9 +16,10 @@ using namespace dtrain::actors;
 
 class head_cluster_source final : public cluster_source {
 public:
-  head_cluster_source(caf::actor_system& sys, head_actor head, std::chrono::milliseconds timeout,
-                      security::tls_files log_client)
-    : sys_(sys), head_(std::move(head)), timeout_(timeout), log_client_(std::move(log_client)) {}
+  head_cluster_source(caf::actor_system& sys, head_actor head, std::string session,
+                      std::chrono::milliseconds timeout, security::tls_files log_client)
+    : sys_(sys), head_(std::move(head)), session_(std::move(session)), timeout_(timeout),
+      log_client_(std::move(log_client)) {}
 
   result<cluster_status> status() override {
     caf::scoped_actor self{sys_};
@@ -48,7 +49,7 @@ public:
     // The head holds every node's actor (it is where they registered), so
     // it hands out the handle: nothing to connect to from here.
     result<node_actor> node = unavailable(label + ": the head did not answer");
-    self->request(head_, left(), caf::get_atom::value, id)
+    self->request(head_, left(), caf::get_atom::value, id, session_)
         .receive([&](node_actor& n) { node = std::move(n); },
                  [&](caf::error& e) { node = lost_or(e, label, count); });
     if (!node)
@@ -69,11 +70,11 @@ public:
     caf::scoped_actor self{sys_};
     result<std::shared_ptr<store::experiment_store>> out =
         unavailable("the head did not answer for its experiment store");
-    self->request(head_, timeout_, experiments_atom::value)
+    self->request(head_, timeout_, experiments_atom::value, session_)
         .receive(
             [&](experiments::experiment_service& service) {
               auto made = std::make_shared<experiments::service_client>(
-                  sys_, std::move(service), "the head's experiment store", timeout_);
+                  sys_, std::move(service), session_, "the head's experiment store", timeout_);
               std::lock_guard<std::mutex> lock(mutex_);
               if (!store_)
                 store_ = std::move(made);
@@ -99,7 +100,7 @@ private:
 
   result<cluster_status> status_within(caf::scoped_actor& self, std::chrono::milliseconds timeout) {
     result<cluster_status> out = unavailable("the head did not answer");
-    self->request(head_, timeout, status_atom::value)
+    self->request(head_, timeout, status_atom::value, session_)
         .receive([&](cluster_status& s) { out = std::move(s); },
                  [&](caf::error& e) { out = unavailable("the head: " + caf::to_string(e)); });
     return out;
@@ -107,6 +108,7 @@ private:
 
   caf::actor_system& sys_;
   head_actor head_;
+  std::string session_;  // this process's token at the head
   std::chrono::milliseconds timeout_;
   security::tls_files log_client_;
   std::mutex mutex_;  // guards store_
@@ -116,9 +118,10 @@ private:
 } // namespace
 
 std::unique_ptr<cluster_source> head_source(caf::actor_system& sys, head_actor head,
+                                            std::string session,
                                             std::chrono::milliseconds timeout,
                                             security::tls_files log_client) {
-  return std::make_unique<head_cluster_source>(sys, std::move(head), timeout,
+  return std::make_unique<head_cluster_source>(sys, std::move(head), std::move(session), timeout,
                                                std::move(log_client));
 }
 

@@ -40,10 +40,13 @@ public:
 
 /// A cluster_source over `head` (the head process's own head actor, or an
 /// embedded cluster's, or a remote head a driver attached to), asking from
-/// `sys`, each request with `timeout`; node logs are read with a fresh
-/// credential each (node_logs.hpp: log_source), made with `log_client`
-/// when complete, else the same-user MAC. Must not outlive `sys`.
+/// `sys`, each request with `timeout` and `session` (the asking process's
+/// session token at the head; head_actor.hpp); node logs are read with a
+/// fresh credential each (node_logs.hpp: log_source), made with
+/// `log_client` when complete, else the same-user MAC. Must not outlive
+/// `sys`.
 std::unique_ptr<cluster_source> head_source(caf::actor_system& sys, actors::head_actor head,
+                                            std::string session,
                                             std::chrono::milliseconds timeout,
                                             security::tls_files log_client = {});
 

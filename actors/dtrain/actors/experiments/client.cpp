@@ -1,29 +1,15 @@
 #include "dtrain/actors/experiments/client.hpp"
 
-#include <unistd.h>
-
-#include <atomic>
-
 #include "dtrain/actors/errors.hpp"
-#include "dtrain/core/net.hpp"
 
 namespace dtrain::actors::experiments {
 
-namespace {
-
-// Unique among the clients of one service: host, process, and a counter.
-std::string new_client_id() {
-  static std::atomic<int64_t> next{0};
-  return net::host_name() + " " + std::to_string(getpid()) + " " + std::to_string(++next);
-}
-
-} // namespace
-
 service_client::service_client(caf::actor_system& sys, experiment_service service,
-                               std::string where, std::chrono::milliseconds timeout)
+                               std::string session, std::string where,
+                               std::chrono::milliseconds timeout)
   // Hidden: a client someone forgot must not hold up the system's shutdown.
   : self_(sys, true), service_(std::move(service)), where_(std::move(where)),
-    timeout_(timeout), id_(new_client_id()) {}
+    timeout_(timeout), session_(std::move(session)) {}
 
 std::string service_client::context(const char* op) const {
   return "experiment store at " + where_ + ": " + op;
@@ -56,31 +42,31 @@ status service_client::tell(const std::vector<int64_t>& experiments, const Ts&..
 }
 
 result<int64_t> service_client::create_experiment(const store::experiment_row& e) {
-  return ask<int64_t>("create_experiment", create_atom::value, e);
+  return ask<int64_t>("create_experiment", create_atom::value, session_, e);
 }
 
 status service_client::update_experiment(const store::experiment_row& e) {
-  return tell({e.id}, update_atom::value, id_, e);
+  return tell({e.id}, update_atom::value, session_, e);
 }
 
 result<store::experiment_row> service_client::experiment(int64_t id) {
-  return ask<store::experiment_row>("experiment", read_atom::value, id);
+  return ask<store::experiment_row>("experiment", read_atom::value, session_, id);
 }
 
 result<std::vector<store::experiment_row>> service_client::experiments() {
-  return ask<std::vector<store::experiment_row>>("experiments", list_atom::value);
+  return ask<std::vector<store::experiment_row>>("experiments", list_atom::value, session_);
 }
 
 status service_client::delete_experiment(int64_t id) {
-  return ask<caf::ok_atom>("delete_experiment", delete_atom::value, id).to_status();
+  return ask<caf::ok_atom>("delete_experiment", delete_atom::value, session_, id).to_status();
 }
 
 status service_client::put_trial(const store::trial_row& t) {
-  return tell({t.experiment}, put_trial_atom::value, id_, t);
+  return tell({t.experiment}, put_trial_atom::value, session_, t);
 }
 
 result<std::vector<store::trial_row>> service_client::trials(int64_t experiment) {
-  return ask<std::vector<store::trial_row>>("trials", trials_atom::value, experiment);
+  return ask<std::vector<store::trial_row>>("trials", trials_atom::value, session_, experiment);
 }
 
 status service_client::add_metrics(const std::vector<store::metric_row>& rows) {
@@ -88,46 +74,48 @@ status service_client::add_metrics(const std::vector<store::metric_row>& rows) {
   for (const store::metric_row& m : rows)
     if (experiments.empty() || experiments.back() != m.experiment)
       experiments.push_back(m.experiment);
-  return tell(experiments, add_metrics_atom::value, id_, rows);
+  return tell(experiments, add_metrics_atom::value, session_, rows);
 }
 
 result<std::vector<store::metric_row>> service_client::metrics(int64_t experiment,
                                                                const std::string& trial) {
-  return ask<std::vector<store::metric_row>>("metrics", metrics_atom::value, experiment, trial);
+  return ask<std::vector<store::metric_row>>("metrics", metrics_atom::value, session_, experiment,
+                                             trial);
 }
 
 status service_client::put_checkpoint(const store::checkpoint_row& c) {
-  return tell({c.experiment}, put_ckpt_atom::value, id_, c);
+  return tell({c.experiment}, put_ckpt_atom::value, session_, c);
 }
 
 result<std::vector<store::checkpoint_row>> service_client::checkpoints(int64_t experiment,
                                                                        const std::string& trial) {
-  return ask<std::vector<store::checkpoint_row>>("checkpoints", ckpts_atom::value, experiment,
-                                                 trial);
+  return ask<std::vector<store::checkpoint_row>>("checkpoints", ckpts_atom::value, session_,
+                                                 experiment, trial);
 }
 
 status service_client::add_lineage(const store::lineage_row& l) {
-  return tell({l.experiment}, add_lineage_atom::value, id_, l);
+  return tell({l.experiment}, add_lineage_atom::value, session_, l);
 }
 
 result<std::vector<store::lineage_row>> service_client::lineage(int64_t experiment) {
-  return ask<std::vector<store::lineage_row>>("lineage", lineage_atom::value, experiment);
+  return ask<std::vector<store::lineage_row>>("lineage", lineage_atom::value, session_, experiment);
 }
 
 status service_client::add_event(const store::event_row& e) {
-  return tell({e.experiment}, add_event_atom::value, id_, e);
+  return tell({e.experiment}, add_event_atom::value, session_, e);
 }
 
 result<std::vector<store::event_row>> service_client::events(int64_t experiment,
                                                              const std::string& trial) {
-  return ask<std::vector<store::event_row>>("events", events_atom::value, experiment, trial);
+  return ask<std::vector<store::event_row>>("events", events_atom::value, session_, experiment,
+                                            trial);
 }
 
 status service_client::flush() {
   std::lock_guard<std::mutex> lock(mutex_);
   status out = status(error_code::internal, context("flush") + ": no reply");
   const std::vector<int64_t> experiments(written_.begin(), written_.end());
-  self_->request(service_, timeout_, flush_atom::value, id_, experiments)
+  self_->request(service_, timeout_, flush_atom::value, session_, experiments)
       .receive([&](caf::ok_atom) { out = status::ok(); },
                [&](caf::error& e) { out = from_caf(e, error_context(e, "flush")); });
   return out;

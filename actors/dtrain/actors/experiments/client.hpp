@@ -27,13 +27,18 @@ namespace dtrain::actors::experiments {
 /// store and the operation: "experiment store at the head 10.0.0.1:7000:
 /// add_metrics: ...".
 ///
+/// Every message carries `session`, this process's session token at the
+/// head (cluster::session(); "" on a plain cluster), which the service
+/// checks (service.hpp): a refused request's error names the operation
+/// and the reason.
+///
 /// Thread-safe (calls are serialized). Must not outlive the actor system
 /// it was made with (cluster::experiments() keeps one per cluster).
 class service_client final : public store::experiment_store {
 public:
   /// `where`: "the head HOST:PORT" or the store's path, for messages.
-  service_client(caf::actor_system& sys, experiment_service service, std::string where,
-                 std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  service_client(caf::actor_system& sys, experiment_service service, std::string session,
+                 std::string where, std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
   result<int64_t> create_experiment(const store::experiment_row& e) override;
   status update_experiment(const store::experiment_row& e) override;
@@ -70,7 +75,7 @@ private:
   experiment_service service_;
   std::string where_;
   std::chrono::milliseconds timeout_;
-  std::string id_;  // this client's name at the service
+  std::string session_;  // this process's session token at the head
   // Every experiment this client wrote (what its flush asks the errors
   // of): kept after a flush, since a write that is tried again may fail
   // after it.

@@ -108,30 +108,34 @@ using flush_atom = caf::atom_constant<caf::atom("xflush")>;
 using where_atom = caf::atom_constant<caf::atom("xwhere")>;
 
 /// The experiment service (service.hpp): one message per
-/// store::experiment_store call. Reads and create/delete are requests; the
-/// writes are one-way and carry the writer's client id (still on the wire,
-/// no longer used: errors are kept by experiment, not by client). The
-/// service keeps a write's error for the experiment it wrote until a flush
-/// (a request) names that experiment; a client's flush names every
+/// store::experiment_store call, each with the sender's session token
+/// first (head_auth.hpp: the token its process got when it proved a
+/// certificate to the head; "" on a plain cluster), which the service
+/// checks. Reads and create/delete are requests; the writes are one-way.
+/// The service keeps a write's error for the experiment it wrote until a
+/// flush (a request) names that experiment; a client's flush names every
 /// experiment it wrote. `where` answers the store's path.
 using experiment_service = caf::typed_actor<
-    caf::replies_to<create_atom, store::experiment_row>::with<int64_t>,
+    caf::replies_to<create_atom, std::string, store::experiment_row>::with<int64_t>,
     caf::reacts_to<update_atom, std::string, store::experiment_row>,
-    caf::replies_to<read_atom, int64_t>::with<store::experiment_row>,
-    caf::replies_to<list_atom>::with<std::vector<store::experiment_row>>,
-    caf::replies_to<delete_atom, int64_t>::with<caf::ok_atom>,
+    caf::replies_to<read_atom, std::string, int64_t>::with<store::experiment_row>,
+    caf::replies_to<list_atom, std::string>::with<std::vector<store::experiment_row>>,
+    caf::replies_to<delete_atom, std::string, int64_t>::with<caf::ok_atom>,
     caf::reacts_to<put_trial_atom, std::string, store::trial_row>,
-    caf::replies_to<trials_atom, int64_t>::with<std::vector<store::trial_row>>,
+    caf::replies_to<trials_atom, std::string, int64_t>::with<std::vector<store::trial_row>>,
     caf::reacts_to<add_metrics_atom, std::string, std::vector<store::metric_row>>,
-    caf::replies_to<metrics_atom, int64_t, std::string>::with<std::vector<store::metric_row>>,
+    caf::replies_to<metrics_atom, std::string, int64_t, std::string>::with<
+        std::vector<store::metric_row>>,
     caf::reacts_to<put_ckpt_atom, std::string, store::checkpoint_row>,
-    caf::replies_to<ckpts_atom, int64_t, std::string>::with<std::vector<store::checkpoint_row>>,
+    caf::replies_to<ckpts_atom, std::string, int64_t, std::string>::with<
+        std::vector<store::checkpoint_row>>,
     caf::reacts_to<add_lineage_atom, std::string, store::lineage_row>,
-    caf::replies_to<lineage_atom, int64_t>::with<std::vector<store::lineage_row>>,
+    caf::replies_to<lineage_atom, std::string, int64_t>::with<std::vector<store::lineage_row>>,
     caf::reacts_to<add_event_atom, std::string, store::event_row>,
-    caf::replies_to<events_atom, int64_t, std::string>::with<std::vector<store::event_row>>,
+    caf::replies_to<events_atom, std::string, int64_t, std::string>::with<
+        std::vector<store::event_row>>,
     caf::replies_to<flush_atom, std::string, std::vector<int64_t>>::with<caf::ok_atom>,
-    caf::replies_to<where_atom>::with<std::string>>;
+    caf::replies_to<where_atom, std::string>::with<std::string>>;
 
 /// Announces the row types (and their vectors) and the service's handle
 /// type; every process, before its actor_system.

@@ -1,6 +1,7 @@
 #include "dtrain/actors/experiments/service.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "dtrain/actors/errors.hpp"
 #include "dtrain/core/files.hpp"
@@ -73,6 +74,23 @@ status update_keeping_storage(store::experiment_store& st, const store::experime
   return st.update_experiment(e);
 }
 
+// ok when `session` may do `op` (service.hpp); a refusal is said on the
+// head's stderr too, naming the process.
+status permitted(self_ptr self, const std::string& session, const char* op) {
+  const auto& sender = self->current_sender();
+  const caf::node_id peer = sender ? sender->node() : caf::node_id{};
+  status s = self->state.sessions
+                 ? self->state.sessions->allowed(session, peer, self->node(),
+                                                 security::role::client, op)
+                 : status(error_code::internal, std::string(op) + ": the service has no sessions");
+  if (!s) {
+    std::fprintf(stderr, "dtrain head: experiment service refused process %s: %s\n",
+                 caf::to_string(peer).c_str(), s.message().c_str());
+    std::fflush(stderr);
+  }
+  return s;
+}
+
 } // namespace
 
 std::string default_store_path() { return dtrain_home() + "/experiments.db"; }
@@ -81,76 +99,113 @@ store_opener sqlite_opener(const std::string& path) {
   return [path] { return store::open_sqlite_store(path); };
 }
 
-experiment_service::behavior_type service_impl(self_ptr self, store_opener open, std::string path) {
+experiment_service::behavior_type service_impl(self_ptr self, store_opener open, std::string path,
+                                               std::shared_ptr<const session_directory> sessions) {
   self->state.open = std::move(open);
   self->state.path = std::move(path);
+  self->state.sessions = std::move(sessions);
   using namespace store;
   auto& s = self->state;
   return {
-      [=, &s](create_atom, const experiment_row& e) -> caf::result<int64_t> {
+      [=, &s](create_atom, const std::string& session,
+              const experiment_row& e) -> caf::result<int64_t> {
+        if (auto no = permitted(self, session, "create_experiment"); !no)
+          return to_caf(no);
         return answer<int64_t>(s, "create_experiment",
                                [&](experiment_store& st) { return st.create_experiment(e); });
       },
-      [=, &s](update_atom, const std::string&, const experiment_row& e) {
+      [=, &s](update_atom, const std::string& session, const experiment_row& e) {
+        if (!permitted(self, session, "update_experiment"))
+          return;
         write(s, {e.id}, "update_experiment",
               [&](experiment_store& st) { return update_keeping_storage(st, e); });
       },
-      [=, &s](read_atom, int64_t id) -> caf::result<experiment_row> {
+      [=, &s](read_atom, const std::string& session, int64_t id) -> caf::result<experiment_row> {
+        if (auto no = permitted(self, session, "experiment"); !no)
+          return to_caf(no);
         return answer<experiment_row>(s, "experiment",
                                       [&](experiment_store& st) { return st.experiment(id); });
       },
-      [=, &s](list_atom) -> caf::result<std::vector<experiment_row>> {
+      [=, &s](list_atom, const std::string& session) -> caf::result<std::vector<experiment_row>> {
+        if (auto no = permitted(self, session, "experiments"); !no)
+          return to_caf(no);
         return answer<std::vector<experiment_row>>(
             s, "experiments", [&](experiment_store& st) { return st.experiments(); });
       },
-      [=, &s](delete_atom, int64_t id) -> caf::result<caf::ok_atom> {
+      [=, &s](delete_atom, const std::string& session, int64_t id) -> caf::result<caf::ok_atom> {
+        if (auto no = permitted(self, session, "delete_experiment"); !no)
+          return to_caf(no);
         return answer<caf::ok_atom>(s, "delete_experiment", [&](experiment_store& st) {
           status d = st.delete_experiment(id);
           return d ? result<caf::ok_atom>(caf::ok_atom::value) : result<caf::ok_atom>(d);
         });
       },
-      [=, &s](put_trial_atom, const std::string&, const trial_row& t) {
+      [=, &s](put_trial_atom, const std::string& session, const trial_row& t) {
+        if (!permitted(self, session, "put_trial"))
+          return;
         write(s, {t.experiment}, "put_trial", [&](experiment_store& st) { return st.put_trial(t); });
       },
-      [=, &s](trials_atom, int64_t experiment) -> caf::result<std::vector<trial_row>> {
+      [=, &s](trials_atom, const std::string& session,
+              int64_t experiment) -> caf::result<std::vector<trial_row>> {
+        if (auto no = permitted(self, session, "trials"); !no)
+          return to_caf(no);
         return answer<std::vector<trial_row>>(
             s, "trials", [&](experiment_store& st) { return st.trials(experiment); });
       },
-      [=, &s](add_metrics_atom, const std::string&, const std::vector<metric_row>& rows) {
+      [=, &s](add_metrics_atom, const std::string& session, const std::vector<metric_row>& rows) {
+        if (!permitted(self, session, "add_metrics"))
+          return;
         write(s, experiments_of(rows), "add_metrics", [&](experiment_store& st) { return st.add_metrics(rows); });
       },
-      [=, &s](metrics_atom, int64_t experiment,
+      [=, &s](metrics_atom, const std::string& session, int64_t experiment,
               const std::string& trial) -> caf::result<std::vector<metric_row>> {
+        if (auto no = permitted(self, session, "metrics"); !no)
+          return to_caf(no);
         return answer<std::vector<metric_row>>(
             s, "metrics", [&](experiment_store& st) { return st.metrics(experiment, trial); });
       },
-      [=, &s](put_ckpt_atom, const std::string&, const checkpoint_row& c) {
+      [=, &s](put_ckpt_atom, const std::string& session, const checkpoint_row& c) {
+        if (!permitted(self, session, "put_checkpoint"))
+          return;
         write(s, {c.experiment}, "put_checkpoint",
               [&](experiment_store& st) { return st.put_checkpoint(c); });
       },
-      [=, &s](ckpts_atom, int64_t experiment,
+      [=, &s](ckpts_atom, const std::string& session, int64_t experiment,
               const std::string& trial) -> caf::result<std::vector<checkpoint_row>> {
+        if (auto no = permitted(self, session, "checkpoints"); !no)
+          return to_caf(no);
         return answer<std::vector<checkpoint_row>>(
             s, "checkpoints",
             [&](experiment_store& st) { return st.checkpoints(experiment, trial); });
       },
-      [=, &s](add_lineage_atom, const std::string&, const lineage_row& l) {
+      [=, &s](add_lineage_atom, const std::string& session, const lineage_row& l) {
+        if (!permitted(self, session, "add_lineage"))
+          return;
         write(s, {l.experiment}, "add_lineage", [&](experiment_store& st) { return st.add_lineage(l); });
       },
-      [=, &s](lineage_atom, int64_t experiment) -> caf::result<std::vector<lineage_row>> {
+      [=, &s](lineage_atom, const std::string& session,
+              int64_t experiment) -> caf::result<std::vector<lineage_row>> {
+        if (auto no = permitted(self, session, "lineage"); !no)
+          return to_caf(no);
         return answer<std::vector<lineage_row>>(
             s, "lineage", [&](experiment_store& st) { return st.lineage(experiment); });
       },
-      [=, &s](add_event_atom, const std::string&, const event_row& e) {
+      [=, &s](add_event_atom, const std::string& session, const event_row& e) {
+        if (!permitted(self, session, "add_event"))
+          return;
         write(s, {e.experiment}, "add_event", [&](experiment_store& st) { return st.add_event(e); });
       },
-      [=, &s](events_atom, int64_t experiment,
+      [=, &s](events_atom, const std::string& session, int64_t experiment,
               const std::string& trial) -> caf::result<std::vector<event_row>> {
+        if (auto no = permitted(self, session, "events"); !no)
+          return to_caf(no);
         return answer<std::vector<event_row>>(
             s, "events", [&](experiment_store& st) { return st.events(experiment, trial); });
       },
-      [=, &s](flush_atom, const std::string&,
+      [=, &s](flush_atom, const std::string& session,
               const std::vector<int64_t>& experiments) -> caf::result<caf::ok_atom> {
+        if (auto no = permitted(self, session, "flush"); !no)
+          return to_caf(no);
         // The store is flushed whatever the service kept: its durability
         // and its own errors of these experiments.
         const status kept = s.write_errors.take(experiments);
@@ -162,13 +217,18 @@ experiment_service::behavior_type service_impl(self_ptr self, store_opener open,
           return to_caf(kept);
         return flushed;
       },
-      [=, &s](where_atom) -> std::string { return s.path; },
+      [=, &s](where_atom, const std::string& session) -> caf::result<std::string> {
+        if (auto no = permitted(self, session, "where"); !no)
+          return to_caf(no);
+        return s.path;
+      },
   };
 }
 
 experiment_service spawn_experiment_service(caf::actor_system& sys, store_opener open,
-                                            std::string path) {
-  return sys.spawn(service_impl, std::move(open), std::move(path));
+                                            std::string path,
+                                            std::shared_ptr<const session_directory> sessions) {
+  return sys.spawn(service_impl, std::move(open), std::move(path), std::move(sessions));
 }
 
 } // namespace dtrain::actors::experiments

@@ -7,6 +7,7 @@
 
 #include "caf/all.hpp"
 #include "dtrain/actors/experiments/protocol.hpp"
+#include "dtrain/actors/session_directory.hpp"
 #include "dtrain/core/status.hpp"
 #include "dtrain/store/experiment_store.hpp"
 #include "dtrain/store/write_errors.hpp"
@@ -31,6 +32,7 @@ store_opener sqlite_opener(const std::string& path);
 struct service_state {
   store_opener open;
   std::string path;  // for messages
+  std::shared_ptr<const session_directory> sessions;  // the head's (see service_impl)
   std::unique_ptr<store::experiment_store> store;
   store::write_errors write_errors;
 };
@@ -56,6 +58,17 @@ struct service_state {
 /// and never change it: otherwise any client could point a later delete at
 /// any directory. The refusal names the experiment and the field.
 ///
+/// Every message carries the sender's session token (protocol.hpp), which
+/// `sessions` (the head's session_directory, shared with head_auth) must
+/// know as a session of the sending process that proved a client
+/// certificate, or as the head's own local session; on a plain cluster
+/// (sessions not enabled) every message passes. A refused request gets
+/// an invalid_argument reply naming the operation and the reason (no
+/// session, an unknown one, or "a node certificate"); a refused one-way
+/// write is dropped, with one stderr line on the head naming the process,
+/// and touches nothing (its error is kept for no experiment, so a forger
+/// cannot fail another client's flush).
+///
 /// Blocking: the store's own calls, on a scheduler thread: the SQLite store
 /// queues writes for its writer thread and answers reads from its file, so
 /// a call is short. Not a detached actor: in a head process that had
@@ -64,10 +77,12 @@ struct service_state {
 /// a reference to it being kept somewhere in the middleman. Thread safety:
 /// an actor.
 experiment_service::behavior_type service_impl(experiment_service::stateful_pointer<service_state> self,
-                                               store_opener open, std::string path);
+                                               store_opener open, std::string path,
+                                               std::shared_ptr<const session_directory> sessions);
 
 /// Spawns a service (tests; the head spawns its own).
 experiment_service spawn_experiment_service(caf::actor_system& sys, store_opener open,
-                                            std::string path);
+                                            std::string path,
+                                            std::shared_ptr<const session_directory> sessions);
 
 } // namespace dtrain::actors::experiments

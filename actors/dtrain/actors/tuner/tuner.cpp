@@ -773,7 +773,7 @@ status tuner::check_capacity(int& limit) {
   caf::scoped_actor self{cluster_.system()};
   status out;
   cluster_status st;
-  self->request(cluster_.head(), std::chrono::seconds(10), status_atom::value)
+  self->request(cluster_.head(), std::chrono::seconds(10), status_atom::value, cluster_.session())
       .receive([&](cluster_status& s) { st = std::move(s); },
                [&](caf::error& e) { out = from_caf(e, "asking the head for its slots"); });
   if (!out)
