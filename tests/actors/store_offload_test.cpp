@@ -1,0 +1,243 @@
+// Store and disk work off CAF's scheduler threads: an experiment service
+// whose store is slow (every call sleeps) never keeps another actor of the
+// same system from answering, and keeps a client's calls in order; a
+// service that ends with jobs queued stops within its bound and fails the
+// requests it will not run at once.
+#include <boost/test/unit_test.hpp>
+
+#include <dirent.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "actors/memory_store.hpp"
+#include "dtrain/actors/cluster.hpp"
+#include "dtrain/actors/experiments/client.hpp"
+#include "dtrain/actors/experiments/service.hpp"
+#include "test_util.hpp"
+
+using namespace dtrain;
+using namespace dtrain::actors;
+using dtrain::testing::memory_store;
+using std::chrono::milliseconds;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// Forwards to a memory_store, sleeping `delay` in every call first: a
+// store on a disk that takes its time (or an SQLite file another process
+// holds locked).
+class slow_store final : public store::experiment_store {
+public:
+  slow_store(std::shared_ptr<memory_store> rows, milliseconds delay)
+    : rows_(std::move(rows)), delay_(delay) {}
+
+  template <class F>
+  auto slowly(F f) -> decltype(f()) {
+    std::this_thread::sleep_for(delay_);
+    return f();
+  }
+
+  result<int64_t> create_experiment(const store::experiment_row& e) override {
+    return slowly([&] { return rows_->create_experiment(e); });
+  }
+  status update_experiment(const store::experiment_row& e) override {
+    return slowly([&] { return rows_->update_experiment(e); });
+  }
+  result<store::experiment_row> experiment(int64_t id) override {
+    return slowly([&] { return rows_->experiment(id); });
+  }
+  result<std::vector<store::experiment_row>> experiments() override {
+    return slowly([&] { return rows_->experiments(); });
+  }
+  status delete_experiment(int64_t id) override {
+    return slowly([&] { return rows_->delete_experiment(id); });
+  }
+  status put_trial(const store::trial_row& t) override {
+    return slowly([&] { return rows_->put_trial(t); });
+  }
+  result<std::vector<store::trial_row>> trials(int64_t e) override {
+    return slowly([&] { return rows_->trials(e); });
+  }
+  status add_metrics(const std::vector<store::metric_row>& r) override {
+    return slowly([&] { return rows_->add_metrics(r); });
+  }
+  result<std::vector<store::metric_row>> metrics(int64_t e, const std::string& t) override {
+    return slowly([&] { return rows_->metrics(e, t); });
+  }
+  status put_checkpoint(const store::checkpoint_row& c) override {
+    return slowly([&] { return rows_->put_checkpoint(c); });
+  }
+  result<std::vector<store::checkpoint_row>> checkpoints(int64_t e, const std::string& t) override {
+    return slowly([&] { return rows_->checkpoints(e, t); });
+  }
+  status add_lineage(const store::lineage_row& l) override {
+    return slowly([&] { return rows_->add_lineage(l); });
+  }
+  result<std::vector<store::lineage_row>> lineage(int64_t e) override {
+    return slowly([&] { return rows_->lineage(e); });
+  }
+  status add_event(const store::event_row& e) override {
+    return slowly([&] { return rows_->add_event(e); });
+  }
+  result<std::vector<store::event_row>> events(int64_t e, const std::string& t) override {
+    return slowly([&] { return rows_->events(e, t); });
+  }
+  status flush() override {
+    return slowly([&] { return rows_->flush(); });
+  }
+  std::string where() const override { return "slow store"; }
+
+private:
+  std::shared_ptr<memory_store> rows_;
+  milliseconds delay_;
+};
+
+experiments::store_opener slow_opener(std::shared_ptr<memory_store> rows, milliseconds delay) {
+  return [rows, delay]() -> result<std::unique_ptr<store::experiment_store>> {
+    return std::unique_ptr<store::experiment_store>(new slow_store(rows, delay));
+  };
+}
+
+// An actor that answers at once: what must never wait for a store.
+caf::behavior echo(caf::event_based_actor*) {
+  return {[](int32_t x) { return x; }};
+}
+
+// How long `echo_actor` took to answer (at most `bound`: then it did not).
+milliseconds echo_time(caf::actor_system& sys, const caf::actor& echo_actor, milliseconds bound) {
+  caf::scoped_actor self{sys};
+  const auto start = clock_type::now();
+  milliseconds took = bound;
+  self->request(echo_actor, bound, int32_t{7})
+      .receive([&](int32_t) {
+                 took = std::chrono::duration_cast<milliseconds>(clock_type::now() - start);
+               },
+               [&](caf::error&) {});
+  return took;
+}
+
+// This process's threads named `name` (/proc/self/task/*/comm).
+int threads_named(const std::string& name) {
+  int n = 0;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr)
+    return -1;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.')
+      continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string line;
+    std::getline(comm, line);
+    n += line == name;
+  }
+  closedir(dir);
+  return n;
+}
+
+store::experiment_row an_experiment() {
+  store::experiment_row e;
+  e.name = "slow";
+  e.kind = "tune";
+  e.metric = "validation_loss";
+  return e;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(store_offload)
+
+BOOST_AUTO_TEST_CASE(a_slow_store_never_keeps_another_actor_from_answering_and_calls_keep_their_order) {
+  system_config config;
+  // One scheduler thread: an actor blocked in a store call would hold them all.
+  config.set("scheduler.max-threads", 1);
+  caf::actor_system sys{config};
+  auto rows = std::make_shared<memory_store>();
+  auto service = experiments::spawn_experiment_service(sys, slow_opener(rows, milliseconds(700)),
+                                                       "slow.db");
+  auto other = sys.spawn(echo);
+  std::atomic<bool> done{false};
+  result<std::vector<store::trial_row>> read{status(error_code::internal, "not read")};
+  std::thread driver([&] {
+    experiments::service_client client(sys, service, "slow.db", milliseconds(20000));
+    auto id = client.create_experiment(an_experiment());
+    if (id) {
+      store::trial_row t;
+      t.experiment = *id;
+      t.id = "00001";
+      t.state = "running";
+      (void)client.put_trial(t);  // one-way: queued behind nothing, read after it
+      read = client.trials(*id);
+    }
+    done = true;
+  });
+  // While the store takes its 2.1 s, the other actor answers each time.
+  milliseconds slowest{0};
+  int probes = 0;
+  while (!done && probes < 40) {
+    std::this_thread::sleep_for(milliseconds(100));
+    slowest = std::max(slowest, echo_time(sys, other, milliseconds(400)));
+    ++probes;
+  }
+  driver.join();
+  BOOST_TEST(probes >= 5);
+  BOOST_TEST(slowest.count() < 300, "another actor took " << slowest.count()
+                                        << " ms to answer while the store was busy");
+  BOOST_REQUIRE_MESSAGE(read.is_ok(), read.error().to_string());
+  BOOST_REQUIRE(read->size() == 1u);  // the write, then the read: in the order sent
+  BOOST_TEST(read->front().id == "00001");
+  caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(other, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(a_service_that_ends_with_jobs_queued_stops_within_its_bound) {
+  system_config config;
+  caf::actor_system sys{config};
+  const int workers_before = threads_named("dtrain-xstore");
+  auto rows = std::make_shared<memory_store>();
+  auto service = experiments::spawn_experiment_service(sys, slow_opener(rows, milliseconds(1000)),
+                                                       "slow.db");
+  experiments::service_client client(sys, service, "slow.db", milliseconds(30000));
+  // 12 s of writes queued, then a read behind them.
+  store::trial_row t;
+  t.experiment = 1;
+  t.id = "00001";
+  for (int i = 0; i < 12; ++i)
+    (void)client.put_trial(t);
+  result<std::vector<store::trial_row>> read{status(error_code::internal, "not read")};
+  clock_type::time_point read_at;
+  std::thread reader([&] {
+    read = client.trials(1);
+    read_at = clock_type::now();
+  });
+  std::this_thread::sleep_for(milliseconds(300));
+  BOOST_TEST(threads_named("dtrain-xstore") == workers_before + 1);
+  caf::scoped_actor self{sys};
+  self->monitor(service);
+  const auto start = clock_type::now();
+  caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
+  bool down = false;
+  self->receive([&](caf::down_msg&) { down = true; },
+                caf::after(std::chrono::seconds(20)) >> [] {});
+  const auto ended = std::chrono::duration_cast<milliseconds>(clock_type::now() - start);
+  reader.join();
+  const auto answered = std::chrono::duration_cast<milliseconds>(read_at - start);
+  BOOST_TEST(down);
+  // 5 s for the queued jobs, and the one running then (1 s) left behind.
+  BOOST_TEST(ended.count() < 7000, "the service took " << ended.count() << " ms to end");
+  BOOST_TEST(answered.count() < 7000, "the queued read was answered after " << answered.count()
+                                          << " ms, not at the end of the service");
+  BOOST_REQUIRE(!read.is_ok());
+  BOOST_TEST((read.error().code() == error_code::unavailable), read.error().to_string());
+  // The worker is gone too, at the latest when the job it was left in ends.
+  auto deadline = clock_type::now() + std::chrono::seconds(3);
+  while (threads_named("dtrain-xstore") > workers_before && clock_type::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(50));
+  BOOST_TEST(threads_named("dtrain-xstore") == workers_before);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
