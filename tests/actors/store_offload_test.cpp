@@ -2,7 +2,8 @@
 // whose store is slow (every call sleeps) never keeps another actor of the
 // same system from answering, and keeps a client's calls in order; a
 // service that ends with jobs queued stops within its bound and fails the
-// requests it will not run at once.
+// requests it will not run at once; a sweep whose store is slow answers
+// its trials' reports at once.
 #include <boost/test/unit_test.hpp>
 
 #include <dirent.h>
@@ -15,9 +16,11 @@
 #include <thread>
 
 #include "actors/memory_store.hpp"
+#include "actors/scripted_trials.hpp"
 #include "dtrain/actors/cluster.hpp"
 #include "dtrain/actors/experiments/client.hpp"
 #include "dtrain/actors/experiments/service.hpp"
+#include "dtrain/actors/tuner/tuner.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -238,6 +241,69 @@ BOOST_AUTO_TEST_CASE(a_service_that_ends_with_jobs_queued_stops_within_its_bound
   while (threads_named("dtrain-xstore") > workers_before && clock_type::now() < deadline)
     std::this_thread::sleep_for(milliseconds(50));
   BOOST_TEST(threads_named("dtrain-xstore") == workers_before);
+}
+
+BOOST_AUTO_TEST_CASE(sweeps_with_a_slow_store_leave_the_scheduler_to_the_others) {
+  cluster::options o;
+  o.local_slots = 4;
+  auto c = cluster::connect(o);
+  BOOST_REQUIRE_MESSAGE(c.is_ok(), c.error().to_string());
+  caf::actor_system& sys = (*c)->system();
+  auto other = sys.spawn(echo);
+  // Two sweeps at once, each writing every report to a store whose calls
+  // take 100 ms: two tuner actors that waited on it would hold both of
+  // the process's scheduler threads.
+  auto n = std::make_shared<dtrain::testing::launch_counters>();
+  std::atomic<int> running{2};
+  std::vector<result<tune::result_grid>> grids(2, status(error_code::internal, "not run"));
+  std::vector<std::shared_ptr<memory_store>> rows;
+  std::vector<std::thread> sweeps;
+  for (int i = 0; i < 2; ++i) {
+    rows.push_back(std::make_shared<memory_store>());
+    tune_config config;
+    config.experiment = "slow" + std::to_string(i);
+    config.num_samples = 4;
+    config.max_epochs = 4;
+    config.max_concurrent_trials = 2;
+    config.verbosity = 0;
+    config.seed = 3;
+    config.store = std::make_shared<slow_store>(rows.back(), milliseconds(100));
+    config.experiment_id = rows.back()->create_experiment(an_experiment()).value();
+    sweeps.emplace_back([&, i, config] {
+      trainer_config trial;
+      trial.operator_name = "scripted";
+      trial.num_replicas = 1;
+      tune::space space;
+      space.add("a", tune::uniform(0.5, 0.9));
+      tuner t(**c, trial, space, config);
+      t.set_launcher(dtrain::testing::scripted_trials(n));
+      grids[i] = t.fit();
+      --running;
+    });
+  }
+  milliseconds slowest{0};
+  int probes = 0;
+  while (running > 0 && probes < 300) {
+    std::this_thread::sleep_for(milliseconds(100));
+    slowest = std::max(slowest, echo_time(sys, other, milliseconds(1000)));
+    ++probes;
+  }
+  for (auto& t : sweeps)
+    t.join();
+  BOOST_TEST(probes >= 3);
+  BOOST_TEST(slowest.count() < 500, "another actor took " << slowest.count()
+                                        << " ms to answer while the sweeps wrote");
+  for (int i = 0; i < 2; ++i) {
+    BOOST_REQUIRE_MESSAGE(grids[i].is_ok(), grids[i].error().to_string());
+    BOOST_TEST(grids[i]->trials.size() == 4u);
+    // Every report reached the store, and the sweep's end after them.
+    auto metrics = rows[i]->metrics(1, "");
+    BOOST_REQUIRE(metrics.is_ok());
+    BOOST_TEST(metrics->size() == 4u * 4u * 4u);  // 4 trials, 4 epochs, 4 metrics
+    BOOST_TEST(rows[i]->experiment(1).value().state == "completed");
+  }
+  BOOST_TEST(n->epochs.load() == 2 * 4 * 4);
+  caf::anon_send_exit(other, caf::exit_reason::user_shutdown);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
