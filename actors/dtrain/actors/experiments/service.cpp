@@ -209,7 +209,8 @@ experiment_service::behavior_type service_impl(self_ptr self, store_opener open,
   self->state.jobs = jobs;
   // Outside the state, which is gone when attached functors run.
   self->attach_functor([jobs](const caf::error& reason) { jobs->stop(reason); });
-  self->set_default_handler([jobs](caf::scheduled_actor* me, caf::message_view& x) -> caf::result<caf::message> {
+  self->set_default_handler([jobs](caf::scheduled_actor* me,
+                                   caf::message_view& x) -> caf::result<caf::message> {
     if (x.content().match_elements<replies_atom>()) {
       jobs->deliver_done();
       return caf::message{};

@@ -209,6 +209,15 @@ void finish(tuner_pointer self, const std::string& reason) {
     }
 }
 
+// From a job on the worker: a message to the tuner, unless it is gone. A
+// weak handle, so that a worker left running past fit()'s bound (a store
+// that hangs) never keeps an actor, or its system, alive.
+template <class... Ts>
+void tell(const caf::weak_actor_ptr& tuner, Ts&&... xs) {
+  if (auto strong = tuner.lock())
+    caf::anon_send(caf::actor_cast<caf::actor>(strong), std::forward<Ts>(xs)...);
+}
+
 // The experiment's row says how the sweep ended: completed (out of
 // trials, or a stopper ended it), interrupted (stop(): a resume continues
 // it) or failed (too many failed trials). On the store's worker, after
@@ -225,7 +234,7 @@ bool record_outcome(tuner_pointer self) {
                                                              : "completed";
   const int64_t id = sw.config.experiment_id;
   const std::string message = s.stop_reason;
-  caf::actor tuner = caf::actor_cast<caf::actor>(self);
+  caf::weak_actor_ptr tuner = self->ctrl();
   return sw.store->post([id, state, message, tuner](store::experiment_store& store, status kept) {
     auto row = store.experiment(id);
     status flushed = row.to_status();
@@ -242,7 +251,7 @@ bool record_outcome(tuner_pointer self) {
     if (!flushed)
       std::fprintf(stderr, "dtrain: recording the sweep in %s: %s\n", store.where().c_str(),
                    flushed.to_string().c_str());
-    caf::anon_send(tuner, recorded_atom::value);
+    tell(tuner, recorded_atom::value);
   });
 }
 
@@ -327,11 +336,11 @@ void off_thread(tuner_pointer self, std::function<T()> work, std::function<void(
   const uint64_t job = s.next_job++;
   auto out = std::make_shared<T>();
   s.continuations[job] = [out, then = std::move(then)] { then(*out); };
-  caf::actor tuner = caf::actor_cast<caf::actor>(self);
+  caf::weak_actor_ptr tuner = self->ctrl();
   // The worker stops only after the sweep ended (fit()).
   (void)s.sw->worker->post([work = std::move(work), out, tuner, job] {
     *out = work();
-    caf::anon_send(tuner, job_done_atom::value, job);
+    tell(tuner, job_done_atom::value, job);
   });
 }
 
