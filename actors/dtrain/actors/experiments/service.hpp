@@ -81,11 +81,12 @@ struct service_state {
 /// with its own timeout.
 ///
 /// When the service ends, its cleanup stops the worker: the queued jobs
-/// still run for up to 5 s, then the rest are dropped (a dropped request
-/// fails with `unavailable`, a dropped write is lost) and a job stuck past
-/// that is left to finish on its own thread; shutdown never waits longer.
-/// Every request not answered by then fails at once, not at the client's
-/// timeout.
+/// still run, and the store is closed after them, for up to 5 s; then the
+/// rest are dropped (a dropped request fails with `unavailable`, a dropped
+/// write is lost) and a job stuck past that is left to finish on its own
+/// thread. Shutdown never waits longer (the cleanup runs on a scheduler
+/// thread: at most those 5 s, once). Every request not answered by then
+/// fails at once, not at the client's timeout.
 ///
 /// Not a detached actor: in a head process that had answered remote
 /// requests, ~actor_system then sometimes waited forever for the detached
