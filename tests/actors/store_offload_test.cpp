@@ -2,14 +2,18 @@
 // whose store is slow (every call sleeps) never keeps another actor of the
 // same system from answering, and keeps a client's calls in order; a
 // service that ends with jobs queued stops within its bound and fails the
-// requests it will not run at once; a sweep whose store is slow answers
-// its trials' reports at once.
+// requests it will not run at once; sweeps whose store is slow, or whose
+// resume reads a disk that hangs, leave the scheduler to the others.
 #include <boost/test/unit_test.hpp>
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -21,6 +25,9 @@
 #include "dtrain/actors/experiments/client.hpp"
 #include "dtrain/actors/experiments/service.hpp"
 #include "dtrain/actors/tuner/tuner.hpp"
+#include "dtrain/checkpoint/checkpoint.hpp"
+#include "dtrain/checkpoint/ownership.hpp"
+#include "dtrain/tune/journal.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -150,6 +157,68 @@ store::experiment_row an_experiment() {
   return e;
 }
 
+trainer_config scripted_trial() {
+  trainer_config trial;
+  trial.operator_name = "scripted";
+  trial.num_replicas = 1;
+  return trial;
+}
+
+// A recorded sweep of one trial, interrupted after its epoch 3's report,
+// to resume: the trial's directory holds epoch 4's checkpoint, whose
+// manifest is a FIFO that nobody writes. Reading it hangs (as a disk that
+// does not answer would) until `fifo` is opened for writing.
+struct hung_resume {
+  std::shared_ptr<memory_store> db = std::make_shared<memory_store>();
+  tune::space space;
+  tune_config config;
+  std::string epoch_4;
+  std::string fifo;
+
+  hung_resume(const std::string& parent, int n) {
+    config.experiment = "hung" + std::to_string(n);
+    config.num_samples = 1;
+    config.max_epochs = 4;
+    config.verbosity = 0;
+    config.seed = 3;
+    space.add("a", tune::uniform(0.5, 0.9));
+    store::experiment_row row;
+    row.name = config.experiment;
+    row.kind = "tune";
+    config.store = db;
+    config.experiment_id = db->create_experiment(row).value();
+    config.owner = {std::string(32, static_cast<char>('a' + n)), config.experiment_id,
+                    checkpoint::created_text(1700000000), "memory", config.experiment};
+    config.experiment_dir = parent + "/" + config.experiment + "-" + config.owner.token;
+    BOOST_REQUIRE(checkpoint::claim(config.experiment_dir, config.owner).is_ok());
+    auto search = tune::make_searcher(space, config);
+    tune::journal j(db, config.experiment_id, config.metric, config.direction);
+    tune::trial_record r;
+    r.id = "00000";
+    r.configuration = search->suggest(r.id).configuration;
+    r.checkpoint_dir = config.experiment_dir + "/" + r.id;
+    j.created(r);
+    for (int64_t epoch = 1; epoch <= 3; ++epoch) {
+      tune::report rep{r.id, epoch, {{"validation_accuracy", 0.5}}};
+      r.history.push_back(rep);
+      j.reported(r, rep);
+    }
+    BOOST_REQUIRE(j.flush().is_ok());
+    epoch_4 = r.checkpoint_dir + "/" + checkpoint::checkpoint_name(4);
+    std::filesystem::create_directories(epoch_4);
+    fifo = epoch_4 + "/manifest.capnp";
+    BOOST_REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    config.resume = true;
+  }
+
+  // Lets a reader blocked in opening the FIFO go on (it reads nothing).
+  void unblock() const {
+    int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // fails while no one reads
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(store_offload)
@@ -270,9 +339,7 @@ BOOST_AUTO_TEST_CASE(sweeps_with_a_slow_store_leave_the_scheduler_to_the_others)
     config.store = std::make_shared<slow_store>(rows.back(), milliseconds(100));
     config.experiment_id = rows.back()->create_experiment(an_experiment()).value();
     sweeps.emplace_back([&, i, config] {
-      trainer_config trial;
-      trial.operator_name = "scripted";
-      trial.num_replicas = 1;
+      trainer_config trial = scripted_trial();
       tune::space space;
       space.add("a", tune::uniform(0.5, 0.9));
       tuner t(**c, trial, space, config);
@@ -303,6 +370,57 @@ BOOST_AUTO_TEST_CASE(sweeps_with_a_slow_store_leave_the_scheduler_to_the_others)
     BOOST_TEST(rows[i]->experiment(1).value().state == "completed");
   }
   BOOST_TEST(n->epochs.load() == 2 * 4 * 4);
+  caf::anon_send_exit(other, caf::exit_reason::user_shutdown);
+}
+
+BOOST_AUTO_TEST_CASE(resumed_sweeps_whose_disk_hangs_leave_the_scheduler_to_the_others) {
+  cluster::options o;
+  o.local_slots = 2;
+  auto c = cluster::connect(o);
+  BOOST_REQUIRE_MESSAGE(c.is_ok(), c.error().to_string());
+  caf::actor_system& sys = (*c)->system();
+  auto other = sys.spawn(echo);
+  dtrain::testing::temp_dir dir;
+  std::vector<std::unique_ptr<hung_resume>> hung;
+  for (int i = 0; i < 2; ++i)
+    hung.push_back(std::make_unique<hung_resume>(dir.path(), i));
+  // Two resumes at once, each finding its trial's resume point on a disk
+  // that hangs: two tuner actors that read it themselves would hold both
+  // of the process's scheduler threads.
+  auto n = std::make_shared<dtrain::testing::launch_counters>();
+  std::atomic<int> running{2};
+  std::vector<result<tune::result_grid>> grids(2, status(error_code::internal, "not run"));
+  std::vector<std::thread> sweeps;
+  for (int i = 0; i < 2; ++i)
+    sweeps.emplace_back([&, i] {
+      tuner t(**c, scripted_trial(), hung[i]->space, hung[i]->config);
+      t.set_launcher(dtrain::testing::scripted_trials(n));
+      grids[i] = t.fit();
+      --running;
+    });
+  std::this_thread::sleep_for(milliseconds(1000));  // both reach the FIFO
+  milliseconds slowest{0};
+  for (int probe = 0; probe < 3; ++probe)
+    slowest = std::max(slowest, echo_time(sys, other, milliseconds(1000)));
+  const bool hung_meanwhile = running == 2;
+  const auto deadline = clock_type::now() + std::chrono::seconds(60);
+  while (running > 0 && clock_type::now() < deadline) {
+    for (const auto& h : hung)
+      h->unblock();
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  for (auto& t : sweeps)
+    t.join();
+  BOOST_TEST(hung_meanwhile, "the sweeps did not wait for their disk");
+  BOOST_TEST(slowest.count() < 500, "another actor took " << slowest.count()
+                                        << " ms to answer while the resumes read a hung disk");
+  for (int i = 0; i < 2; ++i) {
+    BOOST_REQUIRE_MESSAGE(grids[i].is_ok(), grids[i].error().to_string());
+    BOOST_REQUIRE(grids[i]->trials.size() == 1u);
+    BOOST_TEST((grids[i]->trials[0].status == tune::trial_status::terminated));
+    // Its unreadable epoch 4 was no resume point: removed, trained again.
+    BOOST_TEST(!std::filesystem::exists(hung[i]->epoch_4));
+  }
   caf::anon_send_exit(other, caf::exit_reason::user_shutdown);
 }
 
