@@ -407,9 +407,10 @@ void never_launched(tuner_pointer self, const std::string& id) {
     complete(self);
 }
 
-// Launches trial `id` once `prepare` (disk work, on the worker) is done,
-// from what `then` returns; the trial counts against the limit meanwhile.
-// The sweep may have begun to end by then: the trial is not launched.
+// The disk work before trial `id`'s launch (on the worker) is done: it
+// starts from `restore_from`, with `note` (what that work said, "" none)
+// on the table. Until then it counted against the limit (`preparing`).
+// The sweep may have begun to end meanwhile: then it does not start.
 void launch_prepared(tuner_pointer self, const std::string& id, const std::string& restore_from,
                      const std::string& note) {
   auto& s = self->state;
