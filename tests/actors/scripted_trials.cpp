@@ -5,6 +5,8 @@
 #include <map>
 #include <string>
 
+#include "dtrain/checkpoint/checkpoint.hpp"
+
 namespace dtrain::testing {
 
 using namespace dtrain::actors;
@@ -39,7 +41,13 @@ caf::behavior scripted_runner(caf::event_based_actor* self, caf::actor tuner, tr
                                     {"validation_loss", b / static_cast<double>(e)},
                                     {"loss", 0.0},
                                     {"accuracy", 0.0}};
-    self->request(tuner, std::chrono::seconds(10), trial_report_atom::value, l.id, e, m)
+    // Its checkpoint directory as a real runner lists it (a test may
+    // write checkpoints there).
+    auto checkpoints = l.config.checkpoint_dir.empty()
+                           ? std::map<int64_t, std::string>()
+                           : checkpoint::checkpoint_dirs(l.config.checkpoint_dir);
+    self->request(tuner, std::chrono::seconds(10), trial_report_atom::value, l.id, e, m,
+                  checkpoints)
         .then([=](bool go_on) {
           if (!go_on || *epoch >= l.max_epochs)
             return finish("", false);

@@ -1,19 +1,122 @@
 #include "dtrain/actors/experiments/service.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/job_thread.hpp"
 #include "dtrain/core/files.hpp"
 
 namespace dtrain::actors::experiments {
 
 namespace {
 
+// The service's own message: jobs are done, their replies wait (sent by
+// the worker; not in the typed interface, so the default handler takes it).
+using replies_atom = caf::atom_constant<caf::atom("xreplies")>;
+
+// How long the service's end lets queued jobs run (service.hpp).
+constexpr std::chrono::seconds shutdown_bound{5};
+
+} // namespace
+
+// A reply, made on the worker and delivered on the service.
+using reply = std::function<void(caf::response_promise&)>;
+
+struct service_jobs : std::enable_shared_from_this<service_jobs> {
+  job_thread thread{"dtrain-xstore"};
+  store_side side;               // jobs only
+  caf::weak_actor_ptr service;   // weak: no cycle through the state
+  // The actor's: promises by job, and the next job's number.
+  std::map<uint64_t, caf::response_promise> waiting;
+  uint64_t next = 0;
+  // The worker's finished replies, until the service delivers them.
+  std::mutex mutex;
+  std::vector<std::pair<uint64_t, reply>> done;
+
+  // On the worker (or stop()'s caller, for a dropped job).
+  void finish(uint64_t id, reply r) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      done.emplace_back(id, std::move(r));
+    }
+    if (auto strong = service.lock())
+      caf::anon_send(caf::actor_cast<caf::actor>(strong), replies_atom::value);
+  }
+  // On the actor: queues `job`, whose reply goes to `rp`.
+  void ask(caf::response_promise rp, std::function<reply(store_side&)> job);
+  // On the actor: delivers the finished replies.
+  void deliver_done();
+  // On the actor's cleanup: stops the worker (bounded), delivers what
+  // finished and fails the rest at once.
+  void stop(const caf::error& reason);
+};
+
+namespace {
+
+reply error_reply(const status& e) {
+  return [err = to_caf(e)](caf::response_promise& rp) { rp.deliver(err); };
+}
+
+template <class T>
+reply value_reply(result<T> out) {
+  if (!out)
+    return error_reply(out.error());
+  return [v = std::move(*out)](caf::response_promise& rp) mutable { rp.deliver(std::move(v)); };
+}
+
+} // namespace
+
+void service_jobs::ask(caf::response_promise rp, std::function<reply(store_side&)> job) {
+  const uint64_t id = next++;
+  waiting.emplace(id, std::move(rp));
+  auto self = shared_from_this();
+  const bool queued = thread.post([self, id, job] { self->finish(id, job(self->side)); },
+                                  [self, id] {
+                                    self->finish(id, error_reply(status(
+                                        error_code::unavailable,
+                                        "the experiment service stopped before the request ran")));
+                                  });
+  if (!queued)
+    finish(id, error_reply(status(error_code::unavailable, "the experiment service is stopping")));
+}
+
+void service_jobs::deliver_done() {
+  std::vector<std::pair<uint64_t, reply>> ready;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    ready.swap(done);
+  }
+  for (auto& [id, r] : ready)
+    if (auto it = waiting.find(id); it != waiting.end()) {
+      r(it->second);
+      waiting.erase(it);
+    }
+}
+
+void service_jobs::stop(const caf::error& reason) {
+  // The store closes on the worker too, after the queued jobs (its
+  // destructor may wait for its own writer).
+  thread.post([self = shared_from_this()] { self->side.store.reset(); });
+  thread.stop(shutdown_bound);
+  deliver_done();
+  const caf::error gone = reason ? reason : caf::make_error(caf::sec::request_receiver_down);
+  for (auto& [id, rp] : waiting)
+    rp.deliver(gone);
+  waiting.clear();
+}
+
+namespace {
+
 using self_ptr = experiment_service::stateful_pointer<service_state>;
 
 // The open store, opening it first when needed; the error names the path.
-result<store::experiment_store*> opened(service_state& s) {
+// On the worker.
+result<store::experiment_store*> opened(store_side& s) {
   if (s.store)
     return s.store.get();
   if (!s.open)
@@ -29,28 +132,43 @@ result<store::experiment_store*> opened(service_state& s) {
   return s.store.get();
 }
 
-// A request: runs `call` on the open store; its status as the reply.
-template <class T, class Call>
-caf::result<T> answer(service_state& s, const char* op, Call&& call) {
-  auto store = opened(s);
-  if (!store)
-    return to_caf(store.error().with_context(op));
-  result<T> out = call(**store);
-  if (!out)
-    return to_caf(out.error().with_context(op));
-  return std::move(*out);
+// A request answered by a job on the worker: `job`'s result as the reply,
+// delivered by the service once the job is done.
+template <class T>
+caf::result<T> reply_later(service_state& s, std::function<result<T>(store_side&)> job) {
+  auto rp = s.self->make_response_promise<T>();
+  s.jobs->ask(rp, [job = std::move(job)](store_side& side) { return value_reply(job(side)); });
+  return rp;
 }
 
-// A one-way write of rows of `experiments`: its error is kept for each of
-// them, until a flush names it.
+// A request: runs `call` on the open store (on the worker); its status as
+// the reply. `call` is run later: it must own what it uses.
+template <class T, class Call>
+caf::result<T> answer(service_state& s, const char* op, Call&& call) {
+  return reply_later<T>(s, [op, call = std::forward<Call>(call)](store_side& side) -> result<T> {
+    auto store = opened(side);
+    if (!store)
+      return store.error().with_context(op);
+    result<T> out = call(**store);
+    if (!out)
+      return out.error().with_context(op);
+    return out;
+  });
+}
+
+// A one-way write of rows of `experiments`, run on the worker: its error is
+// kept for each of them, until a flush names it. `call` must own what it uses.
 template <class Call>
 void write(service_state& s, const std::vector<int64_t>& experiments, const char* op,
            Call&& call) {
-  auto store = opened(s);
-  status out = store ? call(**store) : store.error();
-  if (!out)
-    for (int64_t id : experiments)
-      s.write_errors.keep(id, out.with_context(op));
+  s.jobs->thread.post([jobs = s.jobs, experiments, op, call = std::forward<Call>(call)] {
+    store_side& side = jobs->side;
+    auto store = opened(side);
+    status out = store ? call(**store) : store.error();
+    if (!out)
+      for (int64_t id : experiments)
+        side.write_errors.keep(id, out.with_context(op));
+  });
 }
 
 // The experiments that `rows` write to, each once.
@@ -101,9 +219,24 @@ store_opener sqlite_opener(const std::string& path) {
 
 experiment_service::behavior_type service_impl(self_ptr self, store_opener open, std::string path,
                                                std::shared_ptr<const session_directory> sessions) {
-  self->state.open = std::move(open);
-  self->state.path = std::move(path);
   self->state.sessions = std::move(sessions);
+  auto jobs = std::make_shared<service_jobs>();
+  jobs->side.open = std::move(open);
+  jobs->side.path = path;
+  self->state.path = std::move(path);
+  jobs->service = self->ctrl();
+  self->state.self = self;
+  self->state.jobs = jobs;
+  // Outside the state, which is gone when attached functors run.
+  self->attach_functor([jobs](const caf::error& reason) { jobs->stop(reason); });
+  self->set_default_handler([jobs](caf::scheduled_actor* me,
+                                   caf::message_view& x) -> caf::result<caf::message> {
+    if (x.content().match_elements<replies_atom>()) {
+      jobs->deliver_done();
+      return caf::message{};
+    }
+    return caf::print_and_drop(me, x);
+  });
   using namespace store;
   auto& s = self->state;
   return {
@@ -112,30 +245,30 @@ experiment_service::behavior_type service_impl(self_ptr self, store_opener open,
         if (auto no = permitted(self, session, "create_experiment"); !no)
           return to_caf(no);
         return answer<int64_t>(s, "create_experiment",
-                               [&](experiment_store& st) { return st.create_experiment(e); });
+                               [=](experiment_store& st) { return st.create_experiment(e); });
       },
       [=, &s](update_atom, const std::string& session, const experiment_row& e) {
         if (!permitted(self, session, "update_experiment"))
           return;
         write(s, {e.id}, "update_experiment",
-              [&](experiment_store& st) { return update_keeping_storage(st, e); });
+              [=](experiment_store& st) { return update_keeping_storage(st, e); });
       },
       [=, &s](read_atom, const std::string& session, int64_t id) -> caf::result<experiment_row> {
         if (auto no = permitted(self, session, "experiment"); !no)
           return to_caf(no);
         return answer<experiment_row>(s, "experiment",
-                                      [&](experiment_store& st) { return st.experiment(id); });
+                                      [=](experiment_store& st) { return st.experiment(id); });
       },
       [=, &s](list_atom, const std::string& session) -> caf::result<std::vector<experiment_row>> {
         if (auto no = permitted(self, session, "experiments"); !no)
           return to_caf(no);
         return answer<std::vector<experiment_row>>(
-            s, "experiments", [&](experiment_store& st) { return st.experiments(); });
+            s, "experiments", [=](experiment_store& st) { return st.experiments(); });
       },
       [=, &s](delete_atom, const std::string& session, int64_t id) -> caf::result<caf::ok_atom> {
         if (auto no = permitted(self, session, "delete_experiment"); !no)
           return to_caf(no);
-        return answer<caf::ok_atom>(s, "delete_experiment", [&](experiment_store& st) {
+        return answer<caf::ok_atom>(s, "delete_experiment", [=](experiment_store& st) {
           status d = st.delete_experiment(id);
           return d ? result<caf::ok_atom>(caf::ok_atom::value) : result<caf::ok_atom>(d);
         });
@@ -143,32 +276,32 @@ experiment_service::behavior_type service_impl(self_ptr self, store_opener open,
       [=, &s](put_trial_atom, const std::string& session, const trial_row& t) {
         if (!permitted(self, session, "put_trial"))
           return;
-        write(s, {t.experiment}, "put_trial", [&](experiment_store& st) { return st.put_trial(t); });
+        write(s, {t.experiment}, "put_trial", [=](experiment_store& st) { return st.put_trial(t); });
       },
       [=, &s](trials_atom, const std::string& session,
               int64_t experiment) -> caf::result<std::vector<trial_row>> {
         if (auto no = permitted(self, session, "trials"); !no)
           return to_caf(no);
         return answer<std::vector<trial_row>>(
-            s, "trials", [&](experiment_store& st) { return st.trials(experiment); });
+            s, "trials", [=](experiment_store& st) { return st.trials(experiment); });
       },
       [=, &s](add_metrics_atom, const std::string& session, const std::vector<metric_row>& rows) {
         if (!permitted(self, session, "add_metrics"))
           return;
-        write(s, experiments_of(rows), "add_metrics", [&](experiment_store& st) { return st.add_metrics(rows); });
+        write(s, experiments_of(rows), "add_metrics", [=](experiment_store& st) { return st.add_metrics(rows); });
       },
       [=, &s](metrics_atom, const std::string& session, int64_t experiment,
               const std::string& trial) -> caf::result<std::vector<metric_row>> {
         if (auto no = permitted(self, session, "metrics"); !no)
           return to_caf(no);
         return answer<std::vector<metric_row>>(
-            s, "metrics", [&](experiment_store& st) { return st.metrics(experiment, trial); });
+            s, "metrics", [=](experiment_store& st) { return st.metrics(experiment, trial); });
       },
       [=, &s](put_ckpt_atom, const std::string& session, const checkpoint_row& c) {
         if (!permitted(self, session, "put_checkpoint"))
           return;
         write(s, {c.experiment}, "put_checkpoint",
-              [&](experiment_store& st) { return st.put_checkpoint(c); });
+              [=](experiment_store& st) { return st.put_checkpoint(c); });
       },
       [=, &s](ckpts_atom, const std::string& session, int64_t experiment,
               const std::string& trial) -> caf::result<std::vector<checkpoint_row>> {
@@ -176,46 +309,49 @@ experiment_service::behavior_type service_impl(self_ptr self, store_opener open,
           return to_caf(no);
         return answer<std::vector<checkpoint_row>>(
             s, "checkpoints",
-            [&](experiment_store& st) { return st.checkpoints(experiment, trial); });
+            [=](experiment_store& st) { return st.checkpoints(experiment, trial); });
       },
       [=, &s](add_lineage_atom, const std::string& session, const lineage_row& l) {
         if (!permitted(self, session, "add_lineage"))
           return;
-        write(s, {l.experiment}, "add_lineage", [&](experiment_store& st) { return st.add_lineage(l); });
+        write(s, {l.experiment}, "add_lineage", [=](experiment_store& st) { return st.add_lineage(l); });
       },
       [=, &s](lineage_atom, const std::string& session,
               int64_t experiment) -> caf::result<std::vector<lineage_row>> {
         if (auto no = permitted(self, session, "lineage"); !no)
           return to_caf(no);
         return answer<std::vector<lineage_row>>(
-            s, "lineage", [&](experiment_store& st) { return st.lineage(experiment); });
+            s, "lineage", [=](experiment_store& st) { return st.lineage(experiment); });
       },
       [=, &s](add_event_atom, const std::string& session, const event_row& e) {
         if (!permitted(self, session, "add_event"))
           return;
-        write(s, {e.experiment}, "add_event", [&](experiment_store& st) { return st.add_event(e); });
+        write(s, {e.experiment}, "add_event", [=](experiment_store& st) { return st.add_event(e); });
       },
       [=, &s](events_atom, const std::string& session, int64_t experiment,
               const std::string& trial) -> caf::result<std::vector<event_row>> {
         if (auto no = permitted(self, session, "events"); !no)
           return to_caf(no);
         return answer<std::vector<event_row>>(
-            s, "events", [&](experiment_store& st) { return st.events(experiment, trial); });
+            s, "events", [=](experiment_store& st) { return st.events(experiment, trial); });
       },
       [=, &s](flush_atom, const std::string& session,
               const std::vector<int64_t>& experiments) -> caf::result<caf::ok_atom> {
         if (auto no = permitted(self, session, "flush"); !no)
           return to_caf(no);
         // The store is flushed whatever the service kept: its durability
-        // and its own errors of these experiments.
-        const status kept = s.write_errors.take(experiments);
-        auto flushed = answer<caf::ok_atom>(s, "flush", [&](experiment_store& st) {
-          status f = st.flush_experiments(experiments);
-          return f ? result<caf::ok_atom>(caf::ok_atom::value) : result<caf::ok_atom>(f);
+        // and its own errors of these experiments. On the worker, after
+        // every write that came before the flush.
+        return reply_later<caf::ok_atom>(s, [experiments](store_side& side) -> result<caf::ok_atom> {
+          const status kept = side.write_errors.take(experiments);
+          auto store = opened(side);
+          status flushed = store ? (*store)->flush_experiments(experiments) : store.error();
+          if (!kept)
+            return kept;
+          if (!flushed)
+            return flushed.with_context("flush");
+          return caf::ok_atom::value;
         });
-        if (!kept)
-          return to_caf(kept);
-        return flushed;
       },
       [=, &s](where_atom, const std::string& session) -> caf::result<std::string> {
         if (auto no = permitted(self, session, "where"); !no)

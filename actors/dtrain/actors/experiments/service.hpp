@@ -25,16 +25,29 @@ std::string default_store_path();
 /// open_sqlite_store(path) as a store_opener.
 store_opener sqlite_opener(const std::string& path);
 
-/// The service's state: the opener, the store once open, and the errors
-/// of the writes the service itself refused (the store could not be
-/// opened, an update_experiment was refused), by experiment and bounded,
-/// until a client that wrote that experiment flushes.
-struct service_state {
+/// The store's side of the service, touched only by jobs on the service's
+/// worker thread: the opener, the store once open, and the errors of the
+/// writes the service itself refused (the store could not be opened, an
+/// update_experiment was refused), by experiment and bounded, until a
+/// client that wrote that experiment flushes.
+struct store_side {
   store_opener open;
   std::string path;  // for messages
-  std::shared_ptr<const session_directory> sessions;  // the head's (see service_impl)
   std::unique_ptr<store::experiment_store> store;
   store::write_errors write_errors;
+};
+
+/// The worker thread, its store_side and the replies waiting for their
+/// jobs (service.cpp).
+struct service_jobs;
+
+/// The service's state: the actor itself (to make response promises) and
+/// its jobs, shared with the cleanup that stops the worker.
+struct service_state {
+  experiment_service::pointer self = nullptr;
+  std::string path;  // for messages
+  std::shared_ptr<const session_directory> sessions;  // the head's (see service_impl)
+  std::shared_ptr<service_jobs> jobs;
 };
 
 /// The experiment service: owns the experiment store of a cluster (the
@@ -69,13 +82,30 @@ struct service_state {
 /// and touches nothing (its error is kept for no experiment, so a forger
 /// cannot fail another client's flush).
 ///
-/// Blocking: the store's own calls, on a scheduler thread: the SQLite store
-/// queues writes for its writer thread and answers reads from its file, so
-/// a call is short. Not a detached actor: in a head process that had
-/// answered remote requests, ~actor_system then sometimes waited forever
-/// for the detached actor's thread (private_thread::await_self_destroyed),
-/// a reference to it being kept somewhere in the middleman. Thread safety:
-/// an actor.
+/// Blocking: none on the actor. Every store call runs on a worker thread
+/// the service owns (one, FIFO: a client's writes, then its flush and
+/// reads, run in the order they came), so a slow disk or a locked SQLite
+/// file never holds one of CAF's scheduler threads (two in a dtrain
+/// process: head placement, heartbeats and reports share them). A request
+/// is answered when its job is done: the worker tells the service (a local
+/// message) and the service delivers the reply, since a response promise
+/// is the actor's own (CAF 0.17's deliver reads the actor's execution
+/// unit, which only the actor may touch). A client still bounds its wait
+/// with its own timeout.
+///
+/// When the service ends, its cleanup stops the worker: the queued jobs
+/// still run, and the store is closed after them, for up to 5 s; then the
+/// rest are dropped (a dropped request fails with `unavailable`, a dropped
+/// write is lost) and a job stuck past that is left to finish on its own
+/// thread. Shutdown never waits longer (the cleanup runs on a scheduler
+/// thread: at most those 5 s, once). Every request not answered by then
+/// fails at once, not at the client's timeout.
+///
+/// Not a detached actor: in a head process that had answered remote
+/// requests, ~actor_system then sometimes waited forever for the detached
+/// actor's thread (private_thread::await_self_destroyed), a reference to it
+/// being kept somewhere in the middleman. The worker is a plain thread that
+/// the service's cleanup joins. Thread safety: an actor.
 experiment_service::behavior_type service_impl(experiment_service::stateful_pointer<service_state> self,
                                                store_opener open, std::string path,
                                                std::shared_ptr<const session_directory> sessions);

@@ -1,4 +1,5 @@
 #include "dtrain/actors/tuner/trial_runner.hpp"
+#include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
 
 #include <cstdio>
@@ -115,8 +116,12 @@ void run_trial(caf::blocking_actor* self, cluster* c, trial_launch launch, caf::
     if (!error.empty())
       return false;
     bool go_on = false;
+    // Listed here, on the runner's thread: the tuner's is a scheduler thread.
+    auto checkpoints = launch.config.checkpoint_dir.empty()
+                           ? std::map<int64_t, std::string>()
+                           : checkpoint::checkpoint_dirs(launch.config.checkpoint_dir);
     self->request(tuner, std::chrono::seconds(60), trial_report_atom::value, launch.id, epoch,
-                  std::move(metrics))
+                  std::move(metrics), std::move(checkpoints))
         .receive([&](bool answer) { go_on = answer; },
                  [&](caf::error&) { interrupted = true; });
     return go_on;

@@ -14,7 +14,11 @@ namespace dtrain::actors {
 /// messages only; nothing here crosses a process boundary):
 ///
 ///   runner -> tuner  (trial_up_atom, trial)                  the trainer is placed and set up
-///   runner -> tuner  request (trial_report_atom, trial, epoch, metrics) -> bool  go on?
+///   runner -> tuner  request (trial_report_atom, trial, epoch, metrics, checkpoints) -> bool
+///                    go on? `checkpoints`: the trial's checkpoint directories by epoch
+///                    (checkpoint::checkpoint_dirs of its checkpoint_dir, empty without
+///                    one), listed by the runner on its own thread so that the tuner's
+///                    thread never lists a directory
 ///   runner -> tuner  (trial_event_atom, trial, epoch, kind, message)  the group failed,
 ///                    recovered, gave up, shrank or grew (trainer_event)
 ///   runner -> tuner  (trial_end_atom, trial, restarts, error, interrupted)  slots are free

@@ -15,7 +15,10 @@
 #include <unordered_map>
 
 #include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/job_thread.hpp"
 #include "dtrain/actors/progress_text.hpp"
+#include "dtrain/actors/tuner/queued_store.hpp"
+#include "dtrain/actors/tuner/resume_scan.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/checkpoint/checkpoint_copy.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
@@ -31,10 +34,15 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 using tick_atom = caf::atom_constant<caf::atom("tunetick")>;
-// (exploit_done_atom, trial, copied checkpoint or "", error, source epoch)
+// (exploit_done_atom, trial, copied checkpoint or "", error, source epoch,
+// the trial's checkpoints after the copy)
 using exploit_done_atom = caf::atom_constant<caf::atom("exploited")>;
 // (trial_note_atom, trial, line): one of a trial's trainer's notes.
 using trial_note_atom = caf::atom_constant<caf::atom("trialnote")>;
+// (recorded_atom): the sweep's end is in the store (or could not be).
+using recorded_atom = caf::atom_constant<caf::atom("recorded")>;
+// (job_done_atom, job): a job on the worker is done; its continuation runs.
+using job_done_atom = caf::atom_constant<caf::atom("tunejob")>;
 
 // Everything one sweep needs, owned by its actor.
 struct sweep {
@@ -47,7 +55,11 @@ struct sweep {
   trial_launcher launch;
   std::string experiment_dir;
   checkpoint::owner owner;  // whom experiment_dir's marker names
-  std::unique_ptr<tune::journal> journal;  // null without a store
+  // Every store call and disk operation of the tuner, in order, off the
+  // actor's thread (fit() stops it once the sweep ended).
+  std::shared_ptr<job_thread> worker;
+  std::shared_ptr<queued_store> store;     // config.store through `worker`; null without one
+  std::unique_ptr<tune::journal> journal;  // writes to `store`; null without a store
   tune::replayed_sweep resumed;            // what a resume starts from
   int limit = 1;  // trials at once
   std::promise<result<tune::result_grid>> done;
@@ -97,6 +109,8 @@ struct tuner_state {
   clock_type::time_point start = clock_type::now();
   bool searcher_done = false;
   bool finishing = false;
+  bool completing = false;  // the grid is made; the store records the sweep's end
+  tune::result_grid grid;
   std::string stop_reason;
   bool interrupted_by_user = false;  // stop(): the experiment is interrupted, not completed
   int failed = 0;
@@ -113,7 +127,14 @@ struct tuner_state {
   std::map<std::string, int64_t> heard_through;
   // Trials whose next run reports the epoch it restores first (resume_point).
   std::set<std::string> report_restored;
+  // Trials whose launch waits for disk work on the worker (removing an old
+  // directory, finding a resume point): they count against the limit.
+  std::set<std::string> preparing;
+  // What runs on the actor when a job on the worker is done, by job.
+  std::map<uint64_t, std::function<void()>> continuations;
+  uint64_t next_job = 0;
 
+  bool idle() const { return live.empty() && exploiting.empty() && preparing.empty(); }
   double elapsed() const { return std::chrono::duration<double>(clock_type::now() - start).count(); }
   tune::trial_record& record(const std::string& id) { return trials[index.at(id)]; }
 };
@@ -188,44 +209,69 @@ void finish(tuner_pointer self, const std::string& reason) {
     }
 }
 
-// The experiment's row says how the sweep ended: completed (out of
-// trials, or a stopper ended it), interrupted (stop(): a resume continues
-// it) or failed (too many failed trials).
-void record_outcome(tuner_state& s) {
-  auto& sw = *s.sw;
-  if (!sw.journal)
-    return;
-  auto& store = *sw.config.store;
-  auto row = store.experiment(sw.config.experiment_id);
-  if (row) {
-    const int most = sw.config.max_failed_trials;
-    row->state = s.interrupted_by_user ? "interrupted"
-                 : (most >= 0 && s.failed > most) ? "failed"
-                                                   : "completed";
-    row->message = s.stop_reason;
-    row->updated_at = row->ended_at =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-    row->owner.clear();
-    (void)store.update_experiment(*row);
-  }
-  status flushed = row ? sw.journal->flush() : row.error();
-  if (!flushed)
-    std::fprintf(stderr, "dtrain: recording the sweep in %s: %s\n", store.where().c_str(),
-                 flushed.to_string().c_str());
+// From a job on the worker: a message to the tuner, unless it is gone. A
+// weak handle, so that a worker left running past fit()'s bound (a store
+// that hangs) never keeps an actor, or its system, alive.
+template <class... Ts>
+void tell(const caf::weak_actor_ptr& tuner, Ts&&... xs) {
+  if (auto strong = tuner.lock())
+    caf::anon_send(caf::actor_cast<caf::actor>(strong), std::forward<Ts>(xs)...);
 }
 
+// The experiment's row says how the sweep ended: completed (out of
+// trials, or a stopper ended it), interrupted (stop(): a resume continues
+// it) or failed (too many failed trials). On the store's worker, after
+// every write queued before it; recorded_atom then tells the tuner.
+// False when there is nothing to record.
+bool record_outcome(tuner_pointer self) {
+  auto& s = self->state;
+  auto& sw = *s.sw;
+  if (!sw.journal)
+    return false;
+  const int most = sw.config.max_failed_trials;
+  const std::string state = s.interrupted_by_user                      ? "interrupted"
+                            : (most >= 0 && s.failed > most) ? "failed"
+                                                             : "completed";
+  const int64_t id = sw.config.experiment_id;
+  const std::string message = s.stop_reason;
+  caf::weak_actor_ptr tuner = self->ctrl();
+  return sw.store->post([id, state, message, tuner](store::experiment_store& store, status kept) {
+    auto row = store.experiment(id);
+    status flushed = row.to_status();
+    if (row) {
+      row->state = state;
+      row->message = message;
+      row->updated_at = row->ended_at =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      row->owner.clear();
+      const status updated = store.update_experiment(*row);
+      const status stored = store.flush();
+      flushed = !kept ? kept : !updated ? updated : stored;
+    }
+    if (!flushed)
+      std::fprintf(stderr, "dtrain: recording the sweep in %s: %s\n", store.where().c_str(),
+                   flushed.to_string().c_str());
+    tell(tuner, recorded_atom::value);
+  });
+}
+
+// The sweep ends: the grid is made now, and fit() has it once the store
+// recorded the sweep's end.
 void complete(tuner_pointer self) {
   auto& s = self->state;
-  tune::result_grid grid;
-  grid.trials = s.trials;
-  grid.metric = s.sw->config.metric;
-  grid.direction = s.sw->config.direction;
-  grid.stop_reason = s.stop_reason;
+  if (s.completing)
+    return;
+  s.completing = true;
+  s.grid.trials = s.trials;
+  s.grid.metric = s.sw->config.metric;
+  s.grid.direction = s.sw->config.direction;
+  s.grid.stop_reason = s.stop_reason;
   redraw(s, true);
-  s.table->summary(grid, s.elapsed());
-  record_outcome(s);
-  s.sw->deliver(std::move(grid));
-  self->quit();
+  s.table->summary(s.grid, s.elapsed());
+  if (!record_outcome(self)) {
+    s.sw->deliver(std::move(s.grid));
+    self->quit();
+  }
 }
 
 // Starts the runner of trial `id` (its record exists), from `restore_from`
@@ -281,40 +327,38 @@ void launch_trial(tuner_pointer self, const std::string& id, const std::string& 
   s.live.emplace(id, std::move(t));
 }
 
-// Deletes `dir` under the sweep's directory after checking its owner
-// marker is the sweep's; what stops it is said on the table, the
-// directory left as it was.
-void remove_own(tuner_state& s, const std::string& dir) {
-  status removed = checkpoint::remove_owned(s.sw->experiment_dir, s.sw->owner, dir);
-  if (!removed)
-    s.table->event(1, "left " + dir + " in place: " + removed.message());
+// Runs `work` on the worker (it blocks on the disk), then `then` with its
+// result on the actor, as the sweep stands then. `work` must own what it
+// uses.
+template <class T>
+void off_thread(tuner_pointer self, std::function<T()> work, std::function<void(T&)> then) {
+  auto& s = self->state;
+  const uint64_t job = s.next_job++;
+  auto out = std::make_shared<T>();
+  s.continuations[job] = [out, then = std::move(then)] { then(*out); };
+  caf::weak_actor_ptr tuner = self->ctrl();
+  // The worker stops only after the sweep ended (fit()).
+  (void)s.sw->worker->post([work = std::move(work), out, tuner, job] {
+    *out = work();
+    tell(tuner, job_done_atom::value, job);
+  });
 }
 
-// The checkpoint in `dir` when it verifies in full (manifest, every
-// shard's size and checksum), else "" with the reason on the table.
-std::string verified(tuner_state& s, const tune::trial_record& r, const std::string& dir) {
-  auto m = checkpoint::verify_checkpoint(*serialization::make_capnp_codec(), dir);
-  if (m)
-    return dir;
-  s.table->event(1, "trial " + r.id + ": skipping the invalid checkpoint " + dir + " (" +
-                        m.error().message() + "); trying the next older one");
-  return "";
-}
-
-// Where an unfinished trial of a resumed sweep starts again, or "" to
-// start over. The checkpoint of the epoch right after its last stored
-// report, when its manifest carries that epoch's training metrics (the
-// driver died between the checkpoint and the report): the trial goes on
-// from it and reports that epoch first (report_restored), so the scheduler
-// hears it as it would have. Else its newest checkpoint no newer than its
-// last stored report: epochs after it train again, their reports heard
-// once (heard_through). A trial whose exploit copied a checkpoint after
-// its last report stands at the copy's epoch instead (the copy replaced
-// its own checkpoints). Only a checkpoint that verifies in full is
-// restored: an invalid one is skipped for the next older, said on the table.
-std::string resume_point(tuner_state& s, const tune::trial_record& r) {
-  auto on_disk = checkpoint::checkpoint_dirs(r.checkpoint_dir);
-  s.checkpoints[r.id] = on_disk;
+// Where an unfinished trial of a resumed sweep starts again, given to
+// `then` ("" to start over). The checkpoint of the epoch right after its
+// last stored report, when its manifest carries that epoch's training
+// metrics (the driver died between the checkpoint and the report): the
+// trial goes on from it and reports that epoch first (report_restored),
+// so the scheduler hears it as it would have. Else its newest checkpoint
+// no newer than its last stored report: epochs after it train again,
+// their reports heard once (heard_through). A trial whose exploit copied
+// a checkpoint after its last report stands at the copy's epoch instead
+// (the copy replaced its own checkpoints). Only a checkpoint that
+// verifies in full is restored: an invalid one is skipped for the next
+// older, said on the table. The disk is read on the worker (resume_scan).
+void resume_point(tuner_pointer self, const tune::trial_record& r,
+                  std::function<void(const std::string& from)> then) {
+  auto& s = self->state;
   int64_t stands_at = r.epochs();
   bool exploited_here = false;
   auto& exploited = s.sw->resumed.exploited_epochs;
@@ -323,37 +367,60 @@ std::string resume_point(tuner_state& s, const tune::trial_record& r) {
     exploited.erase(it);  // once: its next reports count again
     exploited_here = true;
   }
-  std::string unreported;
-  if (auto next = on_disk.find(stands_at + 1); next != on_disk.end() && !exploited_here)
-    if (auto m = serialization::make_capnp_codec()->read_manifest(next->second))
-      if (epoch_from_manifest(m->metrics, stands_at + 1))
-        unreported = verified(s, r, next->second);
-  if (!unreported.empty())
-    ++stands_at;
-  // Checkpoints past that epoch were saved by a run whose reports of them
-  // were lost: those epochs train again, and the trainer's own recovery
-  // must not jump to them.
-  for (auto it = on_disk.upper_bound(stands_at); it != on_disk.end();) {
-    remove_own(s, it->second);
-    it = on_disk.erase(it);
-  }
-  s.checkpoints[r.id] = on_disk;
-  if (!unreported.empty()) {
-    s.report_restored.insert(r.id);
-    s.heard_through.erase(r.id);
-    return unreported;
-  }
-  s.report_restored.erase(r.id);
-  std::string from;
-  int64_t restored_at = 0;
-  for (auto it = on_disk.rbegin(); it != on_disk.rend() && from.empty(); ++it)
-    if (!(from = verified(s, r, it->second)).empty())
-      restored_at = it->first;
-  if (restored_at < stands_at)
-    s.heard_through[r.id] = stands_at;
-  else
-    s.heard_through.erase(r.id);
-  return from;
+  const std::string id = r.id, dir = r.checkpoint_dir, own = s.sw->experiment_dir;
+  const checkpoint::owner me = s.sw->owner;
+  off_thread<resume_scan>(
+      self, [=] { return scan_for_resume(id, dir, stands_at, exploited_here, own, me); },
+      [self, id, then](resume_scan& scan) {
+        auto& st = self->state;
+        for (const auto& note : scan.notes)
+          st.table->event(1, note);
+        st.checkpoints[id] = scan.on_disk;
+        if (scan.unreported) {
+          st.report_restored.insert(id);
+          st.heard_through.erase(id);
+        } else {
+          st.report_restored.erase(id);
+          if (scan.restored_at < scan.stands_at)
+            st.heard_through[id] = scan.stands_at;
+          else
+            st.heard_through.erase(id);
+        }
+        then(scan.from);
+      });
+}
+
+// A trial whose launch was prepared while the sweep began to end: it
+// never ran this time, and a resume continues it (as if its run had been
+// interrupted at once).
+void never_launched(tuner_pointer self, const std::string& id) {
+  auto& s = self->state;
+  tune::trial_record& r = s.record(id);
+  r.status = tune::trial_status::stopped;
+  r.interrupted = true;
+  r.ended_at = s.elapsed();
+  s.heard_through.erase(id);
+  if (s.sw->journal)
+    s.sw->journal->updated(r);
+  s.table->event(1, "trial " + id + " interrupted");
+  if (s.idle())
+    complete(self);
+}
+
+// The disk work before trial `id`'s launch (on the worker) is done: it
+// starts from `restore_from`, with `note` (what that work said, "" none)
+// on the table. Until then it counted against the limit (`preparing`).
+// The sweep may have begun to end meanwhile: then it does not start.
+void launch_prepared(tuner_pointer self, const std::string& id, const std::string& restore_from,
+                     const std::string& note) {
+  auto& s = self->state;
+  s.preparing.erase(id);
+  if (!note.empty())
+    s.table->event(1, note);
+  if (s.finishing)
+    return never_launched(self, id);
+  launch_trial(self, id, restore_from);
+  redraw(s);
 }
 
 void start_exploit(tuner_pointer self, const std::string& id, const tune::exploit_plan& plan);
@@ -362,7 +429,9 @@ void start_exploit(tuner_pointer self, const std::string& id, const tune::exploi
 // resumed sweep, then new ones while the searcher has some.
 void fill(tuner_pointer self) {
   auto& s = self->state;
-  auto busy = [&] { return static_cast<int>(s.live.size() + s.exploiting.size()); };
+  auto busy = [&] {
+    return static_cast<int>(s.live.size() + s.exploiting.size() + s.preparing.size());
+  };
   while (!s.finishing && !s.resume_queue.empty() && busy() < s.sw->limit) {
     const std::string id = s.resume_queue.front();
     s.resume_queue.pop_front();
@@ -375,12 +444,15 @@ void fill(tuner_pointer self) {
       start_exploit(self, id, plan);
       continue;
     }
-    const std::string from = resume_point(s, r);
     r.status = tune::trial_status::pending;
     r.interrupted = false;
-    launch_trial(self, id, from);
-    s.table->event(1, "trial " + id + " resumed " +
-                          (from.empty() ? std::string("from its first epoch") : "from " + from));
+    s.preparing.insert(id);
+    resume_point(self, r, [self, id](const std::string& from) {
+      self->state.table->event(1, "trial " + id + " resumed " +
+                                      (from.empty() ? std::string("from its first epoch")
+                                                    : "from " + from));
+      launch_prepared(self, id, from, "");
+    });
   }
   while (!s.finishing && !s.searcher_done && busy() < s.sw->limit) {
     std::string id = trial_id(s.next_id);
@@ -395,12 +467,8 @@ void fill(tuner_pointer self) {
     tune::trial_record r;
     r.id = id;
     r.configuration = next.configuration;
-    if (!s.sw->experiment_dir.empty()) {
+    if (!s.sw->experiment_dir.empty())
       r.checkpoint_dir = s.sw->experiment_dir + "/" + id;
-      // A directory of this id can only be left by a run whose record of
-      // the trial was lost with its driver: not this trial's state.
-      remove_own(s, r.checkpoint_dir);
-    }
     std::string restore_from;
     if (!next.restore_from.empty()) {
       auto it = s.index.find(next.restore_from);
@@ -412,10 +480,24 @@ void fill(tuner_pointer self) {
     s.sw->scheduler->on_add(id, next.configuration);
     if (s.sw->journal)
       s.sw->journal->created(s.record(id));
-    launch_trial(self, id, restore_from);
     s.table->event(1, "trial " + id + " PENDING: " + tune::describe(next.configuration));
+    if (s.record(id).checkpoint_dir.empty()) {
+      launch_trial(self, id, restore_from);
+      continue;
+    }
+    // A directory of this id can only be left by a run whose record of
+    // the trial was lost with its driver: not this trial's state. It goes
+    // (on the worker) before the trial starts.
+    s.preparing.insert(id);
+    const std::string own = s.sw->experiment_dir, dir = s.record(id).checkpoint_dir;
+    const checkpoint::owner me = s.sw->owner;
+    off_thread<std::string>(
+        self, [own, me, dir] { return remove_own(own, me, dir); },
+        [self, id, restore_from](std::string& note) {
+          launch_prepared(self, id, restore_from, note);
+        });
   }
-  if (s.live.empty() && s.exploiting.empty()) {
+  if (s.idle()) {
     if (!s.searcher_done && !s.finishing)
       finish(self, "the searcher waits for results but no trial is running");
     complete(self);
@@ -446,44 +528,25 @@ void start_exploit(tuner_pointer self, const std::string& id, const tune::exploi
     if (copied)
       if (auto m = codec->read_manifest(*copied))
         epoch = m->epoch;
+    // Listed here too: the tuner's thread never lists a directory.
     copier->send(tuner, exploit_done_atom::value, id, copied ? *copied : std::string(),
-                 copied ? std::string() : copied.error().to_string(), epoch);
+                 copied ? std::string() : copied.error().to_string(), epoch,
+                 checkpoint::checkpoint_dirs(to));
   });
 }
 
-void exploit_done(tuner_pointer self, const std::string& id, const std::string& copied,
-                  const std::string& error, int64_t source_epoch) {
+// The end of trial `id`'s exploit: its checkpoints are `now` (the copy
+// replaced them, or the failed exploit's resume point removed some); it
+// goes on from `restore_from`, unless the sweep is ending.
+void exploit_finished(tuner_pointer self, const std::string& id, const std::string& restore_from,
+                      const std::map<int64_t, std::string>& now) {
   auto& s = self->state;
-  auto it = s.exploiting.find(id);
-  if (it == s.exploiting.end())
-    return;
-  tune::exploit_plan plan = std::move(it->second);
-  s.exploiting.erase(it);
+  s.exploiting.erase(id);
   tune::trial_record& r = s.record(id);
-  const tune::config before = r.configuration;
-  std::string restore_from;
-  if (error.empty()) {
-    r.configuration = plan.configuration;
-    s.heard_through.erase(id);  // it goes on from the source's epoch: new reports
-    s.sw->scheduler->on_exploited(id, plan);
-    if (s.sw->journal)
-      s.sw->journal->exploited(r, plan.source, source_epoch, before, &r.configuration);
-    s.table->event(1, "trial " + id + " continues from trial " + plan.source + "'s epoch " +
-                          std::to_string(source_epoch) + " with " + tune::describe(r.configuration));
-    restore_from = copied;
-  } else {
-    s.sw->scheduler->on_exploit_failed(id);
-    if (s.sw->journal)
-      s.sw->journal->exploited(r, plan.source, 0, before, nullptr);
-    s.table->event(1, "trial " + id + " could not exploit trial " + plan.source + " (" + error +
-                          "); it goes on as it was");
-    restore_from = resume_point(s, r);
-  }
   // The copy replaced the trial's own checkpoints: the store hears both.
-  auto now = checkpoint::checkpoint_dirs(r.checkpoint_dir);
   if (s.sw->journal)
     s.sw->journal->checkpoints_changed(r, s.checkpoints[id], now);
-  s.checkpoints[id] = std::move(now);
+  s.checkpoints[id] = now;
   if (s.finishing) {  // the sweep ends: a resume continues it from here
     s.heard_through.erase(id);
     s.report_restored.erase(id);
@@ -491,7 +554,7 @@ void exploit_done(tuner_pointer self, const std::string& id, const std::string& 
     r.status = tune::trial_status::stopped;
     if (s.sw->journal)
       s.sw->journal->updated(r);
-    if (s.live.empty() && s.exploiting.empty())
+    if (s.idle())
       complete(self);
     return;
   }
@@ -500,13 +563,46 @@ void exploit_done(tuner_pointer self, const std::string& id, const std::string& 
   redraw(s);
 }
 
-// The checkpoints of trial `r` on disk now, told to the journal (new ones,
-// and those retention removed); the epoch of the report's checkpoint when
-// there is one (0 otherwise).
-int64_t note_checkpoints(tuner_state& s, const tune::trial_record& r, int64_t epoch) {
+void exploit_done(tuner_pointer self, const std::string& id, const std::string& copied,
+                  const std::string& error, int64_t source_epoch,
+                  const std::map<int64_t, std::string>& now) {
+  auto& s = self->state;
+  auto it = s.exploiting.find(id);
+  if (it == s.exploiting.end())
+    return;
+  // It stays in `exploiting` (counted against the limit) until it goes on.
+  const tune::exploit_plan plan = it->second;
+  tune::trial_record& r = s.record(id);
+  const tune::config before = r.configuration;
+  if (error.empty()) {
+    r.configuration = plan.configuration;
+    s.heard_through.erase(id);  // it goes on from the source's epoch: new reports
+    s.sw->scheduler->on_exploited(id, plan);
+    if (s.sw->journal)
+      s.sw->journal->exploited(r, plan.source, source_epoch, before, &r.configuration);
+    s.table->event(1, "trial " + id + " continues from trial " + plan.source + "'s epoch " +
+                          std::to_string(source_epoch) + " with " + tune::describe(r.configuration));
+    return exploit_finished(self, id, copied, now);
+  }
+  s.sw->scheduler->on_exploit_failed(id);
+  if (s.sw->journal)
+    s.sw->journal->exploited(r, plan.source, 0, before, nullptr);
+  s.table->event(1, "trial " + id + " could not exploit trial " + plan.source + " (" + error +
+                        "); it goes on as it was");
+  resume_point(self, r, [self, id](const std::string& from) {
+    // What the resume point left on disk: it recorded that already.
+    auto now = self->state.checkpoints[id];
+    exploit_finished(self, id, from, now);
+  });
+}
+
+// The checkpoints of trial `r` on disk now (`now`, listed by its runner),
+// told to the journal (new ones, and those retention removed); the epoch
+// of the report's checkpoint when there is one (0 otherwise).
+int64_t note_checkpoints(tuner_state& s, const tune::trial_record& r, int64_t epoch,
+                         const std::map<int64_t, std::string>& now) {
   if (r.checkpoint_dir.empty())
     return 0;
-  auto now = checkpoint::checkpoint_dirs(r.checkpoint_dir);
   auto& before = s.checkpoints[r.id];
   if (s.sw->journal)
     s.sw->journal->checkpoints_changed(r, before, now);
@@ -518,7 +614,8 @@ int64_t note_checkpoints(tuner_state& s, const tune::trial_record& r, int64_t ep
 // scheduler (tune::judge, as a resume replays it). The answer tells the
 // runner whether to train another epoch.
 bool on_report(tuner_pointer self, const std::string& id, int64_t epoch,
-               std::map<std::string, double>& metrics) {
+               std::map<std::string, double>& metrics,
+               const std::map<int64_t, std::string>& checkpoints) {
   auto& s = self->state;
   auto lt = s.live.find(id);
   if (lt == s.live.end() || s.index.count(id) == 0)
@@ -528,7 +625,7 @@ bool on_report(tuner_pointer self, const std::string& id, int64_t epoch,
   if (auto heard = s.heard_through.find(id); heard != s.heard_through.end() && epoch <= heard->second) {
     if (epoch == heard->second)
       s.heard_through.erase(heard);
-    (void)note_checkpoints(s, r, epoch);
+    (void)note_checkpoints(s, r, epoch, checkpoints);
     s.table->event(2, "trial " + id + " epoch " + std::to_string(epoch) +
                           ": trained again (its report was heard before the restart)");
     redraw(s);
@@ -536,7 +633,7 @@ bool on_report(tuner_pointer self, const std::string& id, int64_t epoch,
   }
   tune::report rep{id, epoch, std::move(metrics)};
   r.history.push_back(rep);
-  const int64_t checkpoint_epoch = note_checkpoints(s, r, epoch);
+  const int64_t checkpoint_epoch = note_checkpoints(s, r, epoch, checkpoints);
   if (s.sw->journal)
     s.sw->journal->reported(r, rep);
   tune::verdict v = tune::judge(*s.sw->searcher, *s.sw->scheduler, s.sw->stoppers, s.sw->config,
@@ -695,8 +792,9 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
         }
       },
       [self](trial_report_atom, const std::string& id, int64_t epoch,
-             std::map<std::string, double>& metrics) {
-        return on_report(self, id, epoch, metrics);
+             std::map<std::string, double>& metrics,
+             const std::map<int64_t, std::string>& checkpoints) {
+        return on_report(self, id, epoch, metrics, checkpoints);
       },
       [self](progress_atom, const std::string& id, const progress_msg& p) {
         auto& st = self->state;
@@ -722,29 +820,50 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
       [self](trial_end_atom, const std::string& id, int32_t restarts, const std::string& error,
              bool interrupted) { on_end(self, id, restarts, error, interrupted); },
       [self](exploit_done_atom, const std::string& id, const std::string& copied,
-             const std::string& error, int64_t source_epoch) {
-        exploit_done(self, id, copied, error, source_epoch);
+             const std::string& error, int64_t source_epoch,
+             const std::map<int64_t, std::string>& now) {
+        exploit_done(self, id, copied, error, source_epoch, now);
+      },
+      [self](job_done_atom, uint64_t job) {
+        auto& st = self->state;
+        auto it = st.continuations.find(job);
+        if (it == st.continuations.end())
+          return;
+        std::function<void()> then = std::move(it->second);
+        st.continuations.erase(it);
+        then();
       },
       [self](tick_atom) {
         auto& st = self->state;
+        if (st.completing)
+          return;
         for (auto& stopper : st.sw->stoppers)
           if (stopper->sweep_done(nullptr, st.elapsed())) {
             finish(self, stopper->describe());
             break;
           }
-        if (st.finishing && st.live.empty() && st.exploiting.empty())
+        if (st.finishing && st.idle())
           return complete(self);
         redraw(st, true);
         self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
       },
       [self](stop_atom, const std::string& reason) {
+        if (self->state.completing)
+          return;
         if (!self->state.finishing)
           self->state.interrupted_by_user = true;
         finish(self, reason);
-        if (self->state.live.empty() && self->state.exploiting.empty())
+        if (self->state.idle())
           complete(self);
       },
-      [self](caf::ok_atom) { fill(self); },
+      [self](caf::ok_atom) {
+        if (!self->state.completing)
+          fill(self);
+      },
+      [self](recorded_atom) {
+        self->state.sw->deliver(std::move(self->state.grid));
+        self->quit();
+      },
   };
 }
 
@@ -825,6 +944,7 @@ result<tune::result_grid> tuner::fit() {
   DTRAIN_RETURN_IF_ERROR(check_capacity(sw->limit));
   const bool recorded = config_.store != nullptr && config_.experiment_id > 0;
   DTRAIN_RETURN_IF_ERROR(own_directory(recorded, sw->owner));
+  sw->worker = std::make_shared<job_thread>("dtrain-tuner-io");
   sw->experiment_dir = experiment_dir_;
   if (config_.scheduler == "pbt" && experiment_dir_.empty())
     return invalid_argument("tune: scheduler pbt copies checkpoints between trials: set a "
@@ -841,7 +961,8 @@ result<tune::result_grid> tuner::fit() {
       sw->resumed = std::move(*replayed);
       next_seq = sw->resumed.next_seq;
     }
-    sw->journal = std::make_unique<tune::journal>(config_.store, config_.experiment_id,
+    sw->store = std::make_shared<queued_store>(config_.store, sw->worker);
+    sw->journal = std::make_unique<tune::journal>(sw->store, config_.experiment_id,
                                                   config_.metric, config_.direction, next_seq);
     sw->journal->adopt(sw->resumed.rows);
     // A trial that ended at a report whose end record was lost with the
@@ -882,6 +1003,9 @@ result<tune::result_grid> tuner::fit() {
       caf::anon_send(actor_, caf::ok_atom::value);
   }
   result<tune::result_grid> grid = done.get();
+  // The sweep's end waited for its records: what is left is a failed
+  // actor's queued writes, or a store that hangs.
+  sw->worker->stop(std::chrono::seconds(10));
   std::lock_guard<std::mutex> lock(actor_mutex_);
   actor_ = nullptr;
   stop_reason_.clear();  // a stop() that came after the sweep ended is for no one

@@ -74,13 +74,23 @@ struct tune_config : tune::sweep_config {
 /// which may stop the trial; stoppers may end trials or the sweep.
 ///
 /// One tuner actor owns the sweep; each trial runs on a detached actor of
-/// its own, so no CAF scheduler thread ever blocks on a trainer. A trial
+/// its own, so no CAF scheduler thread ever blocks on a trainer. Nor on
+/// the disk: the store's calls (every write, in order, and the flush and
+/// read of the sweep's end; through queued_store), removals of checkpoint
+/// directories and resume points (listings, manifests, full
+/// verification; resume_scan.hpp) run on one worker thread of the sweep,
+/// and the tuner goes on when a job's result comes back as a message; a
+/// trial's runner lists its checkpoints with each report (trial_runner.hpp),
+/// a PBT copier after its copy. A trial that must wait for such disk work
+/// before it starts counts against max_concurrent_trials meanwhile. A trial
 /// that fails goes through its trainer's recovery (max_failures, from its
 /// newest checkpoint); if it still fails it is ERROR with its cause and the
 /// sweep goes on, up to max_failed_trials. A trial that can never fit on the
 /// cluster fails fit() at once, naming what is missing.
 ///
-/// fit() blocks the calling thread (not a CAF thread) until the sweep ends;
+/// fit() blocks the calling thread (not a CAF thread) until the sweep ends
+/// and its end is recorded in the store, then stops the worker (waiting at
+/// most 10 s for store calls still queued);
 /// stop() (thread-safe, e.g. from a signal watcher) interrupts every trial
 /// (each checkpoints when it can), frees their slots and makes fit()
 /// return the grid so far, with stop_reason set.

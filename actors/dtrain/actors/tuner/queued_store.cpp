@@ -1,0 +1,151 @@
+#include "dtrain/actors/tuner/queued_store.hpp"
+
+#include <future>
+#include <utility>
+
+namespace dtrain::actors {
+
+// What the jobs touch (they may outlive this object on a worker left
+// running): the wrapped store and the writes' errors, on the worker only.
+struct queued_store::shared {
+  std::shared_ptr<store::experiment_store> inner;
+  status kept;    // the first write error since the last flush
+  int later = 0;  // and how many came after it
+
+  void keep(const status& s) {
+    if (s.is_ok())
+      return;
+    if (kept.is_ok())
+      kept = s;
+    else
+      ++later;
+  }
+  status take() {
+    status out = kept;
+    if (later > 0)
+      out = out.with_context(std::to_string(later) + " later write(s) failed too; the first");
+    kept = status::ok();
+    later = 0;
+    return out;
+  }
+};
+
+namespace {
+
+status stopped() {
+  return status(error_code::unavailable, "the tuner's store worker has stopped");
+}
+
+} // namespace
+
+queued_store::queued_store(std::shared_ptr<store::experiment_store> inner,
+                           std::shared_ptr<job_thread> worker)
+  : shared_(std::make_shared<shared>()), worker_(std::move(worker)), where_(inner->where()) {
+  shared_->inner = std::move(inner);
+}
+
+bool queued_store::post(std::function<void(store::experiment_store&, status)> job) {
+  return worker_->post([s = shared_, job = std::move(job)] { job(*s->inner, s->take()); });
+}
+
+status queued_store::write(std::function<status(store::experiment_store&)> call) {
+  if (!worker_->post([s = shared_, call = std::move(call)] { s->keep(call(*s->inner)); }))
+    return stopped();
+  return status::ok();
+}
+
+template <class T>
+result<T> queued_store::wait_for(std::function<result<T>(store::experiment_store&)> call) {
+  auto done = std::make_shared<std::promise<result<T>>>();
+  auto answer = done->get_future();
+  if (!worker_->post([s = shared_, call = std::move(call), done] { done->set_value(call(*s->inner)); },
+                     [done] { done->set_value(result<T>(stopped())); }))
+    return stopped();
+  return answer.get();
+}
+
+result<int64_t> queued_store::create_experiment(const store::experiment_row& e) {
+  return wait_for<int64_t>([e](store::experiment_store& s) { return s.create_experiment(e); });
+}
+
+status queued_store::update_experiment(const store::experiment_row& e) {
+  return write([e](store::experiment_store& s) { return s.update_experiment(e); });
+}
+
+result<store::experiment_row> queued_store::experiment(int64_t id) {
+  return wait_for<store::experiment_row>([id](store::experiment_store& s) { return s.experiment(id); });
+}
+
+result<std::vector<store::experiment_row>> queued_store::experiments() {
+  return wait_for<std::vector<store::experiment_row>>(
+      [](store::experiment_store& s) { return s.experiments(); });
+}
+
+status queued_store::delete_experiment(int64_t id) {
+  auto out = wait_for<bool>([id](store::experiment_store& s) -> result<bool> {
+    status d = s.delete_experiment(id);
+    return d ? result<bool>(true) : result<bool>(d);
+  });
+  return out ? status::ok() : out.error();
+}
+
+status queued_store::put_trial(const store::trial_row& t) {
+  return write([t](store::experiment_store& s) { return s.put_trial(t); });
+}
+
+result<std::vector<store::trial_row>> queued_store::trials(int64_t experiment) {
+  return wait_for<std::vector<store::trial_row>>(
+      [experiment](store::experiment_store& s) { return s.trials(experiment); });
+}
+
+status queued_store::add_metrics(const std::vector<store::metric_row>& rows) {
+  return write([rows](store::experiment_store& s) { return s.add_metrics(rows); });
+}
+
+result<std::vector<store::metric_row>> queued_store::metrics(int64_t experiment,
+                                                             const std::string& trial) {
+  return wait_for<std::vector<store::metric_row>>(
+      [experiment, trial](store::experiment_store& s) { return s.metrics(experiment, trial); });
+}
+
+status queued_store::put_checkpoint(const store::checkpoint_row& c) {
+  return write([c](store::experiment_store& s) { return s.put_checkpoint(c); });
+}
+
+result<std::vector<store::checkpoint_row>> queued_store::checkpoints(int64_t experiment,
+                                                                     const std::string& trial) {
+  return wait_for<std::vector<store::checkpoint_row>>(
+      [experiment, trial](store::experiment_store& s) { return s.checkpoints(experiment, trial); });
+}
+
+status queued_store::add_lineage(const store::lineage_row& l) {
+  return write([l](store::experiment_store& s) { return s.add_lineage(l); });
+}
+
+result<std::vector<store::lineage_row>> queued_store::lineage(int64_t experiment) {
+  return wait_for<std::vector<store::lineage_row>>(
+      [experiment](store::experiment_store& s) { return s.lineage(experiment); });
+}
+
+status queued_store::add_event(const store::event_row& e) {
+  return write([e](store::experiment_store& s) { return s.add_event(e); });
+}
+
+result<std::vector<store::event_row>> queued_store::events(int64_t experiment,
+                                                           const std::string& trial) {
+  return wait_for<std::vector<store::event_row>>(
+      [experiment, trial](store::experiment_store& s) { return s.events(experiment, trial); });
+}
+
+status queued_store::flush() {
+  auto out = wait_for<bool>([s = shared_](store::experiment_store& inner) -> result<bool> {
+    const status kept = s->take();
+    const status flushed = inner.flush();
+    if (!kept)
+      return kept;
+    return flushed ? result<bool>(true) : result<bool>(flushed);
+  });
+  return out ? status::ok() : out.error();
+}
+
+} // namespace dtrain::actors

@@ -1,0 +1,66 @@
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dtrain/actors/job_thread.hpp"
+#include "dtrain/core/status.hpp"
+#include "dtrain/store/experiment_store.hpp"
+
+namespace dtrain::actors {
+
+/// An experiment_store whose calls run on a job_thread, in the order they
+/// were made: what the tuner's journal writes through, so that the tuner
+/// actor never waits on its store (a slow disk, a locked SQLite file, or a
+/// service_client, which holds its lock through a flush's round trip).
+///
+/// Writes are queued and return ok at once; their errors, like the
+/// wrapped store's own, come back from the next flush(). Reads and flush()
+/// wait for their job: call them where blocking is allowed (not on an
+/// actor), never from a job on the same worker (post() is for those). A
+/// call made after the worker stopped fails with `unavailable`.
+/// Thread-safe.
+class queued_store final : public store::experiment_store {
+public:
+  queued_store(std::shared_ptr<store::experiment_store> inner, std::shared_ptr<job_thread> worker);
+
+  /// Runs `job` on the worker after every call made before it, with the
+  /// wrapped store and the write errors kept since the last flush (then
+  /// forgotten: `job` reports them). False when the worker has stopped.
+  bool post(std::function<void(store::experiment_store& inner, status write_errors)> job);
+
+  result<int64_t> create_experiment(const store::experiment_row& e) override;
+  status update_experiment(const store::experiment_row& e) override;
+  result<store::experiment_row> experiment(int64_t id) override;
+  result<std::vector<store::experiment_row>> experiments() override;
+  status delete_experiment(int64_t id) override;
+  status put_trial(const store::trial_row& t) override;
+  result<std::vector<store::trial_row>> trials(int64_t experiment) override;
+  status add_metrics(const std::vector<store::metric_row>& rows) override;
+  result<std::vector<store::metric_row>> metrics(int64_t experiment,
+                                                 const std::string& trial = "") override;
+  status put_checkpoint(const store::checkpoint_row& c) override;
+  result<std::vector<store::checkpoint_row>> checkpoints(int64_t experiment,
+                                                         const std::string& trial = "") override;
+  status add_lineage(const store::lineage_row& l) override;
+  result<std::vector<store::lineage_row>> lineage(int64_t experiment) override;
+  status add_event(const store::event_row& e) override;
+  result<std::vector<store::event_row>> events(int64_t experiment,
+                                               const std::string& trial = "") override;
+  status flush() override;
+  std::string where() const override { return where_; }
+
+private:
+  struct shared;
+  status write(std::function<status(store::experiment_store&)> call);
+  template <class T>
+  result<T> wait_for(std::function<result<T>(store::experiment_store&)> call);
+
+  std::shared_ptr<shared> shared_;
+  std::shared_ptr<job_thread> worker_;
+  std::string where_;
+};
+
+} // namespace dtrain::actors
