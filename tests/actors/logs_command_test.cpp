@@ -122,4 +122,30 @@ BOOST_AUTO_TEST_CASE(a_node_serves_what_it_printed_filtered_and_followed) {
   lc.stop_all(milliseconds(5000));
 }
 
+// A node that hangs (SIGSTOP) while `dtrain logs --follow` reads it: the
+// command ends within its timeouts, and its error says which of the two
+// causes it was (node_logs.cpp: the connection to the node's process was
+// closed by a heartbeat timeout, or it stayed up and the node did not
+// answer), not a bare "no answer within the timeout".
+BOOST_AUTO_TEST_CASE(a_read_of_a_node_that_hangs_says_its_connection_is_gone) {
+  unsetenv("DTRAIN_ADDRESS");
+  loopback_cluster lc(1);
+  temp_dir dir;
+  const std::string follow_log = dir.file("follow.log");
+  child_process follow({DTRAIN_BINARY, "logs", "--node", "0", "--follow"}, follow_log, "/dev/null");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!contains(read_file(follow_log), "joined") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(50));
+  BOOST_REQUIRE(contains(read_file(follow_log), "dtrain node 0 joined"));
+  const pid_t node = lc.nodes[0]->pid();
+  BOOST_REQUIRE(kill(node, SIGSTOP) == 0);
+  const int code = follow.wait(milliseconds(40000));
+  kill(node, SIGCONT);
+  BOOST_TEST(code == 1);
+  const std::string out = read_file(follow_log);
+  BOOST_TEST(contains(out, "reading the log of node 0"), out);
+  BOOST_TEST(contains(out, "the connection to the node's process is gone"), out);
+  lc.stop_all(milliseconds(5000));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
