@@ -237,4 +237,28 @@ BOOST_FIXTURE_TEST_CASE(a_tls_head_serves_its_own_process_only_with_its_local_se
   caf::anon_send_exit(head.head, caf::exit_reason::user_shutdown);
 }
 
+// A process's node id is what its messages claim: a proof of another
+// certificate for a process that holds a session must not replace that
+// session (anyone with a certificate of the CA could have a driver
+// refused everything). The same certificate may prove again.
+BOOST_FIXTURE_TEST_CASE(a_proof_of_another_certificate_never_replaces_a_processs_session,
+                        auth_fixture) {
+  const caf::node_id driver = id_of(7);
+  const std::string token = attach(driver);
+  auto hello = auth.hello(sec::random_hex(16));
+  BOOST_REQUIRE(hello.is_ok());
+  auto proof = sec::prove_identity(files("node"), "join " + hello->head_id, hello->challenge);
+  BOOST_REQUIRE(proof.is_ok());
+  auto stolen = auth.prove(driver, "join", hello->challenge,
+                           identity_msg{proof->certificate_pem, proof->signature});
+  BOOST_REQUIRE(!stolen.is_ok());
+  BOOST_TEST(stolen.error().message().find("is refused until that process leaves") !=
+                 std::string::npos,
+             stolen.error().message());
+  BOOST_TEST(may_ask_status(driver, token));  // the driver's session stands
+  const std::string again = attach(driver);   // its own certificate proves again
+  BOOST_TEST(may_ask_status(driver, again));
+  BOOST_TEST(!may_ask_status(driver, token));  // one session per process
+}
+
 BOOST_AUTO_TEST_SUITE_END()

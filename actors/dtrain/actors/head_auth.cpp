@@ -100,8 +100,17 @@ result<head_auth::session> head_auth::prove(const caf::node_id& peer, const std:
   // token), so a process cannot pile up sessions. The actors of it the
   // head watches stay watched.
   std::set<caf::actor_addr> watched;
-  if (auto old = proven_.find(peer); old != proven_.end())
+  if (auto old = proven_.find(peer); old != proven_.end()) {
+    // The node id is the message's claim (CAF 0.17): a proof of another
+    // certificate for a process that holds a session would let anyone
+    // with a certificate of this CA replace that process's session (and
+    // have it refused everything). It waits until that process leaves.
+    if (old->second.subject != info.subject)
+      return invalid_argument("process " + caf::to_string(peer) + " holds a session of '" +
+                              old->second.subject + "'; a proof of '" + info.subject +
+                              "' for it is refused until that process leaves");
     watched = std::move(old->second.watched);
+  }
   forget(peer);
   std::string token = security::random_hex(32);
   sessions_->put(token, session_directory::entry{peer, wanted, info.subject});

@@ -4,17 +4,28 @@
 
 namespace dtrain::actors {
 
+namespace {
+
+// Sessions are kept by the SHA-256 of their token: a lookup compares
+// digests, so its timing tells nothing about how much of a guessed token
+// matches a real one.
+std::string key_of(const std::string& token) {
+  return security::sha256_hex(token.data(), token.size());
+}
+
+} // namespace
+
 session_directory::session_directory(bool tls)
   : tls_(tls), local_(tls ? security::random_hex(32) : std::string()) {}
 
 void session_directory::put(const std::string& token, entry e) {
   std::lock_guard<std::mutex> lock(mutex_);
-  sessions_[token] = std::move(e);
+  sessions_[key_of(token)] = std::move(e);
 }
 
 void session_directory::erase(const std::string& token) {
   std::lock_guard<std::mutex> lock(mutex_);
-  sessions_.erase(token);
+  sessions_.erase(key_of(token));
 }
 
 size_t session_directory::size() const {
@@ -27,13 +38,15 @@ status session_directory::allowed(const std::string& token, const caf::node_id& 
                                   const std::string& request) const {
   if (!tls_)
     return status::ok();
-  if (!token.empty() && token == local_ && peer == self)
+  // The local token only ever comes from this process; compared in
+  // constant time all the same.
+  if (peer == self && !token.empty() && security::constant_time_equal(token, local_))
     return status::ok();
   const std::string needs = std::string(security::role_name(needed)) + " certificate";
   entry who;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = token.empty() ? sessions_.end() : sessions_.find(token);
+    auto it = token.empty() ? sessions_.end() : sessions_.find(key_of(token));
     if (it == sessions_.end() || it->second.peer != peer)
       return invalid_argument(request + " needs the session of a process that proved a " + needs +
                               " to this head (hello and prove); process " +

@@ -56,7 +56,7 @@ private:
   const bool tls_;
   const std::string local_;
   mutable std::mutex mutex_;  // guards sessions_
-  std::map<std::string, entry> sessions_;
+  std::map<std::string, entry> sessions_;  // by the SHA-256 of the token
 };
 
 } // namespace dtrain::actors

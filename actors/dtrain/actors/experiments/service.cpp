@@ -235,7 +235,13 @@ experiment_service::behavior_type service_impl(self_ptr self, store_opener open,
       jobs->deliver_done();
       return caf::message{};
     }
-    return caf::print_and_drop(me, x);
+    // Not printed: a message of another dtrain version would carry its
+    // session token into the head's log.
+    const auto& sender = me->current_sender();
+    std::fprintf(stderr, "dtrain head: the experiment service dropped a message it does not "
+                 "know from process %s (a client of another dtrain version?)\n",
+                 sender ? caf::to_string(sender->node()).c_str() : "unknown");
+    return caf::drop(me, x);
   });
   using namespace store;
   auto& s = self->state;
