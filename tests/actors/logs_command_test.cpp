@@ -148,4 +148,25 @@ BOOST_AUTO_TEST_CASE(a_read_of_a_node_that_hangs_says_its_connection_is_gone) {
   lc.stop_all(milliseconds(5000));
 }
 
+// A node whose process pauses (SIGSTOP for 2 s) while `dtrain logs`
+// connects to it: CAF 0.17.6 drops a new outgoing connection at the first
+// heartbeat tick when the peer's handshake has not arrived by then
+// (cluster.cpp: retry_connection_timeouts), so the connect is tried again
+// and the log is read once the node answers.
+BOOST_AUTO_TEST_CASE(a_node_that_pauses_while_it_is_reached_is_read_once_it_answers) {
+  unsetenv("DTRAIN_ADDRESS");
+  loopback_cluster lc(1);
+  temp_dir dir;
+  const pid_t node = lc.nodes[0]->pid();
+  BOOST_REQUIRE(kill(node, SIGSTOP) == 0);
+  const std::string log = dir.file("logs.log");
+  child_process logs({DTRAIN_BINARY, "logs", "--node", "0"}, log, "/dev/null");
+  std::this_thread::sleep_for(milliseconds(2000));
+  kill(node, SIGCONT);
+  const int code = logs.wait(milliseconds(40000));
+  BOOST_TEST(code == 0, read_file(log));
+  BOOST_TEST(contains(read_file(log), "dtrain node 0 joined"), read_file(log));
+  lc.stop_all(milliseconds(5000));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

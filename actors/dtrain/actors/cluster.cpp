@@ -140,18 +140,34 @@ result<Handle> reach_once(caf::actor_system& sys, const tls_identity& tls, const
   return from_caf(h.error(), "connecting");
 }
 
-// reach_once, and once more when the connection timed out (with heartbeats
-// on, the middleman drops a connection that stays silent for its
-// connection-timeout, which a peer process that has just started may be on
-// a loaded host): a peer that refuses or is not there fails at once.
+// CAF 0.17.6 starts an outgoing connection's `last_seen` at the clock's
+// epoch and sets it only when the peer's first bytes arrive (basp_broker's
+// connect handler), so the heartbeat tick that comes first (within
+// middleman.heartbeat-interval, 500 ms) drops the new connection as timed
+// out (sec::connection_timeout) whenever the peer's handshake takes longer
+// than that: a peer on a loaded host, or one paused for a moment. Such a
+// failure is tried again, up to connect_attempts in all; a peer that
+// refuses or is not there fails at once, and one that stays silent (hung)
+// after about connect_attempts heartbeat intervals.
+constexpr int connect_attempts = 8;
+
+template <class Connect>
+auto retry_connection_timeouts(Connect&& connect) {
+  auto out = connect();
+  for (int i = 1; i < connect_attempts && !out && out.error() == caf::sec::connection_timeout; ++i)
+    out = connect();
+  return out;
+}
+
+// reach_once, tried again when the connection timed out (above).
 template <class Handle>
 result<Handle> reach(caf::actor_system& sys, const tls_identity& tls, const std::string& host,
                      uint16_t port, const std::string& address) {
   caf::error raw;
   auto h = reach_once<Handle>(sys, tls, host, port, address, raw);
-  if (h || raw != caf::sec::connection_timeout)
-    return h;
-  return reach_once<Handle>(sys, tls, host, port, address, raw);
+  for (int i = 1; i < connect_attempts && !h && raw == caf::sec::connection_timeout; ++i)
+    h = reach_once<Handle>(sys, tls, host, port, address, raw);
+  return h;
 }
 
 } // namespace
@@ -289,7 +305,8 @@ result<node_actor> cluster::node_of(const assignment& a, std::chrono::millisecon
   // Plain: the port is a bare BASP port. The direct route first: CAF sends
   // to a proxy over the connection to its node when there is one, else
   // through whoever introduced it (the head).
-  auto node = system_->middleman().connect(hp.first, hp.second);
+  auto node = retry_connection_timeouts(
+      [&] { return system_->middleman().connect(hp.first, hp.second); });
   if (!node)
     return from_caf(node.error(), what + ": cannot connect to " + a.info.address);
   caf::scoped_actor self{*system_};
