@@ -14,6 +14,7 @@
 #include "actors/child_process.hpp"
 #include "actors/loopback_cluster.hpp"
 #include "dtrain/actors/errors.hpp"
+#include "dtrain/actors/node_actor.hpp"
 #include "dtrain/actors/trainer.hpp"
 #include "dtrain/config/experiment.hpp"
 #include "dtrain/core/threads.hpp"
@@ -55,6 +56,25 @@ std::string answer(caf::scoped_actor& self, const replica_actor& replica, Ts... 
       .receive([&](Reply) { why.clear(); },
                [&](caf::error& e) { why = from_caf(e, "replica").message(); });
   return why;
+}
+
+// That `replica` does nothing for a message carrying `capability` (one it
+// does not hold): no checkpoint written under `evil`, none restored from
+// `checkpoint`, no parameters.
+void expect_refused(caf::scoped_actor& self, const replica_actor& replica,
+                    const std::string& capability, const std::string& evil,
+                    const std::string& checkpoint) {
+  const std::string saved =
+      answer<caf::ok_atom>(self, replica, save_atom::value, capability, evil, int32_t{1});
+  BOOST_TEST(contains(saved, "save refused"), saved);
+  BOOST_TEST(contains(saved, "not this replica's owner"), saved);
+  BOOST_TEST(!std::filesystem::exists(evil));
+  const std::string restored =
+      answer<caf::ok_atom>(self, replica, restore_atom::value, capability, checkpoint);
+  BOOST_TEST(contains(restored, "restore refused"), restored);
+  const std::string params =
+      answer<std::vector<char>>(self, replica, params_atom::value, capability);
+  BOOST_TEST(contains(params, "params refused"), params);
 }
 
 } // namespace
@@ -292,6 +312,43 @@ BOOST_AUTO_TEST_CASE(a_replica_answers_only_the_trainer_that_started_it) {
   BOOST_TEST(t->get_model().value() == before);
   BOOST_TEST(t->failures().empty());
   caf::anon_send_exit(dispenser, caf::exit_reason::user_shutdown);
+}
+
+// Every replica has a capability of its own, drawn when it is spawned: the
+// node that hosts rank 0 (which learns rank 0's from its spec) opens no
+// other rank's replica, and after a failure (a node declared dead) the
+// group formed again answers none of the old capabilities.
+BOOST_AUTO_TEST_CASE(a_replicas_capability_opens_no_other_replica_nor_the_next_generation) {
+  set_blas_threads(1);
+  loopback_cluster lc(2);
+  dtrain::testing::temp_dir dir;
+  auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
+  auto t = actors::trainer::create(*c, regression(2)).value();
+  BOOST_REQUIRE(t->train().is_ok());
+  BOOST_REQUIRE(t->save(dir.file("ckpt")).is_ok());
+  const std::vector<std::string> first = t->replica_capabilities();
+  BOOST_REQUIRE(first.size() == 2u);
+  BOOST_TEST(first[0].size() >= min_capability_chars);
+  BOOST_TEST(first[1].size() >= min_capability_chars);
+  caf::scoped_actor self{c->system()};
+  expect_refused(self, t->replicas().at(1), first[0], dir.file("evil"), dir.file("ckpt"));
+  expect_refused(self, t->replicas().at(0), first[1], dir.file("evil"), dir.file("ckpt"));
+  // Rank 1 goes; the next epoch re-forms the group (generation 1).
+  caf::anon_send_exit(t->replicas().at(1), caf::exit_reason::kill);
+  auto m = t->train();
+  BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
+  BOOST_REQUIRE(t->generation() == 1);
+  BOOST_REQUIRE(t->world_size() == 2);
+  const std::vector<std::string> second = t->replica_capabilities();
+  BOOST_REQUIRE(second.size() == 2u);
+  for (size_t rank = 0; rank < 2; ++rank)
+    for (const std::string& old : first)
+      expect_refused(self, t->replicas().at(rank), old, dir.file("evil"), dir.file("ckpt"));
+  // The trainer's own messages still go through.
+  BOOST_REQUIRE(t->train().is_ok());
+  BOOST_REQUIRE(t->save(dir.file("ckpt2")).is_ok());
+  require_identical_replicas(*t, 2);
+  BOOST_TEST(t->failures().size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(replicas_of_a_killed_driver_are_torn_down_and_their_slots_freed) {

@@ -139,9 +139,9 @@ struct replica_spec {
   int32_t cpus = 0;  // CPU threads (trainer_config::cpus_per_replica); 0: the host's share
   int64_t bucket_bytes = 0;  // gradient sync buckets (trainer_config::bucket_bytes); 0: the default
   /// The secret every message to the replica carries (replica_actor
-  /// below): chosen by its trainer (security::random_hex, at least 128
-  /// bits), covered by the spawn credential, so only the driver that
-  /// started the replica holds it. Never printed.
+  /// below): drawn by its trainer for this replica alone (each rank and
+  /// generation its own; security::random_hex, at least 128 bits), covered by
+  /// the spawn credential: only its driver and its node hold it. Never printed.
   std::string capability;
 };
 

@@ -168,7 +168,7 @@ result<predict_report> predict(trainer& t, const predict_options& o) {
       status asked;
       int64_t n = -1;
       self->request(replicas[rank], o.chunk_timeout, predict_atom::value,
-                    t.replica_capability(), o.input)
+                    t.replica_capabilities()[rank], o.input)
           .receive([&](int64_t got) { n = got; },
                    [&](caf::error& e) {
                      asked = from_caf(e, "predict: replica " + std::to_string(rank));
@@ -205,7 +205,7 @@ result<predict_report> predict(trainer& t, const predict_options& o) {
         std::optional<predict_chunk> got;
         status why;
         self->request(replicas[rank], o.chunk_timeout, predict_atom::value,
-                      t.replica_capability(), o.input, *begin, end)
+                      t.replica_capabilities()[rank], o.input, *begin, end)
             .receive([&](predict_chunk& c) { got = std::move(c); },
                      [&](caf::error& e) { why = from_caf(e, "replica " + std::to_string(rank)); });
         if (got)

@@ -14,9 +14,9 @@ namespace dtrain::actors {
 /// request to the worker.
 ///
 /// Every message carries the replica's capability (replica_spec::
-/// capability, its trainer's secret) first: any peer connected to the
-/// process can address an actor (CAF 0.17 ties no message to a connection,
-/// actor ids are sequential), so a message with another string (compared
+/// capability, drawn by its trainer for this replica alone) first: any peer
+/// connected to the process can address an actor (CAF 0.17 ties no message
+/// to a connection, ids are sequential), so a message with another string (compared
 /// in constant time) does nothing and gets invalid_argument naming the
 /// operation and "not this replica's owner".
 ///

@@ -74,7 +74,6 @@ result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_confi
     return invalid_argument("trainer '" + config.name + "': precision: " + p.error().message());
   std::unique_ptr<trainer> t(new trainer(c, config));
   t->id_ = make_trainer_id(config.name, net::host_name(), getpid());
-  t->capability_ = security::random_hex(32);
   auto plugins = prepare_plugins(config.plugins);
   if (!plugins)
     return plugins.error().with_context("trainer '" + config.name + "'");
@@ -229,7 +228,9 @@ status trainer::spawn_all() {
     spec.cpus = config_.cpus_per_replica;
     spec.seed = config_.seed;
     spec.progress_seconds = config_.progress_seconds;
-    spec.capability = capability_;
+    // A secret of this replica's own: the node that hosts it learns
+    // nothing that opens the trainer's other replicas, or the next group's.
+    spec.capability = security::random_hex(32);
     if (progress_sink_ && (rank == 0 || config_.progress_all_ranks))
       spec.progress_sink = progress_sink_;
     else if (progress_sink_)
@@ -240,6 +241,7 @@ status trainer::spawn_all() {
       return replica.error();
     }
     replicas_.push_back(std::move(*replica));
+    capabilities_.push_back(std::move(spec.capability));
   }
   return status::ok();
 }
@@ -259,6 +261,7 @@ status trainer::start(bool recovering) {
   auto deadline = clock_type::now() + config_.placement_timeout;
   for (;;) {
     replicas_.clear();
+    capabilities_.clear();
     unreachable_node_ = -1;
     placement_failed_ = false;
     if (status placed = place(recovering); !placed) {
@@ -283,10 +286,11 @@ status trainer::start(bool recovering) {
   }
   // Setup runs the rendezvous: every replica must be asked before any answers.
   auto ready = ask_all<caf::ok_atom>(config_.collective_timeout + std::chrono::seconds(30),
-                                     "setup", setup_atom::value, capability_);
+                                     "setup", setup_atom::value);
   if (ready) {
     std::lock_guard<std::mutex> lock(chief_mutex_);
     chief_ = replicas_.front();
+    chief_capability_ = capabilities_.front();
   }
   return ready.to_status();
 }
@@ -306,9 +310,10 @@ struct gathering {
 // Asks every replica at once from a collector actor that also monitors
 // them: a replica that dies fails the whole request at once (CAF would
 // leave it waiting for its timeout), naming the replica, its node and why.
-template <class Reply, class... Ts>
+// Replica i gets `atom`, its own capability, then `args`.
+template <class Reply, class Atom, class... Ts>
 result<std::vector<Reply>> trainer::ask_all(std::chrono::milliseconds timeout,
-                                            const std::string& what, Ts... args) {
+                                            const std::string& what, Atom atom, Ts... args) {
   if (stopped_)
     return status(error_code::aborted, what + ": the trainer has been shut down");
   if (replicas_.empty())
@@ -319,6 +324,7 @@ result<std::vector<Reply>> trainer::ask_all(std::chrono::milliseconds timeout,
   auto promise = std::make_shared<std::promise<outcome>>();
   auto future = promise->get_future();
   auto replicas = replicas_;
+  auto capabilities = capabilities_;
   auto placement = placement_;
   auto who = [placement](size_t rank) {
     return "replica " + std::to_string(rank) + " (node " + std::to_string(placement[rank].node) +
@@ -344,7 +350,7 @@ result<std::vector<Reply>> trainer::ask_all(std::chrono::milliseconds timeout,
     });
     for (size_t rank = 0; rank < replicas.size(); ++rank) {
       self->monitor(replicas[rank]);
-      self->request(replicas[rank], timeout, args...)
+      self->request(replicas[rank], timeout, atom, capabilities[rank], args...)
           .then(
               [=](Reply& reply) {
                 st->replies[rank] = std::move(reply);
@@ -366,6 +372,7 @@ void trainer::stop_replicas() {
   {
     std::lock_guard<std::mutex> lock(chief_mutex_);
     chief_ = nullptr;
+    chief_capability_.clear();
   }
   caf::scoped_actor self{cluster_.system()};
   for (auto& r : replicas_) {
@@ -376,6 +383,7 @@ void trainer::stop_replicas() {
   for (size_t i = 0; i < replicas_.size(); ++i)
     self->receive([](caf::down_msg&) {}, caf::after(std::chrono::seconds(5)) >> [] {});
   replicas_.clear();
+  capabilities_.clear();
 }
 
 void trainer::release_slots() {
@@ -440,8 +448,7 @@ status trainer::reform() {
   if (config_.checkpoint_dir.empty())
     return status::ok();  // no checkpoints: the new group starts over
   status restored = ask_all<caf::ok_atom>(config_.epoch_timeout, "restore from " + config_.checkpoint_dir,
-                                          restore_atom::value, capability_,
-                                          config_.checkpoint_dir)
+                                          restore_atom::value, config_.checkpoint_dir)
                         .to_status();
   if (restored.code() == error_code::not_found)
     return status::ok();  // nothing saved yet
@@ -514,11 +521,12 @@ status trainer::maybe_grow() {
 // again (on the new group), until it succeeds or recovery gives up. A bad
 // request (a path without a checkpoint, a corrupt one) is the caller's
 // error, not a failure of the group: it is returned as it is.
-template <class Reply, class... Ts>
+template <class Reply, class Atom, class... Ts>
 result<std::vector<Reply>> trainer::ask_with_recovery(std::chrono::milliseconds timeout,
-                                                      const std::string& what, Ts... args) {
+                                                      const std::string& what, Atom atom,
+                                                      Ts... args) {
   for (;;) {
-    auto all = ask_all<Reply>(timeout, what, args...);
+    auto all = ask_all<Reply>(timeout, what, atom, args...);
     if (all || stopped_ || handling_of(all.error()) == handling::return_it)
       return all;
     DTRAIN_RETURN_IF_ERROR(recover(all.error()));
@@ -529,8 +537,7 @@ result<metrics_msg> trainer::train() {
   DTRAIN_RETURN_IF_ERROR(maybe_grow());
   ++epoch_;
   for (;;) {
-    auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "train", train_atom::value,
-                                              capability_);
+    auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "train", train_atom::value);
     if (!all)
       return all.error();
     metrics_msg m = all->front();
@@ -541,7 +548,7 @@ result<metrics_msg> trainer::train() {
     if (config_.checkpoint_dir.empty() || !(m.preempted || due))
       return m;
     auto saved = ask_all<caf::ok_atom>(config_.epoch_timeout, "save to " + config_.checkpoint_dir,
-                                       save_atom::value, capability_, config_.checkpoint_dir,
+                                       save_atom::value, config_.checkpoint_dir,
                                        static_cast<int32_t>(config_.checkpoint_keep));
     if (saved || stopped_)
       return saved ? result<metrics_msg>(m) : result<metrics_msg>(saved.error());
@@ -552,8 +559,7 @@ result<metrics_msg> trainer::train() {
 }
 
 result<metrics_msg> trainer::validate() {
-  auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "validate", valid_atom::value,
-                                            capability_);
+  auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "validate", valid_atom::value);
   if (!all)
     return all.error();
   // Validation reports the epoch the (restored) model stands at.
@@ -564,15 +570,14 @@ result<metrics_msg> trainer::validate() {
 
 status trainer::save(const std::string& path) {
   return ask_with_recovery<caf::ok_atom>(config_.epoch_timeout, "save to " + path, save_atom::value,
-                                         capability_, path,
-                                         static_cast<int32_t>(config_.checkpoint_keep))
+                                         path, static_cast<int32_t>(config_.checkpoint_keep))
       .to_status();
 }
 
 status trainer::restore(const std::string& path) {
   DTRAIN_RETURN_IF_ERROR(ask_with_recovery<caf::ok_atom>(config_.epoch_timeout,
                                                          "restore from " + path,
-                                                         restore_atom::value, capability_, path)
+                                                         restore_atom::value, path)
                              .to_status());
   // The group is at the checkpoint's epoch now: what a failure in the next
   // one is reported with (events), before train() hears it from the replicas.
@@ -586,7 +591,7 @@ result<std::vector<float>> trainer::get_model() {
     return status(error_code::aborted, "get_model: the trainer has been shut down");
   caf::scoped_actor self{cluster_.system()};
   result<std::vector<float>> out{status(error_code::internal, "no reply")};
-  self->request(replicas_[0], config_.epoch_timeout, params_atom::value, capability_)
+  self->request(replicas_[0], config_.epoch_timeout, params_atom::value, capabilities_[0])
       .receive(
           [&](std::vector<char>& raw) {
             std::vector<float> v(raw.size() / sizeof(float));
@@ -598,21 +603,22 @@ result<std::vector<float>> trainer::get_model() {
 }
 
 result<std::vector<uint64_t>> trainer::parameter_hashes() {
-  return ask_all<uint64_t>(config_.epoch_timeout, "parameter hash", hash_atom::value,
-                          capability_);
+  return ask_all<uint64_t>(config_.epoch_timeout, "parameter hash", hash_atom::value);
 }
 
 status trainer::preempt() {
   replica_actor chief;
+  std::string capability;
   {
     std::lock_guard<std::mutex> lock(chief_mutex_);
     chief = chief_;
+    capability = chief_capability_;
   }
   if (stopped_ || !chief)
     return status(error_code::aborted, "preempt: the trainer has been shut down");
   caf::scoped_actor self{cluster_.system()};
   status out;
-  self->request(chief, std::chrono::seconds(10), preempt_atom::value, capability_)
+  self->request(chief, std::chrono::seconds(10), preempt_atom::value, capability)
       .receive([](caf::ok_atom) {}, [&](caf::error& e) { out = from_caf(e, "preempt (replica 0)"); });
   return out;
 }

@@ -188,9 +188,11 @@ public:
   /// work that goes to replicas one by one: batch inference, prediction.hpp).
   const std::vector<replica_actor>& replicas() const { return replicas_; }
   /// What every message to those replicas carries first (replica_spec::
-  /// capability): this trainer's secret, drawn at create(); keep it in
-  /// this process.
-  const std::string& replica_capability() const { return capability_; }
+  /// capability), in the same rank order: one secret per replica, drawn
+  /// when it is spawned (a new group after a failure gets new ones), so a
+  /// node learns only those of the replicas it hosts. Keep them in this
+  /// process.
+  const std::vector<std::string>& replica_capabilities() const { return capabilities_; }
   cluster& cluster_of() { return cluster_; }
   /// How many plugin libraries this trainer sent to nodes (a node that has
   /// a plugin loaded already is not sent it again).
@@ -209,19 +211,19 @@ private:
   int min_replicas() const;
   void stop_replicas();
   void release_slots();
-  template <class Reply, class... Ts>
+  template <class Reply, class Atom, class... Ts>
   result<std::vector<Reply>> ask_with_recovery(std::chrono::milliseconds timeout,
-                                               const std::string& what, Ts... args);
-  template <class Reply, class... Ts>
+                                               const std::string& what, Atom atom, Ts... args);
+  template <class Reply, class Atom, class... Ts>
   result<std::vector<Reply>> ask_all(std::chrono::milliseconds timeout, const std::string& what,
-                                     Ts... args);
+                                     Atom atom, Ts... args);
 
   cluster& cluster_;
   trainer_config config_;
   std::string id_;
-  std::string capability_;  // replica_spec::capability of every replica (256 bits, hex)
   std::vector<assignment> placement_;
   std::vector<replica_actor> replicas_;
+  std::vector<std::string> capabilities_;  // replica_spec::capability of replicas_[i] (256 bits, hex)
   store_actor store_;
   caf::actor owner_;
   caf::actor progress_sink_;
@@ -238,9 +240,11 @@ private:
   std::chrono::steady_clock::time_point last_growth_check_{};
   int generation_ = 0;
   int unreachable_node_ = -1;
-  // The chief, for preempt() from another thread while replicas_ changes.
+  // The chief and its capability, for preempt() from another thread while
+  // replicas_ changes.
   std::mutex chief_mutex_;
   replica_actor chief_;
+  std::string chief_capability_;
   std::vector<failure> failures_;
   int64_t epoch_ = 0;                // the epoch the group is in, as far as it reported
   bool recovery_pending_ = false;    // re-formed after a failure; not reported since
