@@ -1,4 +1,6 @@
-// A sweep's end is bounded, and leaves nothing behind: a sweep stopped
+// A sweep's end is bounded, and leaves nothing behind: a queued_store's
+// close() waits for the store call in flight only, and then no job uses
+// the store nor holds it; a sweep stopped
 // while its store's calls block, or while its resume reads a disk that
 // hangs, returns from fit() within the bound tuner.hpp states, failing
 // with a timeout that names the end it could not record; and once fit()
@@ -21,6 +23,8 @@
 #include "actors/memory_store.hpp"
 #include "actors/scripted_trials.hpp"
 #include "dtrain/actors/cluster.hpp"
+#include "dtrain/actors/job_thread.hpp"
+#include "dtrain/actors/tuner/queued_store.hpp"
 #include "dtrain/actors/tuner/tuner.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
@@ -167,6 +171,34 @@ long holders_after_cleanup(const std::shared_ptr<watched_store>& store) {
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(tuner_stop)
+
+BOOST_AUTO_TEST_CASE(closing_a_queued_store_waits_for_its_call_in_flight_only_then_lets_go) {
+  auto store = std::make_shared<watched_store>(milliseconds(300));
+  store->held = true;
+  auto worker = std::make_shared<job_thread>("test-close");
+  queued_store queued(store, worker);
+  store::trial_row t;
+  t.experiment = 1;
+  t.id = "00001";
+  for (int i = 0; i < 20; ++i)  // 6 s of writes
+    BOOST_REQUIRE(queued.put_trial(t).is_ok());
+  std::this_thread::sleep_for(milliseconds(100));  // the first is in the store
+  BOOST_TEST(store->in_flight.load() == 1);
+  const auto start = clock_type::now();
+  queued.close();
+  const auto took = std::chrono::duration_cast<milliseconds>(clock_type::now() - start);
+  store->closed = true;
+  // Only the call in flight was waited for, and the store is let go.
+  BOOST_TEST(took.count() < 1000, "close() took " << took.count() << " ms");
+  BOOST_TEST(store->in_flight.load() == 0);
+  BOOST_TEST(store.use_count() == 1);
+  // The queued writes, and any call after, never reach it.
+  auto read = queued.trials(1);
+  BOOST_REQUIRE(!read.is_ok());
+  BOOST_TEST((read.error().code() == error_code::unavailable), read.error().to_string());
+  BOOST_TEST(worker->stop(milliseconds(2000)));
+  BOOST_TEST(store->after_close.load() == 0);
+}
 
 BOOST_AUTO_TEST_CASE(a_sweep_stopped_while_its_store_blocks_returns_in_its_bound_and_lets_go) {
   cluster::options o;
