@@ -87,6 +87,18 @@ bool job_thread::stop(std::chrono::milliseconds bound) {
   return false;
 }
 
+size_t job_thread::drop_queued() {
+  std::deque<shared::entry> left;
+  {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    left.swap(shared_->jobs);
+  }
+  for (auto& e : left)
+    if (e.dropped)
+      e.dropped();
+  return left.size();
+}
+
 size_t job_thread::queued() const {
   std::lock_guard<std::mutex> lock(shared_->mutex);
   return shared_->jobs.size();

@@ -43,6 +43,10 @@ public:
   /// left running. A second call returns at once (true).
   bool stop(std::chrono::milliseconds bound);
 
+  /// Drops the jobs queued and not started yet (calling their `dropped`,
+  /// on this thread); the worker takes new ones. Returns how many.
+  size_t drop_queued();
+
   /// Jobs queued and not started yet.
   size_t queued() const;
 

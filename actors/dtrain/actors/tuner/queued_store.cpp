@@ -1,16 +1,41 @@
 #include "dtrain/actors/tuner/queued_store.hpp"
 
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <utility>
 
 namespace dtrain::actors {
 
 // What the jobs touch (they may outlive this object on a worker left
-// running): the wrapped store and the writes' errors, on the worker only.
+// running): the wrapped store, reached only through use() while open, and
+// the writes' errors, on the worker only.
 struct queued_store::shared {
-  std::shared_ptr<store::experiment_store> inner;
+  std::mutex mutex;
+  std::condition_variable calls_ended;  // `calling` fell to false
+  std::shared_ptr<store::experiment_store> inner;  // null once closed
+  bool calling = false;  // a job is in a call to `inner`
+  bool closing = false;  // close() began: no call starts any more
   status kept;    // the first write error since the last flush
   int later = 0;  // and how many came after it
+
+  // Runs `call` on the wrapped store unless close() came first: false then.
+  template <class F>
+  bool use(F&& call) {
+    store::experiment_store* store = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (closing)
+        return false;
+      calling = true;
+      store = inner.get();  // kept alive by `inner`: close() waits for `calling`
+    }
+    call(*store);
+    std::lock_guard<std::mutex> lock(mutex);
+    calling = false;
+    calls_ended.notify_all();
+    return true;
+  }
 
   void keep(const status& s) {
     if (s.is_ok())
@@ -44,12 +69,31 @@ queued_store::queued_store(std::shared_ptr<store::experiment_store> inner,
   shared_->inner = std::move(inner);
 }
 
+queued_store::~queued_store() { close(); }
+
+void queued_store::close() {
+  std::shared_ptr<store::experiment_store> released;
+  {
+    std::unique_lock<std::mutex> lock(shared_->mutex);
+    shared_->closing = true;
+    // Bounded by the wrapped store's own bound on one call (a
+    // service_client's request timeout).
+    shared_->calls_ended.wait(lock, [&] { return !shared_->calling; });
+    released = std::move(shared_->inner);
+  }
+  // `released` goes here, on the closing thread, never on the worker.
+}
+
 bool queued_store::post(std::function<void(store::experiment_store&, status)> job) {
-  return worker_->post([s = shared_, job = std::move(job)] { job(*s->inner, s->take()); });
+  return worker_->post([s = shared_, job = std::move(job)] {
+    s->use([&](store::experiment_store& inner) { job(inner, s->take()); });
+  });
 }
 
 status queued_store::write(std::function<status(store::experiment_store&)> call) {
-  if (!worker_->post([s = shared_, call = std::move(call)] { s->keep(call(*s->inner)); }))
+  if (!worker_->post([s = shared_, call = std::move(call)] {
+        s->use([&](store::experiment_store& inner) { s->keep(call(inner)); });
+      }))
     return stopped();
   return status::ok();
 }
@@ -58,8 +102,11 @@ template <class T>
 result<T> queued_store::wait_for(std::function<result<T>(store::experiment_store&)> call) {
   auto done = std::make_shared<std::promise<result<T>>>();
   auto answer = done->get_future();
-  if (!worker_->post([s = shared_, call = std::move(call), done] { done->set_value(call(*s->inner)); },
-                     [done] { done->set_value(result<T>(stopped())); }))
+  auto job = [s = shared_, call = std::move(call), done] {
+    if (!s->use([&](store::experiment_store& inner) { done->set_value(call(inner)); }))
+      done->set_value(result<T>(stopped()));
+  };
+  if (!worker_->post(std::move(job), [done] { done->set_value(result<T>(stopped())); }))
     return stopped();
   return answer.get();
 }

@@ -20,11 +20,28 @@ namespace dtrain::actors {
 /// wrapped store's own, come back from the next flush(). Reads and flush()
 /// wait for their job: call them where blocking is allowed (not on an
 /// actor), never from a job on the same worker (post() is for those). A
-/// call made after the worker stopped fails with `unavailable`.
-/// Thread-safe.
+/// call made after the worker stopped, or whose job starts after close(),
+/// fails with `unavailable` (a write: silently dropped).
+///
+/// close() ends every use of the wrapped store: a job may outlive this
+/// object on a worker left running (a directory removal stuck on a hung
+/// disk), but it reaches the wrapped store only through a handle that
+/// close() releases, on its own thread, once no call is in flight. So a
+/// store that depends on something its owner destroys next (a
+/// service_client and its actor system) is never used, nor destroyed, by
+/// a job after close() returned. Thread-safe.
 class queued_store final : public store::experiment_store {
 public:
   queued_store(std::shared_ptr<store::experiment_store> inner, std::shared_ptr<job_thread> worker);
+  /// Closes.
+  ~queued_store() override;
+
+  /// Waits for the job in the wrapped store, if any (no bound of its own:
+  /// the wrapped store's bound on one call, a service_client's request
+  /// timeout, times the calls of that job: one, or those of a post()ed
+  /// job), then releases the wrapped store: jobs not started yet run
+  /// without it. A second call returns at once.
+  void close();
 
   /// Runs `job` on the worker after every call made before it, with the
   /// wrapped store and the write errors kept since the last flush (then

@@ -12,6 +12,7 @@
 #include <limits>
 #include <set>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "dtrain/actors/errors.hpp"
@@ -43,6 +44,39 @@ using trial_note_atom = caf::atom_constant<caf::atom("trialnote")>;
 using recorded_atom = caf::atom_constant<caf::atom("recorded")>;
 // (job_done_atom, job): a job on the worker is done; its continuation runs.
 using job_done_atom = caf::atom_constant<caf::atom("tunejob")>;
+// (record_late_atom): end_seconds passed since the sweep's end was queued.
+using record_late_atom = caf::atom_constant<caf::atom("reclate")>;
+// (abandon_atom): end_seconds passed since only disk work kept the sweep.
+using abandon_atom = caf::atom_constant<caf::atom("abandon")>;
+
+// How a job on the worker reaches the tuner actor: only through here, so
+// that fit() can cut every job off the actor system (close()) before its
+// caller destroys the cluster. A job left running past that (a disk that
+// hangs) then holds no handle of the system and tells no one. Thread-safe.
+class tuner_link {
+public:
+  void open(caf::weak_actor_ptr tuner) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    tuner_ = std::move(tuner);
+  }
+  /// After this returns no job sends, nor holds the actor's handle.
+  void close() {
+    caf::weak_actor_ptr released;
+    std::lock_guard<std::mutex> lock(mutex_);
+    released.swap(tuner_);
+  }
+  /// A message to the tuner, unless it is gone or the link closed.
+  template <class... Ts>
+  void tell(Ts&&... xs) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto strong = tuner_.lock())
+      caf::anon_send(caf::actor_cast<caf::actor>(strong), std::forward<Ts>(xs)...);
+  }
+
+private:
+  std::mutex mutex_;
+  caf::weak_actor_ptr tuner_;
+};
 
 // Everything one sweep needs, owned by its actor.
 struct sweep {
@@ -58,6 +92,7 @@ struct sweep {
   // Every store call and disk operation of the tuner, in order, off the
   // actor's thread (fit() stops it once the sweep ended).
   std::shared_ptr<job_thread> worker;
+  std::shared_ptr<tuner_link> link = std::make_shared<tuner_link>();  // the worker's way back
   std::shared_ptr<queued_store> store;     // config.store through `worker`; null without one
   std::unique_ptr<tune::journal> journal;  // writes to `store`; null without a store
   tune::replayed_sweep resumed;            // what a resume starts from
@@ -130,6 +165,9 @@ struct tuner_state {
   // Trials whose launch waits for disk work on the worker (removing an old
   // directory, finding a resume point): they count against the limit.
   std::set<std::string> preparing;
+  // Since when only `preparing` keeps the ending sweep from completing.
+  std::optional<clock_type::time_point> preparing_alone_since;
+  std::string recording;  // the state the sweep's end records, once queued
   // What runs on the actor when a job on the worker is done, by job.
   std::map<uint64_t, std::function<void()>> continuations;
   uint64_t next_job = 0;
@@ -209,15 +247,6 @@ void finish(tuner_pointer self, const std::string& reason) {
     }
 }
 
-// From a job on the worker: a message to the tuner, unless it is gone. A
-// weak handle, so that a worker left running past fit()'s bound (a store
-// that hangs) never keeps an actor, or its system, alive.
-template <class... Ts>
-void tell(const caf::weak_actor_ptr& tuner, Ts&&... xs) {
-  if (auto strong = tuner.lock())
-    caf::anon_send(caf::actor_cast<caf::actor>(strong), std::forward<Ts>(xs)...);
-}
-
 // The experiment's row says how the sweep ended: completed (out of
 // trials, or a stopper ended it), interrupted (stop(): a resume continues
 // it) or failed (too many failed trials). On the store's worker, after
@@ -234,8 +263,9 @@ bool record_outcome(tuner_pointer self) {
                                                              : "completed";
   const int64_t id = sw.config.experiment_id;
   const std::string message = s.stop_reason;
-  caf::weak_actor_ptr tuner = self->ctrl();
-  return sw.store->post([id, state, message, tuner](store::experiment_store& store, status kept) {
+  s.recording = state;
+  return sw.store->post([id, state, message, link = sw.link](store::experiment_store& store,
+                                                             status kept) {
     auto row = store.experiment(id);
     status flushed = row.to_status();
     if (row) {
@@ -251,8 +281,12 @@ bool record_outcome(tuner_pointer self) {
     if (!flushed)
       std::fprintf(stderr, "dtrain: recording the sweep in %s: %s\n", store.where().c_str(),
                    flushed.to_string().c_str());
-    tell(tuner, recorded_atom::value);
+    link->tell(recorded_atom::value);
   });
+}
+
+std::chrono::milliseconds end_bound(const tune_config& c) {
+  return std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, c.end_seconds) * 1000));
 }
 
 // The sweep ends: the grid is made now, and fit() has it once the store
@@ -271,7 +305,26 @@ void complete(tuner_pointer self) {
   if (!record_outcome(self)) {
     s.sw->deliver(std::move(s.grid));
     self->quit();
+    return;
   }
+  self->delayed_send(self, end_bound(s.sw->config), record_late_atom::value);
+}
+
+// end_seconds after the sweep's end was queued it is still not in the
+// store (queued behind a store call or disk work that hangs): fit() fails,
+// naming what was not recorded, rather than wait on.
+void record_late(tuner_pointer self) {
+  auto& sw = *self->state.sw;
+  char bound[32];
+  std::snprintf(bound, sizeof bound, "%g", sw.config.end_seconds);
+  sw.deliver(status(error_code::timeout,
+                    "tune: the sweep's end (experiment " + std::to_string(sw.config.experiment_id) +
+                        " " + self->state.recording + ") was not recorded in " +
+                        sw.config.store->where() + " within " + bound +
+                        " s (end_seconds): the tuner's worker is still in an earlier store call "
+                        "or disk operation, with " + std::to_string(sw.worker->queued()) +
+                        " job(s) queued; the store may still say it runs"));
+  self->quit();
 }
 
 // Starts the runner of trial `id` (its record exists), from `restore_from`
@@ -336,11 +389,10 @@ void off_thread(tuner_pointer self, std::function<T()> work, std::function<void(
   const uint64_t job = s.next_job++;
   auto out = std::make_shared<T>();
   s.continuations[job] = [out, then = std::move(then)] { then(*out); };
-  caf::weak_actor_ptr tuner = self->ctrl();
   // The worker stops only after the sweep ended (fit()).
-  (void)s.sw->worker->post([work = std::move(work), out, tuner, job] {
+  (void)s.sw->worker->post([work = std::move(work), out, link = s.sw->link, job] {
     *out = work();
-    tell(tuner, job_done_atom::value, job);
+    link->tell(job_done_atom::value, job);
   });
 }
 
@@ -414,13 +466,42 @@ void never_launched(tuner_pointer self, const std::string& id) {
 void launch_prepared(tuner_pointer self, const std::string& id, const std::string& restore_from,
                      const std::string& note) {
   auto& s = self->state;
-  s.preparing.erase(id);
+  if (s.preparing.erase(id) == 0)
+    return;  // given up on (abandon_preparing): it ended as never launched
   if (!note.empty())
     s.table->event(1, note);
   if (s.finishing)
     return never_launched(self, id);
   launch_trial(self, id, restore_from);
   redraw(s);
+}
+
+// The sweep ends and only trials whose disk work (a removal, a resume
+// scan) is still under way keep it from completing: end_seconds after a
+// tick first saw that (a disk that hangs; abandon_atom then), they end as
+// never launched, so that stop() returns; their work's results, if they
+// ever come, are ignored (launch_prepared).
+void abandon_preparing(tuner_pointer self) {
+  auto& s = self->state;
+  if (s.completing || !s.finishing || !s.live.empty() || !s.exploiting.empty() ||
+      s.preparing.empty()) {
+    s.preparing_alone_since.reset();
+    return;
+  }
+  const auto now = clock_type::now();
+  if (!s.preparing_alone_since) {
+    s.preparing_alone_since = now;
+    self->delayed_send(self, end_bound(s.sw->config), abandon_atom::value);
+    return;
+  }
+  if (now - *s.preparing_alone_since < end_bound(s.sw->config))
+    return;  // an earlier wait's message: the newer one comes
+  const std::set<std::string> ids = s.preparing;
+  for (const auto& id : ids) {
+    s.table->event(1, "trial " + id + ": its disk work did not end in time; not launched");
+    s.preparing.erase(id);
+    never_launched(self, id);  // the last one completes the sweep
+  }
 }
 
 void start_exploit(tuner_pointer self, const std::string& id, const tune::exploit_plan& plan);
@@ -742,6 +823,7 @@ void on_end(tuner_pointer self, const std::string& id, int32_t restarts, const s
 caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
   auto& s = self->state;
   s.sw = sw;
+  sw->link->open(self->ctrl());
   tune::trial_table::options o;
   o.out = sw->config.out;
   o.redraw = sw->config.redraw;
@@ -844,6 +926,9 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
           }
         if (st.finishing && st.idle())
           return complete(self);
+        abandon_preparing(self);
+        if (st.completing)
+          return;
         redraw(st, true);
         self->delayed_send(self, std::chrono::seconds(1), tick_atom::value);
       },
@@ -864,7 +949,24 @@ caf::behavior tuner_actor(tuner_pointer self, std::shared_ptr<sweep> sw) {
         self->state.sw->deliver(std::move(self->state.grid));
         self->quit();
       },
+      [self](record_late_atom) { record_late(self); },
+      [self](abandon_atom) { abandon_preparing(self); },
   };
+}
+
+// After the sweep, before fit() returns (its caller may destroy the
+// cluster next): no job on the worker may reach the store (a
+// service_client of the cluster's actor system) or the actor system any
+// more. The store call in flight ends (bounded by the store itself), then
+// the store and the tuner's handle are released here; the jobs not
+// started are dropped; one still in disk work 100 ms later (a disk that
+// hangs) is left to end on its own, reaching neither.
+void close_jobs(sweep& sw) {
+  if (sw.store)
+    sw.store->close();
+  sw.link->close();
+  sw.worker->drop_queued();
+  sw.worker->stop(std::chrono::milliseconds(100));
 }
 
 std::string timestamp() {
@@ -1003,9 +1105,7 @@ result<tune::result_grid> tuner::fit() {
       caf::anon_send(actor_, caf::ok_atom::value);
   }
   result<tune::result_grid> grid = done.get();
-  // The sweep's end waited for its records: what is left is a failed
-  // actor's queued writes, or a store that hangs.
-  sw->worker->stop(std::chrono::seconds(10));
+  close_jobs(*sw);
   std::lock_guard<std::mutex> lock(actor_mutex_);
   actor_ = nullptr;
   stop_reason_.clear();  // a stop() that came after the sweep ended is for no one

@@ -57,6 +57,9 @@ struct tune_config : tune::sweep_config {
   std::FILE* out = stdout;
   int verbosity = 2;       // 0 silent, 1 trial starts and ends, 2 every epoch
   bool redraw = false;     // redraw the table in place (a terminal)
+  /// How long the sweep's end waits for disk work before a launch, and
+  /// then for its record in the store (tuner's comment: fit()'s bound).
+  double end_seconds = 30;
   /// With redraw: the terminal's width, and each running trial's progress
   /// bar (its chief's, as `dtrain train` draws it) on a line under its row,
   /// updated every progress_seconds, with its trainer's latest note (a
@@ -89,11 +92,22 @@ struct tune_config : tune::sweep_config {
 /// cluster fails fit() at once, naming what is missing.
 ///
 /// fit() blocks the calling thread (not a CAF thread) until the sweep ends
-/// and its end is recorded in the store, then stops the worker (waiting at
-/// most 10 s for store calls still queued);
-/// stop() (thread-safe, e.g. from a signal watcher) interrupts every trial
-/// (each checkpoints when it can), frees their slots and makes fit()
-/// return the grid so far, with stop_reason set.
+/// and its end is recorded in the store; stop() (thread-safe, e.g. from a
+/// signal watcher) interrupts every trial (each checkpoints when it can),
+/// frees their slots and makes fit() return the grid so far, with
+/// stop_reason set. How long the end may take, once the last trial ended
+/// (end_seconds E, the store's bound on one call C: a service_client's
+/// request timeout, 30 s by default): trials still waiting for disk work
+/// before their launch end as never launched after E (+ up to 1 s, the
+/// tuner's tick); the sweep's end is then queued, and if it is not in the
+/// store E later fit() fails with a timeout naming it (the store may still
+/// say the experiment runs); then fit() waits for the job in flight if it
+/// is in the store (one call, at most C; the sweep's record: a read, a
+/// write and a flush, at most 3C), drops the jobs not started and leaves
+/// a job stuck on the disk behind (after 0.1 s). So at most 2E + 3C +
+/// 1.1 s. When fit() returns, no job of the sweep uses the
+/// store, or the cluster's actor system, any more: the caller may destroy
+/// both (queued_store::close()).
 class tuner {
 public:
   tuner(cluster& c, trainer_config trial_template, tune::space space, tune_config config);
