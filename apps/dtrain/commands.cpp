@@ -145,8 +145,7 @@ int run_train(const train_options& o) {
     return fail(c.error());
   // Declared after the cluster: it stops before the cluster's actor system.
   auto dash = serve_dashboard((*c)->system(), (*c)->head(), (*c)->session(), o.dashboard,
-                              "dtrain train:",
-                              (*c)->tls().enabled() ? (*c)->tls().files : security::tls_files{});
+                              "dtrain train:", (*c)->client_files());
   if (!dash)
     return fail(dash.error());
   auto store = (*c)->experiments();
@@ -340,8 +339,7 @@ int run_tune(const tune_options& o) {
     return fail(c.error());
   // Declared after the cluster: it stops before the cluster's actor system.
   auto dash = serve_dashboard((*c)->system(), (*c)->head(), (*c)->session(), o.dashboard,
-                              "dtrain tune:",
-                              (*c)->tls().enabled() ? (*c)->tls().files : security::tls_files{});
+                              "dtrain tune:", (*c)->client_files());
   if (!dash)
     return fail(dash.error());
   auto store = (*c)->experiments();

@@ -188,8 +188,7 @@ int run_logs(const logs_options& o) {
     n.source.info = info;
     // Each read presents a credential: this client's certificate on TLS,
     // else the same-user MAC (a node's log is its user's).
-    if ((*c)->tls().enabled())
-      n.source.client = (*c)->tls().files;
+    n.source.client = (*c)->client_files();
     logs.push_back(std::move(n));
   }
   install_signal_handlers();

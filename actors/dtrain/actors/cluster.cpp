@@ -109,37 +109,6 @@ status cluster::start_embedded(const options& o) {
 
 namespace {
 
-// One connection attempt to a published actor, over TLS when `sys` uses
-// it. A failed TLS handshake is final (a refused certificate stays
-// refused): that error comes back as error_code::invalid_argument, with
-// what the diagnostics saw and our identity.
-template <class Handle>
-result<Handle> reach_once(caf::actor_system& sys, const tls_identity& tls, const std::string& host,
-                          uint16_t port, const std::string& address, caf::error& raw) {
-  if (!uses_tls(sys)) {
-    auto h = sys.middleman().remote_actor<Handle>(host, port);
-    if (h)
-      return *h;
-    raw = h.error();
-    status why = from_caf(h.error(), "connecting");
-    if (h.error() == caf::sec::disconnect_during_handshake)
-      return invalid_argument(why.message() + " (does " + address +
-                              " use TLS? then give this process --tls-cert, --tls-key and "
-                              "--tls-ca, or put them in " + security::default_tls_dir() + ")");
-    return why;
-  }
-  (void)take_tls_client_failure(host, port);  // an older attempt's
-  auto h = caf::openssl::remote_actor<Handle>(sys, host, port);
-  if (h)
-    return *h;
-  raw = h.error();
-  const std::string seen = take_tls_client_failure(host, port);
-  if (h.error() == caf::sec::disconnect_during_handshake || !seen.empty())
-    return invalid_argument(
-        explain_tls_connect_failure(tls, address, caf::to_string(h.error()), seen));
-  return from_caf(h.error(), "connecting");
-}
-
 // CAF 0.17.6 starts an outgoing connection's `last_seen` at the clock's
 // epoch and sets it only when the peer's first bytes arrive (basp_broker's
 // connect handler), so the heartbeat tick that comes first (within
@@ -154,20 +123,42 @@ constexpr int connect_attempts = 8;
 template <class Connect>
 auto retry_connection_timeouts(Connect&& connect) {
   auto out = connect();
-  for (int i = 1; i < connect_attempts && !out && out.error() == caf::sec::connection_timeout; ++i)
+  for (int i = 1; i < connect_attempts && !out && out.error() == caf::sec::connection_timeout;
+       ++i)
     out = connect();
   return out;
 }
 
-// reach_once, tried again when the connection timed out (above).
+// A connection to a published actor, over TLS when `sys` uses it (its
+// false timeouts tried again, above). A failed TLS handshake is final (a
+// refused certificate stays refused): that error comes back as
+// error_code::invalid_argument, with what the diagnostics saw and our
+// identity.
 template <class Handle>
 result<Handle> reach(caf::actor_system& sys, const tls_identity& tls, const std::string& host,
                      uint16_t port, const std::string& address) {
-  caf::error raw;
-  auto h = reach_once<Handle>(sys, tls, host, port, address, raw);
-  for (int i = 1; i < connect_attempts && !h && raw == caf::sec::connection_timeout; ++i)
-    h = reach_once<Handle>(sys, tls, host, port, address, raw);
-  return h;
+  if (!uses_tls(sys)) {
+    auto h = retry_connection_timeouts(
+        [&] { return sys.middleman().remote_actor<Handle>(host, port); });
+    if (h)
+      return *h;
+    status why = from_caf(h.error(), "connecting");
+    if (h.error() == caf::sec::disconnect_during_handshake)
+      return invalid_argument(why.message() + " (does " + address +
+                              " use TLS? then give this process --tls-cert, --tls-key and "
+                              "--tls-ca, or put them in " + security::default_tls_dir() + ")");
+    return why;
+  }
+  (void)take_tls_client_failure(host, port);  // an older attempt's
+  auto h = retry_connection_timeouts(
+      [&] { return caf::openssl::remote_actor<Handle>(sys, host, port); });
+  if (h)
+    return *h;
+  const std::string seen = take_tls_client_failure(host, port);
+  if (h.error() == caf::sec::disconnect_during_handshake || !seen.empty())
+    return invalid_argument(
+        explain_tls_connect_failure(tls, address, caf::to_string(h.error()), seen));
+  return from_caf(h.error(), "connecting");
 }
 
 } // namespace

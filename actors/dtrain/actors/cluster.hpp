@@ -141,6 +141,11 @@ public:
 
   /// This process's TLS identity (disabled on a plain cluster).
   const tls_identity& tls() const { return tls_; }
+  /// This driver's TLS files when it speaks TLS, else none: what proves
+  /// it as a client to a node (a log read's or a plugin's credential).
+  security::tls_files client_files() const {
+    return tls_.enabled() ? tls_.files : security::tls_files{};
+  }
 
   /// The session token this process presents with every request to the
   /// head and its experiment service (head_actor.hpp): the one the head

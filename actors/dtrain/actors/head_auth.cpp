@@ -115,7 +115,7 @@ result<head_auth::session> head_auth::prove(const caf::node_id& peer, const std:
   std::string token = security::random_hex(32);
   sessions_->put(token, session_directory::entry{peer, wanted, info.subject});
   const bool idle = watched.empty();
-  proven_[peer] = proven{wanted, info.subject, token, std::move(watched), now};
+  proven_[peer] = proven{info.subject, token, std::move(watched), now};
   if (idle)
     make_idle(peer, now);  // until the head watches one of its actors
   return session{std::move(info), std::move(token)};

@@ -121,7 +121,6 @@ private:
   void touch(const caf::node_id& peer, clock::time_point now);
 
   struct proven {
-    security::role role_;
     std::string subject;
     std::string token;                  // its session
     std::set<caf::actor_addr> watched;  // empty: idle

@@ -79,8 +79,8 @@ status check_same_user(const node_state& st, const code_request& r, const plugin
 // Whether the driver may run `r` on this node (node_actor.hpp); `node_id` is
 // this process's CAF node id. A node with neither a secret nor a CA (an
 // embedded cluster's, reachable only in its own process) asks nothing.
-status authorize(node_state& st, const code_request& r, const plugin_credential& c,
-                 const std::string& node_id) {
+status check_credential(node_state& st, const code_request& r, const plugin_credential& c,
+                        const std::string& node_id) {
   if (st.options.secret.empty() && st.options.ca_file.empty() && c.kind.empty())
     return status::ok();
   if (c.kind != "same-user" && c.kind != "identity-proof")
@@ -101,6 +101,15 @@ status authorize(node_state& st, const code_request& r, const plugin_credential&
     return invalid_argument(r.what + " refused: the driver's identity proof does not hold: " +
                             who.error().message());
   return status::ok();
+}
+
+// check_credential, and a refusal said on the node's stderr too.
+status authorize(node_state& st, const code_request& r, const plugin_credential& c,
+                 const std::string& node_id) {
+  status allowed = check_credential(st, r, c, node_id);
+  if (!allowed)
+    std::fprintf(stderr, "dtrain node: %s\n", allowed.message().c_str());
+  return allowed;
 }
 
 // Installs on a detached thread of its own (file I/O and dlopen block) and
@@ -187,10 +196,8 @@ node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> sel
       const code_request r{"replica", spawn_subject(spec),
                            spawn_proof_purpose(spec, self->state.options.identity)};
       if (status allowed = authorize(self->state, r, credential, caf::to_string(self->node()));
-          !allowed) {
-        std::fprintf(stderr, "dtrain node: %s\n", allowed.message().c_str());
+          !allowed)
         return to_caf(allowed);
-      }
       if (spec.capability.size() < min_capability_chars)
         return to_caf(invalid_argument(
             "replica refused: its spec carries a capability of " +
@@ -214,10 +221,8 @@ node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> sel
         const plugin_credential& credential) -> caf::result<std::vector<std::string>> {
       const code_request r{"plugin", hash, plugin_proof_purpose(hash, self->state.options.identity)};
       if (status allowed = authorize(self->state, r, credential, caf::to_string(self->node()));
-          !allowed) {
-        std::fprintf(stderr, "dtrain node: %s\n", allowed.message().c_str());
+          !allowed)
         return to_caf(allowed);
-      }
       // The sender checks the size too; a node does not take its word.
       if (bytes.size() > max_plugin_bytes) {
         status big = invalid_argument("plugin " + hash + " refused: " +
@@ -250,10 +255,8 @@ node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> sel
       const code_request r{"log read", log_subject(offset, max_bytes),
                            log_proof_purpose(offset, max_bytes, self->state.options.identity)};
       if (status allowed = authorize(self->state, r, credential, caf::to_string(self->node()));
-          !allowed) {
-        std::fprintf(stderr, "dtrain node: %s\n", allowed.message().c_str());
+          !allowed)
         return to_caf(allowed);
-      }
       auto chunk = read_log(self->state.options.log_file, offset, max_bytes);
       if (!chunk)
         return to_caf(chunk.error());

@@ -180,9 +180,8 @@ status trainer::equip_node(const assignment& a) {
     return node.error();
   // A plain cluster: the same-user secret; a TLS cluster: an identity
   // proof with this driver's client certificate.
-  const security::tls_files client =
-      cluster_.tls().enabled() ? cluster_.tls().files : security::tls_files{};
-  auto sent = ensure_plugins(cluster_.system(), *node, a, plugins_, client, timeout);
+  auto sent =
+      ensure_plugins(cluster_.system(), *node, a, plugins_, cluster_.client_files(), timeout);
   if (!sent)
     return sent.error();
   plugins_sent_ += *sent;

@@ -132,6 +132,23 @@ result<store::experiment_store*> opened(store_side& s) {
   return s.store.get();
 }
 
+// ok when `session` may do `op` (service.hpp); a refusal is said on the
+// head's stderr too, naming the process.
+status permitted(service_state& s, const std::string& session, const char* op) {
+  const auto& sender = s.self->current_sender();
+  const caf::node_id peer = sender ? sender->node() : caf::node_id{};
+  status out = s.sessions ? s.sessions->allowed(session, peer, s.self->node(),
+                                                security::role::client, op)
+                          : status(error_code::internal,
+                                   std::string(op) + ": the service has no sessions");
+  if (!out) {
+    std::fprintf(stderr, "dtrain head: experiment service refused process %s: %s\n",
+                 caf::to_string(peer).c_str(), out.message().c_str());
+    std::fflush(stderr);
+  }
+  return out;
+}
+
 // A request answered by a job on the worker: `job`'s result as the reply,
 // delivered by the service once the job is done.
 template <class T>
@@ -141,10 +158,13 @@ caf::result<T> reply_later(service_state& s, std::function<result<T>(store_side&
   return rp;
 }
 
-// A request: runs `call` on the open store (on the worker); its status as
-// the reply. `call` is run later: it must own what it uses.
+// A request of `session`, when it may (permitted): runs `call` on the open
+// store (on the worker); its status as the reply. `call` is run later: it
+// must own what it uses.
 template <class T, class Call>
-caf::result<T> answer(service_state& s, const char* op, Call&& call) {
+caf::result<T> answer(service_state& s, const std::string& session, const char* op, Call&& call) {
+  if (status no = permitted(s, session, op); !no)
+    return to_caf(no);
   return reply_later<T>(s, [op, call = std::forward<Call>(call)](store_side& side) -> result<T> {
     auto store = opened(side);
     if (!store)
@@ -158,9 +178,13 @@ caf::result<T> answer(service_state& s, const char* op, Call&& call) {
 
 // A one-way write of rows of `experiments`, run on the worker: its error is
 // kept for each of them, until a flush names it. `call` must own what it uses.
+// A refused write (permitted) is dropped: its error is kept for no
+// experiment, so that a forger cannot fail another client's flush.
 template <class Call>
-void write(service_state& s, const std::vector<int64_t>& experiments, const char* op,
-           Call&& call) {
+void write(service_state& s, const std::string& session, const std::vector<int64_t>& experiments,
+           const char* op, Call&& call) {
+  if (!permitted(s, session, op))
+    return;
   s.jobs->thread.post([jobs = s.jobs, experiments, op, call = std::forward<Call>(call)] {
     store_side& side = jobs->side;
     auto store = opened(side);
@@ -190,23 +214,6 @@ status update_keeping_storage(store::experiment_store& st, const store::experime
                             ": its storage (the checkpoint directory) cannot change: it is '" +
                             now->storage + "', the update says '" + e.storage + "'");
   return st.update_experiment(e);
-}
-
-// ok when `session` may do `op` (service.hpp); a refusal is said on the
-// head's stderr too, naming the process.
-status permitted(self_ptr self, const std::string& session, const char* op) {
-  const auto& sender = self->current_sender();
-  const caf::node_id peer = sender ? sender->node() : caf::node_id{};
-  status s = self->state.sessions
-                 ? self->state.sessions->allowed(session, peer, self->node(),
-                                                 security::role::client, op)
-                 : status(error_code::internal, std::string(op) + ": the service has no sessions");
-  if (!s) {
-    std::fprintf(stderr, "dtrain head: experiment service refused process %s: %s\n",
-                 caf::to_string(peer).c_str(), s.message().c_str());
-    std::fflush(stderr);
-  }
-  return s;
 }
 
 } // namespace
@@ -248,102 +255,75 @@ experiment_service::behavior_type service_impl(self_ptr self, store_opener open,
   return {
       [=, &s](create_atom, const std::string& session,
               const experiment_row& e) -> caf::result<int64_t> {
-        if (auto no = permitted(self, session, "create_experiment"); !no)
-          return to_caf(no);
-        return answer<int64_t>(s, "create_experiment",
+        return answer<int64_t>(s, session, "create_experiment",
                                [=](experiment_store& st) { return st.create_experiment(e); });
       },
       [=, &s](update_atom, const std::string& session, const experiment_row& e) {
-        if (!permitted(self, session, "update_experiment"))
-          return;
-        write(s, {e.id}, "update_experiment",
+        write(s, session, {e.id}, "update_experiment",
               [=](experiment_store& st) { return update_keeping_storage(st, e); });
       },
       [=, &s](read_atom, const std::string& session, int64_t id) -> caf::result<experiment_row> {
-        if (auto no = permitted(self, session, "experiment"); !no)
-          return to_caf(no);
-        return answer<experiment_row>(s, "experiment",
+        return answer<experiment_row>(s, session, "experiment",
                                       [=](experiment_store& st) { return st.experiment(id); });
       },
       [=, &s](list_atom, const std::string& session) -> caf::result<std::vector<experiment_row>> {
-        if (auto no = permitted(self, session, "experiments"); !no)
-          return to_caf(no);
-        return answer<std::vector<experiment_row>>(
-            s, "experiments", [=](experiment_store& st) { return st.experiments(); });
+        return answer<std::vector<experiment_row>>(s, session, "experiments",
+            [=](experiment_store& st) { return st.experiments(); });
       },
       [=, &s](delete_atom, const std::string& session, int64_t id) -> caf::result<caf::ok_atom> {
-        if (auto no = permitted(self, session, "delete_experiment"); !no)
-          return to_caf(no);
-        return answer<caf::ok_atom>(s, "delete_experiment", [=](experiment_store& st) {
+        return answer<caf::ok_atom>(s, session, "delete_experiment", [=](experiment_store& st) {
           status d = st.delete_experiment(id);
           return d ? result<caf::ok_atom>(caf::ok_atom::value) : result<caf::ok_atom>(d);
         });
       },
       [=, &s](put_trial_atom, const std::string& session, const trial_row& t) {
-        if (!permitted(self, session, "put_trial"))
-          return;
-        write(s, {t.experiment}, "put_trial", [=](experiment_store& st) { return st.put_trial(t); });
+        write(s, session, {t.experiment}, "put_trial",
+            [=](experiment_store& st) { return st.put_trial(t); });
       },
       [=, &s](trials_atom, const std::string& session,
               int64_t experiment) -> caf::result<std::vector<trial_row>> {
-        if (auto no = permitted(self, session, "trials"); !no)
-          return to_caf(no);
-        return answer<std::vector<trial_row>>(
-            s, "trials", [=](experiment_store& st) { return st.trials(experiment); });
+        return answer<std::vector<trial_row>>(s, session, "trials",
+            [=](experiment_store& st) { return st.trials(experiment); });
       },
       [=, &s](add_metrics_atom, const std::string& session, const std::vector<metric_row>& rows) {
-        if (!permitted(self, session, "add_metrics"))
-          return;
-        write(s, experiments_of(rows), "add_metrics", [=](experiment_store& st) { return st.add_metrics(rows); });
+        write(s, session, experiments_of(rows), "add_metrics",
+            [=](experiment_store& st) { return st.add_metrics(rows); });
       },
       [=, &s](metrics_atom, const std::string& session, int64_t experiment,
               const std::string& trial) -> caf::result<std::vector<metric_row>> {
-        if (auto no = permitted(self, session, "metrics"); !no)
-          return to_caf(no);
-        return answer<std::vector<metric_row>>(
-            s, "metrics", [=](experiment_store& st) { return st.metrics(experiment, trial); });
+        return answer<std::vector<metric_row>>(s, session, "metrics",
+            [=](experiment_store& st) { return st.metrics(experiment, trial); });
       },
       [=, &s](put_ckpt_atom, const std::string& session, const checkpoint_row& c) {
-        if (!permitted(self, session, "put_checkpoint"))
-          return;
-        write(s, {c.experiment}, "put_checkpoint",
+        write(s, session, {c.experiment}, "put_checkpoint",
               [=](experiment_store& st) { return st.put_checkpoint(c); });
       },
       [=, &s](ckpts_atom, const std::string& session, int64_t experiment,
               const std::string& trial) -> caf::result<std::vector<checkpoint_row>> {
-        if (auto no = permitted(self, session, "checkpoints"); !no)
-          return to_caf(no);
-        return answer<std::vector<checkpoint_row>>(
-            s, "checkpoints",
+        return answer<std::vector<checkpoint_row>>(s, session, "checkpoints",
             [=](experiment_store& st) { return st.checkpoints(experiment, trial); });
       },
       [=, &s](add_lineage_atom, const std::string& session, const lineage_row& l) {
-        if (!permitted(self, session, "add_lineage"))
-          return;
-        write(s, {l.experiment}, "add_lineage", [=](experiment_store& st) { return st.add_lineage(l); });
+        write(s, session, {l.experiment}, "add_lineage",
+            [=](experiment_store& st) { return st.add_lineage(l); });
       },
       [=, &s](lineage_atom, const std::string& session,
               int64_t experiment) -> caf::result<std::vector<lineage_row>> {
-        if (auto no = permitted(self, session, "lineage"); !no)
-          return to_caf(no);
-        return answer<std::vector<lineage_row>>(
-            s, "lineage", [=](experiment_store& st) { return st.lineage(experiment); });
+        return answer<std::vector<lineage_row>>(s, session, "lineage",
+            [=](experiment_store& st) { return st.lineage(experiment); });
       },
       [=, &s](add_event_atom, const std::string& session, const event_row& e) {
-        if (!permitted(self, session, "add_event"))
-          return;
-        write(s, {e.experiment}, "add_event", [=](experiment_store& st) { return st.add_event(e); });
+        write(s, session, {e.experiment}, "add_event",
+            [=](experiment_store& st) { return st.add_event(e); });
       },
       [=, &s](events_atom, const std::string& session, int64_t experiment,
               const std::string& trial) -> caf::result<std::vector<event_row>> {
-        if (auto no = permitted(self, session, "events"); !no)
-          return to_caf(no);
-        return answer<std::vector<event_row>>(
-            s, "events", [=](experiment_store& st) { return st.events(experiment, trial); });
+        return answer<std::vector<event_row>>(s, session, "events",
+            [=](experiment_store& st) { return st.events(experiment, trial); });
       },
       [=, &s](flush_atom, const std::string& session,
               const std::vector<int64_t>& experiments) -> caf::result<caf::ok_atom> {
-        if (auto no = permitted(self, session, "flush"); !no)
+        if (auto no = permitted(s, session, "flush"); !no)
           return to_caf(no);
         // The store is flushed whatever the service kept: its durability
         // and its own errors of these experiments. On the worker, after
@@ -360,7 +340,7 @@ experiment_service::behavior_type service_impl(self_ptr self, store_opener open,
         });
       },
       [=, &s](where_atom, const std::string& session) -> caf::result<std::string> {
-        if (auto no = permitted(self, session, "where"); !no)
+        if (auto no = permitted(s, session, "where"); !no)
           return to_caf(no);
         return s.path;
       },
