@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "actors/forwarding_store.hpp"
 #include "actors/memory_store.hpp"
 #include "actors/scripted_trials.hpp"
 #include "dtrain/actors/cluster.hpp"
@@ -38,72 +39,16 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-// Forwards to a memory_store, sleeping `delay` in every call first: a
-// store on a disk that takes its time (or an SQLite file another process
-// holds locked).
-class slow_store final : public store::experiment_store {
+// A memory_store behind a `delay` in every call: a store on a disk that
+// takes its time (or an SQLite file another process holds locked).
+class slow_store final : public dtrain::testing::forwarding_store {
 public:
   slow_store(std::shared_ptr<memory_store> rows, milliseconds delay)
-    : rows_(std::move(rows)), delay_(delay) {}
-
-  template <class F>
-  auto slowly(F f) -> decltype(f()) {
-    std::this_thread::sleep_for(delay_);
-    return f();
-  }
-
-  result<int64_t> create_experiment(const store::experiment_row& e) override {
-    return slowly([&] { return rows_->create_experiment(e); });
-  }
-  status update_experiment(const store::experiment_row& e) override {
-    return slowly([&] { return rows_->update_experiment(e); });
-  }
-  result<store::experiment_row> experiment(int64_t id) override {
-    return slowly([&] { return rows_->experiment(id); });
-  }
-  result<std::vector<store::experiment_row>> experiments() override {
-    return slowly([&] { return rows_->experiments(); });
-  }
-  status delete_experiment(int64_t id) override {
-    return slowly([&] { return rows_->delete_experiment(id); });
-  }
-  status put_trial(const store::trial_row& t) override {
-    return slowly([&] { return rows_->put_trial(t); });
-  }
-  result<std::vector<store::trial_row>> trials(int64_t e) override {
-    return slowly([&] { return rows_->trials(e); });
-  }
-  status add_metrics(const std::vector<store::metric_row>& r) override {
-    return slowly([&] { return rows_->add_metrics(r); });
-  }
-  result<std::vector<store::metric_row>> metrics(int64_t e, const std::string& t) override {
-    return slowly([&] { return rows_->metrics(e, t); });
-  }
-  status put_checkpoint(const store::checkpoint_row& c) override {
-    return slowly([&] { return rows_->put_checkpoint(c); });
-  }
-  result<std::vector<store::checkpoint_row>> checkpoints(int64_t e, const std::string& t) override {
-    return slowly([&] { return rows_->checkpoints(e, t); });
-  }
-  status add_lineage(const store::lineage_row& l) override {
-    return slowly([&] { return rows_->add_lineage(l); });
-  }
-  result<std::vector<store::lineage_row>> lineage(int64_t e) override {
-    return slowly([&] { return rows_->lineage(e); });
-  }
-  status add_event(const store::event_row& e) override {
-    return slowly([&] { return rows_->add_event(e); });
-  }
-  result<std::vector<store::event_row>> events(int64_t e, const std::string& t) override {
-    return slowly([&] { return rows_->events(e, t); });
-  }
-  status flush() override {
-    return slowly([&] { return rows_->flush(); });
-  }
-  std::string where() const override { return "slow store"; }
+    : forwarding_store(std::move(rows), "slow store"), delay_(delay) {}
 
 private:
-  std::shared_ptr<memory_store> rows_;
+  void enter() override { std::this_thread::sleep_for(delay_); }
+
   milliseconds delay_;
 };
 

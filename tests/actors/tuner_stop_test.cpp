@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "actors/forwarding_store.hpp"
 #include "actors/memory_store.hpp"
 #include "actors/scripted_trials.hpp"
 #include "dtrain/actors/cluster.hpp"
@@ -43,80 +44,27 @@ namespace {
 // start after close() (the test's word that its owner is gone). While
 // held, every call first waits `hold` (a service_client whose head does
 // not answer, up to its request timeout).
-class watched_store final : public store::experiment_store {
+class watched_store final : public dtrain::testing::forwarding_store {
 public:
-  explicit watched_store(milliseconds hold) : hold_(hold) {}
+  explicit watched_store(milliseconds hold)
+    : forwarding_store(std::make_shared<memory_store>(), "watched store"), hold_(hold) {}
 
-  std::shared_ptr<memory_store> rows = std::make_shared<memory_store>();
   std::atomic<bool> held{false};
   std::atomic<int> in_flight{0};
   std::atomic<int> after_close{0};
   std::atomic<bool> closed{false};
 
-  template <class F>
-  auto call(F f) -> decltype(f()) {
+private:
+  void enter() override {
     if (closed)
       ++after_close;
     ++in_flight;
     const auto until = clock_type::now() + hold_;
     while (held && clock_type::now() < until)
       std::this_thread::sleep_for(milliseconds(5));
-    auto out = f();
-    --in_flight;
-    return out;
   }
+  void leave() override { --in_flight; }
 
-  result<int64_t> create_experiment(const store::experiment_row& e) override {
-    return call([&] { return rows->create_experiment(e); });
-  }
-  status update_experiment(const store::experiment_row& e) override {
-    return call([&] { return rows->update_experiment(e); });
-  }
-  result<store::experiment_row> experiment(int64_t id) override {
-    return call([&] { return rows->experiment(id); });
-  }
-  result<std::vector<store::experiment_row>> experiments() override {
-    return call([&] { return rows->experiments(); });
-  }
-  status delete_experiment(int64_t id) override {
-    return call([&] { return rows->delete_experiment(id); });
-  }
-  status put_trial(const store::trial_row& t) override {
-    return call([&] { return rows->put_trial(t); });
-  }
-  result<std::vector<store::trial_row>> trials(int64_t e) override {
-    return call([&] { return rows->trials(e); });
-  }
-  status add_metrics(const std::vector<store::metric_row>& r) override {
-    return call([&] { return rows->add_metrics(r); });
-  }
-  result<std::vector<store::metric_row>> metrics(int64_t e, const std::string& t) override {
-    return call([&] { return rows->metrics(e, t); });
-  }
-  status put_checkpoint(const store::checkpoint_row& c) override {
-    return call([&] { return rows->put_checkpoint(c); });
-  }
-  result<std::vector<store::checkpoint_row>> checkpoints(int64_t e, const std::string& t) override {
-    return call([&] { return rows->checkpoints(e, t); });
-  }
-  status add_lineage(const store::lineage_row& l) override {
-    return call([&] { return rows->add_lineage(l); });
-  }
-  result<std::vector<store::lineage_row>> lineage(int64_t e) override {
-    return call([&] { return rows->lineage(e); });
-  }
-  status add_event(const store::event_row& e) override {
-    return call([&] { return rows->add_event(e); });
-  }
-  result<std::vector<store::event_row>> events(int64_t e, const std::string& t) override {
-    return call([&] { return rows->events(e, t); });
-  }
-  status flush() override {
-    return call([&] { return rows->flush(); });
-  }
-  std::string where() const override { return "watched store"; }
-
-private:
   milliseconds hold_;
 };
 
