@@ -15,6 +15,7 @@
 #include "dtrain/actors/experiments/client.hpp"
 #include "dtrain/actors/experiments/service.hpp"
 #include "dtrain/actors/head_auth.hpp"
+#include "actors/role_pki.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -36,26 +37,7 @@ struct service_auth_fixture {
 
   ~service_auth_fixture() { caf::anon_send_exit(service, caf::exit_reason::user_shutdown); }
 
-  tls_identity make_pki() {
-    sec::ca_request r;
-    r.dir = ca;
-    r.name = "test CA";
-    auto made = sec::create_ca(r);
-    BOOST_REQUIRE_MESSAGE(made.is_ok(), made.error().to_string());
-    for (auto role : {sec::role::head, sec::role::node, sec::role::client}) {
-      sec::certificate_request c;
-      c.role_ = role;
-      c.name = sec::role_name(role);
-      c.ca_dir = ca;
-      c.out_dir = ca;
-      auto issued = sec::create_certificate(c);
-      BOOST_REQUIRE_MESSAGE(issued.is_ok(), issued.error().to_string());
-    }
-    tls_identity id;
-    id.files = {ca + "/head.pem", ca + "/head-key.pem", ca + "/ca.pem"};
-    id.role_ = sec::role::head;
-    return id;
-  }
+  tls_identity make_pki() { return dtrain::testing::make_role_pki(ca); }
 
   /// This process proves the certificate `name` ("node": join, "client":
   /// attach), as a node or a driver does; its session token. The process

@@ -17,6 +17,7 @@
 #include "dtrain/actors/experiments/client.hpp"
 #include "dtrain/actors/head_actor.hpp"
 #include "dtrain/actors/head_auth.hpp"
+#include "actors/role_pki.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -32,26 +33,7 @@ struct auth_fixture {
   head_auth auth{head_identity(), std::chrono::seconds(30)};
   caf::node_id head_node = id_of(999999);
 
-  tls_identity head_identity() {
-    sec::ca_request r;
-    r.dir = ca;
-    r.name = "test CA";
-    auto made = sec::create_ca(r);
-    BOOST_REQUIRE_MESSAGE(made.is_ok(), made.error().to_string());
-    for (auto role : {sec::role::head, sec::role::node, sec::role::client}) {
-      sec::certificate_request c;
-      c.role_ = role;
-      c.name = sec::role_name(role);
-      c.ca_dir = ca;
-      c.out_dir = ca;
-      auto issued = sec::create_certificate(c);
-      BOOST_REQUIRE_MESSAGE(issued.is_ok(), issued.error().to_string());
-    }
-    tls_identity id;
-    id.files = files("head");
-    id.role_ = sec::role::head;
-    return id;
-  }
+  tls_identity head_identity() { return dtrain::testing::make_role_pki(ca); }
 
   sec::tls_files files(const std::string& name) const {
     return {ca + "/" + name + ".pem", ca + "/" + name + "-key.pem", ca + "/ca.pem"};
