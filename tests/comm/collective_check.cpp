@@ -12,6 +12,7 @@
 
 #include "dtrain/comm/store.hpp"
 #include "dtrain/core/check.hpp"
+#include "dtrain/core/hash.hpp"
 #include "dtrain/core/random.hpp"
 #include "test_util.hpp"
 
@@ -244,12 +245,7 @@ void check_large_all_reduce(const comm_factory& make, int n, rank_mode mode, boo
     DTRAIN_RETURN_IF_ERROR(compare(buf, [&](int64_t i) { return reduce_ref(n, i, comm::reduce_op::sum); },
                                    exact, "64 MiB all_reduce"));
     // Every rank must hold the same bits: compare a hash through the store.
-    uint64_t h = 1469598103934665603ULL;
-    for (int64_t i = 0; i < count; ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, buf.data() + i, 4);
-      h = (h ^ bits) * 1099511628211ULL;
-    }
+    const uint64_t h = hash::fnv1a(buf.data(), static_cast<size_t>(count) * sizeof(float));
     DTRAIN_RETURN_IF_ERROR(store->set("hash/" + std::to_string(rank), comm::to_bytes(std::to_string(h))));
     DTRAIN_ASSIGN_OR_RETURN(auto first, store->get("hash/0", milliseconds(30000)));
     return expect(comm::to_string(first) == std::to_string(h), "rank " + std::to_string(rank) +

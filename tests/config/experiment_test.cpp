@@ -766,6 +766,15 @@ BOOST_AUTO_TEST_CASE(the_tpe_searcher_reads_its_knobs_and_round_trips) {
   BOOST_TEST((shipped->space.varying() == std::vector<std::string>{"x1", "x2"}));
 }
 
+// The store keeps config_hash to tell a resumed experiment whose file
+// changed, so its value must not move between versions: FNV-1a 64 with the
+// reference's offset basis, as 16 lowercase hex digits.
+BOOST_AUTO_TEST_CASE(config_hash_keeps_the_fnv1a_values_stored_experiments_hold) {
+  BOOST_TEST(dtrain::config::config_hash("") == "cbf29ce484222325");
+  BOOST_TEST(dtrain::config::config_hash("a") == "af63dc4c8601ec8c");
+  BOOST_TEST(dtrain::config::config_hash("foobar") == "85944171f73967e8");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // --- Hyperparameter searches (dtrain tune) -----------------------------------

@@ -9,6 +9,7 @@
 #include "dtrain/core/check.hpp"
 #include "dtrain/actors/store_actor.hpp"
 #include "dtrain/comm/factory.hpp"
+#include "dtrain/core/hash.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/security/certificates.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
@@ -266,12 +267,8 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
       if (status s = check_owner(spec, capability, "hash"); !s)
         return to_caf(s);
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<uint64_t> {
-        uint64_t h = 1469598103934665603ULL;
         auto v = r.parameters().to_vector();
-        const auto* p = reinterpret_cast<const unsigned char*>(v.data());
-        for (size_t i = 0; i < v.size() * sizeof(float); ++i)
-          h = (h ^ p[i]) * 1099511628211ULL;
-        return h;
+        return hash::fnv1a(v.data(), v.size() * sizeof(float));
       });
     },
     [=](preempt_atom, const std::string& capability) -> caf::result<caf::ok_atom> {

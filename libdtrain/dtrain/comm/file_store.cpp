@@ -14,6 +14,7 @@
 
 #include "dtrain/comm/store.hpp"
 #include "dtrain/core/check.hpp"
+#include "dtrain/core/hash.hpp"
 
 namespace dtrain::comm {
 
@@ -68,12 +69,10 @@ std::string encode_key(const std::string& key) {
   }
   if (name.size() <= 200)
     return name;
-  uint64_t hash = 14695981039346656037ull;  // FNV-1a 64
-  for (unsigned char c : key)
-    hash = (hash ^ c) * 1099511628211ull;
+  const uint64_t h = hash::fnv1a(key);
   std::string tail = "~";
   for (int shift = 60; shift >= 0; shift -= 4)
-    tail += hex[(hash >> shift) & 15];
+    tail += hex[(h >> shift) & 15];
   return name.substr(0, 180) + tail;
 }
 

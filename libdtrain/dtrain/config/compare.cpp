@@ -1,6 +1,5 @@
 // Comparing experiments: a stable hash of the canonical YAML, and the key
 // paths where two of them differ (a resumed experiment whose file changed).
-#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -8,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "dtrain/config/experiment.hpp"
+#include "dtrain/core/hash.hpp"
 
 namespace dtrain::config {
 
@@ -41,14 +41,7 @@ void flatten(const YAML::Node& node, const std::string& path, std::map<std::stri
 } // namespace
 
 std::string config_hash(const std::string& canonical_yaml) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : canonical_yaml) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return hash::hex16(hash::fnv1a(canonical_yaml));
 }
 
 std::vector<std::string> config_differences(const std::string& before_yaml,

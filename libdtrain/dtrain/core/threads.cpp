@@ -14,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include "dtrain/core/hash.hpp"
 #include "dtrain/core/net.hpp"
 
 namespace dtrain {
@@ -57,12 +58,8 @@ namespace fs = std::filesystem;
 // writable) and per host identity (network namespaces on one kernel are
 // different hosts to dtrain, and their replicas do not share a count).
 fs::path registry() {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : net::host_identity())
-    h = (h ^ c) * 1099511628211ULL;
-  char name[64];
-  std::snprintf(name, sizeof name, "dtrain-blas-%u-%016llx", static_cast<unsigned>(getuid()),
-                static_cast<unsigned long long>(h));
+  const std::string name = "dtrain-blas-" + std::to_string(getuid()) + "-" +
+                           hash::hex16(hash::fnv1a(net::host_identity()));
   fs::path base = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
   return base / name;
 }
