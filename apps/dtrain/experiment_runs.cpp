@@ -22,14 +22,7 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string this_host() {
-  char name[256] = {0};
-  if (gethostname(name, sizeof name - 1) != 0)
-    return "localhost";
-  return name;
-}
-
-std::string owner_of_this_process() { return this_host() + " " + std::to_string(getpid()); }
+std::string owner_of_this_process() { return net::host_name() + " " + std::to_string(getpid()); }
 
 // The checkpoint directory of new experiment `row` under `root` (made
 // absolute against the working directory if the experiment was not read
@@ -87,12 +80,12 @@ checkpoint::owner storage_owner(const store::experiment_row& row, const std::str
 
 bool owner_is_this_host(const std::string& owner) {
   auto space = owner.rfind(' ');
-  return space != std::string::npos && owner.substr(0, space) == this_host();
+  return space != std::string::npos && owner.substr(0, space) == net::host_name();
 }
 
 int live_driver_here(const std::string& owner) {
   auto space = owner.rfind(' ');
-  if (space == std::string::npos || owner.substr(0, space) != this_host())
+  if (space == std::string::npos || owner.substr(0, space) != net::host_name())
     return 0;
   pid_t pid = static_cast<pid_t>(std::atol(owner.c_str() + space + 1));
   if (pid <= 0 || pid == getpid())

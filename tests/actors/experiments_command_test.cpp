@@ -14,6 +14,7 @@
 
 #include "actors/child_process.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
+#include "dtrain/core/net.hpp"
 #include "dtrain/store/experiment_store.hpp"
 #include "test_util.hpp"
 
@@ -264,11 +265,8 @@ BOOST_AUTO_TEST_CASE(delete_without_a_terminal_needs_yes_and_then_removes_rows_a
   BOOST_TEST(h.run({"show", "1"}, out) == 1);
 }
 
-std::string this_host() {
-  char name[256] = {0};
-  BOOST_REQUIRE(gethostname(name, sizeof name - 1) == 0);
-  return name;
-}
+// What `dtrain experiments` takes for this host in an owner ("host pid").
+std::string this_host() { return net::host_name(); }
 
 // The driver of a running experiment is alive (a process of this host,
 // here a stand-in): delete refuses, saying how to go on, and deletes

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include <unistd.h>
+
 #include "dtrain/core/net.hpp"
 
 
@@ -21,6 +23,18 @@ BOOST_AUTO_TEST_CASE(names_that_begin_like_a_loopback_address_are_not_loopback) 
         "127.0.0.1:4000", "127.0.0.256", "localhost.example.net", "localhostx", "::1.example",
         "::2", "::", "", "0.0.0.0", "10.0.0.1", "128.0.0.1", "1.127.0.0", "::ffff:10.0.0.1"})
     BOOST_TEST(!dtrain::net::is_loopback(address), "'" << address << "'");
+}
+
+// Owners ("host pid"), node names and registry names all take the host's
+// name from here: the kernel's (gethostname), never an empty one.
+BOOST_AUTO_TEST_CASE(the_host_name_is_the_kernels_and_never_empty) {
+  char kernel[256] = {};
+  BOOST_REQUIRE(gethostname(kernel, sizeof kernel - 1) == 0);
+  const std::string name = dtrain::net::host_name();
+  BOOST_TEST(!name.empty());
+  if (kernel[0] != 0)
+    BOOST_TEST(name == kernel);
+  BOOST_TEST(dtrain::net::host_identity().rfind(name + "/", 0) == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -12,7 +12,9 @@
 /// TCP reachability probe with a deadline (CAF's connect has none).
 namespace dtrain::net {
 
-/// gethostname(), or "localhost" if it fails.
+/// gethostname(), or "localhost" if it fails or is empty: the one place
+/// dtrain reads the host's name (node names, experiment owners "host pid",
+/// trainer ids, certificate names).
 std::string host_name();
 
 /// What ranks compare to decide whether they share a machine (shared
