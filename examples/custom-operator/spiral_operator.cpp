@@ -78,6 +78,9 @@ public:
     adam.name = "adam";
     adam.lr = static_cast<float>(lr);
     DTRAIN_ASSIGN_OR_RETURN(parts.optimizer, dtrain::optim::make_optimizer(adam));
+    // The rate comes from the schedule: without one, the replica would
+    // train at dtrain's default rather than this operator's.
+    parts.schedule = dtrain::optim::constant_lr(static_cast<float>(lr));
     parts.loss = std::make_unique<dtrain::nn::cross_entropy_loss>();
     parts.classification = true;
     return status::ok();

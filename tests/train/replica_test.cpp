@@ -17,9 +17,11 @@
 #include "comm/collective_check.hpp"
 #include "comm/spawn.hpp"
 #include "dtrain/core/check.hpp"
+#include "dtrain/optim/factory.hpp"
 #include "dtrain/train/replica.hpp"
 #include "test_util.hpp"
 #include "train/replica_group.hpp"
+#include "train/step_operators.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;
@@ -152,6 +154,27 @@ BOOST_AUTO_TEST_CASE(train_epoch_counts_every_sample_and_the_loss_falls_over_epo
                       std::to_string(v.loss) + " against " + std::to_string(first) +
                       " in epoch 1");
   });
+}
+
+// Without an `lr`, a built-in operator and one that sets no schedule (the
+// replica gives it a constant one) train at the same, one default rate;
+// an `lr` given is what both use.
+BOOST_AUTO_TEST_CASE(without_an_lr_every_operator_trains_at_the_one_default_rate) {
+  register_step_operators();
+  const float fallback = static_cast<float>(optim::default_learning_rate);
+  for (const std::string op : {"linear_regression", "unscheduled_regression"}) {
+    for (const auto& [given, want] :
+         std::vector<std::pair<std::string, float>>{{"", fallback}, {"0.03", 0.03f}}) {
+      config_map config{{"samples", "256"}};
+      if (!given.empty())
+        config["lr"] = given;
+      run_group(1, rank_mode::threads, options_for(op, config, 64), [&](int, runner_t& r) -> status {
+        DTRAIN_ASSIGN_OR_RETURN(auto m, r.train_epoch());
+        return expect(m.lr == want, op + " with lr '" + given + "' trained at " +
+                                        std::to_string(m.lr) + ", not " + std::to_string(want));
+      });
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(an_uneven_dataset_is_padded_so_every_replica_runs_the_same_steps) {

@@ -18,9 +18,11 @@ namespace {
 using train::step_context;
 using train::step_result;
 
-// A linear model on planted regression data, plain SGD at `lr`.
+// A linear model on planted regression data, plain SGD at `lr` (with
+// `scheduled` false: no schedule, the replica's default one).
 status regression_parts(const train::hyperparameters& hp, train::replica_context& ctx,
-                        train::operator_parts& parts, int64_t default_samples) {
+                        train::operator_parts& parts, int64_t default_samples,
+                        bool scheduled = true) {
   data::linear_regression_options lo;
   DTRAIN_ASSIGN_OR_RETURN(lo.samples, hp.get_int("samples", default_samples));
   DTRAIN_ASSIGN_OR_RETURN(lo.features, hp.get_int("features", 10));
@@ -33,7 +35,8 @@ status regression_parts(const train::hyperparameters& hp, train::replica_context
                                                          {lo.features, ctx.where(), ctx.seed()}));
   DTRAIN_ASSIGN_OR_RETURN(double lr, hp.get_double("lr", 0.05));
   DTRAIN_ASSIGN_OR_RETURN(parts.optimizer, optim::make_optimizer({"sgd"}));
-  parts.schedule = optim::constant_lr(static_cast<float>(lr));
+  if (scheduled)
+    parts.schedule = optim::constant_lr(static_cast<float>(lr));
   parts.loss = std::make_unique<nn::mse_loss>();
   parts.train_data = set;
   parts.validation_data = set;
@@ -188,6 +191,16 @@ public:
   }
 };
 
+class unscheduled_regression final : public train::training_operator {
+public:
+  status setup(const train::hyperparameters& hp, train::replica_context& ctx,
+               train::operator_parts& parts) override {
+    DTRAIN_RETURN_IF_ERROR(hp.check_known({"samples", "features", "lr"},
+                                          "operator 'unscheduled_regression'"));
+    return regression_parts(hp, ctx, parts, 256, /*scheduled=*/false);
+  }
+};
+
 } // namespace
 
 void register_step_operators() {
@@ -201,6 +214,9 @@ void register_step_operators() {
     });
     train::register_operator("batch_norm_regression", [] {
       return std::unique_ptr<train::training_operator>(new batch_norm_regression());
+    });
+    train::register_operator("unscheduled_regression", [] {
+      return std::unique_ptr<train::training_operator>(new unscheduled_regression());
     });
   });
 }

@@ -19,6 +19,8 @@
 ///  - "batch_norm_regression": the same regression data (keys samples,
 ///    features, lr, sync_batch_norm) through linear, BatchNorm1d, ReLU,
 ///    linear, with the standard steps: a model with running statistics.
+///  - "unscheduled_regression": the regression (keys samples, features,
+///    lr) without a schedule, so the replica's default one sets its rate.
 namespace dtrain::testing {
 
 /// Registers them (idempotent; any thread).

@@ -12,9 +12,16 @@
 /// Optimizers and schedules by name, as configs and command lines give them.
 namespace dtrain::optim {
 
+/// The learning rate of a run whose configuration has no `lr`: Adam's usual
+/// rate (Adam is the built-in operators' default optimizer). The one
+/// default: the built-in operators read it for their optimizer and
+/// schedule, and the replica reads it for the constant schedule it gives an
+/// operator that sets none (train::operator_parts::schedule).
+inline constexpr double default_learning_rate = 1e-3;
+
 struct optimizer_spec {
   std::string name = "adam";   // sgd, adam, adamw
-  float lr = 1e-3f;
+  float lr = static_cast<float>(default_learning_rate);
   float momentum = 0.0f;       // sgd
   float dampening = 0.0f;      // sgd
   bool nesterov = false;       // sgd

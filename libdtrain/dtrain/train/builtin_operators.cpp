@@ -26,7 +26,7 @@ result<optim::optimizer_spec> read_optimizer(const hyperparameters& hp,
                                              const std::string& fallback_name) {
   optim::optimizer_spec spec;
   DTRAIN_ASSIGN_OR_RETURN(spec.name, hp.get_string("optimizer", fallback_name));
-  DTRAIN_ASSIGN_OR_RETURN(double lr, hp.get_double("lr", 1e-3));
+  DTRAIN_ASSIGN_OR_RETURN(double lr, hp.get_double("lr", optim::default_learning_rate));
   DTRAIN_ASSIGN_OR_RETURN(double momentum, hp.get_double("momentum", 0.0));
   DTRAIN_ASSIGN_OR_RETURN(double weight_decay, hp.get_double("weight_decay", 0.0));
   DTRAIN_ASSIGN_OR_RETURN(spec.nesterov, hp.get_bool("nesterov", false));

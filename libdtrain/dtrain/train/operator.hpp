@@ -54,8 +54,8 @@ public:
 
 /// What an operator's setup() builds. The replica owns it afterwards.
 /// Required: model, optimizer, loss, train_data. validation_data is
-/// optional (validate() then reports nothing); schedule defaults to the
-/// optimizer's constant rate given by `lr`.
+/// optional (validate() then reports nothing); schedule defaults to a
+/// constant rate: `lr`, or optim::default_learning_rate without one.
 struct operator_parts {
   std::unique_ptr<nn::model> model;
   std::unique_ptr<optim::optimizer> optimizer;

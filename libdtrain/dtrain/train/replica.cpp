@@ -9,6 +9,7 @@
 
 #include "dtrain/comm/communicator.hpp"
 #include "dtrain/core/check.hpp"
+#include "dtrain/optim/factory.hpp"
 #include "dtrain/train/step_totals.hpp"
 #include "dtrain/plugin/loader.hpp"
 #include "dtrain/train/supervised.hpp"
@@ -185,7 +186,8 @@ status replica_runner::build() {
   scaler_ = loss_scaler(options_.loss_scaling,
                         parts_.model->compute_precision() == precision::fp16);
   if (!parts_.schedule) {
-    DTRAIN_ASSIGN_OR_RETURN(double lr, options_.config.get_double("lr", 0.01));
+    DTRAIN_ASSIGN_OR_RETURN(double lr,
+                            options_.config.get_double("lr", optim::default_learning_rate));
     parts_.schedule = optim::constant_lr(static_cast<float>(lr));
   }
   const int world = ctx_->world_size();
