@@ -87,7 +87,7 @@ private:
 
 // A valid checkpoint of `epoch` under `root`: one shard, its manifest.
 std::string real_checkpoint(const std::string& root, int64_t epoch) {
-  auto codec = serialization::make_capnp_codec();
+  auto codec = serialization::default_checkpoint_codec();
   const std::string dir = root + "/" + checkpoint::checkpoint_name(epoch);
   std::vector<float> values(64, 0.25f * static_cast<float>(epoch));
   auto shard = codec->write_shard(dir, 0, 1, {{"parameters", values.data(), 64}});
@@ -455,7 +455,7 @@ BOOST_AUTO_TEST_CASE(a_resumed_trial_skips_a_corrupt_newest_checkpoint_for_the_n
   const std::string good = real_checkpoint(r.checkpoint_dir, 2);
   const std::string corrupt = real_checkpoint(r.checkpoint_dir, 3);
   {  // one byte of its shard flipped: the size still matches, the checksum not
-    auto m = serialization::make_capnp_codec()->read_manifest(corrupt);
+    auto m = serialization::default_checkpoint_codec()->read_manifest(corrupt);
     BOOST_REQUIRE(m.is_ok());
     std::fstream shard(corrupt + "/" + m->shards.at(0).file,
                        std::ios::in | std::ios::out | std::ios::binary);

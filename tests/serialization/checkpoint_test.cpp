@@ -117,6 +117,23 @@ BOOST_AUTO_TEST_CASE(buffers_written_by_1_to_3_ranks_read_back_whole) {
   }
 }
 
+// What the default codec saves, a capnp_codec reads, and the other way: the
+// checkpoints earlier versions wrote keep restoring.
+BOOST_AUTO_TEST_CASE(the_default_codec_reads_and_writes_the_capnp_format) {
+  temp_dir root;
+  const auto state = model_state::make(5);
+  auto chosen = serialization::default_checkpoint_codec();
+  capnp_codec capnp;
+  BOOST_REQUIRE(write_checkpoint(*chosen, root.file("by-default"), 2, state).is_ok());
+  BOOST_REQUIRE(write_checkpoint(capnp, root.file("by-capnp"), 2, state).is_ok());
+  const status read_by_capnp = expect_restores(capnp, root.file("by-default"), state);
+  BOOST_TEST(read_by_capnp.is_ok(), read_by_capnp.to_string());
+  const status read_by_default = expect_restores(*chosen, root.file("by-capnp"), state);
+  BOOST_TEST(read_by_default.is_ok(), read_by_default.to_string());
+  BOOST_TEST(fs::exists(root.file("by-default/" + std::string(capnp_codec::manifest_file))));
+  BOOST_TEST(fs::exists(root.file("by-default/" + capnp_codec::shard_file(1, 2))));
+}
+
 BOOST_AUTO_TEST_CASE(the_manifest_records_what_the_chief_wrote) {
   temp_dir root;
   capnp_codec c;

@@ -258,7 +258,7 @@ BOOST_AUTO_TEST_CASE(a_restore_keeps_the_optimizer_state_but_takes_the_new_learn
   BOOST_TEST(new_lr == 0.01f);
   BOOST_TEST(at_new < 0.5 * at_old, "moved " << at_new << " at lr 0.01, " << at_old << " at 0.1");
   // The moments and the step count are the checkpoint's.
-  auto codec = serialization::make_capnp_codec();
+  auto codec = serialization::default_checkpoint_codec();
   const std::string original = checkpoint::newest_valid(*codec, root.path()).value();
   const std::string copy = checkpoint::newest_valid(*codec, resaved.path()).value();
   const auto m1 = codec->read_manifest(original).value();
@@ -294,7 +294,7 @@ BOOST_AUTO_TEST_CASE(running_statistics_are_averaged_across_replicas_each_epoch_
       saved = bytes_of(r.model_buffers());
     return status::ok();
   });
-  auto codec = serialization::make_capnp_codec();
+  auto codec = serialization::default_checkpoint_codec();
   const auto m = codec->read_manifest(checkpoint::newest_valid(*codec, root.path()).value()).value();
   auto held = std::find_if(m.buffers.begin(), m.buffers.end(),
                            [](const auto& b) { return b.first == "model_buffers"; });

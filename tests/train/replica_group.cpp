@@ -20,7 +20,7 @@ train::replica_options options_for(const std::string& op, config_map config,
   options.config = train::hyperparameters(std::move(config));
   options.global_batch_size = global_batch;
   options.seed = seed;
-  options.codec = serialization::make_capnp_codec();
+  options.codec = serialization::default_checkpoint_codec();
   return options;
 }
 

@@ -20,7 +20,7 @@ using config_map = std::map<std::string, std::string>;
 using runner_t = dtrain::train::replica_runner;
 using replica_body = std::function<status(int rank, runner_t& runner)>;
 
-/// Options for `op` with `config`, the Cap'n Proto codec and `seed`.
+/// Options for `op` with `config`, the default checkpoint codec and `seed`.
 train::replica_options options_for(const std::string& op, config_map config,
                                    int64_t global_batch, uint64_t seed = 7);
 

@@ -134,7 +134,7 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
       m.samples_per_second = p.samples_per_second;
       caf::anon_send(sink, progress_atom::value, std::move(m));
     };
-  ro.codec = serialization::make_capnp_codec();
+  ro.codec = serialization::default_checkpoint_codec();
   return train::replica_runner::create(ro, std::move(ctx));
 }
 

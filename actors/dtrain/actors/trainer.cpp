@@ -580,7 +580,7 @@ status trainer::restore(const std::string& path) {
                              .to_status());
   // The group is at the checkpoint's epoch now: what a failure in the next
   // one is reported with (events), before train() hears it from the replicas.
-  if (auto m = serialization::make_capnp_codec()->read_manifest(path))
+  if (auto m = serialization::default_checkpoint_codec()->read_manifest(path))
     epoch_ = m->epoch;
   return status::ok();
 }

@@ -62,7 +62,7 @@ struct replica_options {
   /// Receives the progress, on the training thread (keep it short).
   std::function<void(const step_progress&)> on_progress;
   /// How save() and restore() encode checkpoints (serialization/'s
-  /// make_capnp_codec()); without one they return unavailable.
+  /// default_checkpoint_codec()); without one they return unavailable.
   std::shared_ptr<checkpoint::codec> codec;
   /// Whether a smaller value of save()'s best_metric is better (a loss).
   bool smaller_is_better = true;

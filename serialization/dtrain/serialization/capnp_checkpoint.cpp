@@ -259,4 +259,6 @@ std::shared_ptr<checkpoint::codec> make_capnp_codec() {
   return std::make_shared<capnp_codec>();
 }
 
+std::shared_ptr<checkpoint::codec> default_checkpoint_codec() { return make_capnp_codec(); }
+
 } // namespace dtrain::serialization

@@ -68,4 +68,9 @@ private:
 /// A capnp_codec with the default chunk size.
 std::shared_ptr<checkpoint::codec> make_capnp_codec();
 
+/// The codec every checkpoint dtrain saves, restores, verifies, copies and
+/// scans goes through (today make_capnp_codec()): the one place that names
+/// it, so that writers and readers cannot pick different ones.
+std::shared_ptr<checkpoint::codec> default_checkpoint_codec();
+
 } // namespace dtrain::serialization

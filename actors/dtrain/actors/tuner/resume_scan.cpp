@@ -13,7 +13,7 @@ namespace {
 // shard's size and checksum), else "" with the reason in `notes`.
 std::string verified(const std::string& trial, const std::string& dir,
                      std::vector<std::string>& notes) {
-  auto m = checkpoint::verify_checkpoint(*serialization::make_capnp_codec(), dir);
+  auto m = checkpoint::verify_checkpoint(*serialization::default_checkpoint_codec(), dir);
   if (m)
     return dir;
   notes.push_back("trial " + trial + ": skipping the invalid checkpoint " + dir + " (" +
@@ -37,7 +37,7 @@ resume_scan scan_for_resume(const std::string& trial, const std::string& dir, in
   out.stands_at = stands_at;
   std::string unreported;
   if (auto next = out.on_disk.find(stands_at + 1); next != out.on_disk.end() && !exploited_here)
-    if (auto m = serialization::make_capnp_codec()->read_manifest(next->second))
+    if (auto m = serialization::default_checkpoint_codec()->read_manifest(next->second))
       if (epoch_from_manifest(m->metrics, stands_at + 1))
         unreported = verified(trial, next->second, out.notes);
   if (!unreported.empty())

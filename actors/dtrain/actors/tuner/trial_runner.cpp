@@ -138,7 +138,7 @@ void run_trial(caf::blocking_actor* self, cluster* c, trial_launch launch, caf::
       epoch = v->epoch;
       std::optional<metrics_msg> trained;
       if (launch.report_restored)
-        if (auto m = serialization::make_capnp_codec()->read_manifest(launch.restore_from))
+        if (auto m = serialization::default_checkpoint_codec()->read_manifest(launch.restore_from))
           trained = epoch_from_manifest(m->metrics, epoch);
       if (trained)
         go_on = report(metrics_of(*trained, *v, 0));

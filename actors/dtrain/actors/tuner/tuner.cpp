@@ -599,7 +599,7 @@ void start_exploit(tuner_pointer self, const std::string& id, const tune::exploi
   const std::string own = s.sw->experiment_dir;
   const checkpoint::owner me = s.sw->owner;
   self->system().spawn<caf::detached>([tuner, id, from, to, own, me](caf::blocking_actor* copier) {
-    auto codec = serialization::make_capnp_codec();
+    auto codec = serialization::default_checkpoint_codec();
     // The copy replaces the target's checkpoints: only in the sweep's own directory.
     status mine = checkpoint::check_owner(own, me, "copy a checkpoint into");
     auto copied = !mine          ? result<std::string>(mine)
