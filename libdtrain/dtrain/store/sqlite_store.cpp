@@ -373,8 +373,7 @@ status sqlite_store::update_experiment(const experiment_row& e) {
   wait_for_writes();
   std::lock_guard<std::mutex> lock(write_mutex_);
   DTRAIN_ASSIGN_OR_RETURN(sqlite::statement s, writer_->db.prepare(rows::update_experiment));
-  rows::bind(s, e);
-  s.bind(14, e.id);
+  rows::bind_update(s, e);
   DTRAIN_RETURN_IF_ERROR(s.run());
   if (writer_->db.changes() == 0)
     return not_found("no experiment " + std::to_string(e.id) + " in " + path_);
