@@ -566,4 +566,39 @@ BOOST_AUTO_TEST_CASE(a_report_inlines_every_file_and_the_api_documents) {
   BOOST_TEST(contains(*html, "function curveChart("));  // common.js, the live page's too
 }
 
+// The rows' JSON, byte for byte as the dashboard's pages and scripts read
+// it: key order, nulls for NaN, a stored hyperparameters object inlined
+// (anything else quoted), trials keyed across experiments.
+BOOST_AUTO_TEST_CASE(rows_are_written_to_json_with_their_keys_in_a_fixed_order) {
+  store::experiment_row e;
+  e.id = 3;
+  e.name = "a\"b";
+  e.kind = "tune";
+  e.metric = "loss";
+  e.minimize = true;
+  e.created_at = 1.5;
+  e.ended_at = store::no_value;
+  e.owner = "host 42";
+  store::trial_row t;
+  t.experiment = 3;
+  t.id = "00001";
+  t.hyperparameters = R"({"lr": 0.1})";
+  t.restarts = 2;
+  t.best = 0.25;
+  t.epochs = 4;
+  store::trial_row u = t;
+  u.id = "00002";
+  u.hyperparameters = "not an object";
+  u.best = store::no_value;
+  BOOST_TEST(experiments_json({e}, {{t, u}}) ==
+             R"({"experiments":[{"id":3,"name":"a\"b","kind":"tune","state":"running","metric":"loss","minimize":true,"created_at":1.5,"updated_at":0.0,"ended_at":null,"owner":"host 42","message":"","trials":2,"best":0.25}]})");
+  BOOST_TEST(trials_json(e, {t, u}) ==
+             R"({"experiment":{"id":3,"name":"a\"b","kind":"tune","state":"running","metric":"loss","minimize":true,"created_at":1.5,"updated_at":0.0,"ended_at":null,"owner":"host 42","message":""},"trials":[{"id":"3-00001","trial":"00001","state":"pending","hyperparameters":{"lr": 0.1},"epochs":4,"best":0.25,"last":null,"restarts":2,"error":"","end_how":"","started_at":0.0,"ended_at":0.0})"
+             R"(,{"id":"3-00002","trial":"00002","state":"pending","hyperparameters":"not an object","epochs":4,"best":null,"last":null,"restarts":2,"error":"","end_how":"","started_at":0.0,"ended_at":0.0}]})");
+  BOOST_TEST(checkpoints_json(3, "00001", {{3, "00001", 2, "/c/2", 0.5, false, 7, 1.25}}) ==
+             R"({"id":"3-00001","experiment":3,"trial":"00001","checkpoints":[{"epoch":2,"path":"/c/2","metric":0.5,"valid":false,"seq":7,"time":1.25}]})");
+  BOOST_TEST(events_json(3, "00001", {{3, "00001", 5, 2, 0.5, "restart", "lost"}}) ==
+             R"({"id":"3-00001","experiment":3,"trial":"00001","events":[{"seq":5,"time":0.5,"epoch":2,"kind":"restart","message":"lost"}]})");
+}
+
 BOOST_AUTO_TEST_SUITE_END()

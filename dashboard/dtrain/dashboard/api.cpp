@@ -1,5 +1,6 @@
 #include "dtrain/dashboard/api.hpp"
 
+#include <array>
 #include <cmath>
 
 #include "dtrain/core/json.hpp"
@@ -37,6 +38,8 @@ void field(std::string& out, const char* k, bool v) {
   out += v ? "true" : "false";
 }
 
+void field(std::string& out, const char* k, int v) { field(out, k, static_cast<int64_t>(v)); }
+
 // A stored JSON document (hyperparameters) as it is when it looks like an
 // object; otherwise as a string, so the document stays well-formed.
 void raw_object(std::string& out, const char* k, const std::string& text) {
@@ -54,18 +57,96 @@ double best_of(const store::experiment_row& e, const std::vector<store::trial_ro
   return best ? best->best : store::no_value;
 }
 
+// ---- one table per row type: the fields of its JSON object, in order ----------
+
+// A field of a row's JSON object: its key and how it is written.
+template <class Row>
+struct json_field {
+  const char* key;
+  void (*write)(std::string& out, const char* key, const Row& row);
+};
+
+template <class Member>
+struct member_of;
+template <class Row, class Value>
+struct member_of<Value Row::*> {
+  using row = Row;
+};
+
+// The field `key` holding data member `Member` as it is.
+template <auto Member>
+constexpr json_field<typename member_of<decltype(Member)>::row> member(const char* key) {
+  using row = typename member_of<decltype(Member)>::row;
+  return {key, [](std::string& out, const char* k, const row& r) { field(out, k, r.*Member); }};
+}
+
+template <class Row, class Table>
+void write_fields(std::string& out, const Table& table, const Row& row) {
+  for (const auto& f : table)
+    f.write(out, f.key, row);
+}
+
+// The stored row's fields the dashboard shows (not the configuration, its
+// hash or the storage directory).
+constexpr std::array experiment_json_fields{
+    member<&store::experiment_row::id>("id"),
+    member<&store::experiment_row::name>("name"),
+    member<&store::experiment_row::kind>("kind"),
+    member<&store::experiment_row::state>("state"),
+    member<&store::experiment_row::metric>("metric"),
+    member<&store::experiment_row::minimize>("minimize"),
+    member<&store::experiment_row::created_at>("created_at"),
+    member<&store::experiment_row::updated_at>("updated_at"),
+    member<&store::experiment_row::ended_at>("ended_at"),
+    member<&store::experiment_row::owner>("owner"),
+    member<&store::experiment_row::message>("message"),
+};
+
+// A trial's key across experiments (trial_key).
+void trial_key_field(std::string& out, const char* k, const store::trial_row& t) {
+  field(out, k, trial_key(t.experiment, t.id));
+}
+
+void hyperparameters_field(std::string& out, const char* k, const store::trial_row& t) {
+  raw_object(out, k, t.hyperparameters);
+}
+
+// "id" is the trial's key across experiments, "trial" its id within its
+// experiment.
+constexpr std::array trial_json_fields{
+    json_field<store::trial_row>{"id", trial_key_field},
+    member<&store::trial_row::id>("trial"),
+    member<&store::trial_row::state>("state"),
+    json_field<store::trial_row>{"hyperparameters", hyperparameters_field},
+    member<&store::trial_row::epochs>("epochs"),
+    member<&store::trial_row::best>("best"),
+    member<&store::trial_row::last>("last"),
+    member<&store::trial_row::restarts>("restarts"),
+    member<&store::trial_row::error>("error"),
+    member<&store::trial_row::end_how>("end_how"),
+    member<&store::trial_row::started_at>("started_at"),
+    member<&store::trial_row::ended_at>("ended_at"),
+};
+
+constexpr std::array checkpoint_json_fields{
+    member<&store::checkpoint_row::epoch>("epoch"),
+    member<&store::checkpoint_row::path>("path"),
+    member<&store::checkpoint_row::metric>("metric"),
+    member<&store::checkpoint_row::valid>("valid"),
+    member<&store::checkpoint_row::seq>("seq"),
+    member<&store::checkpoint_row::time>("time"),
+};
+
+constexpr std::array event_json_fields{
+    member<&store::event_row::seq>("seq"),
+    member<&store::event_row::time>("time"),
+    member<&store::event_row::epoch>("epoch"),
+    member<&store::event_row::kind>("kind"),
+    member<&store::event_row::message>("message"),
+};
+
 void experiment_fields(std::string& out, const store::experiment_row& e) {
-  field(out, "id", e.id);
-  field(out, "name", e.name);
-  field(out, "kind", e.kind);
-  field(out, "state", e.state);
-  field(out, "metric", e.metric);
-  field(out, "minimize", e.minimize);
-  field(out, "created_at", e.created_at);
-  field(out, "updated_at", e.updated_at);
-  field(out, "ended_at", e.ended_at);
-  field(out, "owner", e.owner);
-  field(out, "message", e.message);
+  write_fields(out, experiment_json_fields, e);
 }
 
 } // namespace
@@ -191,20 +272,8 @@ std::string trials_json(const store::experiment_row& e, const std::vector<store:
   experiment_fields(out, e);
   out += "},\"trials\":[";
   for (size_t i = 0; i < trials.size(); ++i) {
-    const auto& t = trials[i];
     out += i == 0 ? "{" : ",{";
-    field(out, "id", trial_key(t.experiment, t.id));
-    field(out, "trial", t.id);
-    field(out, "state", t.state);
-    raw_object(out, "hyperparameters", t.hyperparameters);
-    field(out, "epochs", t.epochs);
-    field(out, "best", t.best);
-    field(out, "last", t.last);
-    field(out, "restarts", static_cast<int64_t>(t.restarts));
-    field(out, "error", t.error);
-    field(out, "end_how", t.end_how);
-    field(out, "started_at", t.started_at);
-    field(out, "ended_at", t.ended_at);
+    write_fields(out, trial_json_fields, trials[i]);
     out += '}';
   }
   out += "]}";
@@ -286,12 +355,7 @@ std::string checkpoints_json(int64_t experiment, const std::string& trial,
   std::string out = trial_list_head(experiment, trial, "checkpoints");
   for (const auto& c : rows) {
     out += out.back() == '[' ? "{" : ",{";
-    field(out, "epoch", c.epoch);
-    field(out, "path", c.path);
-    field(out, "metric", c.metric);
-    field(out, "valid", c.valid);
-    field(out, "seq", c.seq);
-    field(out, "time", c.time);
+    write_fields(out, checkpoint_json_fields, c);
     out += '}';
   }
   out += "]}";
@@ -303,11 +367,7 @@ std::string events_json(int64_t experiment, const std::string& trial,
   std::string out = trial_list_head(experiment, trial, "events");
   for (const auto& e : rows) {
     out += out.back() == '[' ? "{" : ",{";
-    field(out, "seq", e.seq);
-    field(out, "time", e.time);
-    field(out, "epoch", e.epoch);
-    field(out, "kind", e.kind);
-    field(out, "message", e.message);
+    write_fields(out, event_json_fields, e);
     out += '}';
   }
   out += "]}";
