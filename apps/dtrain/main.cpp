@@ -39,7 +39,7 @@
 #include "predict_command.hpp"
 #include "commands.hpp"
 #include "dtrain/core/threads.hpp"
-#include "dtrain/config.hpp"
+#include "dtrain/build_config.hpp"
 #include "dtrain/dashboard/token.hpp"
 #include "output_tee.hpp"
 #include "processes.hpp"

@@ -29,7 +29,7 @@ const nodeLogs = (() => {
   }
 
   // Whether trainer `id` runs store trial `trial`: the rule of `dtrain logs
-  // --trial` (actors/dtrain/actors/node_logs.hpp, trainer_runs_trial): a
+  // --trial` (actors/driver/dtrain/driver/node_logs.hpp, trainer_runs_trial): a
   // sweep's trainer is "<experiment name>-<trial>-<host>-<pid>-<n>".
   function runsTrial(id, trial) {
     return trial !== "" && ("-" + id + "-").includes("-" + trial + "-");

@@ -49,12 +49,12 @@ void raw_object(std::string& out, const char* k, const std::string& text) {
     json::append_string(out, text);
 }
 
-double best_of(const store::experiment_row& e, const std::vector<store::trial_row>& trials) {
-  const store::trial_row* best = best_trial(e, trials);
-  return best ? best->best : store::no_value;
+double best_of(const experiments::experiment_row& e, const std::vector<experiments::trial_row>& trials) {
+  const experiments::trial_row* best = best_trial(e, trials);
+  return best ? best->best : experiments::no_value;
 }
 
-void experiment_fields(std::string& out, const store::experiment_row& e) {
+void experiment_fields(std::string& out, const experiments::experiment_row& e) {
   field(out, "id", e.id);
   field(out, "name", e.name);
   field(out, "kind", e.kind);
@@ -87,9 +87,9 @@ void parse_trainer(const std::string& text, std::string& id, int64_t& replicas) 
 }
 
 
-const store::trial_row* best_trial(const store::experiment_row& e,
-                                   const std::vector<store::trial_row>& trials) {
-  const store::trial_row* best = nullptr;
+const experiments::trial_row* best_trial(const experiments::experiment_row& e,
+                                   const std::vector<experiments::trial_row>& trials) {
+  const experiments::trial_row* best = nullptr;
   for (const auto& t : trials) {
     if (std::isnan(t.best))
       continue;
@@ -170,13 +170,13 @@ std::string cluster_json(const actors::cluster_status& s) {
   return out;
 }
 
-std::string experiments_json(const std::vector<store::experiment_row>& experiments,
-                             const std::vector<std::vector<store::trial_row>>& trials) {
+std::string experiments_json(const std::vector<experiments::experiment_row>& experiments,
+                             const std::vector<std::vector<experiments::trial_row>>& trials) {
   std::string out = "{\"experiments\":[";
   for (size_t i = 0; i < experiments.size(); ++i) {
     out += i == 0 ? "{" : ",{";
     experiment_fields(out, experiments[i]);
-    static const std::vector<store::trial_row> none;
+    static const std::vector<experiments::trial_row> none;
     const auto& ts = i < trials.size() ? trials[i] : none;
     field(out, "trials", static_cast<int64_t>(ts.size()));
     field(out, "best", best_of(experiments[i], ts));
@@ -186,7 +186,7 @@ std::string experiments_json(const std::vector<store::experiment_row>& experimen
   return out;
 }
 
-std::string trials_json(const store::experiment_row& e, const std::vector<store::trial_row>& trials) {
+std::string trials_json(const experiments::experiment_row& e, const std::vector<experiments::trial_row>& trials) {
   std::string out = "{\"experiment\":{";
   experiment_fields(out, e);
   out += "},\"trials\":[";
@@ -232,7 +232,7 @@ bool parse_trial_key(const std::string& key, int64_t& experiment, std::string& t
 }
 
 std::string metrics_json(int64_t experiment, const std::string& trial,
-                         const std::vector<store::metric_row>& rows, int64_t since,
+                         const std::vector<experiments::metric_row>& rows, int64_t since,
                          std::optional<int64_t> after_seq) {
   std::string out = "{";
   field(out, "id", trial_key(experiment, trial));
@@ -282,7 +282,7 @@ std::string trial_list_head(int64_t experiment, const std::string& trial, const 
 } // namespace
 
 std::string checkpoints_json(int64_t experiment, const std::string& trial,
-                             const std::vector<store::checkpoint_row>& rows) {
+                             const std::vector<experiments::checkpoint_row>& rows) {
   std::string out = trial_list_head(experiment, trial, "checkpoints");
   for (const auto& c : rows) {
     out += out.back() == '[' ? "{" : ",{";
@@ -299,7 +299,7 @@ std::string checkpoints_json(int64_t experiment, const std::string& trial,
 }
 
 std::string events_json(int64_t experiment, const std::string& trial,
-                        const std::vector<store::event_row>& rows) {
+                        const std::vector<experiments::event_row>& rows) {
   std::string out = trial_list_head(experiment, trial, "events");
   for (const auto& e : rows) {
     out += out.back() == '[' ? "{" : ",{";
