@@ -1,4 +1,4 @@
-# Installing dtrain as a package (README, "Installing dtrain as a package"):
+# Installing dtrain as a package (docs/install.md):
 #
 #   cmake --install build --prefix P
 #

@@ -1,6 +1,6 @@
 // The log view: a node's log, or the logs of the nodes holding a trial's
-// replicas, read through GET /api/v1/nodes/{index}/log (README,
-// "Dashboard"), as `dtrain logs` reads them: the tail first, then from
+// replicas, read through GET /api/v1/nodes/{index}/log
+// (docs/dashboard.md), as `dtrain logs` reads them: the tail first, then from
 // `next` every second while "follow" is ticked. A search box keeps the
 // lines that contain its text (any case) and marks it. Log text goes in
 // with textContent only. Plain script, no build step; uses api() and enc()

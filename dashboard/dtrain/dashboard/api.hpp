@@ -8,7 +8,7 @@
 #include "dtrain/cluster/messages.hpp"
 #include "dtrain/experiments/store.hpp"
 
-/// The JSON documents of the dashboard's API (README, "Dashboard"), built
+/// The JSON documents of the dashboard's API (docs/dashboard.md), built
 /// from the head's status and the experiment store's rows. Pure functions:
 /// thread-safe, nothing throws. Doubles that are not finite (a metric not
 /// reported yet) are written as null, so that a browser's JSON.parse reads

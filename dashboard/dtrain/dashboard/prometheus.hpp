@@ -53,7 +53,7 @@ struct metrics_input {
   int64_t rss_bytes = -1;           // -1: unknown
 };
 
-/// The /metrics document (names in README, "Dashboard").
+/// The /metrics document (names in docs/dashboard.md).
 std::string head_metrics(const metrics_input& in);
 
 } // namespace dtrain::dashboard
