@@ -1,11 +1,11 @@
-# Installing dtrain as a package (README, "Installing dtrain as a package"):
+# Installing dtrain as a package (docs/install.md):
 #
 #   cmake --install build --prefix P
 #
-# gives P/include/dtrain/..., P/lib/libdtrain_{core,serialization,actors,dashboard}.so
+# gives P/include/dtrain/..., P/lib/libdtrain_{core,serialization,cluster,driver,dashboard}.so
 # (with their version links), P/bin/dtrain, the CMake package in
 # P/lib/cmake/dtrain (find_package(dtrain): dtrain::dtrain, dtrain::plugin,
-# dtrain::core, dtrain::serialization, dtrain::actors, dtrain::dashboard),
+# dtrain::core, dtrain::serialization, dtrain::cluster, dtrain::driver, dtrain::dashboard),
 # P/share/dtrain/web (the dashboard's page, also embedded in the library) and
 # P/lib/pkgconfig/dtrain.pc. With the libtorch adapter built, also
 # P/lib/libdtrain_libtorch.so, P/include/dtrain/libtorch/ and the package's
@@ -17,7 +17,7 @@ include(CMakePackageConfigHelpers)
 
 set(DTRAIN_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/dtrain")
 
-install(TARGETS dtrain_core dtrain_serialization dtrain_actors dtrain_dashboard dtrain_plugin dtrain_all
+install(TARGETS dtrain_core dtrain_serialization dtrain_cluster dtrain_driver dtrain_dashboard dtrain_plugin dtrain_all
   EXPORT dtrainTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev)
 install(TARGETS dtrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
@@ -32,9 +32,9 @@ if(DTRAIN_HAS_LIBTORCH)
     COMPONENT dev)
 endif()
 
-# The CAF components the package needs: those dtrain_actors links publicly
+# The CAF components the package needs: those dtrain_cluster links publicly
 # (io now; openssl too once the actors headers expose CAF's TLS).
-get_target_property(_dtrain_actors_public dtrain_actors INTERFACE_LINK_LIBRARIES)
+get_target_property(_dtrain_actors_public dtrain_cluster INTERFACE_LINK_LIBRARIES)
 set(DTRAIN_CAF_COMPONENTS core io)
 if("CAF::openssl" IN_LIST _dtrain_actors_public)
   list(APPEND DTRAIN_CAF_COMPONENTS openssl)
@@ -81,3 +81,8 @@ endif()
 configure_file(cmake/dtrain.pc.in "${CMAKE_BINARY_DIR}/package/dtrain.pc" @ONLY)
 install(FILES "${CMAKE_BINARY_DIR}/package/dtrain.pc"
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+
+foreach(_dtrain_side cluster driver)
+  install(DIRECTORY "${PROJECT_SOURCE_DIR}/actors/${_dtrain_side}/dtrain"
+    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev FILES_MATCHING PATTERN "*.hpp")
+endforeach()

@@ -34,10 +34,10 @@ public:
       return unavailable("the head: request_timeout");
     return cluster;
   }
-  result<std::shared_ptr<store::experiment_store>> store() override {
+  result<std::shared_ptr<experiments::experiment_store>> store() override {
     if (head_down)
       return unavailable("the head's experiment store: request_timeout");
-    return std::shared_ptr<store::experiment_store>(store_);
+    return std::shared_ptr<experiments::experiment_store>(store_);
   }
   result<actors::log_chunk> node_log(int32_t position, int64_t offset, int32_t max_bytes) override {
     if (position != 0)
@@ -84,13 +84,13 @@ void fill(fixed_source& source, const std::vector<std::string>& peer_text) {
   source.cluster.trainer_nodes = {{0}};
   source.cluster.last_heard_seconds = {0.5};
   source.log = text(4, "first line\n");
-  store::experiment_row e;
+  experiments::experiment_row e;
   e.name = "sweep";
   e.kind = "tune";
   e.metric = "validation_loss";
   e.minimize = true;
   const int64_t id = *source.store_->create_experiment(e);
-  store::trial_row r;
+  experiments::trial_row r;
   r.experiment = id;
   r.id = text(1, "00000");
   r.state = "RUNNING";
@@ -99,18 +99,18 @@ void fill(fixed_source& source, const std::vector<std::string>& peer_text) {
   r.best = 0.5;
   r.epochs = 2;
   (void)source.store_->put_trial(r);
-  std::vector<store::metric_row> rows;
+  std::vector<experiments::metric_row> rows;
   rows.push_back({id, r.id, 1, "loss", 1.0, 1, 0});
-  rows.push_back({id, r.id, 1, "validation_loss", store::no_value, 1, 0});
+  rows.push_back({id, r.id, 1, "validation_loss", experiments::no_value, 1, 0});
   (void)source.store_->add_metrics(rows);
-  store::checkpoint_row c;
+  experiments::checkpoint_row c;
   c.experiment = id;
   c.trial = r.id;
   c.epoch = 1;
   c.path = "/ckpt/" + r.id + "/1";
   c.seq = 2;
   (void)source.store_->put_checkpoint(c);
-  store::event_row ev;
+  experiments::event_row ev;
   ev.experiment = id;
   ev.trial = r.id;
   ev.seq = 3;

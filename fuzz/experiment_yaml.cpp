@@ -6,26 +6,26 @@
 #include <cstdlib>
 #include <string>
 
-#include "dtrain/config/experiment.hpp"
+#include "dtrain/experiments/experiment.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  auto exp = dtrain::config::parse_experiment(text, "fuzz.yaml");
+  auto exp = dtrain::experiments::parse_experiment(text, "fuzz.yaml");
   if (!exp.is_ok())
     return 0;
-  const std::string yaml = dtrain::config::to_yaml(*exp);
-  auto again = dtrain::config::parse_experiment(yaml, "canonical.yaml");
+  const std::string yaml = dtrain::experiments::to_yaml(*exp);
+  auto again = dtrain::experiments::parse_experiment(yaml, "canonical.yaml");
   if (!again.is_ok()) {
     std::fprintf(stderr, "to_yaml wrote what parse_experiment refuses: %s\n%s\n",
                  again.error().to_string().c_str(), yaml.c_str());
     std::abort();
   }
-  if (dtrain::config::to_yaml(*again) != yaml) {
+  if (dtrain::experiments::to_yaml(*again) != yaml) {
     std::fprintf(stderr, "the canonical YAML changed on a round trip:\n%s\n---\n%s\n",
-                 yaml.c_str(), dtrain::config::to_yaml(*again).c_str());
+                 yaml.c_str(), dtrain::experiments::to_yaml(*again).c_str());
     std::abort();
   }
-  (void)dtrain::config::config_hash(yaml);
-  (void)dtrain::config::config_differences(yaml, text);
+  (void)dtrain::experiments::config_hash(yaml);
+  (void)dtrain::experiments::config_differences(yaml, text);
   return 0;
 }

@@ -8,16 +8,16 @@
 #include <string>
 #include <vector>
 
-#include "dtrain/config/experiment.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/experiment.hpp"
+#include "dtrain/experiments/store.hpp"
 #include "dtrain/tune/journal.hpp"
 #include "dtrain/tune/sweep.hpp"
 #include "fuzz_util.hpp"
 
 namespace {
 
-void replay_sweep(dtrain::store::experiment_store& s, const dtrain::store::experiment_row& row) {
-  auto exp = dtrain::config::parse_experiment(row.configuration, "stored configuration");
+void replay_sweep(dtrain::experiments::experiment_store& s, const dtrain::experiments::experiment_row& row) {
+  auto exp = dtrain::experiments::parse_experiment(row.configuration, "stored configuration");
   if (!exp.is_ok() || !exp->has_search)
     return;
   for (bool check : {true, false}) {
@@ -36,10 +36,10 @@ void replay_sweep(dtrain::store::experiment_store& s, const dtrain::store::exper
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = dtrain::fuzz::scratch_dir() + "/experiments.db";
   dtrain::fuzz::write_file(path, data, size);
-  dtrain::store::sqlite_options o;
+  dtrain::experiments::sqlite_options o;
   o.read_only = true;
   o.busy_timeout_ms = 100;
-  auto opened = dtrain::store::open_sqlite_store(path, o);
+  auto opened = dtrain::experiments::open_sqlite_store(path, o);
   if (!opened.is_ok())
     return 0;
   auto& s = **opened;

@@ -52,9 +52,9 @@ double memcpy_gbps() {
 // One rank: per size, the per-iteration max across ranks, median, in us.
 status bench_rank(const std::string& backend, int rank, int n, const std::string& dir,
                   int iters_small, int iters_big) {
-  DTRAIN_ASSIGN_OR_RETURN(auto files, comm::file_store::open(dir));
-  auto store = std::make_shared<comm::prefix_store>(backend + std::to_string(n),
-                                                    std::shared_ptr<comm::store>(std::move(files)));
+  DTRAIN_ASSIGN_OR_RETURN(auto files, rendezvous::file_store::open(dir));
+  auto store = std::make_shared<rendezvous::prefix_store>(backend + std::to_string(n),
+                                                    std::shared_ptr<rendezvous::store>(std::move(files)));
   comm::group_options options;
   options.rank = rank;
   options.size = n;
@@ -101,7 +101,7 @@ std::vector<double> run_backend(const std::string& backend, int n, int iters_sma
   if (!failed.empty()) {
     std::printf("%s N=%d failed:\n%s", backend.c_str(), n, failed.c_str());
   } else {
-    auto files = comm::file_store::open(dir).value();
+    auto files = rendezvous::file_store::open(dir).value();
     auto text = files->get(backend + std::to_string(n) + "/result", milliseconds(1000));
     std::string values = text ? comm::to_string(*text) : "";
     for (const char* p = values.c_str(); *p != 0;) {

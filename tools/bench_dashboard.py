@@ -4,7 +4,7 @@
 One `dtrain train --embedded --dashboard` run of the Fashion-MNIST MLP (one
 slot); the run is cut into phases of EPOCHS epochs each (switching at the
 epoch lines the run prints), alternately unwatched and watched by one poller
-that does what the page does in a browser (README, "Dashboard"): every
+that does what the page does in a browser (docs/dashboard.md): every
 second /api/v1/cluster, /api/v1/experiments, the experiment's trials and the
 running trial's new reports (?since=), plus a /metrics scrape every second
 (a Prometheus scraping every 15 s costs less). Same run, interleaved, so

@@ -183,7 +183,7 @@ result<dtrain_figures> run_dtrain(int n, int epochs, int64_t steps, int64_t buck
   options.global_batch_size = batch * n;
   options.bucket_bytes = bucket_bytes;
   options.seed = 7;
-  auto store = std::make_shared<comm::memory_store>();
+  auto store = std::make_shared<rendezvous::memory_store>();
   std::vector<status> outcome(n);
   dtrain_figures out;
   auto replica = [&](int rank) -> status {

@@ -22,10 +22,10 @@
 #include <unistd.h>
 
 #include "bench_util.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 
 using namespace dtrain;
-using namespace dtrain::store;
+using namespace dtrain::experiments;
 using clock_type = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 

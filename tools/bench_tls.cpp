@@ -20,8 +20,8 @@
 #include <thread>
 
 #include "bench_util.hpp"
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/trainer.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/driver/trainer.hpp"
 #include "dtrain/core/threads.hpp"
 
 using namespace dtrain;

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "dtrain/actors/tuner/tuner.hpp"
+#include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/core/random.hpp"
 #include "dtrain/train/objective.hpp"
 #include "dtrain/tune/search.hpp"

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
-#include "dtrain/actors/trainer.hpp"
+#include "dtrain/driver/trainer.hpp"
 #include "dtrain/core/threads.hpp"
 
 using namespace dtrain;

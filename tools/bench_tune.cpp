@@ -24,8 +24,8 @@
 
 #include "actors/scripted_trials.hpp"
 #include "bench_util.hpp"
-#include "dtrain/actors/tuner/tuner.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/driver/tuner/tuner.hpp"
+#include "dtrain/experiments/store.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;
@@ -67,13 +67,13 @@ double ingest_rate(cluster& c, const std::string& scheduler, int trials, int64_t
   t.operator_name = "scripted";
   tune_config config = quiet(trials, epochs, trials, scheduler);
   if (!store_dir.empty()) {
-    auto opened = store::open_sqlite_store(store_dir + "/experiments.db");
+    auto opened = experiments::open_sqlite_store(store_dir + "/experiments.db");
     if (!opened) {
       std::fprintf(stderr, "error: %s\n", opened.error().to_string().c_str());
       return 0;
     }
     config.store = std::move(*opened);
-    store::experiment_row e;
+    experiments::experiment_row e;
     e.name = "bench";
     e.kind = "tune";
     auto id = config.store->create_experiment(e);

@@ -11,11 +11,11 @@
 #include "progress_bar.hpp"
 #include <filesystem>
 
-#include "dtrain/actors/errors.hpp"
-#include "dtrain/actors/trainer.hpp"
-#include "dtrain/actors/tuner/tuner.hpp"
+#include "dtrain/cluster/errors.hpp"
+#include "dtrain/driver/trainer.hpp"
+#include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
-#include "dtrain/config/experiment.hpp"
+#include "dtrain/experiments/experiment.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/tune/journal.hpp"
 
@@ -120,7 +120,7 @@ int run_status(const std::string& address, const security::tls_files& tls) {
 }
 
 int run_train(const train_options& o) {
-  auto e = config::load_experiment(o.experiment);
+  auto e = experiments::load_experiment(o.experiment);
   if (!e)
     return fail(e.error());
   if (e->has_search) {
@@ -130,7 +130,7 @@ int run_train(const train_options& o) {
       names += (names.empty() ? "" : ", ") + name;
     const std::string what =
         names.empty() ? "runs a sweep" : "searches hyperparameters " + names;
-    return fail(invalid_argument(o.experiment + ": searcher " + config::searcher_name(*e) + " " +
+    return fail(invalid_argument(o.experiment + ": searcher " + experiments::searcher_name(*e) + " " +
                                  what + ": run it with `dtrain tune " + o.experiment + "`"));
   }
   auto attach = attach_options(o.address, o.embedded, o.tls, "train");
@@ -317,7 +317,7 @@ int run_train(const train_options& o) {
 // Ctrl-C / SIGTERM stop every trial (each checkpoints when it can) and print
 // the table so far; a second signal kills the process.
 int run_tune(const tune_options& o) {
-  auto e = config::load_experiment(o.experiment);
+  auto e = experiments::load_experiment(o.experiment);
   if (!e)
     return fail(e.error());
   if (!e->has_search)

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "dashboard_serving.hpp"
-#include "dtrain/actors/cluster.hpp"
+#include "dtrain/driver/cluster.hpp"
 #include "dtrain/security/certificates.hpp"
 
 namespace dtrain::cli {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "caf/all.hpp"
-#include "dtrain/actors/messages.hpp"
+#include "dtrain/cluster/messages.hpp"
 #include "dtrain/core/status.hpp"
 #include "dtrain/dashboard/dashboard.hpp"
 

@@ -27,7 +27,7 @@ std::string owner_of_this_process() { return net::host_name() + " " + std::to_st
 // The checkpoint directory of new experiment `row` under `root` (made
 // absolute against the working directory if the experiment was not read
 // from a file, which does that), with a fresh token, marked as its own.
-result<std::string> new_storage(const std::string& root, const store::experiment_row& row,
+result<std::string> new_storage(const std::string& root, const experiments::experiment_row& row,
                                 const std::string& where) {
   std::error_code ec;
   const std::string base = std::filesystem::absolute(root, ec).lexically_normal().string();
@@ -35,7 +35,7 @@ result<std::string> new_storage(const std::string& root, const store::experiment
     return io_error("checkpoint_storage.host_path " + root + ": cannot make it absolute: " +
                     ec.message());
   DTRAIN_ASSIGN_OR_RETURN(std::string token, checkpoint::new_owner_token());
-  store::experiment_row named = row;
+  experiments::experiment_row named = row;
   named.storage = (base.size() > 1 && base.back() == '/' ? base.substr(0, base.size() - 1) : base) +
                   "/" + std::to_string(row.id) + "-" + token;
   DTRAIN_RETURN_IF_ERROR(checkpoint::claim(named.storage, storage_owner(named, where)));
@@ -44,7 +44,7 @@ result<std::string> new_storage(const std::string& root, const store::experiment
 
 // A resumed experiment's directory: its own (marked), or adopted when it
 // carries no marker; another's marker refuses the resume.
-status claim_storage(const store::experiment_row& row, const std::string& where) {
+status claim_storage(const experiments::experiment_row& row, const std::string& where) {
   if (row.storage.empty())
     return status::ok();
   bool adopted = false;
@@ -60,7 +60,7 @@ status claim_storage(const store::experiment_row& row, const std::string& where)
 
 } // namespace
 
-checkpoint::owner storage_owner(const store::experiment_row& row, const std::string& where) {
+checkpoint::owner storage_owner(const experiments::experiment_row& row, const std::string& where) {
   checkpoint::owner o;
   o.experiment = row.id;
   o.created = checkpoint::created_text(row.created_at);
@@ -74,7 +74,7 @@ checkpoint::owner storage_owner(const store::experiment_row& row, const std::str
     o.token = token;
     return o;
   }
-  o.token = "legacy-" + config::config_hash(std::to_string(row.id) + "\n" + o.created + "\n" + row.name);
+  o.token = "legacy-" + experiments::config_hash(std::to_string(row.id) + "\n" + o.created + "\n" + row.name);
   return o;
 }
 
@@ -104,15 +104,15 @@ int live_driver_here(const std::string& owner) {
   return zombie ? 0 : pid;
 }
 
-result<experiment_run> begin_experiment(std::shared_ptr<store::experiment_store> s,
-                                        const config::experiment& e, const std::string& kind,
+result<experiment_run> begin_experiment(std::shared_ptr<experiments::experiment_store> s,
+                                        const experiments::experiment& e, const std::string& kind,
                                         int64_t resume_id, bool force) {
   experiment_run run;
   run.store = s;
-  const std::string yaml = config::to_yaml(e);
-  const std::string hash = config::config_hash(yaml);
+  const std::string yaml = experiments::to_yaml(e);
+  const std::string hash = experiments::config_hash(yaml);
   if (resume_id <= 0) {
-    store::experiment_row row;
+    experiments::experiment_row row;
     row.name = e.name;
     row.kind = kind;
     row.configuration = yaml;
@@ -138,7 +138,7 @@ result<experiment_run> begin_experiment(std::shared_ptr<store::experiment_store>
     }
     return run;
   }
-  DTRAIN_ASSIGN_OR_RETURN(store::experiment_row row, s->experiment(resume_id));
+  DTRAIN_ASSIGN_OR_RETURN(experiments::experiment_row row, s->experiment(resume_id));
   const std::string id = std::to_string(resume_id);
   if (row.kind != kind)
     return invalid_argument("experiment " + id + " (" + row.name + ") is a `dtrain " + row.kind +
@@ -151,7 +151,7 @@ result<experiment_run> begin_experiment(std::shared_ptr<store::experiment_store>
                               "kill " + std::to_string(pid) + ")");
   if (row.config_hash != hash) {
     std::string listed;
-    for (const std::string& d : config::config_differences(row.configuration, yaml))
+    for (const std::string& d : experiments::config_differences(row.configuration, yaml))
       listed += "\n  " + d;
     // Texts that differ with every key equal (another dtrain's spelling of
     // the same YAML) are the same experiment.

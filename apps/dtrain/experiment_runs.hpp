@@ -5,17 +5,17 @@
 #include <string>
 
 #include "dtrain/checkpoint/ownership.hpp"
-#include "dtrain/config/experiment.hpp"
+#include "dtrain/experiments/experiment.hpp"
 #include "dtrain/core/status.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 
 namespace dtrain::cli {
 
 /// The experiment a `dtrain train` or `dtrain tune` run records itself
 /// under in the store.
 struct experiment_run {
-  std::shared_ptr<store::experiment_store> store;
-  store::experiment_row row;
+  std::shared_ptr<experiments::experiment_store> store;
+  experiments::experiment_row row;
   bool resumed = false;
   std::string previous_state;  // a resumed experiment's state before this run
 };
@@ -27,7 +27,7 @@ struct experiment_run {
 /// the row's id, creation time and name ("legacy-" + 16 hex digits), which
 /// another store's experiment of the same id does not share. `where` is
 /// the store's where().
-checkpoint::owner storage_owner(const store::experiment_row& row, const std::string& where);
+checkpoint::owner storage_owner(const experiments::experiment_row& row, const std::string& where);
 
 /// The pid of the driver `owner` ("host pid", experiment_row::owner) when
 /// it is a live process on this host other than this one, else 0.
@@ -45,8 +45,8 @@ bool owner_is_this_host(const std::string& owner);
 /// carries another experiment's owner marker (naming whose); a directory
 /// without a marker (an experiment from before markers) is adopted, said
 /// on stderr. The row is marked running by this process either way.
-result<experiment_run> begin_experiment(std::shared_ptr<store::experiment_store> s,
-                                        const config::experiment& e, const std::string& kind,
+result<experiment_run> begin_experiment(std::shared_ptr<experiments::experiment_store> s,
+                                        const experiments::experiment& e, const std::string& kind,
                                         int64_t resume_id, bool force);
 
 /// Marks the experiment ended: state ("completed", "interrupted",

@@ -17,21 +17,21 @@
 #include <string>
 #include <vector>
 
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/experiments/service.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/cluster/experiment_service.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
 #include "dtrain/core/json.hpp"
 #include "dtrain/dashboard/api.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 
 namespace dtrain::cli {
 
 namespace {
 
-using store::checkpoint_row;
-using store::experiment_row;
-using store::trial_row;
+using experiments::checkpoint_row;
+using experiments::experiment_row;
+using experiments::trial_row;
 
 int fail(const status& s) {
   std::fprintf(stderr, "error: %s\n", s.message().c_str());
@@ -130,7 +130,7 @@ std::string experiment_json(const experiment_row& e, const std::vector<trial_row
          ", \"kind\": " + json_string(e.kind) + ", \"state\": " + json_string(e.state) +
          ", \"trials\": " + std::to_string(trials.size()) + ", \"metric\": " +
          json_string(e.metric) + ", \"minimize\": " + (e.minimize ? "true" : "false") +
-         ", \"best\": " + json_number(best ? best->best : store::no_value) +
+         ", \"best\": " + json_number(best ? best->best : experiments::no_value) +
          ", \"best_trial\": " + (best ? json_string(best->id) : "null") +
          ", \"created_at\": " + json_number(e.created_at) + ", \"updated_at\": " +
          json_number(e.updated_at) + ", \"ended_at\": " + json_number(e.ended_at) +
@@ -150,7 +150,7 @@ std::string trial_json(const trial_row& t) {
 
 // ---- the subcommands: each returns the exit code ------------------------
 
-int list(store::experiment_store& s, const experiments_options& o) {
+int list(experiments::experiment_store& s, const experiments_options& o) {
   auto all = s.experiments();
   if (!all)
     return fail(all.error());
@@ -181,7 +181,7 @@ int list(store::experiment_store& s, const experiments_options& o) {
   return 0;
 }
 
-int show(store::experiment_store& s, const experiments_options& o) {
+int show(experiments::experiment_store& s, const experiments_options& o) {
   auto e = s.experiment(o.id);
   if (!e)
     return fail(e.error());
@@ -272,7 +272,7 @@ int show(store::experiment_store& s, const experiments_options& o) {
   return 0;
 }
 
-int trials(store::experiment_store& s, const experiments_options& o) {
+int trials(experiments::experiment_store& s, const experiments_options& o) {
   if (auto e = s.experiment(o.id); !e)
     return fail(e.error());
   auto trials = s.trials(o.id);
@@ -296,7 +296,7 @@ int trials(store::experiment_store& s, const experiments_options& o) {
 }
 
 // The best trial by `metric`'s best value over its metrics rows.
-const trial_row* best_by_metric(store::experiment_store& s, const std::vector<trial_row>& trials,
+const trial_row* best_by_metric(experiments::experiment_store& s, const std::vector<trial_row>& trials,
                                 int64_t id, const std::string& metric, bool minimize,
                                 double& value, status& error) {
   auto rows = s.metrics(id, "");
@@ -310,7 +310,7 @@ const trial_row* best_by_metric(store::experiment_store& s, const std::vector<tr
         (!best.count(m.trial) || better(m.value, best[m.trial], minimize)))
       best[m.trial] = m.value;
   const trial_row* out = nullptr;
-  value = store::no_value;
+  value = experiments::no_value;
   for (auto& t : trials)
     if (auto it = best.find(t.id); it != best.end() && (!out || better(it->second, value, minimize))) {
       out = &t;
@@ -319,7 +319,7 @@ const trial_row* best_by_metric(store::experiment_store& s, const std::vector<tr
   return out;
 }
 
-int best(store::experiment_store& s, const experiments_options& o) {
+int best(experiments::experiment_store& s, const experiments_options& o) {
   auto e = s.experiment(o.id);
   if (!e)
     return fail(e.error());
@@ -335,7 +335,7 @@ int best(store::experiment_store& s, const experiments_options& o) {
                               (minimize ? "min" : "max") + (minimize ? ": the name has \"loss\"" : "") +
                               ")";
   const trial_row* t = nullptr;
-  double value = store::no_value;
+  double value = experiments::no_value;
   if (o.metric.empty()) {
     t = best_trial(*e, *trials);
     value = t ? t->best : value;
@@ -380,7 +380,7 @@ int run_experiments(const experiments_options& o) {
   auto opened = open_store(o);
   if (!opened)
     return fail(opened.error());
-  store::experiment_store& s = *opened->store;
+  experiments::experiment_store& s = *opened->store;
   if (o.action == "list")
     return list(s, o);
   if (o.action == "show")

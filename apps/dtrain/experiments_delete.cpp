@@ -19,7 +19,7 @@ namespace dtrain::cli {
 
 namespace {
 
-using store::experiment_row;
+using experiments::experiment_row;
 
 // How long --force waits for a live driver to checkpoint and exit.
 constexpr auto stop_wait = std::chrono::seconds(60);
@@ -125,7 +125,7 @@ bool confirmed(const std::string& what, const experiments_options& o, status& re
 
 } // namespace
 
-int delete_experiment(store::experiment_store& s, const experiments_options& o, bool remote) {
+int delete_experiment(experiments::experiment_store& s, const experiments_options& o, bool remote) {
   auto e = s.experiment(o.id);
   if (!e)
     return fail(e.error());

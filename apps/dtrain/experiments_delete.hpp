@@ -1,7 +1,7 @@
 #pragma once
 
 #include "commands.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 
 namespace dtrain::cli {
 
@@ -22,6 +22,6 @@ namespace dtrain::cli {
 /// never another store's experiment's directory, nor a directory the row
 /// was rewritten to point at; such a directory is left in place, said on
 /// stderr, and the rows are still deleted.
-int delete_experiment(store::experiment_store& s, const experiments_options& o, bool remote);
+int delete_experiment(experiments::experiment_store& s, const experiments_options& o, bool remote);
 
 } // namespace dtrain::cli

@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "processes.hpp"
-#include "dtrain/config.hpp"
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/messages.hpp"
+#include "dtrain/build_config.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/cluster/messages.hpp"
 #include "dtrain/core/net.hpp"
 #include "dtrain/launch/environment.hpp"
 #include "dtrain/launch/head_address.hpp"

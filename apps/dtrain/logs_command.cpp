@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/errors.hpp"
-#include "dtrain/actors/node_actor.hpp"
-#include "dtrain/actors/node_logs.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/cluster/errors.hpp"
+#include "dtrain/cluster/node_actor.hpp"
+#include "dtrain/driver/node_logs.hpp"
 #include "processes.hpp"
 
 namespace dtrain::cli {

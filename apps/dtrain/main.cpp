@@ -7,7 +7,7 @@
 //         [--bind ADDR] [--advertise ADDR]         (where it listens; what peers use)
 //   every command that listens or connects: [--tls-cert PEM --tls-key PEM --tls-ca PEM]
 //         (default: $DTRAIN_HOME/tls; required for anything but loopback)
-//         [--dashboard-port P] [--dashboard-file F] (head: the web dashboard, README "Dashboard")
+//         [--dashboard-port P] [--dashboard-file F] (head: the web dashboard, docs/dashboard.md)
 //         [--dashboard-bind ADDR] [--dashboard-tls] (off loopback: HTTPS with the head's certificate)
 //   dtrain status --address HOST:PORT               nodes, slots, trainers
 //   dtrain stop                                     stop what this host started
@@ -39,7 +39,7 @@
 #include "predict_command.hpp"
 #include "commands.hpp"
 #include "dtrain/core/threads.hpp"
-#include "dtrain/config.hpp"
+#include "dtrain/build_config.hpp"
 #include "dtrain/dashboard/token.hpp"
 #include "output_tee.hpp"
 #include "processes.hpp"

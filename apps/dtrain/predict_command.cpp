@@ -3,9 +3,9 @@
 #include <cstdio>
 
 #include "commands.hpp"
-#include "dtrain/actors/prediction.hpp"
-#include "dtrain/actors/trainer.hpp"
-#include "dtrain/config/experiment.hpp"
+#include "dtrain/driver/prediction.hpp"
+#include "dtrain/driver/trainer.hpp"
+#include "dtrain/experiments/experiment.hpp"
 
 namespace dtrain::cli {
 
@@ -19,7 +19,7 @@ int fail(const status& s) {
 } // namespace
 
 int run_predict(const predict_command_options& o) {
-  auto e = config::load_experiment(o.experiment);
+  auto e = experiments::load_experiment(o.experiment);
   if (!e)
     return fail(e.error());
   if (o.checkpoint.empty() || o.output.empty())

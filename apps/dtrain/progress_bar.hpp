@@ -4,8 +4,8 @@
 #include <mutex>
 #include <string>
 
-#include "dtrain/actors/messages.hpp"
-#include "dtrain/actors/progress_text.hpp"
+#include "dtrain/cluster/messages.hpp"
+#include "dtrain/driver/progress_text.hpp"
 
 /// `dtrain train`'s view of a running group: one progress bar for the whole
 /// group, redrawn in place on a terminal, and whole lines (epoch results,

@@ -22,7 +22,7 @@ int fail(const status& s) {
 
 // The experiment's rows as report_html takes them: every trial's metrics
 // read at once, then handed to their trials.
-result<dashboard::report_input> read_experiment(store::experiment_store& s, int64_t id) {
+result<dashboard::report_input> read_experiment(experiments::experiment_store& s, int64_t id) {
   dashboard::report_input in;
   DTRAIN_ASSIGN_OR_RETURN(in.experiment, s.experiment(id));
   DTRAIN_ASSIGN_OR_RETURN(in.trials, s.trials(id));

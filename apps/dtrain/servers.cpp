@@ -10,13 +10,13 @@
 #include <cstdlib>
 #include <thread>
 
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/errors.hpp"
-#include "dtrain/actors/experiments/service.hpp"
-#include "dtrain/actors/head_actor.hpp"
-#include "dtrain/actors/node_actor.hpp"
-#include "dtrain/actors/node_secret.hpp"
-#include "dtrain/actors/replica_actor.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/cluster/errors.hpp"
+#include "dtrain/cluster/experiment_service.hpp"
+#include "dtrain/cluster/head_actor.hpp"
+#include "dtrain/cluster/node_actor.hpp"
+#include "dtrain/cluster/node_secret.hpp"
+#include "dtrain/cluster/replica_actor.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
 #include "dtrain/core/net.hpp"

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "dtrain/actors/experiments/service.hpp"
+#include "dtrain/cluster/experiment_service.hpp"
 #include "dtrain/core/check.hpp"
 
 namespace dtrain::cli {
@@ -26,15 +26,15 @@ result<opened_store> open_experiment_store(const std::string& given_address,
     DTRAIN_ASSIGN_OR_RETURN(out.store, out.cluster->experiments());
     return out;
   }
-  const std::string file = path.empty() ? actors::experiments::default_store_path() : path;
+  const std::string file = path.empty() ? experiments::default_store_path() : path;
   std::error_code ec;
   if (!std::filesystem::exists(file, ec))
     return not_found("no experiment store exists yet: looked for " + file +
                      " (dtrain train and dtrain tune create it; --address HOST:PORT reads a "
                      "cluster's)");
-  store::sqlite_options so;
+  experiments::sqlite_options so;
   so.read_only = read_only;
-  DTRAIN_ASSIGN_OR_RETURN(auto local, store::open_sqlite_store(file, so));
+  DTRAIN_ASSIGN_OR_RETURN(auto local, experiments::open_sqlite_store(file, so));
   out.store = std::move(local);
   return out;
 }

@@ -3,10 +3,10 @@
 #include <memory>
 #include <string>
 
-#include "dtrain/actors/cluster.hpp"
+#include "dtrain/driver/cluster.hpp"
 #include "dtrain/core/status.hpp"
 #include "dtrain/security/certificates.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 
 namespace dtrain::cli {
 
@@ -15,7 +15,7 @@ namespace dtrain::cli {
 /// as the store, so both are kept here), or a local SQLite file.
 struct opened_store {
   std::unique_ptr<actors::cluster> cluster;
-  std::shared_ptr<store::experiment_store> store;
+  std::shared_ptr<experiments::experiment_store> store;
 };
 
 /// Opens the store of --address (or, when neither is given,

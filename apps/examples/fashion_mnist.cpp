@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "dtrain/actors/trainer.hpp"
+#include "dtrain/driver/trainer.hpp"
 #include "dtrain/core/threads.hpp"
 
 int main(int argc, char** argv) {

@@ -7,7 +7,7 @@
 // Copy it: create a cluster, describe the trainer, call train() per epoch.
 #include <cstdio>
 
-#include "dtrain/actors/trainer.hpp"
+#include "dtrain/driver/trainer.hpp"
 #include "dtrain/core/threads.hpp"
 
 int main(int argc, char** argv) {

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "dtrain/actors/tuner/tuner.hpp"
+#include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/tune/table.hpp"
 
 namespace tune = dtrain::tune;

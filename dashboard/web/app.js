@@ -1,4 +1,4 @@
-// The dashboard page: polls the JSON API (README, "Dashboard") every 2 s and
+// The dashboard page: polls the JSON API (docs/dashboard.md) every 2 s and
 // fills the cluster, experiments and trials tables; the selected trials'
 // curves and a sweep's scatter are drawn by charts.js, the node logs by
 // logs.js, a trial's checkpoints and failures by details.js; cells and

@@ -1,5 +1,5 @@
 // The focused trial's checkpoints and its failures and restarts, from
-// GET /api/v1/trials/{id}/checkpoints and /events (README, "Dashboard").
+// GET /api/v1/trials/{id}/checkpoints and /events (docs/dashboard.md).
 // app.js calls trialDetails.refresh(trial) on each poll and
 // trialDetails.reset() when the experiment changes. Plain script, no build
 // step; uses api(), enc() and state from app.js, cell() and fmt() from common.js.

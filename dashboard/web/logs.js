@@ -1,6 +1,6 @@
 // The log view: a node's log, or the logs of the nodes holding a trial's
-// replicas, read through GET /api/v1/nodes/{index}/log (README,
-// "Dashboard"), as `dtrain logs` reads them: the tail first, then from
+// replicas, read through GET /api/v1/nodes/{index}/log
+// (docs/dashboard.md), as `dtrain logs` reads them: the tail first, then from
 // `next` every second while "follow" is ticked. A search box keeps the
 // lines that contain its text (any case) and marks it. Log text goes in
 // with textContent only. Plain script, no build step; uses api() and enc()
@@ -29,7 +29,7 @@ const nodeLogs = (() => {
   }
 
   // Whether trainer `id` runs store trial `trial`: the rule of `dtrain logs
-  // --trial` (actors/dtrain/actors/node_logs.hpp, trainer_runs_trial): a
+  // --trial` (actors/driver/dtrain/driver/node_logs.hpp, trainer_runs_trial): a
   // sweep's trainer is "<experiment name>-<trial>-<host>-<pid>-<n>".
   function runsTrial(id, trial) {
     return trial !== "" && ("-" + id + "-").includes("-" + trial + "-");

@@ -16,7 +16,7 @@
 #include <cstring>
 #include <string>
 
-#include "dtrain/actors/trainer.hpp"
+#include "dtrain/driver/trainer.hpp"
 #include "dtrain/core/threads.hpp"
 
 namespace {

@@ -19,8 +19,8 @@
 #include <map>
 #include <string>
 
-#include "dtrain/actors/trainer.hpp"
-#include "dtrain/actors/tuner/tuner.hpp"
+#include "dtrain/driver/trainer.hpp"
+#include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/tune/table.hpp"
 

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "dtrain/config/experiment.hpp"
+#include "dtrain/experiments/experiment.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 #include "dtrain/tune/journal.hpp"
 
 using namespace dtrain;
@@ -105,18 +105,18 @@ epochs: 3
 // A sweep of `yaml` recorded by the journal, as the tuner records it; cut
 // short (as a killed driver) after `kill_after` reports when >= 0.
 void sweep(const std::string& path, const std::string& yaml, int kill_after) {
-  auto exp = config::parse_experiment(yaml, "seed.yaml");
+  auto exp = experiments::parse_experiment(yaml, "seed.yaml");
   if (!exp)
     die(exp.error().to_string());
-  auto opened = store::open_sqlite_store(path);
+  auto opened = experiments::open_sqlite_store(path);
   if (!opened)
     die(opened.error().to_string());
-  std::shared_ptr<store::experiment_store> db = std::move(*opened);
-  store::experiment_row e;
+  std::shared_ptr<experiments::experiment_store> db = std::move(*opened);
+  experiments::experiment_row e;
   e.name = exp->name;
   e.kind = "tune";
-  e.configuration = config::to_yaml(*exp);
-  e.config_hash = config::config_hash(e.configuration);
+  e.configuration = experiments::to_yaml(*exp);
+  e.config_hash = experiments::config_hash(e.configuration);
   e.metric = exp->sweep.metric;
   e.minimize = true;
   e.storage = "/tmp/seed-checkpoints";

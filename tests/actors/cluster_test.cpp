@@ -13,10 +13,10 @@
 
 #include "actors/child_process.hpp"
 #include "actors/loopback_cluster.hpp"
-#include "dtrain/actors/errors.hpp"
-#include "dtrain/actors/node_actor.hpp"
-#include "dtrain/actors/trainer.hpp"
-#include "dtrain/config/experiment.hpp"
+#include "dtrain/cluster/errors.hpp"
+#include "dtrain/cluster/node_actor.hpp"
+#include "dtrain/driver/trainer.hpp"
+#include "dtrain/experiments/experiment.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/security/certificates.hpp"
 #include "test_util.hpp"
@@ -203,7 +203,7 @@ BOOST_AUTO_TEST_CASE(a_non_finite_loss_stops_the_trainer_at_once_instead_of_retr
 
 BOOST_AUTO_TEST_CASE(the_shipped_fashion_mnist_experiment_reaches_088_with_two_replicas) {
   set_blas_threads(1);
-  auto e = config::load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist.yaml");
+  auto e = experiments::load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist.yaml");
   BOOST_REQUIRE_MESSAGE(e.is_ok(), e.error().to_string());
   BOOST_REQUIRE(e->slots_per_trial == 2);
   auto c = cluster::connect({"", 2, 0, milliseconds(5000)}).value();

@@ -16,8 +16,8 @@
 #include "actors/child_process.hpp"
 #include "actors/dtrain_command.hpp"
 #include "actors/loopback_cluster.hpp"
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/trainer.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/driver/trainer.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;

@@ -10,9 +10,9 @@
 #include <set>
 
 #include "actors/memory_store.hpp"
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/trainer.hpp"
-#include "dtrain/actors/tuner/tuner.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/driver/trainer.hpp"
+#include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/threads.hpp"
 #include "train/step_operators.hpp"
@@ -50,7 +50,7 @@ std::unique_ptr<cluster> embedded(int slots) {
 result<tune::result_grid> sweep(cluster& c, const std::string& metric,
                                 std::shared_ptr<dtrain::testing::memory_store> db,
                                 int64_t& experiment) {
-  store::experiment_row e;
+  experiments::experiment_row e;
   e.name = "custom-metric";
   e.kind = "tune";
   DTRAIN_ASSIGN_OR_RETURN(experiment, db->create_experiment(e));

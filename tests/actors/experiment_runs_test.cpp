@@ -19,7 +19,7 @@
 #include "actors/dtrain_command.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -78,10 +78,10 @@ std::string sweep_experiment(const temp_dir& dir) {
   return path;
 }
 
-std::unique_ptr<store::experiment_store> reader(const std::string& db) {
-  store::sqlite_options o;
+std::unique_ptr<experiments::experiment_store> reader(const std::string& db) {
+  experiments::sqlite_options o;
   o.read_only = true;
-  auto s = store::open_sqlite_store(db, o);
+  auto s = experiments::open_sqlite_store(db, o);
   BOOST_TEST_REQUIRE(s.is_ok(), s.error().to_string());
   return std::move(*s);
 }
@@ -100,7 +100,7 @@ struct sweep_outcome {
   std::map<std::string, int> reports;  // epochs reported, counted
 };
 
-sweep_outcome outcome_of(store::experiment_store& s, int64_t id) {
+sweep_outcome outcome_of(experiments::experiment_store& s, int64_t id) {
   sweep_outcome out;
   auto trials = s.trials(id);
   BOOST_TEST_REQUIRE(trials.is_ok(), trials.error().to_string());
@@ -130,16 +130,16 @@ std::map<std::string, uintmax_t> files_under(const std::string& root) {
   return out;
 }
 
-store::experiment_row row_of(const temp_dir& home, int64_t id) {
+experiments::experiment_row row_of(const temp_dir& home, int64_t id) {
   auto e = reader(home.file("experiments.db"))->experiment(id);
   BOOST_TEST_REQUIRE(e.is_ok(), e.error().to_string());
   return *e;
 }
 
 void set_storage(const temp_dir& home, int64_t id, const std::string& storage) {
-  auto opened = store::open_sqlite_store(home.file("experiments.db"));
+  auto opened = experiments::open_sqlite_store(home.file("experiments.db"));
   BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
-  store::experiment_row e = (*opened)->experiment(id).value();
+  experiments::experiment_row e = (*opened)->experiment(id).value();
   e.storage = storage;
   BOOST_TEST_REQUIRE((*opened)->update_experiment(e).is_ok());
   BOOST_TEST_REQUIRE((*opened)->flush().is_ok());
@@ -314,9 +314,9 @@ BOOST_AUTO_TEST_CASE(a_resume_whose_trial_was_never_recorded_creates_it) {
   ran a = run_dtrain({"train", file}, dir.file("a.log"));
   BOOST_TEST_REQUIRE(a.code == 0, a.log);
   {
-    auto opened = store::open_sqlite_store(home.db());
+    auto opened = experiments::open_sqlite_store(home.db());
     BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
-    store::experiment_row e = (*opened)->experiment(1).value();
+    experiments::experiment_row e = (*opened)->experiment(1).value();
     e.state = "running";
     e.owner.clear();
     e.storage.clear();
@@ -356,9 +356,9 @@ BOOST_AUTO_TEST_CASE(a_sweep_whose_driver_is_killed_resumes_to_the_same_trials_a
       std::this_thread::sleep_for(milliseconds(20));
       if (!std::filesystem::exists(home.db()))
         continue;
-      store::sqlite_options o;
+      experiments::sqlite_options o;
       o.read_only = true;
-      auto s = store::open_sqlite_store(home.db(), o);
+      auto s = experiments::open_sqlite_store(home.db(), o);
       if (!s)
         continue;
       auto m = (*s)->metrics(2);

@@ -11,10 +11,10 @@
 
 #include <chrono>
 
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/experiments/client.hpp"
-#include "dtrain/actors/experiments/service.hpp"
-#include "dtrain/actors/head_auth.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/driver/experiment_client.hpp"
+#include "dtrain/cluster/experiment_service.hpp"
+#include "dtrain/cluster/head_auth.hpp"
 #include "actors/role_pki.hpp"
 #include "test_util.hpp"
 
@@ -62,8 +62,8 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-store::experiment_row an_experiment(const std::string& name) {
-  store::experiment_row e;
+experiments::experiment_row an_experiment(const std::string& name) {
+  experiments::experiment_row e;
   e.name = name;
   e.kind = "train";
   e.configuration = "name: " + name + "\n";
@@ -92,7 +92,7 @@ BOOST_AUTO_TEST_CASE(a_node_certificate_is_refused_every_operation_and_a_client_
     auto created = alice.create_experiment(an_experiment("kept"));
     BOOST_REQUIRE_MESSAGE(created.is_ok(), created.error().to_string());
     kept = *created;
-    store::trial_row t;
+    experiments::trial_row t;
     t.experiment = kept;
     t.id = "00001";
     BOOST_REQUIRE(alice.put_trial(t).is_ok());
@@ -109,11 +109,11 @@ BOOST_AUTO_TEST_CASE(a_node_certificate_is_refused_every_operation_and_a_client_
     check_refused(node.delete_experiment(kept), "delete_experiment");
     // One-way writes: dropped without a word to the writer; its flush is
     // refused like every request.
-    store::trial_row t;
+    experiments::trial_row t;
     t.experiment = kept;
     t.id = "99999";
     BOOST_TEST(node.put_trial(t).is_ok(), "a write returns at once");
-    store::metric_row m;
+    experiments::metric_row m;
     m.experiment = kept;
     m.trial = "00001";
     m.name = "loss";

@@ -16,9 +16,9 @@
 
 #include "actors/child_process.hpp"
 #include "actors/memory_store.hpp"
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/experiments/client.hpp"
-#include "dtrain/actors/experiments/service.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/driver/experiment_client.hpp"
+#include "dtrain/cluster/experiment_service.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -39,35 +39,35 @@ cluster::options embedded_with(std::shared_ptr<memory_store> shared, const std::
   o.local_gpus = 0;
   o.store_path = name;
   // The head owns the store it opens; the test keeps a view of the same rows.
-  struct view final : store::experiment_store {
+  struct view final : experiments::experiment_store {
     std::shared_ptr<memory_store> s;
     explicit view(std::shared_ptr<memory_store> x) : s(std::move(x)) {}
-    result<int64_t> create_experiment(const store::experiment_row& e) override { return s->create_experiment(e); }
-    status update_experiment(const store::experiment_row& e) override { return s->update_experiment(e); }
-    result<store::experiment_row> experiment(int64_t id) override { return s->experiment(id); }
-    result<std::vector<store::experiment_row>> experiments() override { return s->experiments(); }
+    result<int64_t> create_experiment(const experiments::experiment_row& e) override { return s->create_experiment(e); }
+    status update_experiment(const experiments::experiment_row& e) override { return s->update_experiment(e); }
+    result<experiments::experiment_row> experiment(int64_t id) override { return s->experiment(id); }
+    result<std::vector<experiments::experiment_row>> experiments() override { return s->experiments(); }
     status delete_experiment(int64_t id) override { return s->delete_experiment(id); }
-    status put_trial(const store::trial_row& t) override { return s->put_trial(t); }
-    result<std::vector<store::trial_row>> trials(int64_t e) override { return s->trials(e); }
-    status add_metrics(const std::vector<store::metric_row>& r) override { return s->add_metrics(r); }
-    result<std::vector<store::metric_row>> metrics(int64_t e, const std::string& t) override { return s->metrics(e, t); }
-    status put_checkpoint(const store::checkpoint_row& c) override { return s->put_checkpoint(c); }
-    result<std::vector<store::checkpoint_row>> checkpoints(int64_t e, const std::string& t) override { return s->checkpoints(e, t); }
-    status add_lineage(const store::lineage_row& l) override { return s->add_lineage(l); }
-    result<std::vector<store::lineage_row>> lineage(int64_t e) override { return s->lineage(e); }
-    status add_event(const store::event_row& e) override { return s->add_event(e); }
-    result<std::vector<store::event_row>> events(int64_t e, const std::string& t) override { return s->events(e, t); }
+    status put_trial(const experiments::trial_row& t) override { return s->put_trial(t); }
+    result<std::vector<experiments::trial_row>> trials(int64_t e) override { return s->trials(e); }
+    status add_metrics(const std::vector<experiments::metric_row>& r) override { return s->add_metrics(r); }
+    result<std::vector<experiments::metric_row>> metrics(int64_t e, const std::string& t) override { return s->metrics(e, t); }
+    status put_checkpoint(const experiments::checkpoint_row& c) override { return s->put_checkpoint(c); }
+    result<std::vector<experiments::checkpoint_row>> checkpoints(int64_t e, const std::string& t) override { return s->checkpoints(e, t); }
+    status add_lineage(const experiments::lineage_row& l) override { return s->add_lineage(l); }
+    result<std::vector<experiments::lineage_row>> lineage(int64_t e) override { return s->lineage(e); }
+    status add_event(const experiments::event_row& e) override { return s->add_event(e); }
+    result<std::vector<experiments::event_row>> events(int64_t e, const std::string& t) override { return s->events(e, t); }
     status flush() override { return s->flush(); }
     std::string where() const override { return s->where(); }
   };
-  o.open_store = [shared]() -> result<std::unique_ptr<store::experiment_store>> {
-    return std::unique_ptr<store::experiment_store>(new view(shared));
+  o.open_store = [shared]() -> result<std::unique_ptr<experiments::experiment_store>> {
+    return std::unique_ptr<experiments::experiment_store>(new view(shared));
   };
   return o;
 }
 
-store::experiment_row an_experiment(const std::string& name) {
-  store::experiment_row e;
+experiments::experiment_row an_experiment(const std::string& name) {
+  experiments::experiment_row e;
   e.name = name;
   e.kind = "tune";
   e.configuration = "name: " + name + "\n";
@@ -81,8 +81,8 @@ store::experiment_row an_experiment(const std::string& name) {
 }
 
 // Writes one of each row into experiment `id` and flushes.
-void write_rows(store::experiment_store& s, int64_t id) {
-  store::trial_row t;
+void write_rows(experiments::experiment_store& s, int64_t id) {
+  experiments::trial_row t;
   t.experiment = id;
   t.id = "00001";
   t.seq_created = 1;
@@ -91,7 +91,7 @@ void write_rows(store::experiment_store& s, int64_t id) {
   t.best = 0.25;
   t.last = std::nan("");
   BOOST_TEST(s.put_trial(t).is_ok());
-  std::vector<store::metric_row> m(2);
+  std::vector<experiments::metric_row> m(2);
   for (size_t i = 0; i < m.size(); ++i) {
     m[i].experiment = id;
     m[i].trial = "00001";
@@ -103,7 +103,7 @@ void write_rows(store::experiment_store& s, int64_t id) {
   m[1].name = "validation_loss";
   m[1].value = -inf;
   BOOST_TEST(s.add_metrics(m).is_ok());
-  store::checkpoint_row c;
+  experiments::checkpoint_row c;
   c.experiment = id;
   c.trial = "00001";
   c.epoch = 1;
@@ -111,14 +111,14 @@ void write_rows(store::experiment_store& s, int64_t id) {
   c.metric = 0.25;
   c.seq = 3;
   BOOST_TEST(s.put_checkpoint(c).is_ok());
-  store::lineage_row l;
+  experiments::lineage_row l;
   l.experiment = id;
   l.trial = "00001";
   l.source = "00002";
   l.seq = 4;
   BOOST_TEST(s.add_lineage(l).is_ok());
   for (const char* trial : {"00001", "00002"}) {
-    store::event_row ev;
+    experiments::event_row ev;
     ev.experiment = id;
     ev.trial = trial;
     ev.seq = trial == std::string("00001") ? 6 : 5;
@@ -137,7 +137,7 @@ void write_rows(store::experiment_store& s, int64_t id) {
 }
 
 // What write_rows wrote, read back from `s`.
-void check_rows(store::experiment_store& s, int64_t id, const std::string& name) {
+void check_rows(experiments::experiment_store& s, int64_t id, const std::string& name) {
   auto e = s.experiment(id);
   BOOST_REQUIRE_MESSAGE(e.is_ok(), e.error().to_string());
   BOOST_TEST(e->name == name);
@@ -219,7 +219,7 @@ BOOST_AUTO_TEST_SUITE(experiment_service)
 BOOST_AUTO_TEST_CASE(rows_cross_the_wire_as_they_were_written_non_finite_values_included) {
   system_config config;
   caf::actor_system sys{config};
-  std::vector<store::metric_row> rows(3);
+  std::vector<experiments::metric_row> rows(3);
   rows[0].value = inf;
   rows[1].value = -inf;
   rows[2].value = std::nan("");
@@ -233,8 +233,8 @@ BOOST_AUTO_TEST_CASE(rows_cross_the_wire_as_they_were_written_non_finite_values_
   caf::message back;
   caf::binary_deserializer source{sys, buffer};
   BOOST_REQUIRE(!source(back));
-  BOOST_REQUIRE(back.match_elements<std::vector<store::metric_row>>());
-  auto read = back.get_as<std::vector<store::metric_row>>(0);
+  BOOST_REQUIRE(back.match_elements<std::vector<experiments::metric_row>>());
+  auto read = back.get_as<std::vector<experiments::metric_row>>(0);
   BOOST_REQUIRE(read.size() == 3u);
   BOOST_TEST(read[0].value == inf);
   BOOST_TEST(read[1].value == -inf);
@@ -274,11 +274,11 @@ BOOST_AUTO_TEST_CASE(a_write_error_comes_back_from_the_next_flush_naming_the_ope
   auto rows = std::make_shared<memory_store>("test memory");
   auto c = cluster::connect(embedded_with(rows, "/test/experiments.db")).value();
   auto s = c->experiments().value();
-  store::trial_row orphan;
+  experiments::trial_row orphan;
   orphan.experiment = 99;
   orphan.id = "00001";
   BOOST_TEST(s->put_trial(orphan).is_ok(), "a write returns at once");
-  store::metric_row m;
+  experiments::metric_row m;
   m.experiment = 98;
   BOOST_TEST(s->add_metrics({m}).is_ok());
   status flushed = s->flush();
@@ -321,7 +321,7 @@ BOOST_AUTO_TEST_CASE(a_deleted_experiment_s_writer_alone_hears_of_its_failed_wri
         other_run(sys, service, "", path);
     const int64_t gone = deleted_run.create_experiment(an_experiment("gone")).value();
     const int64_t kept = other_run.create_experiment(an_experiment("kept")).value();
-    store::trial_row t;
+    experiments::trial_row t;
     t.experiment = gone;
     t.id = "00001";
     BOOST_REQUIRE(deleted_run.put_trial(t).is_ok());
@@ -396,9 +396,9 @@ BOOST_AUTO_TEST_CASE(a_request_the_service_does_not_answer_in_time_is_a_timeout_
   // The store takes longer to open than the client waits.
   auto slow = experiments::spawn_experiment_service(
       sys,
-      []() -> result<std::unique_ptr<store::experiment_store>> {
+      []() -> result<std::unique_ptr<experiments::experiment_store>> {
         std::this_thread::sleep_for(milliseconds(1500));
-        return std::unique_ptr<store::experiment_store>(new memory_store());
+        return std::unique_ptr<experiments::experiment_store>(new memory_store());
       },
       "slow.db", std::make_shared<session_directory>(false));
   {
@@ -434,7 +434,7 @@ BOOST_AUTO_TEST_CASE(a_store_that_cannot_be_opened_fails_each_request_and_the_cl
     BOOST_TEST(listed.error().message().find(path) != std::string::npos, listed.error().message());
     BOOST_TEST(listed.error().message().find("experiments: ") != std::string::npos);
   }
-  BOOST_TEST(s->put_trial(store::trial_row{}).is_ok(), "a write returns at once");
+  BOOST_TEST(s->put_trial(experiments::trial_row{}).is_ok(), "a write returns at once");
   status flushed = s->flush();
   BOOST_REQUIRE(!flushed.is_ok());
   BOOST_TEST(flushed.message().find(": put_trial: ") != std::string::npos, flushed.message());
@@ -463,9 +463,9 @@ BOOST_AUTO_TEST_CASE(an_embedded_cluster_writes_the_sqlite_file_at_its_store_pat
     id = *created;
     write_rows(*s, id);
   }
-  store::sqlite_options read_only;
+  experiments::sqlite_options read_only;
   read_only.read_only = true;
-  auto file = store::open_sqlite_store(path, read_only);
+  auto file = experiments::open_sqlite_store(path, read_only);
   BOOST_REQUIRE_MESSAGE(file.is_ok(), file.error().to_string());
   check_rows(**file, id, "embedded");
 }

@@ -15,7 +15,7 @@
 #include "actors/child_process.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/core/net.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -41,13 +41,13 @@ struct filled_home {
   filled_home() {
     setenv("DTRAIN_HOME", home.path().c_str(), 1);
     unsetenv("DTRAIN_ADDRESS");
-    auto opened = store::open_sqlite_store(home.file("experiments.db"));
+    auto opened = experiments::open_sqlite_store(home.file("experiments.db"));
     BOOST_REQUIRE_MESSAGE(opened.is_ok(), opened.error().to_string());
     fill(**opened);
   }
 
-  void fill(store::experiment_store& s) {
-    store::experiment_row e;
+  void fill(experiments::experiment_store& s) {
+    experiments::experiment_row e;
     e.name = "sweep.yaml";
     e.kind = "tune";
     e.configuration = "name: sweep\nsearcher:\n  name: random\n";
@@ -63,9 +63,9 @@ struct filled_home {
     e.storage = "";
     BOOST_REQUIRE(s.create_experiment(e).value() == 2);
     const char* ids[] = {"00001", "00002", "00003"};
-    double bests[] = {0.5, 0.25, store::no_value};
+    double bests[] = {0.5, 0.25, experiments::no_value};
     for (int i = 0; i < 3; ++i) {
-      store::trial_row t;
+      experiments::trial_row t;
       t.experiment = 1;
       t.id = ids[i];
       t.seq_created = i + 1;
@@ -77,7 +77,7 @@ struct filled_home {
       t.error = i < 2 ? "" : "replica 0: " + std::string(200, 'e') + " the end";
       BOOST_REQUIRE(s.put_trial(t).is_ok());
       for (int epoch = 1; epoch <= 3; ++epoch) {
-        store::metric_row m;
+        experiments::metric_row m;
         m.experiment = 1;
         m.trial = ids[i];
         m.epoch = epoch;
@@ -92,7 +92,7 @@ struct filled_home {
     BOOST_REQUIRE(checkpoint::write_owner(
         storage, {token, 1, checkpoint::created_text(1700000000), s.where(), "sweep.yaml"}).is_ok());
     for (int epoch = 1; epoch <= 3; ++epoch) {
-      store::checkpoint_row c;
+      experiments::checkpoint_row c;
       c.experiment = 1;
       c.trial = "00002";
       c.epoch = epoch;
@@ -101,7 +101,7 @@ struct filled_home {
       c.seq = 100 + epoch;
       BOOST_REQUIRE(s.put_checkpoint(c).is_ok());
     }
-    store::lineage_row l;  // a PBT exploit: 00001 copied 00002
+    experiments::lineage_row l;  // a PBT exploit: 00001 copied 00002
     l.experiment = 1;
     l.trial = "00001";
     l.seq = 200;
@@ -126,9 +126,9 @@ struct filled_home {
   /// Rewrites experiment `id`'s row through `change`.
   template <class Change>
   void change_row(int64_t id, Change change) {
-    auto opened = store::open_sqlite_store(home.file("experiments.db"));
+    auto opened = experiments::open_sqlite_store(home.file("experiments.db"));
     BOOST_REQUIRE_MESSAGE(opened.is_ok(), opened.error().to_string());
-    store::experiment_row e = (*opened)->experiment(id).value();
+    experiments::experiment_row e = (*opened)->experiment(id).value();
     change(e);
     BOOST_REQUIRE((*opened)->update_experiment(e).is_ok());
     BOOST_REQUIRE((*opened)->flush().is_ok());
@@ -275,7 +275,7 @@ BOOST_AUTO_TEST_CASE(delete_refuses_a_running_experiment_whose_driver_is_alive_u
   filled_home h;
   child_process driver({"/bin/sleep", "600"}, h.home.file("driver.log"), "/dev/null");
   BOOST_REQUIRE(driver.running());
-  h.change_row(1, [&](store::experiment_row& e) {
+  h.change_row(1, [&](experiments::experiment_row& e) {
     e.state = "running";
     e.owner = this_host() + " " + std::to_string(driver.pid());
   });
@@ -306,7 +306,7 @@ BOOST_AUTO_TEST_CASE(delete_of_a_running_experiment_whose_driver_died_goes_ahead
     BOOST_REQUIRE(gone.wait(milliseconds(10000)) == 0);
     dead = gone.pid();
   }
-  h.change_row(1, [&](store::experiment_row& e) {
+  h.change_row(1, [&](experiments::experiment_row& e) {
     e.state = "running";
     e.owner = this_host() + " " + std::to_string(dead);
   });
@@ -327,9 +327,9 @@ BOOST_AUTO_TEST_CASE(delete_removes_only_a_directory_that_carries_the_experiment
   std::filesystem::create_directories(users);
   dtrain::testing::write_file(users + "/thesis.tex", "x");
   {
-    auto opened = store::open_sqlite_store(db);
+    auto opened = experiments::open_sqlite_store(db);
     BOOST_REQUIRE_MESSAGE(opened.is_ok(), opened.error().to_string());
-    store::experiment_row e;
+    experiments::experiment_row e;
     e.name = "sweep.yaml";
     e.kind = "tune";
     e.state = "completed";

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "actors/loopback_cluster.hpp"
-#include "dtrain/actors/trainer.hpp"
+#include "dtrain/driver/trainer.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/core/threads.hpp"
 

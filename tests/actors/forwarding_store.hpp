@@ -12,56 +12,56 @@ namespace dtrain::testing {
 /// An experiment_store that forwards every call to a memory_store, with
 /// enter() before it and leave() after it: the seam tests use to make a
 /// store slow, hold its calls, or count them (store_offload, tuner_stop).
-class forwarding_store : public store::experiment_store {
+class forwarding_store : public experiments::experiment_store {
 public:
   forwarding_store(std::shared_ptr<memory_store> rows, std::string name)
     : rows(std::move(rows)), name_(std::move(name)) {}
 
   const std::shared_ptr<memory_store> rows;
 
-  result<int64_t> create_experiment(const store::experiment_row& e) override {
+  result<int64_t> create_experiment(const experiments::experiment_row& e) override {
     return through([&] { return rows->create_experiment(e); });
   }
-  status update_experiment(const store::experiment_row& e) override {
+  status update_experiment(const experiments::experiment_row& e) override {
     return through([&] { return rows->update_experiment(e); });
   }
-  result<store::experiment_row> experiment(int64_t id) override {
+  result<experiments::experiment_row> experiment(int64_t id) override {
     return through([&] { return rows->experiment(id); });
   }
-  result<std::vector<store::experiment_row>> experiments() override {
+  result<std::vector<experiments::experiment_row>> experiments() override {
     return through([&] { return rows->experiments(); });
   }
   status delete_experiment(int64_t id) override {
     return through([&] { return rows->delete_experiment(id); });
   }
-  status put_trial(const store::trial_row& t) override {
+  status put_trial(const experiments::trial_row& t) override {
     return through([&] { return rows->put_trial(t); });
   }
-  result<std::vector<store::trial_row>> trials(int64_t e) override {
+  result<std::vector<experiments::trial_row>> trials(int64_t e) override {
     return through([&] { return rows->trials(e); });
   }
-  status add_metrics(const std::vector<store::metric_row>& r) override {
+  status add_metrics(const std::vector<experiments::metric_row>& r) override {
     return through([&] { return rows->add_metrics(r); });
   }
-  result<std::vector<store::metric_row>> metrics(int64_t e, const std::string& t) override {
+  result<std::vector<experiments::metric_row>> metrics(int64_t e, const std::string& t) override {
     return through([&] { return rows->metrics(e, t); });
   }
-  status put_checkpoint(const store::checkpoint_row& c) override {
+  status put_checkpoint(const experiments::checkpoint_row& c) override {
     return through([&] { return rows->put_checkpoint(c); });
   }
-  result<std::vector<store::checkpoint_row>> checkpoints(int64_t e, const std::string& t) override {
+  result<std::vector<experiments::checkpoint_row>> checkpoints(int64_t e, const std::string& t) override {
     return through([&] { return rows->checkpoints(e, t); });
   }
-  status add_lineage(const store::lineage_row& l) override {
+  status add_lineage(const experiments::lineage_row& l) override {
     return through([&] { return rows->add_lineage(l); });
   }
-  result<std::vector<store::lineage_row>> lineage(int64_t e) override {
+  result<std::vector<experiments::lineage_row>> lineage(int64_t e) override {
     return through([&] { return rows->lineage(e); });
   }
-  status add_event(const store::event_row& e) override {
+  status add_event(const experiments::event_row& e) override {
     return through([&] { return rows->add_event(e); });
   }
-  result<std::vector<store::event_row>> events(int64_t e, const std::string& t) override {
+  result<std::vector<experiments::event_row>> events(int64_t e, const std::string& t) override {
     return through([&] { return rows->events(e, t); });
   }
   status flush() override {

@@ -12,11 +12,11 @@
 #include <cstdio>
 
 #include "actors/memory_store.hpp"
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/errors.hpp"
-#include "dtrain/actors/experiments/client.hpp"
-#include "dtrain/actors/head_actor.hpp"
-#include "dtrain/actors/head_auth.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/cluster/errors.hpp"
+#include "dtrain/driver/experiment_client.hpp"
+#include "dtrain/cluster/head_actor.hpp"
+#include "dtrain/cluster/head_auth.hpp"
 #include "actors/role_pki.hpp"
 #include "test_util.hpp"
 
@@ -176,8 +176,8 @@ BOOST_FIXTURE_TEST_CASE(a_tls_head_serves_its_own_process_only_with_its_local_se
                         auth_fixture) {
   system_config config;
   caf::actor_system sys{config};
-  auto opener = []() -> result<std::unique_ptr<store::experiment_store>> {
-    return std::unique_ptr<store::experiment_store>(new dtrain::testing::memory_store());
+  auto opener = []() -> result<std::unique_ptr<experiments::experiment_store>> {
+    return std::unique_ptr<experiments::experiment_store>(new dtrain::testing::memory_store());
   };
   tls_identity id;  // the fixture's CA and head certificate, made already
   id.files = files("head");

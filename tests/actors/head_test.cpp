@@ -16,11 +16,11 @@
 #include <set>
 #include <thread>
 
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/errors.hpp"
-#include "dtrain/actors/head_actor.hpp"
-#include "dtrain/actors/node_actor.hpp"
-#include "dtrain/actors/trainer.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/cluster/errors.hpp"
+#include "dtrain/cluster/head_actor.hpp"
+#include "dtrain/cluster/node_actor.hpp"
+#include "dtrain/driver/trainer.hpp"
 #include "dtrain/cuda/runtime.hpp"
 
 using namespace dtrain;
@@ -43,7 +43,7 @@ node_actor::behavior_type fake_node(node_actor::stateful_pointer<fake_node_state
                                     std::shared_ptr<std::atomic<bool>> answering,
                                     request_counter asked) {
   return {
-    [=](spawn_atom, replica_spec&, caf::actor&, store_actor&,
+    [=](spawn_atom, replica_spec&, caf::actor&, rendezvous_actor&,
         const plugin_credential&) -> caf::result<replica_actor> {
       return to_caf(status(error_code::internal, "the fake node spawns nothing"));
     },

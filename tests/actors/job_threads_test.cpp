@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "dtrain/actors/job_thread.hpp"
+#include "dtrain/cluster/job_thread.hpp"
 
 using dtrain::actors::job_thread;
 using std::chrono::milliseconds;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "actors/child_process.hpp"
-#include "dtrain/actors/trainer.hpp"
+#include "dtrain/driver/trainer.hpp"
 #include "test_util.hpp"
 
 namespace dtrain::testing {

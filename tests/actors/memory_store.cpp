@@ -4,7 +4,7 @@
 
 namespace dtrain::testing {
 
-using namespace store;
+using namespace experiments;
 
 status memory_store::missing(int64_t id) const {
   return not_found("no experiment " + std::to_string(id) + " in " + name_);

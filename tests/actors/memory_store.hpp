@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 
 namespace dtrain::testing {
 
@@ -13,39 +13,39 @@ namespace dtrain::testing {
 /// (the experiment service, `dtrain experiments`). Writes are synchronous;
 /// a row of an experiment that does not exist is refused with not_found,
 /// as the SQLite store's foreign keys do. Thread-safe.
-class memory_store final : public store::experiment_store {
+class memory_store final : public experiments::experiment_store {
 public:
   explicit memory_store(std::string name = "memory") : name_(std::move(name)) {}
 
-  result<int64_t> create_experiment(const store::experiment_row& e) override;
-  status update_experiment(const store::experiment_row& e) override;
-  result<store::experiment_row> experiment(int64_t id) override;
-  result<std::vector<store::experiment_row>> experiments() override;
+  result<int64_t> create_experiment(const experiments::experiment_row& e) override;
+  status update_experiment(const experiments::experiment_row& e) override;
+  result<experiments::experiment_row> experiment(int64_t id) override;
+  result<std::vector<experiments::experiment_row>> experiments() override;
   status delete_experiment(int64_t id) override;
-  status put_trial(const store::trial_row& t) override;
-  result<std::vector<store::trial_row>> trials(int64_t experiment) override;
-  status add_metrics(const std::vector<store::metric_row>& rows) override;
-  result<std::vector<store::metric_row>> metrics(int64_t experiment,
+  status put_trial(const experiments::trial_row& t) override;
+  result<std::vector<experiments::trial_row>> trials(int64_t experiment) override;
+  status add_metrics(const std::vector<experiments::metric_row>& rows) override;
+  result<std::vector<experiments::metric_row>> metrics(int64_t experiment,
                                                  const std::string& trial = "") override;
-  status put_checkpoint(const store::checkpoint_row& c) override;
-  result<std::vector<store::checkpoint_row>> checkpoints(int64_t experiment,
+  status put_checkpoint(const experiments::checkpoint_row& c) override;
+  result<std::vector<experiments::checkpoint_row>> checkpoints(int64_t experiment,
                                                          const std::string& trial = "") override;
-  status add_lineage(const store::lineage_row& l) override;
-  result<std::vector<store::lineage_row>> lineage(int64_t experiment) override;
-  status add_event(const store::event_row& e) override;
-  result<std::vector<store::event_row>> events(int64_t experiment,
+  status add_lineage(const experiments::lineage_row& l) override;
+  result<std::vector<experiments::lineage_row>> lineage(int64_t experiment) override;
+  status add_event(const experiments::event_row& e) override;
+  result<std::vector<experiments::event_row>> events(int64_t experiment,
                                                const std::string& trial = "") override;
   status flush() override { return status::ok(); }
   std::string where() const override { return name_; }
 
 private:
   struct tables {
-    store::experiment_row row;
-    std::vector<store::trial_row> trials;
-    std::vector<store::metric_row> metrics;
-    std::vector<store::checkpoint_row> checkpoints;
-    std::vector<store::lineage_row> lineage;
-    std::vector<store::event_row> events;  // by seq
+    experiments::experiment_row row;
+    std::vector<experiments::trial_row> trials;
+    std::vector<experiments::metric_row> metrics;
+    std::vector<experiments::checkpoint_row> checkpoints;
+    std::vector<experiments::lineage_row> lineage;
+    std::vector<experiments::event_row> events;  // by seq
   };
   status missing(int64_t id) const;
   tables* find(int64_t id);

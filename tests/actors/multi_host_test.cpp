@@ -22,8 +22,8 @@
 
 #include "actors/child_process.hpp"
 #include "actors/netns_lab.hpp"
-#include "dtrain/actors/trainer.hpp"
-#include "dtrain/config/experiment.hpp"
+#include "dtrain/driver/trainer.hpp"
+#include "dtrain/experiments/experiment.hpp"
 #include "dtrain/security/certificates.hpp"
 #include "test_util.hpp"
 
@@ -207,7 +207,7 @@ BOOST_AUTO_TEST_CASE(two_hosts_train_the_shipped_experiment_over_gloo_with_ident
   lab_cluster lc(3);
   auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)});
   BOOST_REQUIRE_MESSAGE(c.is_ok(), c.error().to_string());
-  auto e = config::load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist.yaml");
+  auto e = experiments::load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist.yaml");
   BOOST_REQUIRE_MESSAGE(e.is_ok(), e.error().to_string());
   dtrain::testing::temp_dir ckpt;
   auto cfg = trainer_config_from(*e);

@@ -10,12 +10,12 @@
 #include <cstdio>
 #include <string>
 
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/node_actor.hpp"
-#include "dtrain/actors/errors.hpp"
-#include "dtrain/actors/node_logs.hpp"
-#include "dtrain/actors/node_secret.hpp"
-#include "dtrain/actors/plugin_shipping.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/cluster/node_actor.hpp"
+#include "dtrain/cluster/errors.hpp"
+#include "dtrain/driver/node_logs.hpp"
+#include "dtrain/cluster/node_secret.hpp"
+#include "dtrain/driver/plugin_shipping.hpp"
 #include "dtrain/security/certificates.hpp"
 #include "../apps/dtrain/output_tee.hpp"
 #include "test_util.hpp"
@@ -104,7 +104,7 @@ struct guarded_node {
     caf::scoped_actor self{sys};
     std::string why = "no answer";
     self->request(node, std::chrono::seconds(5), spawn_atom::value, spec, caf::actor{},
-                  store_actor{}, credential)
+                  rendezvous_actor{}, credential)
         .receive(
             [&](replica_actor& r) {
               why.clear();

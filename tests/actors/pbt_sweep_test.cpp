@@ -12,8 +12,8 @@
 #include <cstdio>
 #include <limits>
 
-#include "dtrain/actors/tuner/tuner.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/driver/tuner/tuner.hpp"
+#include "dtrain/experiments/store.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -64,10 +64,10 @@ struct swept {
 // The sweep's best last-epoch validation loss, and what its store says.
 swept run(cluster& c, const std::string& scheduler, uint64_t seed) {
   temp_dir dir;
-  auto opened = store::open_sqlite_store(dir.file("experiments.db"));
+  auto opened = experiments::open_sqlite_store(dir.file("experiments.db"));
   BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
-  std::shared_ptr<store::experiment_store> db = std::move(*opened);
-  store::experiment_row e;
+  std::shared_ptr<experiments::experiment_store> db = std::move(*opened);
+  experiments::experiment_row e;
   e.name = scheduler;
   e.kind = "tune";
   tune_config config = population(scheduler, seed);

@@ -15,12 +15,12 @@
 
 #include "actors/child_process.hpp"
 #include "actors/loopback_cluster.hpp"
-#include "dtrain/actors/errors.hpp"
-#include "dtrain/actors/node_actor.hpp"
-#include "dtrain/actors/node_secret.hpp"
-#include "dtrain/actors/plugin_shipping.hpp"
-#include "dtrain/actors/trainer.hpp"
-#include "dtrain/config.hpp"
+#include "dtrain/cluster/errors.hpp"
+#include "dtrain/cluster/node_actor.hpp"
+#include "dtrain/cluster/node_secret.hpp"
+#include "dtrain/driver/plugin_shipping.hpp"
+#include "dtrain/driver/trainer.hpp"
+#include "dtrain/build_config.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/plugin/loader.hpp"
 #include "dtrain/security/certificates.hpp"
@@ -135,7 +135,7 @@ node_actor::behavior_type fake_node_impl(node_actor::pointer self,
   };
   const caf::error refused = to_caf(invalid_argument("fake node"));
   return {
-    [=](spawn_atom, replica_spec&, caf::actor&, store_actor&,
+    [=](spawn_atom, replica_spec&, caf::actor&, rendezvous_actor&,
         const plugin_credential&) -> caf::result<replica_actor> {
       return refused;
     },
@@ -371,7 +371,7 @@ BOOST_AUTO_TEST_CASE(on_a_plain_cluster_a_replica_starts_only_with_the_drivers_m
   auto& sys = c->system();
   auto owner = sys.spawn([](caf::event_based_actor*) -> caf::behavior { return {}; });
   auto remote = sys.middleman().remote_spawn<replica_actor>(
-      node->node(), "replica", caf::make_message(spec, caf::actor{owner}, store_actor{}),
+      node->node(), "replica", caf::make_message(spec, caf::actor{owner}, rendezvous_actor{}),
       std::chrono::seconds(5));
   BOOST_TEST(!remote);
   if (remote)
@@ -382,7 +382,7 @@ BOOST_AUTO_TEST_CASE(on_a_plain_cluster_a_replica_starts_only_with_the_drivers_m
     caf::scoped_actor self{sys};
     std::string why = "spawned";
     self->request(*node, std::chrono::seconds(5), spawn_atom::value, spec, caf::actor{owner},
-                  store_actor{}, credential)
+                  rendezvous_actor{}, credential)
         .receive([&](replica_actor& r) { caf::anon_send_exit(r, caf::exit_reason::kill); },
                  [&](caf::error& e) { why = from_caf(e, "spawn").message(); });
     return why;
@@ -412,7 +412,7 @@ BOOST_AUTO_TEST_CASE(on_a_plain_cluster_a_replica_starts_only_with_the_drivers_m
     caf::scoped_actor self{sys};
     std::string refused = "spawned";
     self->request(*node, std::chrono::seconds(5), spawn_atom::value, open, caf::actor{owner},
-                  store_actor{}, *for_open)
+                  rendezvous_actor{}, *for_open)
         .receive([&](replica_actor& r) { caf::anon_send_exit(r, caf::exit_reason::kill); },
                  [&](caf::error& e) { refused = from_caf(e, "spawn").message(); });
     BOOST_TEST(contains(refused, "capability of 16 characters, under the 32"), refused);

@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "actors/loopback_cluster.hpp"
-#include "dtrain/actors/prediction.hpp"
-#include "dtrain/actors/trainer.hpp"
+#include "dtrain/driver/prediction.hpp"
+#include "dtrain/driver/trainer.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;

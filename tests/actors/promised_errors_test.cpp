@@ -6,7 +6,7 @@
 
 #include <chrono>
 
-#include "dtrain/actors/trainer.hpp"
+#include "dtrain/driver/trainer.hpp"
 #include "dtrain/core/threads.hpp"
 #include "test_util.hpp"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "actors/child_process.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -35,10 +35,10 @@ struct report_home {
   report_home() {
     setenv("DTRAIN_HOME", home.path().c_str(), 1);
     unsetenv("DTRAIN_ADDRESS");
-    auto opened = store::open_sqlite_store(home.file("experiments.db"));
+    auto opened = experiments::open_sqlite_store(home.file("experiments.db"));
     BOOST_REQUIRE_MESSAGE(opened.is_ok(), opened.error().to_string());
-    store::experiment_store& s = **opened;
-    store::experiment_row e;
+    experiments::experiment_store& s = **opened;
+    experiments::experiment_row e;
     e.name = "sweep.yaml";
     e.kind = "tune";
     e.configuration = "name: sweep\nsearcher:\n  name: random\n# </script> stays text\n";
@@ -50,7 +50,7 @@ struct report_home {
     BOOST_REQUIRE(s.create_experiment(e).value() == 1);
     int64_t seq = 0;
     for (int i = 0; i < 2; ++i) {
-      store::trial_row t;
+      experiments::trial_row t;
       t.experiment = 1;
       t.id = i == 0 ? "00001" : "00002";
       t.seq_created = i + 1;
@@ -61,10 +61,10 @@ struct report_home {
       t.epochs = 3;
       BOOST_REQUIRE(s.put_trial(t).is_ok());
       for (int epoch = 1; epoch <= 3; ++epoch) {
-        std::vector<store::metric_row> rows;
+        std::vector<experiments::metric_row> rows;
         ++seq;
         for (const char* name : {"loss", "validation_loss"}) {
-          store::metric_row m;
+          experiments::metric_row m;
           m.experiment = 1;
           m.trial = t.id;
           m.epoch = epoch;

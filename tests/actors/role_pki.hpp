@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "dtrain/actors/tls.hpp"
+#include "dtrain/cluster/tls.hpp"
 #include "dtrain/security/certificates.hpp"
 
 namespace dtrain::testing {

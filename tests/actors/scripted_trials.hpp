@@ -3,7 +3,7 @@
 #include <atomic>
 #include <memory>
 
-#include "dtrain/actors/tuner/trial_runner.hpp"
+#include "dtrain/driver/tuner/trial_runner.hpp"
 
 namespace dtrain::testing {
 

@@ -1,4 +1,4 @@
-// The store actor and its comm::store adapter: parked requests stay
+// The store actor and its rendezvous::store adapter: parked requests stay
 // bounded however often askers retry, old ones are answered at their
 // deadline, and retrying is decided by error codes.
 #include <boost/test/unit_test.hpp>
@@ -8,9 +8,9 @@
 #include <chrono>
 #include <thread>
 
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/errors.hpp"
-#include "dtrain/actors/store_actor.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/cluster/errors.hpp"
+#include "dtrain/cluster/rendezvous_actor.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;
@@ -21,7 +21,7 @@ namespace {
 struct store_fixture {
   system_config config;
   caf::actor_system sys{config};
-  store_actor store = spawn_store(sys);
+  rendezvous_actor store = spawn_store(sys);
 
   ~store_fixture() { caf::anon_send_exit(store, caf::exit_reason::user_shutdown); }
 
@@ -91,12 +91,12 @@ BOOST_FIXTURE_TEST_CASE(a_value_set_after_several_retries_is_still_delivered, st
   actor_store client(sys, store);
   std::thread setter([&] {
     std::this_thread::sleep_for(store_park_limit * 4);
-    BOOST_TEST(client.set("late", comm::bytes{'x'}, milliseconds(2000)).is_ok());
+    BOOST_TEST(client.set("late", rendezvous::bytes{'x'}, milliseconds(2000)).is_ok());
   });
   auto r = client.get("late", milliseconds(5000));
   setter.join();
   BOOST_REQUIRE_MESSAGE(r.is_ok(), r.error().to_string());
-  BOOST_TEST((*r == comm::bytes{'x'}));
+  BOOST_TEST((*r == rendezvous::bytes{'x'}));
   BOOST_TEST(client.wait({"late"}, milliseconds(1000)).is_ok());
 }
 

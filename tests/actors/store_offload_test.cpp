@@ -22,10 +22,10 @@
 #include "actors/forwarding_store.hpp"
 #include "actors/memory_store.hpp"
 #include "actors/scripted_trials.hpp"
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/experiments/client.hpp"
-#include "dtrain/actors/experiments/service.hpp"
-#include "dtrain/actors/tuner/tuner.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/driver/experiment_client.hpp"
+#include "dtrain/cluster/experiment_service.hpp"
+#include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/tune/journal.hpp"
@@ -53,8 +53,8 @@ private:
 };
 
 experiments::store_opener slow_opener(std::shared_ptr<memory_store> rows, milliseconds delay) {
-  return [rows, delay]() -> result<std::unique_ptr<store::experiment_store>> {
-    return std::unique_ptr<store::experiment_store>(new slow_store(rows, delay));
+  return [rows, delay]() -> result<std::unique_ptr<experiments::experiment_store>> {
+    return std::unique_ptr<experiments::experiment_store>(new slow_store(rows, delay));
   };
 }
 
@@ -94,8 +94,8 @@ int threads_named(const std::string& name) {
   return n;
 }
 
-store::experiment_row an_experiment() {
-  store::experiment_row e;
+experiments::experiment_row an_experiment() {
+  experiments::experiment_row e;
   e.name = "slow";
   e.kind = "tune";
   e.metric = "validation_loss";
@@ -127,7 +127,7 @@ struct hung_resume {
     config.verbosity = 0;
     config.seed = 3;
     space.add("a", tune::uniform(0.5, 0.9));
-    store::experiment_row row;
+    experiments::experiment_row row;
     row.name = config.experiment;
     row.kind = "tune";
     config.store = db;
@@ -179,12 +179,12 @@ BOOST_AUTO_TEST_CASE(a_slow_store_never_keeps_another_actor_from_answering_and_c
                                                        std::make_shared<session_directory>(false));
   auto other = sys.spawn(echo);
   std::atomic<bool> done{false};
-  result<std::vector<store::trial_row>> read{status(error_code::internal, "not read")};
+  result<std::vector<experiments::trial_row>> read{status(error_code::internal, "not read")};
   std::thread driver([&] {
     experiments::service_client client(sys, service, "", "slow.db", milliseconds(20000));
     auto id = client.create_experiment(an_experiment());
     if (id) {
-      store::trial_row t;
+      experiments::trial_row t;
       t.experiment = *id;
       t.id = "00001";
       t.state = "running";
@@ -222,12 +222,12 @@ BOOST_AUTO_TEST_CASE(a_service_that_ends_with_jobs_queued_stops_within_its_bound
                                                        std::make_shared<session_directory>(false));
   experiments::service_client client(sys, service, "", "slow.db", milliseconds(30000));
   // 12 s of writes queued, then a read behind them.
-  store::trial_row t;
+  experiments::trial_row t;
   t.experiment = 1;
   t.id = "00001";
   for (int i = 0; i < 12; ++i)
     (void)client.put_trial(t);
-  result<std::vector<store::trial_row>> read{status(error_code::internal, "not read")};
+  result<std::vector<experiments::trial_row>> read{status(error_code::internal, "not read")};
   clock_type::time_point read_at;
   std::thread reader([&] {
     read = client.trials(1);

@@ -15,12 +15,12 @@
 #include <thread>
 
 #include "actors/child_process.hpp"
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/errors.hpp"
-#include "dtrain/actors/head_actor.hpp"
-#include "dtrain/actors/node_logs.hpp"
-#include "dtrain/actors/plugin_shipping.hpp"
-#include "dtrain/actors/trainer.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/cluster/errors.hpp"
+#include "dtrain/cluster/head_actor.hpp"
+#include "dtrain/driver/node_logs.hpp"
+#include "dtrain/driver/plugin_shipping.hpp"
+#include "dtrain/driver/trainer.hpp"
 #include "dtrain/core/net.hpp"
 #include "dtrain/core/threads.hpp"
 #include "test_util.hpp"
@@ -239,7 +239,7 @@ std::string remote_spawn_replica(const std::string& node_address, const sec::tls
                                   << (node ? "" : from_caf(node.error(), "").message()));
   auto owner = sys.spawn([](caf::event_based_actor*) -> caf::behavior { return {}; });
   auto spawned = sys.middleman().remote_spawn<replica_actor>(
-      node->node(), "replica", caf::make_message(intruder_spec(), caf::actor{owner}, store_actor{}),
+      node->node(), "replica", caf::make_message(intruder_spec(), caf::actor{owner}, rendezvous_actor{}),
       std::chrono::seconds(5));
   caf::anon_send_exit(owner, caf::exit_reason::user_shutdown);
   if (spawned) {
@@ -412,7 +412,7 @@ BOOST_AUTO_TEST_CASE(a_node_certificate_starts_no_replica_on_a_node) {
       caf::scoped_actor self{sys};
       std::string why = "spawned";
       self->request(*node, std::chrono::seconds(5), spawn_atom::value, intruder_spec(),
-                    caf::actor{self}, store_actor{}, c)
+                    caf::actor{self}, rendezvous_actor{}, c)
           .receive([&](replica_actor& r) { caf::anon_send_exit(r, caf::exit_reason::kill); },
                    [&](caf::error& e) { why = from_caf(e, "spawn").message(); });
       return why;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dtrain/actors/tuner/tuner.hpp"
+#include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/train/objective.hpp"
 #include "dtrain/tune/tpe.hpp"
 

@@ -17,8 +17,8 @@
 
 #include "actors/loopback_cluster.hpp"
 #include "actors/memory_store.hpp"
-#include "dtrain/actors/tuner/tuner.hpp"
-#include "dtrain/config/experiment.hpp"
+#include "dtrain/driver/tuner/tuner.hpp"
+#include "dtrain/experiments/experiment.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;
@@ -130,7 +130,7 @@ BOOST_AUTO_TEST_CASE(a_node_killed_during_a_sweep_is_recovered_and_every_trial_e
   s.add("lr", tune::loguniform(0.003, 0.03));
   // Recorded in a store: the failure and the recovery must be there.
   auto db = std::make_shared<dtrain::testing::memory_store>();
-  store::experiment_row row;
+  experiments::experiment_row row;
   row.name = "faults";
   row.kind = "tune";
   tune_config tc = sweep_of(4, 6, 2);
@@ -269,7 +269,7 @@ BOOST_AUTO_TEST_SUITE(asha_sweep)
 // trials take under FIFO; the best accuracy is printed for the record.
 BOOST_AUTO_TEST_CASE(the_shipped_asha_sweep_runs_at_most_40_percent_of_the_fifo_epochs) {
   const std::string shipped = std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist_asha.yaml";
-  auto e = config::load_experiment(shipped);
+  auto e = experiments::load_experiment(shipped);
   BOOST_REQUIRE_MESSAGE(e.is_ok(), e.error().to_string());
   BOOST_TEST(e->has_search);
   BOOST_TEST(e->sweep.scheduler == "asha");

@@ -23,10 +23,10 @@
 #include "actors/forwarding_store.hpp"
 #include "actors/memory_store.hpp"
 #include "actors/scripted_trials.hpp"
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/job_thread.hpp"
-#include "dtrain/actors/tuner/queued_store.hpp"
-#include "dtrain/actors/tuner/tuner.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/cluster/job_thread.hpp"
+#include "dtrain/driver/tuner/queued_store.hpp"
+#include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/tune/journal.hpp"
@@ -125,7 +125,7 @@ BOOST_AUTO_TEST_CASE(closing_a_queued_store_waits_for_its_call_in_flight_only_th
   store->held = true;
   auto worker = std::make_shared<job_thread>("test-close");
   queued_store queued(store, worker);
-  store::trial_row t;
+  experiments::trial_row t;
   t.experiment = 1;
   t.id = "00001";
   for (int i = 0; i < 20; ++i)  // 6 s of writes
@@ -156,7 +156,7 @@ BOOST_AUTO_TEST_CASE(a_sweep_stopped_while_its_store_blocks_returns_in_its_bound
   // Every store call blocks 2 s (C): the worker falls far behind the
   // trials' reports, and the sweep's end queues behind them.
   auto store = std::make_shared<watched_store>(milliseconds(2000));
-  store::experiment_row row;
+  experiments::experiment_row row;
   row.name = "blocked";
   row.kind = "tune";
   tune_config config;
@@ -213,7 +213,7 @@ BOOST_AUTO_TEST_CASE(a_resume_stopped_while_its_disk_hangs_returns_in_its_bound_
   config.verbosity = 0;
   config.seed = 3;
   config.end_seconds = 1;  // E
-  store::experiment_row row;
+  experiments::experiment_row row;
   row.name = config.experiment;
   row.kind = "tune";
   config.store = store;

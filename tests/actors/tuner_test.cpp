@@ -17,8 +17,8 @@
 
 #include "actors/memory_store.hpp"
 #include "actors/scripted_trials.hpp"
-#include "dtrain/actors/messages.hpp"
-#include "dtrain/actors/tuner/tuner.hpp"
+#include "dtrain/cluster/messages.hpp"
+#include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
@@ -122,7 +122,7 @@ struct recorded_sweep {
 
   recorded_sweep(const std::string& parent, int64_t samples, int64_t epochs)
     : config(quiet(samples, epochs)) {
-    store::experiment_row row;
+    experiments::experiment_row row;
     row.name = "scripted";
     row.kind = "tune";
     space.add("a", tune::uniform(0.5, 0.9));
@@ -533,7 +533,7 @@ BOOST_AUTO_TEST_CASE(a_sweep_never_runs_in_nor_deletes_from_a_directory_marked_b
 BOOST_AUTO_TEST_CASE(a_resume_records_the_end_of_a_trial_whose_end_was_lost) {
   embedded e(2);
   auto db = std::make_shared<dtrain::testing::memory_store>();
-  store::experiment_row row;
+  experiments::experiment_row row;
   row.name = "scripted";
   row.kind = "tune";
   tune::space s;

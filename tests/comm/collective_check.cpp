@@ -10,7 +10,7 @@
 #include <cstring>
 #include <thread>
 
-#include "dtrain/comm/store.hpp"
+#include "dtrain/rendezvous/store.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/hash.hpp"
 #include "dtrain/core/random.hpp"
@@ -25,14 +25,14 @@ group_stores::group_stores(rank_mode mode) {
   static std::atomic<int> groups{0};
   prefix_ = "group" + std::to_string(getpid()) + "-" + std::to_string(groups++);
   if (mode == rank_mode::threads)
-    shared_ = std::make_shared<comm::memory_store>();
+    shared_ = std::make_shared<rendezvous::memory_store>();
 }
 
-std::shared_ptr<comm::store> group_stores::for_rank() const {
-  std::shared_ptr<comm::store> base = shared_;
+std::shared_ptr<rendezvous::store> group_stores::for_rank() const {
+  std::shared_ptr<rendezvous::store> base = shared_;
   if (!base)
-    base = std::shared_ptr<comm::store>(comm::file_store::open(dir_.path()).value());
-  return std::make_shared<comm::prefix_store>(prefix_, base);
+    base = std::shared_ptr<rendezvous::store>(rendezvous::file_store::open(dir_.path()).value());
+  return std::make_shared<rendezvous::prefix_store>(prefix_, base);
 }
 
 float test_value(int rank, int64_t i) {
@@ -302,7 +302,7 @@ void check_abort(const comm_factory& make) {
     DTRAIN_RETURN_IF_ERROR(c->barrier()->wait());
     // After the failure both ranks form a fresh group under a new prefix.
     auto reform = [&]() -> status {
-      auto fresh = std::make_shared<comm::prefix_store>("retry", stores.for_rank());
+      auto fresh = std::make_shared<rendezvous::prefix_store>("retry", stores.for_rank());
       DTRAIN_ASSIGN_OR_RETURN(auto again, make(rank, 2, fresh, milliseconds(10000)));
       tensor buf = filled(rank, 100);
       DTRAIN_RETURN_IF_ERROR(again->all_reduce(buf, comm::reduce_op::sum)->wait());

@@ -16,7 +16,7 @@
 namespace dtrain::testing {
 
 using comm_factory = std::function<result<std::unique_ptr<comm::communicator>>(
-    int rank, int size, std::shared_ptr<comm::store> store, std::chrono::milliseconds timeout)>;
+    int rank, int size, std::shared_ptr<rendezvous::store> store, std::chrono::milliseconds timeout)>;
 
 /// Stores for the ranks of one group: threads share a memory_store,
 /// processes each open a file_store in a temporary directory (made before
@@ -24,12 +24,12 @@ using comm_factory = std::function<result<std::unique_ptr<comm::communicator>>(
 class group_stores {
 public:
   explicit group_stores(rank_mode mode);
-  std::shared_ptr<comm::store> for_rank() const;
+  std::shared_ptr<rendezvous::store> for_rank() const;
 
 private:
   temp_dir dir_;
   std::string prefix_;
-  std::shared_ptr<comm::store> shared_;
+  std::shared_ptr<rendezvous::store> shared_;
 };
 
 /// The value rank `rank` holds at index i in every check: in [-1, 1).

@@ -18,7 +18,7 @@
 #include "comm/spawn.hpp"
 #include "dtrain/core/net.hpp"
 #include "dtrain/comm/gloo.hpp"
-#include "dtrain/comm/store.hpp"
+#include "dtrain/rendezvous/store.hpp"
 #include "dtrain/core/check.hpp"
 #include "test_util.hpp"
 
@@ -30,7 +30,7 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 comm_factory gloo_factory() {
-  return [](int rank, int size, std::shared_ptr<comm::store> store, milliseconds timeout)
+  return [](int rank, int size, std::shared_ptr<rendezvous::store> store, milliseconds timeout)
              -> result<std::unique_ptr<comm::communicator>> {
     auto c = comm::gloo_communicator::create(rank, size, std::move(store), timeout);
     if (!c)
@@ -40,7 +40,7 @@ comm_factory gloo_factory() {
 }
 
 result<std::unique_ptr<comm::gloo_communicator>> join(int rank, int size,
-                                                      std::shared_ptr<comm::store> store,
+                                                      std::shared_ptr<rendezvous::store> store,
                                                       milliseconds timeout) {
   return comm::gloo_communicator::create(rank, size, std::move(store), timeout);
 }
@@ -172,7 +172,7 @@ status fail_after_the_peer_gave_up(comm::communicator& c) {
 
 // Whether a Gloo address record holds an IPv4 sockaddr for `ip` (family,
 // any port, then the address, as sockaddr_in lays them out).
-bool holds_ipv4(const comm::bytes& record, const std::string& ip) {
+bool holds_ipv4(const rendezvous::bytes& record, const std::string& ip) {
   in_addr want{};
   if (inet_pton(AF_INET, ip.c_str(), &want) != 1)
     return false;
@@ -276,7 +276,7 @@ BOOST_AUTO_TEST_CASE(a_timeout_breaks_the_group_and_peers_learn_who_gave_up) {
       DTRAIN_RETURN_IF_ERROR(c->barrier()->wait());
       if (rank == 0) {
         DTRAIN_RETURN_IF_ERROR(time_out_alone(*c));
-        return store->set("rank0-done", comm::to_bytes("yes"));
+        return store->set("rank0-done", rendezvous::to_bytes("yes"));
       }
       DTRAIN_RETURN_IF_ERROR(store->wait({"rank0-done"}, milliseconds(10000)));
       return fail_after_the_peer_gave_up(*c);
@@ -311,7 +311,7 @@ BOOST_AUTO_TEST_CASE(abort_on_one_rank_ends_the_operations_its_peers_wait_in) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_arguments_are_named_and_cuda_buffers_are_not_supported) {
-  auto store = std::make_shared<comm::memory_store>();
+  auto store = std::make_shared<rendezvous::memory_store>();
   auto bad_rank = join(2, 2, store, milliseconds(100));
   BOOST_TEST_REQUIRE(!bad_rank.is_ok());
   BOOST_TEST((bad_rank.error().code() == error_code::invalid_argument));
@@ -352,7 +352,7 @@ BOOST_AUTO_TEST_CASE(a_non_loopback_bind_address_is_bound_and_published_and_auto
 
 BOOST_AUTO_TEST_CASE(a_bind_address_not_of_this_machine_is_an_error_naming_it) {
   // 198.51.100.0/24 is TEST-NET-2: never an address of this machine.
-  auto store = std::make_shared<comm::memory_store>();
+  auto store = std::make_shared<rendezvous::memory_store>();
   auto start = clock_type::now();
   auto c = comm::gloo_communicator::create(0, 2, store, milliseconds(5000), "198.51.100.7");
   BOOST_TEST_REQUIRE(!c.is_ok());

@@ -72,7 +72,7 @@ std::vector<float> reference_gradient(int n, int k) {
   return mean;
 }
 
-status train_rank(int rank, int n, const variant& v, std::shared_ptr<comm::store> store) {
+status train_rank(int rank, int n, const variant& v, std::shared_ptr<rendezvous::store> store) {
   set_blas_threads(1);
   comm::group_options go;
   go.rank = rank;
@@ -118,13 +118,13 @@ status train_rank(int rank, int n, const variant& v, std::shared_ptr<comm::store
 
 void run_variant(int n, rank_mode mode, const variant& v) {
   temp_dir dir;
-  std::shared_ptr<comm::store> shared;
+  std::shared_ptr<rendezvous::store> shared;
   if (mode == rank_mode::threads)
-    shared = std::make_shared<comm::memory_store>();
+    shared = std::make_shared<rendezvous::memory_store>();
   auto outcomes = run_ranks(n, mode, std::chrono::seconds(60), [&](int rank) -> status {
-    std::shared_ptr<comm::store> base = shared;
+    std::shared_ptr<rendezvous::store> base = shared;
     if (!base)
-      base = std::shared_ptr<comm::store>(comm::file_store::open(dir.path()).value());
+      base = std::shared_ptr<rendezvous::store>(rendezvous::file_store::open(dir.path()).value());
     return train_rank(rank, n, v, base);
   });
   std::string failed = failures(outcomes);
@@ -164,7 +164,7 @@ BOOST_AUTO_TEST_CASE(compressed_sync_keeps_replicas_identical) {
 BOOST_AUTO_TEST_CASE(buckets_hold_whole_parameters_from_the_end_of_the_buffer) {
   auto m = make_model();
   comm::group_options go;  // a group of one
-  go.store = std::make_shared<comm::memory_store>();
+  go.store = std::make_shared<rendezvous::memory_store>();
   go.backend = "shm";
   auto c = comm::make_communicator(go).value();
   comm::gradient_sync_options so;
@@ -189,7 +189,7 @@ BOOST_AUTO_TEST_CASE(buckets_hold_whole_parameters_from_the_end_of_the_buffer) {
 
 BOOST_AUTO_TEST_CASE(bad_options_are_refused) {
   auto m = make_model();
-  auto store = std::make_shared<comm::memory_store>();
+  auto store = std::make_shared<rendezvous::memory_store>();
   comm::group_options go;
   go.store = store;
   go.backend = "shm";

@@ -14,7 +14,7 @@ namespace {
 // Ranks are spread over `hosts` hosts, round robin, so hosts hold
 // non-contiguous ranks and unequal counts when size % hosts != 0.
 comm_factory hierarchical_factory(int hosts) {
-  return [hosts](int rank, int size, std::shared_ptr<comm::store> store, milliseconds timeout)
+  return [hosts](int rank, int size, std::shared_ptr<rendezvous::store> store, milliseconds timeout)
              -> result<std::unique_ptr<comm::communicator>> {
     comm::group_options o;
     o.rank = rank;
@@ -31,7 +31,7 @@ comm_factory hierarchical_factory(int hosts) {
 BOOST_AUTO_TEST_SUITE(hierarchical_communicator)
 
 BOOST_AUTO_TEST_CASE(auto_backend_is_hierarchical_across_hosts_and_shm_on_one) {
-  auto store = std::make_shared<comm::memory_store>();
+  auto store = std::make_shared<rendezvous::memory_store>();
   auto one = hierarchical_factory(1)(0, 1, store, milliseconds(5000));
   BOOST_REQUIRE(one.is_ok());
   BOOST_TEST(one.value()->backend() == "shm");

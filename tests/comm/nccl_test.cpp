@@ -5,7 +5,7 @@
 // device, or in a build without NCCL, every test logs why and passes.
 #include <boost/test/unit_test.hpp>
 
-#include "dtrain/config.hpp"
+#include "dtrain/build_config.hpp"
 #include "dtrain/cuda/runtime.hpp"
 
 #if DTRAIN_HAS_NCCL
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "dtrain/comm/nccl.hpp"
-#include "dtrain/comm/store.hpp"
+#include "dtrain/rendezvous/store.hpp"
 #include "dtrain/tensor/ops.hpp"
 #include "dtrain/tensor/tensor.hpp"
 #include "test_util.hpp"
@@ -29,7 +29,7 @@ namespace {
 using dtrain::device;
 using dtrain::error_code;
 using dtrain::tensor;
-using dtrain::comm::memory_store;
+using dtrain::rendezvous::memory_store;
 using dtrain::comm::reduce_op;
 using dtrain::comm::work_ptr;
 using dtrain::testing::random_tensor;

@@ -30,7 +30,7 @@ using std::chrono::milliseconds;
 namespace {
 
 comm_factory shm_factory(comm::shm_options options = {}) {
-  return [options](int rank, int size, std::shared_ptr<comm::store> store, milliseconds timeout)
+  return [options](int rank, int size, std::shared_ptr<rendezvous::store> store, milliseconds timeout)
              -> result<std::unique_ptr<comm::communicator>> {
     auto c = comm::shm_communicator::create(rank, size, std::move(store), timeout, options);
     if (!c)
@@ -166,7 +166,7 @@ status small_tmpfs_body() {
                                 "slot of " + std::to_string(slots[0]) + " floats in 16 MiB"));
   DTRAIN_RETURN_IF_ERROR(exact_group(3, free_space_of(uint64_t{1} << 30), slots)
                              .with_context("fallocate sizing"));
-  auto store = std::make_shared<comm::memory_store>();
+  auto store = std::make_shared<rendezvous::memory_store>();
   auto too_big = comm::shm_communicator::create(0, 3, store, milliseconds(1000), slots_of(1 << 20));
   DTRAIN_RETURN_IF_ERROR(expect(!too_big.is_ok() && too_big.error().message().find(
                                                         "/dev/shm") != std::string::npos,

@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "comm/spawn.hpp"
-#include "dtrain/comm/store.hpp"
+#include "dtrain/rendezvous/store.hpp"
 #include "dtrain/core/check.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
-using namespace dtrain::comm;
+using namespace dtrain::rendezvous;
 using std::chrono::steady_clock;
 
 namespace {
@@ -341,7 +341,7 @@ BOOST_AUTO_TEST_CASE(file_store_lets_processes_exchange_values_by_rank) {
 
 BOOST_AUTO_TEST_CASE(file_store_add_times_out_when_the_lock_is_held) {
   dtrain::testing::temp_dir dir;
-  auto s = dtrain::comm::file_store::open(dir.path()).value();
+  auto s = dtrain::rendezvous::file_store::open(dir.path()).value();
   BOOST_REQUIRE(s->add("c", 1).is_ok());  // creates the lock file
   int fd = ::open((dir.path() + "/.lock").c_str(), O_RDWR);
   BOOST_REQUIRE(fd >= 0);

@@ -9,7 +9,7 @@
 #include <string>
 #include <tuple>
 
-#include "dtrain/config/experiment.hpp"
+#include "dtrain/experiments/experiment.hpp"
 #include "dtrain/tune/space.hpp"
 #include "dtrain/tune/sweep.hpp"
 #include "test_util.hpp"
@@ -22,10 +22,10 @@ namespace {
 
 using dtrain::error_code;
 using dtrain::result;
-using dtrain::config::experiment;
-using dtrain::config::load_experiment;
-using dtrain::config::parse_experiment;
-using dtrain::config::to_yaml;
+using dtrain::experiments::experiment;
+using dtrain::experiments::load_experiment;
+using dtrain::experiments::parse_experiment;
+using dtrain::experiments::to_yaml;
 
 const std::string source = "experiment.yaml";
 
@@ -548,7 +548,7 @@ BOOST_AUTO_TEST_CASE(a_typed_search_space_parses_to_the_right_domains) {
   BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
   const experiment& e = *parsed;
   BOOST_TEST(e.has_search);
-  BOOST_TEST(dtrain::config::searcher_name(e) == "asha");
+  BOOST_TEST(dtrain::experiments::searcher_name(e) == "asha");
   BOOST_TEST((e.hyperparameters == std::map<std::string, std::string>{{"act", "relu"},
                                                                        {"schedule", "cosine"}}));
   const auto& d = e.space.domains();
@@ -735,7 +735,7 @@ BOOST_AUTO_TEST_CASE(the_tpe_searcher_reads_its_knobs_and_round_trips) {
   BOOST_TEST(parsed->sweep.num_samples == 30);
   BOOST_TEST(parsed->sweep.tpe_startup_trials == 5);
   BOOST_TEST(parsed->sweep.tpe_ei_candidates == 12);
-  BOOST_TEST(dtrain::config::searcher_name(*parsed) == "tpe");
+  BOOST_TEST(dtrain::experiments::searcher_name(*parsed) == "tpe");
   BOOST_TEST(dtrain::tune::validate(parsed->sweep).is_ok());
   BOOST_TEST(dtrain::tune::make_searcher(parsed->space, parsed->sweep)->total() == 30);
   const std::string text = to_yaml(*parsed);
@@ -770,9 +770,9 @@ BOOST_AUTO_TEST_CASE(the_tpe_searcher_reads_its_knobs_and_round_trips) {
 // changed, so its value must not move between versions: FNV-1a 64 with the
 // reference's offset basis, as 16 lowercase hex digits.
 BOOST_AUTO_TEST_CASE(config_hash_keeps_the_fnv1a_values_stored_experiments_hold) {
-  BOOST_TEST(dtrain::config::config_hash("") == "cbf29ce484222325");
-  BOOST_TEST(dtrain::config::config_hash("a") == "af63dc4c8601ec8c");
-  BOOST_TEST(dtrain::config::config_hash("foobar") == "85944171f73967e8");
+  BOOST_TEST(dtrain::experiments::config_hash("") == "cbf29ce484222325");
+  BOOST_TEST(dtrain::experiments::config_hash("a") == "af63dc4c8601ec8c");
+  BOOST_TEST(dtrain::experiments::config_hash("foobar") == "85944171f73967e8");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

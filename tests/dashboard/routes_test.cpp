@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "actors/memory_store.hpp"
-#include "dtrain/actors/node_actor.hpp"
+#include "dtrain/cluster/node_actor.hpp"
 #include "dtrain/dashboard/api.hpp"
 #include "dtrain/dashboard/prometheus.hpp"
 #include "dtrain/dashboard/report.hpp"
@@ -28,49 +28,49 @@ using std::chrono::milliseconds;
 
 // A store that answers as `inner` does, each read `delay` late: the store
 // of a head that answers, slowly. Counts the reads.
-class slow_store final : public store::experiment_store {
+class slow_store final : public experiments::experiment_store {
 public:
-  slow_store(std::shared_ptr<store::experiment_store> inner, milliseconds delay)
+  slow_store(std::shared_ptr<experiments::experiment_store> inner, milliseconds delay)
     : inner_(std::move(inner)), delay_(delay) {}
   std::atomic<int> reads{0};
 
-  result<int64_t> create_experiment(const store::experiment_row& e) override {
+  result<int64_t> create_experiment(const experiments::experiment_row& e) override {
     return inner_->create_experiment(e);
   }
-  status update_experiment(const store::experiment_row& e) override {
+  status update_experiment(const experiments::experiment_row& e) override {
     return inner_->update_experiment(e);
   }
-  result<store::experiment_row> experiment(int64_t id) override {
+  result<experiments::experiment_row> experiment(int64_t id) override {
     return late(), inner_->experiment(id);
   }
-  result<std::vector<store::experiment_row>> experiments() override {
+  result<std::vector<experiments::experiment_row>> experiments() override {
     return late(), inner_->experiments();
   }
   status delete_experiment(int64_t id) override { return inner_->delete_experiment(id); }
-  status put_trial(const store::trial_row& t) override { return inner_->put_trial(t); }
-  result<std::vector<store::trial_row>> trials(int64_t experiment) override {
+  status put_trial(const experiments::trial_row& t) override { return inner_->put_trial(t); }
+  result<std::vector<experiments::trial_row>> trials(int64_t experiment) override {
     return late(), inner_->trials(experiment);
   }
-  status add_metrics(const std::vector<store::metric_row>& rows) override {
+  status add_metrics(const std::vector<experiments::metric_row>& rows) override {
     return inner_->add_metrics(rows);
   }
-  result<std::vector<store::metric_row>> metrics(int64_t experiment,
+  result<std::vector<experiments::metric_row>> metrics(int64_t experiment,
                                                  const std::string& trial) override {
     return late(), inner_->metrics(experiment, trial);
   }
-  status put_checkpoint(const store::checkpoint_row& c) override {
+  status put_checkpoint(const experiments::checkpoint_row& c) override {
     return inner_->put_checkpoint(c);
   }
-  result<std::vector<store::checkpoint_row>> checkpoints(int64_t experiment,
+  result<std::vector<experiments::checkpoint_row>> checkpoints(int64_t experiment,
                                                          const std::string& trial) override {
     return late(), inner_->checkpoints(experiment, trial);
   }
-  status add_lineage(const store::lineage_row& l) override { return inner_->add_lineage(l); }
-  result<std::vector<store::lineage_row>> lineage(int64_t experiment) override {
+  status add_lineage(const experiments::lineage_row& l) override { return inner_->add_lineage(l); }
+  result<std::vector<experiments::lineage_row>> lineage(int64_t experiment) override {
     return late(), inner_->lineage(experiment);
   }
-  status add_event(const store::event_row& e) override { return inner_->add_event(e); }
-  result<std::vector<store::event_row>> events(int64_t experiment,
+  status add_event(const experiments::event_row& e) override { return inner_->add_event(e); }
+  result<std::vector<experiments::event_row>> events(int64_t experiment,
                                                const std::string& trial) override {
     return late(), inner_->events(experiment, trial);
   }
@@ -82,7 +82,7 @@ private:
     ++reads;
     std::this_thread::sleep_for(delay_);
   }
-  std::shared_ptr<store::experiment_store> inner_;
+  std::shared_ptr<experiments::experiment_store> inner_;
   milliseconds delay_;
 };
 
@@ -104,12 +104,12 @@ public:
       return unavailable("the head: request_timeout");
     return cluster;
   }
-  result<std::shared_ptr<store::experiment_store>> store() override {
+  result<std::shared_ptr<experiments::experiment_store>> store() override {
     if (head_down)
       return unavailable("the head's experiment store: request_timeout");
     if (slow)
-      return std::shared_ptr<store::experiment_store>(slow);
-    return std::shared_ptr<store::experiment_store>(store_);
+      return std::shared_ptr<experiments::experiment_store>(slow);
+    return std::shared_ptr<experiments::experiment_store>(store_);
   }
   // Node i's log is logs[i]; read as node_actor reads its file. The last
   // request's arguments are kept.
@@ -166,14 +166,14 @@ struct fixture {
     gone.last_heard_seconds = 30;
     source.cluster.lost = {gone};
     source.logs = {"first line\nsecond \"line\"\n", ""};
-    store::experiment_row e;
+    experiments::experiment_row e;
     e.name = "sweep";
     e.kind = "tune";
     e.metric = "validation_loss";
     e.minimize = true;
     const int64_t id = *source.store_->create_experiment(e);
     for (const char* t : {"00000", "00001"}) {
-      store::trial_row r;
+      experiments::trial_row r;
       r.experiment = id;
       r.id = t;
       r.state = t == std::string("00000") ? "RUNNING" : "TERMINATED";
@@ -184,9 +184,9 @@ struct fixture {
     }
     int64_t seq = 1;
     for (int64_t epoch : {1, 2}) {
-      std::vector<store::metric_row> rows;
+      std::vector<experiments::metric_row> rows;
       rows.push_back({id, "00000", epoch, "loss", 1.0 / static_cast<double>(epoch), seq, 0});
-      rows.push_back({id, "00000", epoch, "validation_loss", store::no_value, seq, 0});
+      rows.push_back({id, "00000", epoch, "validation_loss", experiments::no_value, seq, 0});
       rows.push_back({id, "00000", epoch, "samples_per_second", 1000.5, seq, 0});
       rows.push_back({id, "00000", epoch, "step_seconds", 0.032, seq, 0});
       rows.push_back({id, "00000", epoch, "allreduce_seconds", 0.25, seq, 0});
@@ -362,7 +362,7 @@ BOOST_AUTO_TEST_CASE(metrics_come_per_report_and_since_skips_the_epochs_seen) {
 
 BOOST_AUTO_TEST_CASE(after_seq_skips_the_reports_seen_even_when_an_epoch_comes_again) {
   // A restarted trial reports epoch 2 again (seq 3): since=2 would miss it.
-  std::vector<store::metric_row> rows;
+  std::vector<experiments::metric_row> rows;
   rows.push_back({1, "00000", 2, "loss", 0.4, 3, 0});
   (void)source.store_->add_metrics(rows);
   http_response r = get("/api/v1/trials/1-00000/metrics?after_seq=2");
@@ -378,7 +378,7 @@ BOOST_AUTO_TEST_CASE(checkpoints_come_in_seq_order_with_null_for_a_missing_metri
   auto& s = *source.store_;
   // Written out of order, and another trial's: the answer is the trial's, by seq.
   // fields: experiment, trial, epoch, path, metric, valid, seq, time
-  BOOST_REQUIRE(s.put_checkpoint({1, "00000", 2, "/ck/00000/2", store::no_value, true, 7, 2.5}).is_ok());
+  BOOST_REQUIRE(s.put_checkpoint({1, "00000", 2, "/ck/00000/2", experiments::no_value, true, 7, 2.5}).is_ok());
   BOOST_REQUIRE(s.put_checkpoint({1, "00000", 1, "/ck/00000/1", 0.75, false, 4, 1.25}).is_ok());
   BOOST_REQUIRE(s.put_checkpoint({1, "00001", 1, "/ck/00001/1", 0.5, true, 5, 1.5}).is_ok());
   http_response r = get("/api/v1/trials/1-00000/checkpoints");
@@ -442,7 +442,7 @@ BOOST_AUTO_TEST_CASE(a_slow_head_gets_503_once_one_answers_requests_exceed_the_h
   // 12 experiments: their list and each one's trials are 13 reads, 1.3 s
   // at 100 ms each; the deadline of 300 ms stops after about 3.
   for (int i = 0; i < 11; ++i) {
-    store::experiment_row e;
+    experiments::experiment_row e;
     e.name = "more-" + std::to_string(i);
     (void)source.store_->create_experiment(e);
   }
@@ -540,12 +540,12 @@ BOOST_AUTO_TEST_CASE(a_report_inlines_every_file_and_the_api_documents) {
   in.experiment.name = "</script><script>alert(1)</script>";
   in.experiment.metric = "validation_loss";
   in.experiment.minimize = true;
-  store::trial_row t;
+  experiments::trial_row t;
   t.experiment = 3;
   t.id = "00000";
   t.best = 0.5;
   in.trials = {t};
-  store::metric_row m;
+  experiments::metric_row m;
   m.experiment = 3;
   m.trial = "00000";
   m.epoch = 1;
@@ -570,26 +570,26 @@ BOOST_AUTO_TEST_CASE(a_report_inlines_every_file_and_the_api_documents) {
 // it: key order, nulls for NaN, a stored hyperparameters object inlined
 // (anything else quoted), trials keyed across experiments.
 BOOST_AUTO_TEST_CASE(rows_are_written_to_json_with_their_keys_in_a_fixed_order) {
-  store::experiment_row e;
+  experiments::experiment_row e;
   e.id = 3;
   e.name = "a\"b";
   e.kind = "tune";
   e.metric = "loss";
   e.minimize = true;
   e.created_at = 1.5;
-  e.ended_at = store::no_value;
+  e.ended_at = experiments::no_value;
   e.owner = "host 42";
-  store::trial_row t;
+  experiments::trial_row t;
   t.experiment = 3;
   t.id = "00001";
   t.hyperparameters = R"({"lr": 0.1})";
   t.restarts = 2;
   t.best = 0.25;
   t.epochs = 4;
-  store::trial_row u = t;
+  experiments::trial_row u = t;
   u.id = "00002";
   u.hyperparameters = "not an object";
-  u.best = store::no_value;
+  u.best = experiments::no_value;
   BOOST_TEST(experiments_json({e}, {{t, u}}) ==
              R"({"experiments":[{"id":3,"name":"a\"b","kind":"tune","state":"running","metric":"loss","minimize":true,"created_at":1.5,"updated_at":0.0,"ended_at":null,"owner":"host 42","message":"","trials":2,"best":0.25}]})");
   BOOST_TEST(trials_json(e, {t, u}) ==

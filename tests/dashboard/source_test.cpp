@@ -10,10 +10,10 @@
 #include <memory>
 #include <string>
 
-#include "dtrain/actors/cluster.hpp"
-#include "dtrain/actors/errors.hpp"
-#include "dtrain/actors/head_actor.hpp"
-#include "dtrain/actors/node_actor.hpp"
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/cluster/errors.hpp"
+#include "dtrain/cluster/head_actor.hpp"
+#include "dtrain/cluster/node_actor.hpp"
 #include "dtrain/dashboard/source.hpp"
 
 using namespace dtrain;
@@ -31,7 +31,7 @@ struct fake_log_state {
 node_actor::behavior_type fake_node(node_actor::stateful_pointer<fake_log_state> self,
                                     std::string text, std::shared_ptr<std::atomic<bool>> hang) {
   return {
-    [=](spawn_atom, replica_spec&, caf::actor&, store_actor&,
+    [=](spawn_atom, replica_spec&, caf::actor&, rendezvous_actor&,
         const plugin_credential&) -> caf::result<replica_actor> {
       return to_caf(status(error_code::internal, "the fake node spawns nothing"));
     },

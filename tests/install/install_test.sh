@@ -73,11 +73,11 @@ cmake --install "$build" --prefix "$prefix" > "$tmp/install.log" ||
 # ---- 1. the installed tree ----------------------------------------------------
 libdir=lib
 [ -d "$prefix/lib" ] || fail "no lib/ under the prefix: $(ls "$prefix")"
-for f in include/dtrain/config.hpp include/dtrain/plugin/plugin.hpp \
-         include/dtrain/train/operator.hpp include/dtrain/actors/trainer.hpp \
+for f in include/dtrain/build_config.hpp include/dtrain/plugin/plugin.hpp \
+         include/dtrain/train/operator.hpp include/dtrain/driver/trainer.hpp \
          include/dtrain/serialization/capnp_checkpoint.hpp \
          $libdir/libdtrain_core.so.$version $libdir/libdtrain_serialization.so.$version \
-         $libdir/libdtrain_actors.so.$version $libdir/libdtrain_dashboard.so.$version \
+         $libdir/libdtrain_cluster.so.$version $libdir/libdtrain_driver.so.$version $libdir/libdtrain_dashboard.so.$version \
          include/dtrain/dashboard/dashboard.hpp share/dtrain/web/index.html \
          share/dtrain/web/vendor/uPlot.iife.min.js \
          $libdir/cmake/dtrain/dtrainConfig.cmake $libdir/cmake/dtrain/dtrainConfigVersion.cmake \
@@ -85,13 +85,13 @@ for f in include/dtrain/config.hpp include/dtrain/plugin/plugin.hpp \
          $libdir/pkgconfig/dtrain.pc bin/dtrain; do
   [ -f "$prefix/$f" ] || fail "not installed: $f"
 done
-for lib in core serialization actors dashboard; do
+for lib in core serialization cluster driver dashboard; do
   [ "$(readlink "$prefix/$libdir/libdtrain_$lib.so")" = "libdtrain_$lib.so.$version" ] ||
     fail "libdtrain_$lib.so does not link to libdtrain_$lib.so.$version"
 done
 programs=$(ls "$prefix/bin")
 [ "$programs" = "dtrain" ] || fail "bin/ should hold only dtrain, holds: $programs"
-grep -q "#define DTRAIN_VERSION \"$version\"" "$prefix/include/dtrain/config.hpp" ||
+grep -q "#define DTRAIN_VERSION \"$version\"" "$prefix/include/dtrain/build_config.hpp" ||
   fail "the installed config.hpp does not say version $version"
 
 libtorch_files="include/dtrain/libtorch/operator.hpp $libdir/libdtrain_libtorch.so.$version

@@ -2,9 +2,9 @@
 // calls into each of dtrain's three libraries and into CAF.
 #include <cstdio>
 
-#include "dtrain/actors/errors.hpp"
-#include "dtrain/actors/messages.hpp"
-#include "dtrain/config.hpp"
+#include "dtrain/cluster/errors.hpp"
+#include "dtrain/cluster/messages.hpp"
+#include "dtrain/build_config.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
 
 int main() {

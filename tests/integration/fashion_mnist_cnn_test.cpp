@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "dtrain/config/experiment.hpp"
+#include "dtrain/experiments/experiment.hpp"
 #include "dtrain/core/check.hpp"
 #include "test_util.hpp"
 #include "train/replica_group.hpp"
@@ -35,7 +35,7 @@ BOOST_AUTO_TEST_SUITE(fashion_mnist_cnn_training)
 
 BOOST_AUTO_TEST_CASE(two_replicas_train_the_shipped_cnn_experiment_to_0916_test_accuracy) {
   auto loaded =
-      config::load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist_cnn.yaml");
+      experiments::load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist_cnn.yaml");
   BOOST_TEST_REQUIRE(loaded.is_ok(), loaded.error().to_string());
   BOOST_TEST_REQUIRE(loaded->slots_per_trial == 2);
   auto hp = loaded->hyperparameters;

@@ -8,7 +8,7 @@
 
 #include "comm/spawn.hpp"
 #include "dtrain/comm/factory.hpp"
-#include "dtrain/comm/store.hpp"
+#include "dtrain/rendezvous/store.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/nn/norm.hpp"
 #include "dtrain/tensor/ops.hpp"
@@ -84,7 +84,7 @@ BOOST_AUTO_TEST_CASE(replicas_with_a_reducer_compute_what_one_batch_norm_compute
   BOOST_REQUIRE(ok_reference.is_ok());
 
   std::vector<outcome> got(replicas);
-  auto store = std::make_shared<comm::memory_store>();
+  auto store = std::make_shared<rendezvous::memory_store>();
   auto outcomes = run_ranks(replicas, rank_mode::threads, std::chrono::seconds(60),
                             [&](int rank) -> status {
     comm::group_options go;

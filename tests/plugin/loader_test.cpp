@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "dtrain/config.hpp"
+#include "dtrain/build_config.hpp"
 #include "dtrain/plugin/loader.hpp"
 #include "test_util.hpp"
 

@@ -5,7 +5,7 @@
 // Variants compiled from this file (tests/CMakeLists.txt):
 //   DTRAIN_TEST_MISSING_SYMBOL  calls a function defined nowhere, so that
 //                               dlopen(RTLD_NOW) refuses the library;
-//   (an include directory with another dtrain/config.hpp first) the same
+//   (an include directory with another dtrain/build_config.hpp first) the same
 //                               plugin built against "dtrain 9.9.9".
 // Every variant writes the file named by $DTRAIN_TEST_PLUGIN_MARKER from a
 // static initializer: a test proves that a refused library never ran.

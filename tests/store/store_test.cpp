@@ -21,12 +21,12 @@
 #include <random>
 #include <thread>
 
-#include "dtrain/store/experiment_store.hpp"
-#include "dtrain/store/write_errors.hpp"
+#include "dtrain/experiments/store.hpp"
+#include "dtrain/experiments/write_errors.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
-using namespace dtrain::store;
+using namespace dtrain::experiments;
 using dtrain::testing::read_file;
 using dtrain::testing::temp_dir;
 using dtrain::testing::write_file;

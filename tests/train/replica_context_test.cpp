@@ -24,7 +24,7 @@ namespace {
 
 // Rank `rank` of a group spread round robin over two hosts.
 result<std::unique_ptr<train::comm_replica_context>> make_context(
-    int rank, int n, std::shared_ptr<comm::store> store) {
+    int rank, int n, std::shared_ptr<rendezvous::store> store) {
   comm::group_options go;
   go.rank = rank;
   go.size = n;

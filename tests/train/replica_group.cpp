@@ -29,7 +29,7 @@ train::replica_options small_mlp(int64_t global_batch) {
                      global_batch);
 }
 
-result<std::unique_ptr<runner_t>> make_runner(int rank, int n, std::shared_ptr<comm::store> store,
+result<std::unique_ptr<runner_t>> make_runner(int rank, int n, std::shared_ptr<rendezvous::store> store,
                                               const train::replica_options& options) {
   set_blas_threads(1);
   comm::group_options go;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "comm/spawn.hpp"
-#include "dtrain/comm/store.hpp"
+#include "dtrain/rendezvous/store.hpp"
 #include "dtrain/train/replica.hpp"
 
 /// What the replica_runner suites share: replica options for an operator,
@@ -29,7 +29,7 @@ train::replica_options small_mlp(int64_t global_batch = 256);
 
 /// Replica `rank` of an n-replica shm group (one BLAS thread: ranks share
 /// the machine's cores; collectives time out after 20 s).
-result<std::unique_ptr<runner_t>> make_runner(int rank, int n, std::shared_ptr<comm::store> store,
+result<std::unique_ptr<runner_t>> make_runner(int rank, int n, std::shared_ptr<rendezvous::store> store,
                                               const train::replica_options& options);
 
 /// Runs `body` on every replica of a fresh n-replica group (under a 120 s

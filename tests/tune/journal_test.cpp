@@ -11,7 +11,7 @@
 #include <map>
 #include <set>
 
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 #include "dtrain/tune/journal.hpp"
 #include "dtrain/tune/sweep.hpp"
 #include "test_util.hpp"
@@ -68,7 +68,7 @@ sweep_config settings(const std::string& kind) {
 // Runs the sweep of experiment `id` one trial at a time, resuming it from
 // the store when `resume`, and stops dead (as a killed driver would) after
 // `kill_after` reports (-1: never). Every epoch has a checkpoint.
-outcome run(store::experiment_store& db, std::shared_ptr<store::experiment_store> shared, int64_t id,
+outcome run(experiments::experiment_store& db, std::shared_ptr<experiments::experiment_store> shared, int64_t id,
             const std::string& scheduler, bool resume, int kill_after) {
   const space s = sweep_space();
   const sweep_config c = settings(scheduler);
@@ -152,8 +152,8 @@ outcome run(store::experiment_store& db, std::shared_ptr<store::experiment_store
   return out;
 }
 
-int64_t new_experiment(store::experiment_store& db) {
-  store::experiment_row e;
+int64_t new_experiment(experiments::experiment_store& db) {
+  experiments::experiment_row e;
   e.name = "resume-check";
   e.kind = "tune";
   auto id = db.create_experiment(e);
@@ -181,9 +181,9 @@ BOOST_AUTO_TEST_SUITE(sweep_journal)
 BOOST_AUTO_TEST_CASE(a_sweep_killed_anywhere_resumes_to_the_same_trials_and_decisions) {
   for (const std::string scheduler : {"asha", "median", "tpe+asha"}) {
     testing::temp_dir dir;
-    auto opened = store::open_sqlite_store(dir.file("experiments.db"));
+    auto opened = experiments::open_sqlite_store(dir.file("experiments.db"));
     BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
-    std::shared_ptr<store::experiment_store> db = std::move(*opened);
+    std::shared_ptr<experiments::experiment_store> db = std::move(*opened);
     const int64_t whole_id = new_experiment(*db);
     const outcome whole = run(*db, db, whole_id, scheduler, false, -1);
     const size_t whole_events = db->events(whole_id).value().size();
@@ -229,9 +229,9 @@ BOOST_AUTO_TEST_CASE(a_sweep_killed_anywhere_resumes_to_the_same_trials_and_deci
 
 BOOST_AUTO_TEST_CASE(a_resume_with_other_settings_is_refused_naming_the_trial) {
   testing::temp_dir dir;
-  auto opened = store::open_sqlite_store(dir.file("experiments.db"));
+  auto opened = experiments::open_sqlite_store(dir.file("experiments.db"));
   BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
-  std::shared_ptr<store::experiment_store> db = std::move(*opened);
+  std::shared_ptr<experiments::experiment_store> db = std::move(*opened);
   const int64_t id = new_experiment(*db);
   (void)run(*db, db, id, "asha", false, 10);
   sweep_config c = settings("asha");
@@ -257,9 +257,9 @@ BOOST_AUTO_TEST_CASE(a_resume_with_other_settings_is_refused_naming_the_trial) {
 // explores from what a trial runs, not from what the searcher suggests now).
 BOOST_AUTO_TEST_CASE(a_forced_replay_tells_the_scheduler_the_stored_configurations) {
   testing::temp_dir dir;
-  auto opened = store::open_sqlite_store(dir.file("experiments.db"));
+  auto opened = experiments::open_sqlite_store(dir.file("experiments.db"));
   BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
-  std::shared_ptr<store::experiment_store> db = std::move(*opened);
+  std::shared_ptr<experiments::experiment_store> db = std::move(*opened);
   const int64_t id = new_experiment(*db);
   (void)run(*db, db, id, "asha", false, 10);
   sweep_config c = settings("asha");
@@ -283,9 +283,9 @@ BOOST_AUTO_TEST_CASE(a_forced_replay_tells_the_scheduler_the_stored_configuratio
 // configuration does; without --force it is refused.
 BOOST_AUTO_TEST_CASE(a_forced_replay_keeps_a_stored_exploit_its_scheduler_did_not_decide) {
   testing::temp_dir dir;
-  auto opened = store::open_sqlite_store(dir.file("experiments.db"));
+  auto opened = experiments::open_sqlite_store(dir.file("experiments.db"));
   BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
-  std::shared_ptr<store::experiment_store> db = std::move(*opened);
+  std::shared_ptr<experiments::experiment_store> db = std::move(*opened);
   const int64_t id = new_experiment(*db);
   const space s = sweep_space();
   const sweep_config c = settings("asha");
@@ -329,42 +329,42 @@ BOOST_AUTO_TEST_CASE(a_forced_replay_keeps_a_stored_exploit_its_scheduler_did_no
 // that ends before it began was an std::out_of_range).
 BOOST_AUTO_TEST_CASE(a_malformed_store_is_refused_naming_the_experiment_the_row_and_the_field) {
   testing::temp_dir dir;
-  auto opened = store::open_sqlite_store(dir.file("experiments.db"));
+  auto opened = experiments::open_sqlite_store(dir.file("experiments.db"));
   BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
-  std::shared_ptr<store::experiment_store> db = std::move(*opened);
+  std::shared_ptr<experiments::experiment_store> db = std::move(*opened);
   struct damage {
     std::string name;
-    std::function<void(store::experiment_store&, int64_t, store::trial_row)> apply;
+    std::function<void(experiments::experiment_store&, int64_t, experiments::trial_row)> apply;
     std::string expected;  // after "replaying experiment N from PATH: "
   };
   const std::vector<damage> cases = {
-      {"hyperparameters", [](store::experiment_store& s, int64_t, store::trial_row t) {
+      {"hyperparameters", [](experiments::experiment_store& s, int64_t, experiments::trial_row t) {
          t.hyperparameters = "{\"lr\": 0.1, ";
          (void)s.put_trial(t);
        }, "trials row '00001': hyperparameters does not parse: "},
-      {"end before creation", [](store::experiment_store& s, int64_t, store::trial_row t) {
+      {"end before creation", [](experiments::experiment_store& s, int64_t, experiments::trial_row t) {
          t.seq_ended = 1;
          t.seq_created = 5;
          t.end_how = "completed";
          (void)s.put_trial(t);
        }, "trials row '00001': seq_ended 1 is not after its seq_created 5"},
-      {"negative seq", [](store::experiment_store& s, int64_t, store::trial_row t) {
+      {"negative seq", [](experiments::experiment_store& s, int64_t, experiments::trial_row t) {
          t.seq_created = -3;
          (void)s.put_trial(t);
        }, "trials row '00001': seq_created -3 is not a sequence number"},
-      {"trial id", [](store::experiment_store& s, int64_t, store::trial_row t) {
+      {"trial id", [](experiments::experiment_store& s, int64_t, experiments::trial_row t) {
          t.id = "x'1";
          (void)s.put_trial(t);
        }, "trials row 'x'1': id 'x'1' is not a trial number"},
-      {"state", [](store::experiment_store& s, int64_t, store::trial_row t) {
+      {"state", [](experiments::experiment_store& s, int64_t, experiments::trial_row t) {
          t.state = "HALF";
          (void)s.put_trial(t);
        }, "trials row '00001': state 'HALF' is none of"},
-      {"metric of no trial", [](store::experiment_store& s, int64_t id, store::trial_row) {
+      {"metric of no trial", [](experiments::experiment_store& s, int64_t id, experiments::trial_row) {
          (void)s.add_metrics({{id, "00077", 1, "loss", 0.5, 9999, 0}});
        }, "metrics row (trial '00077', seq 9999, name 'loss'): trial '00077' names no stored trial"},
-      {"exploit of no source", [](store::experiment_store& s, int64_t id, store::trial_row t) {
-         store::lineage_row l;
+      {"exploit of no source", [](experiments::experiment_store& s, int64_t id, experiments::trial_row t) {
+         experiments::lineage_row l;
          l.experiment = id;
          l.trial = t.id;
          l.seq = 9998;
@@ -403,15 +403,15 @@ BOOST_AUTO_TEST_CASE(a_malformed_store_is_refused_naming_the_experiment_the_row_
 // the greatest, never taking a stored trial's id (and its directory).
 BOOST_AUTO_TEST_CASE(a_resumed_sweep_numbers_new_trials_past_every_stored_one) {
   testing::temp_dir dir;
-  auto opened = store::open_sqlite_store(dir.file("experiments.db"));
+  auto opened = experiments::open_sqlite_store(dir.file("experiments.db"));
   BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
-  std::shared_ptr<store::experiment_store> db = std::move(*opened);
+  std::shared_ptr<experiments::experiment_store> db = std::move(*opened);
   const int64_t id = new_experiment(*db);
   (void)run(*db, db, id, "asha", false, 10);
   auto rows = db->trials(id);
   BOOST_TEST_REQUIRE(rows.is_ok());
   BOOST_TEST_REQUIRE(rows->size() >= 2u);
-  store::trial_row skipped = rows->back();
+  experiments::trial_row skipped = rows->back();
   skipped.id = "00042";
   skipped.seq_created = next_sequence(*db, id).value();
   skipped.seq_ended = 0;

@@ -52,9 +52,9 @@ void raw_object(std::string& out, const char* k, const std::string& text) {
     json::append_string(out, text);
 }
 
-double best_of(const store::experiment_row& e, const std::vector<store::trial_row>& trials) {
-  const store::trial_row* best = best_trial(e, trials);
-  return best ? best->best : store::no_value;
+double best_of(const experiments::experiment_row& e, const std::vector<experiments::trial_row>& trials) {
+  const experiments::trial_row* best = best_trial(e, trials);
+  return best ? best->best : experiments::no_value;
 }
 
 // ---- one table per row type: the fields of its JSON object, in order ----------
@@ -89,63 +89,63 @@ void write_fields(std::string& out, const Table& table, const Row& row) {
 // The stored row's fields the dashboard shows (not the configuration, its
 // hash or the storage directory).
 constexpr std::array experiment_json_fields{
-    member<&store::experiment_row::id>("id"),
-    member<&store::experiment_row::name>("name"),
-    member<&store::experiment_row::kind>("kind"),
-    member<&store::experiment_row::state>("state"),
-    member<&store::experiment_row::metric>("metric"),
-    member<&store::experiment_row::minimize>("minimize"),
-    member<&store::experiment_row::created_at>("created_at"),
-    member<&store::experiment_row::updated_at>("updated_at"),
-    member<&store::experiment_row::ended_at>("ended_at"),
-    member<&store::experiment_row::owner>("owner"),
-    member<&store::experiment_row::message>("message"),
+    member<&experiments::experiment_row::id>("id"),
+    member<&experiments::experiment_row::name>("name"),
+    member<&experiments::experiment_row::kind>("kind"),
+    member<&experiments::experiment_row::state>("state"),
+    member<&experiments::experiment_row::metric>("metric"),
+    member<&experiments::experiment_row::minimize>("minimize"),
+    member<&experiments::experiment_row::created_at>("created_at"),
+    member<&experiments::experiment_row::updated_at>("updated_at"),
+    member<&experiments::experiment_row::ended_at>("ended_at"),
+    member<&experiments::experiment_row::owner>("owner"),
+    member<&experiments::experiment_row::message>("message"),
 };
 
 // A trial's key across experiments (trial_key).
-void trial_key_field(std::string& out, const char* k, const store::trial_row& t) {
+void trial_key_field(std::string& out, const char* k, const experiments::trial_row& t) {
   field(out, k, trial_key(t.experiment, t.id));
 }
 
-void hyperparameters_field(std::string& out, const char* k, const store::trial_row& t) {
+void hyperparameters_field(std::string& out, const char* k, const experiments::trial_row& t) {
   raw_object(out, k, t.hyperparameters);
 }
 
 // "id" is the trial's key across experiments, "trial" its id within its
 // experiment.
 constexpr std::array trial_json_fields{
-    json_field<store::trial_row>{"id", trial_key_field},
-    member<&store::trial_row::id>("trial"),
-    member<&store::trial_row::state>("state"),
-    json_field<store::trial_row>{"hyperparameters", hyperparameters_field},
-    member<&store::trial_row::epochs>("epochs"),
-    member<&store::trial_row::best>("best"),
-    member<&store::trial_row::last>("last"),
-    member<&store::trial_row::restarts>("restarts"),
-    member<&store::trial_row::error>("error"),
-    member<&store::trial_row::end_how>("end_how"),
-    member<&store::trial_row::started_at>("started_at"),
-    member<&store::trial_row::ended_at>("ended_at"),
+    json_field<experiments::trial_row>{"id", trial_key_field},
+    member<&experiments::trial_row::id>("trial"),
+    member<&experiments::trial_row::state>("state"),
+    json_field<experiments::trial_row>{"hyperparameters", hyperparameters_field},
+    member<&experiments::trial_row::epochs>("epochs"),
+    member<&experiments::trial_row::best>("best"),
+    member<&experiments::trial_row::last>("last"),
+    member<&experiments::trial_row::restarts>("restarts"),
+    member<&experiments::trial_row::error>("error"),
+    member<&experiments::trial_row::end_how>("end_how"),
+    member<&experiments::trial_row::started_at>("started_at"),
+    member<&experiments::trial_row::ended_at>("ended_at"),
 };
 
 constexpr std::array checkpoint_json_fields{
-    member<&store::checkpoint_row::epoch>("epoch"),
-    member<&store::checkpoint_row::path>("path"),
-    member<&store::checkpoint_row::metric>("metric"),
-    member<&store::checkpoint_row::valid>("valid"),
-    member<&store::checkpoint_row::seq>("seq"),
-    member<&store::checkpoint_row::time>("time"),
+    member<&experiments::checkpoint_row::epoch>("epoch"),
+    member<&experiments::checkpoint_row::path>("path"),
+    member<&experiments::checkpoint_row::metric>("metric"),
+    member<&experiments::checkpoint_row::valid>("valid"),
+    member<&experiments::checkpoint_row::seq>("seq"),
+    member<&experiments::checkpoint_row::time>("time"),
 };
 
 constexpr std::array event_json_fields{
-    member<&store::event_row::seq>("seq"),
-    member<&store::event_row::time>("time"),
-    member<&store::event_row::epoch>("epoch"),
-    member<&store::event_row::kind>("kind"),
-    member<&store::event_row::message>("message"),
+    member<&experiments::event_row::seq>("seq"),
+    member<&experiments::event_row::time>("time"),
+    member<&experiments::event_row::epoch>("epoch"),
+    member<&experiments::event_row::kind>("kind"),
+    member<&experiments::event_row::message>("message"),
 };
 
-void experiment_fields(std::string& out, const store::experiment_row& e) {
+void experiment_fields(std::string& out, const experiments::experiment_row& e) {
   write_fields(out, experiment_json_fields, e);
 }
 
@@ -168,9 +168,9 @@ void parse_trainer(const std::string& text, std::string& id, int64_t& replicas) 
 }
 
 
-const store::trial_row* best_trial(const store::experiment_row& e,
-                                   const std::vector<store::trial_row>& trials) {
-  const store::trial_row* best = nullptr;
+const experiments::trial_row* best_trial(const experiments::experiment_row& e,
+                                   const std::vector<experiments::trial_row>& trials) {
+  const experiments::trial_row* best = nullptr;
   for (const auto& t : trials) {
     if (std::isnan(t.best))
       continue;
@@ -251,13 +251,13 @@ std::string cluster_json(const actors::cluster_status& s) {
   return out;
 }
 
-std::string experiments_json(const std::vector<store::experiment_row>& experiments,
-                             const std::vector<std::vector<store::trial_row>>& trials) {
+std::string experiments_json(const std::vector<experiments::experiment_row>& experiments,
+                             const std::vector<std::vector<experiments::trial_row>>& trials) {
   std::string out = "{\"experiments\":[";
   for (size_t i = 0; i < experiments.size(); ++i) {
     out += i == 0 ? "{" : ",{";
     experiment_fields(out, experiments[i]);
-    static const std::vector<store::trial_row> none;
+    static const std::vector<experiments::trial_row> none;
     const auto& ts = i < trials.size() ? trials[i] : none;
     field(out, "trials", static_cast<int64_t>(ts.size()));
     field(out, "best", best_of(experiments[i], ts));
@@ -267,7 +267,7 @@ std::string experiments_json(const std::vector<store::experiment_row>& experimen
   return out;
 }
 
-std::string trials_json(const store::experiment_row& e, const std::vector<store::trial_row>& trials) {
+std::string trials_json(const experiments::experiment_row& e, const std::vector<experiments::trial_row>& trials) {
   std::string out = "{\"experiment\":{";
   experiment_fields(out, e);
   out += "},\"trials\":[";
@@ -301,7 +301,7 @@ bool parse_trial_key(const std::string& key, int64_t& experiment, std::string& t
 }
 
 std::string metrics_json(int64_t experiment, const std::string& trial,
-                         const std::vector<store::metric_row>& rows, int64_t since,
+                         const std::vector<experiments::metric_row>& rows, int64_t since,
                          std::optional<int64_t> after_seq) {
   std::string out = "{";
   field(out, "id", trial_key(experiment, trial));
@@ -351,7 +351,7 @@ std::string trial_list_head(int64_t experiment, const std::string& trial, const 
 } // namespace
 
 std::string checkpoints_json(int64_t experiment, const std::string& trial,
-                             const std::vector<store::checkpoint_row>& rows) {
+                             const std::vector<experiments::checkpoint_row>& rows) {
   std::string out = trial_list_head(experiment, trial, "checkpoints");
   for (const auto& c : rows) {
     out += out.back() == '[' ? "{" : ",{";
@@ -363,7 +363,7 @@ std::string checkpoints_json(int64_t experiment, const std::string& trial,
 }
 
 std::string events_json(int64_t experiment, const std::string& trial,
-                        const std::vector<store::event_row>& rows) {
+                        const std::vector<experiments::event_row>& rows) {
   std::string out = trial_list_head(experiment, trial, "events");
   for (const auto& e : rows) {
     out += out.back() == '[' ? "{" : ",{";

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "dtrain/actors/messages.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/cluster/messages.hpp"
+#include "dtrain/experiments/store.hpp"
 
-/// The JSON documents of the dashboard's API (README, "Dashboard"), built
+/// The JSON documents of the dashboard's API (docs/dashboard.md), built
 /// from the head's status and the experiment store's rows. Pure functions:
 /// thread-safe, nothing throws. Doubles that are not finite (a metric not
 /// reported yet) are written as null, so that a browser's JSON.parse reads
@@ -20,8 +20,8 @@ std::string json_number(double d);
 
 /// The trial with the best `best` by the experiment's direction (the first
 /// of equals); nullptr when none has a value. Points into `trials`.
-const store::trial_row* best_trial(const store::experiment_row& e,
-                                   const std::vector<store::trial_row>& trials);
+const experiments::trial_row* best_trial(const experiments::experiment_row& e,
+                                   const std::vector<experiments::trial_row>& trials);
 
 /// A trainer of cluster_status ("h: 2 replicas", head_actor.cpp) split into
 /// its id and replica count; `text` and -1 when it has another shape.
@@ -32,11 +32,11 @@ std::string cluster_json(const actors::cluster_status& s);
 
 /// GET /api/v1/experiments: each experiment with its trial count and best
 /// value (trials[i] are experiments[i]'s trials).
-std::string experiments_json(const std::vector<store::experiment_row>& experiments,
-                             const std::vector<std::vector<store::trial_row>>& trials);
+std::string experiments_json(const std::vector<experiments::experiment_row>& experiments,
+                             const std::vector<std::vector<experiments::trial_row>>& trials);
 
 /// GET /api/v1/experiments/{id}/trials.
-std::string trials_json(const store::experiment_row& e, const std::vector<store::trial_row>& trials);
+std::string trials_json(const experiments::experiment_row& e, const std::vector<experiments::trial_row>& trials);
 
 /// The API's name of a trial: "EXPERIMENT-TRIAL" ("3-00000"), since a
 /// trial's id is unique only within its experiment.
@@ -49,7 +49,7 @@ bool parse_trial_key(const std::string& key, int64_t& experiment, std::string& t
 /// in report order, with every metric of it. `rows` are the trial's, by
 /// seq (experiment_store::metrics).
 std::string metrics_json(int64_t experiment, const std::string& trial,
-                         const std::vector<store::metric_row>& rows, int64_t since,
+                         const std::vector<experiments::metric_row>& rows, int64_t since,
                          std::optional<int64_t> after_seq = std::nullopt);
 
 /// GET /api/v1/nodes/{index}/log: a chunk of node `node`'s log. The text
@@ -63,11 +63,11 @@ std::string log_json(int32_t node, const actors::log_chunk& c);
 /// (experiment_store::checkpoints), each with its epoch, path, metric (null
 /// when none), valid, seq and time.
 std::string checkpoints_json(int64_t experiment, const std::string& trial,
-                             const std::vector<store::checkpoint_row>& rows);
+                             const std::vector<experiments::checkpoint_row>& rows);
 
 /// GET /api/v1/trials/{key}/events: the trial's failures, recoveries and
 /// the like, by seq (experiment_store::events).
 std::string events_json(int64_t experiment, const std::string& trial,
-                        const std::vector<store::event_row>& rows);
+                        const std::vector<experiments::event_row>& rows);
 
 } // namespace dtrain::dashboard

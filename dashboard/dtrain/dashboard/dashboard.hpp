@@ -6,7 +6,7 @@
 #include <string>
 
 #include "caf/all.hpp"
-#include "dtrain/actors/messages.hpp"
+#include "dtrain/cluster/messages.hpp"
 #include "dtrain/core/status.hpp"
 #include "dtrain/security/certificates.hpp"
 

@@ -5,9 +5,9 @@
 #include <utility>
 #include <vector>
 
-#include "dtrain/actors/messages.hpp"
+#include "dtrain/cluster/messages.hpp"
 #include "dtrain/core/status.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 
 namespace dtrain::dashboard {
 
@@ -40,8 +40,8 @@ struct metrics_input {
   bool cluster_ok = false;          // the head answered status
   actors::cluster_status cluster;
   bool store_ok = false;            // the store answered
-  std::vector<store::experiment_row> experiments;
-  std::vector<std::vector<store::trial_row>> trials;  // per experiment
+  std::vector<experiments::experiment_row> experiments;
+  std::vector<std::vector<experiments::trial_row>> trials;  // per experiment
   /// Per running trial (experiment, trial): its newest report's metrics.
   struct running_trial {
     int64_t experiment = 0;
@@ -53,7 +53,7 @@ struct metrics_input {
   int64_t rss_bytes = -1;           // -1: unknown
 };
 
-/// The /metrics document (names in README, "Dashboard").
+/// The /metrics document (names in docs/dashboard.md).
 std::string head_metrics(const metrics_input& in);
 
 } // namespace dtrain::dashboard

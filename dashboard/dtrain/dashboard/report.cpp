@@ -38,13 +38,13 @@ result<std::string> inlined(const std::string& file) {
 std::string report_json(const report_input& in) {
   std::string out = "{\"trials\":" + trials_json(in.experiment, in.trials) + ",\"metrics\":[";
   for (size_t i = 0; i < in.trials.size(); ++i) {
-    static const std::vector<store::metric_row> none;
+    static const std::vector<experiments::metric_row> none;
     out += i == 0 ? "" : ",";
     out += metrics_json(in.experiment.id, in.trials[i].id,
                         i < in.metrics.size() ? in.metrics[i] : none, 0);
   }
   out += "],\"best_trial\":";
-  const store::trial_row* best = best_trial(in.experiment, in.trials);
+  const experiments::trial_row* best = best_trial(in.experiment, in.trials);
   out += best ? json::quoted(trial_key(best->experiment, best->id)) : "null";
   out += ",\"configuration\":" + json::quoted(in.experiment.configuration);
   out += ",\"source\":" + json::quoted(in.source);

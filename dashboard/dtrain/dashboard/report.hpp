@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "dtrain/core/status.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 
 /// The page `dtrain report` writes: one self-contained HTML file of an
 /// experiment (its trial table, learning curves with the trials overlaid,
@@ -17,9 +17,9 @@ namespace dtrain::dashboard {
 /// What a report shows: the experiment, its trials, and each trial's
 /// metric rows (metrics[i] are trials[i]'s, by seq).
 struct report_input {
-  store::experiment_row experiment;
-  std::vector<store::trial_row> trials;
-  std::vector<std::vector<store::metric_row>> metrics;
+  experiments::experiment_row experiment;
+  std::vector<experiments::trial_row> trials;
+  std::vector<std::vector<experiments::metric_row>> metrics;
   std::string source;         // where the data came from, for the footer
   double generated_at = 0;    // unix seconds
 };

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "dtrain/actors/node_actor.hpp"
+#include "dtrain/cluster/node_actor.hpp"
 #include "dtrain/core/memory.hpp"
 #include "dtrain/dashboard/api.hpp"
 #include "dtrain/dashboard/assets.hpp"
@@ -136,7 +136,7 @@ http_response router::experiments(clock::time_point deadline) {
   auto rows = (*store)->experiments();
   if (!rows)
     return failed(rows.error());
-  std::vector<std::vector<store::trial_row>> trials;
+  std::vector<std::vector<experiments::trial_row>> trials;
   for (const auto& e : *rows) {
     if (clock::now() >= deadline)
       return too_slow("/api/v1/experiments");
@@ -259,7 +259,7 @@ http_response router::checkpoints(const std::string& key, const std::string& pat
                                   clock::time_point deadline) {
   return trial_rows(
       source_, key, path, deadline, [this](const std::string& p) { return too_slow(p); },
-      [](store::experiment_store& s, int64_t e, const std::string& t) { return s.checkpoints(e, t); },
+      [](experiments::experiment_store& s, int64_t e, const std::string& t) { return s.checkpoints(e, t); },
       checkpoints_json);
 }
 
@@ -267,7 +267,7 @@ http_response router::events(const std::string& key, const std::string& path,
                              clock::time_point deadline) {
   return trial_rows(
       source_, key, path, deadline, [this](const std::string& p) { return too_slow(p); },
-      [](store::experiment_store& s, int64_t e, const std::string& t) { return s.events(e, t); },
+      [](experiments::experiment_store& s, int64_t e, const std::string& t) { return s.events(e, t); },
       events_json);
 }
 

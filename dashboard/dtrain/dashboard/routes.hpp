@@ -10,7 +10,7 @@
 
 namespace dtrain::dashboard {
 
-/// The dashboard's routes (README, "Dashboard"): the page and its files
+/// The dashboard's routes (docs/dashboard.md): the page and its files
 /// without a token; everything else only with `Authorization: Bearer
 /// TOKEN` or `?token=TOKEN` (401 otherwise, before anything is looked up);
 /// then the JSON API under /api/v1 and the Prometheus text at /metrics.

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <mutex>
 
-#include "dtrain/actors/errors.hpp"
-#include "dtrain/actors/experiments/client.hpp"
-#include "dtrain/actors/node_actor.hpp"
-#include "dtrain/actors/node_logs.hpp"
+#include "dtrain/cluster/errors.hpp"
+#include "dtrain/driver/experiment_client.hpp"
+#include "dtrain/cluster/node_actor.hpp"
+#include "dtrain/driver/node_logs.hpp"
 
 namespace dtrain::dashboard {
 
@@ -61,14 +61,14 @@ public:
   // The lock is not held while asking: a head that does not answer would
   // hold every other worker's call for the whole timeout. Two callers may
   // both ask; the first client made is kept.
-  result<std::shared_ptr<store::experiment_store>> store() override {
+  result<std::shared_ptr<experiments::experiment_store>> store() override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (store_)
         return store_;
     }
     caf::scoped_actor self{sys_};
-    result<std::shared_ptr<store::experiment_store>> out =
+    result<std::shared_ptr<experiments::experiment_store>> out =
         unavailable("the head did not answer for its experiment store");
     self->request(head_, timeout_, experiments_atom::value, session_)
         .receive(
@@ -112,7 +112,7 @@ private:
   std::chrono::milliseconds timeout_;
   security::tls_files log_client_;
   std::mutex mutex_;  // guards store_
-  std::shared_ptr<store::experiment_store> store_;
+  std::shared_ptr<experiments::experiment_store> store_;
 };
 
 } // namespace

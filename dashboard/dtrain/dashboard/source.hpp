@@ -4,10 +4,10 @@
 #include <memory>
 
 #include "caf/all.hpp"
-#include "dtrain/actors/messages.hpp"
+#include "dtrain/cluster/messages.hpp"
 #include "dtrain/core/status.hpp"
 #include "dtrain/security/certificates.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 
 namespace dtrain::dashboard {
 
@@ -26,7 +26,7 @@ public:
   virtual result<actors::cluster_status> status() = 0;
   /// The cluster's experiment store (its read calls are what the dashboard
   /// uses); made once, kept while it answers.
-  virtual result<std::shared_ptr<store::experiment_store>> store() = 0;
+  virtual result<std::shared_ptr<experiments::experiment_store>> store() = 0;
   /// Up to `max_bytes` (at most actors::max_log_chunk) of the log file of
   /// node `position` (as status() lists it) from `offset` (negative: that
   /// many bytes before its end), read by that node (node_actor: log).

@@ -10,11 +10,16 @@
 #include <string>
 #include <thread>
 
-#include "dtrain/comm/store.hpp"
+#include "dtrain/rendezvous/store.hpp"
 #include "dtrain/core/status.hpp"
 #include "dtrain/tensor/tensor.hpp"
 
 namespace dtrain::comm {
+
+using rendezvous::bytes;
+using rendezvous::to_bytes;
+using rendezvous::to_string;
+using milliseconds = std::chrono::milliseconds;
 
 enum class reduce_op { sum, average, min, max };
 const char* to_string(reduce_op op);

@@ -6,7 +6,7 @@
 #include "dtrain/comm/gloo.hpp"
 #include "dtrain/comm/hierarchical.hpp"
 #include "dtrain/comm/shm.hpp"
-#include "dtrain/config.hpp"
+#include "dtrain/build_config.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/net.hpp"
 #if DTRAIN_HAS_NCCL
@@ -17,8 +17,8 @@ namespace dtrain::comm {
 
 namespace {
 
-std::shared_ptr<store> sub(const group_options& o, const std::string& prefix) {
-  return std::make_shared<prefix_store>(prefix, o.store);
+std::shared_ptr<rendezvous::store> sub(const group_options& o, const std::string& prefix) {
+  return std::make_shared<rendezvous::prefix_store>(prefix, o.store);
 }
 
 template <class T>

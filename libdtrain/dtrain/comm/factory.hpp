@@ -5,7 +5,7 @@
 
 #include "dtrain/comm/communicator.hpp"
 #include "dtrain/comm/shm.hpp"
-#include "dtrain/comm/store.hpp"
+#include "dtrain/rendezvous/store.hpp"
 
 namespace dtrain::comm {
 
@@ -15,7 +15,7 @@ struct group_options {
   int size = 1;
   /// The rendezvous store, already under the group's prefix (trainer id and
   /// generation): keys of other groups and generations are never seen.
-  std::shared_ptr<comm::store> store;
+  std::shared_ptr<rendezvous::store> store;
   /// "auto", "shm", "gloo", "hierarchical" or "nccl". auto: nccl for CUDA
   /// buffers; shm when every rank is on this host; otherwise hierarchical
   /// (shm inside each host, gloo between one leader per host).

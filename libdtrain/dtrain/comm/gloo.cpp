@@ -71,7 +71,7 @@ struct rendezvous_timeout : gloo::IoException {
 /// catches them. Used by one thread, during create() only.
 class store_adapter final : public gloo::rendezvous::Store {
 public:
-  store_adapter(std::shared_ptr<store> base, steady::time_point deadline)
+  store_adapter(std::shared_ptr<rendezvous::store> base, steady::time_point deadline)
     : base_(std::move(base)), deadline_(deadline) {}
 
   void set(const std::string& key, const std::vector<char>& data) override {
@@ -109,7 +109,7 @@ private:
     throw gloo::IoException(s.to_string());
   }
 
-  std::shared_ptr<store> base_;
+  std::shared_ptr<rendezvous::store> base_;
   steady::time_point deadline_;
 };
 
@@ -160,7 +160,7 @@ public:
 
 /// The error of a rendezvous that Gloo ended with `what`, naming the ranks
 /// whose addresses never reached the store.
-status rendezvous_failure(int rank, int size, store& s, milliseconds timeout,
+status rendezvous_failure(int rank, int size, rendezvous::store& s, milliseconds timeout,
                           const std::string& what, bool timed_out) {
   std::vector<int> missing;
   for (int peer = 0; peer < size; ++peer) {
@@ -184,7 +184,7 @@ status rendezvous_failure(int rank, int size, store& s, milliseconds timeout,
 
 /// Binds a TCP device to `bind_address` and connects the full mesh.
 result<std::shared_ptr<mesh_context>> connect_mesh(
-    int rank, int size, const std::shared_ptr<store>& s, milliseconds timeout,
+    int rank, int size, const std::shared_ptr<rendezvous::store>& s, milliseconds timeout,
     const std::string& bind_address, std::shared_ptr<gloo::transport::Device>& device) {
   const auto deadline = steady::now() + timeout;
   // Gloo dereferences a null result when the name does not resolve, and
@@ -276,7 +276,7 @@ size_t count_of(const tensor& t) { return static_cast<size_t>(t.numel()); }
 /// What a gloo_communicator owns besides the base. The mutex guards every
 /// field below it; the worker, the watchdog and interrupt() share them.
 struct gloo_communicator::state {
-  std::shared_ptr<store> group_store;
+  std::shared_ptr<rendezvous::store> group_store;
   std::shared_ptr<gloo::transport::Device> device;
   std::shared_ptr<mesh_context> mesh;  // null for a group of one
   std::thread watchdog;
@@ -294,7 +294,7 @@ struct gloo_communicator::state {
 };
 
 result<std::unique_ptr<gloo_communicator>> gloo_communicator::create(
-    int rank, int size, std::shared_ptr<store> store, milliseconds timeout,
+    int rank, int size, std::shared_ptr<rendezvous::store> store, milliseconds timeout,
     const std::string& bind_address) {
   if (size < 1)
     return invalid_argument("gloo_communicator: size " + std::to_string(size) +

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "dtrain/comm/communicator.hpp"
-#include "dtrain/comm/store.hpp"
+#include "dtrain/rendezvous/store.hpp"
 #include "dtrain/core/status.hpp"
 
 namespace dtrain::comm {
@@ -60,7 +60,7 @@ public:
   /// not belong to this machine, named with the reason; a refused
   /// connection; a store failure).
   static result<std::unique_ptr<gloo_communicator>> create(
-      int rank, int size, std::shared_ptr<store> store, milliseconds timeout,
+      int rank, int size, std::shared_ptr<rendezvous::store> store, milliseconds timeout,
       const std::string& bind_address = "127.0.0.1");
 
   ~gloo_communicator() override;

@@ -208,7 +208,7 @@ private:
 using cuda_stream = cuda_handle<cudaStream_t, cudaStreamDestroy>;
 using cuda_event = cuda_handle<cudaEvent_t, cudaEventDestroy>;
 
-status check_arguments(int rank, int size, int device, const store* rendezvous,
+status check_arguments(int rank, int size, int device, const rendezvous::store* rendezvous,
                        milliseconds timeout, const std::string& who) {
   if (size < 1 || rank < 0 || rank >= size)
     return invalid_argument("nccl: rank " + std::to_string(rank) +
@@ -228,7 +228,7 @@ status check_arguments(int rank, int size, int device, const store* rendezvous,
 }
 
 /// Rank 0 creates the id and publishes it; the others wait for it.
-result<ncclUniqueId> exchange_unique_id(int rank, store& rendezvous,
+result<ncclUniqueId> exchange_unique_id(int rank, rendezvous::store& rendezvous,
                                         steady::time_point deadline, const std::string& who) {
   ncclUniqueId id{};
   if (rank == 0) {
@@ -335,7 +335,7 @@ struct nccl_communicator::resources {
 };
 
 result<std::unique_ptr<nccl_communicator>> nccl_communicator::create(
-    int rank, int size, int cuda_device, std::shared_ptr<store> store, milliseconds timeout) {
+    int rank, int size, int cuda_device, std::shared_ptr<rendezvous::store> store, milliseconds timeout) {
   const steady::time_point deadline = steady::now() + timeout;
   const std::string who = rank_text(rank, size);
   if (status s = check_arguments(rank, size, cuda_device, store.get(), timeout, who); !s)

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "dtrain/comm/communicator.hpp"
-#include "dtrain/comm/store.hpp"
+#include "dtrain/rendezvous/store.hpp"
 #include "dtrain/core/status.hpp"
 
 namespace dtrain::comm {
@@ -55,7 +55,7 @@ public:
   /// device), out_of_range (cuda_device), timeout, cuda_error (CUDA or NCCL
   /// failed, with NCCL's last error).
   static result<std::unique_ptr<nccl_communicator>> create(int rank, int size, int cuda_device,
-                                                           std::shared_ptr<store> store,
+                                                           std::shared_ptr<rendezvous::store> store,
                                                            milliseconds timeout);
   ~nccl_communicator() override;
 

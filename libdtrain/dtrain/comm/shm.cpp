@@ -132,7 +132,7 @@ shm_communicator::~shm_communicator() {
 }
 
 result<std::unique_ptr<shm_communicator>> shm_communicator::create(
-    int rank, int size, std::shared_ptr<store> store, milliseconds timeout,
+    int rank, int size, std::shared_ptr<rendezvous::store> store, milliseconds timeout,
     shm_options options) {
   if (size < 1 || size > max_ranks || rank < 0 || rank >= size)
     return invalid_argument("shm communicator: rank " + std::to_string(rank) + " of " +
@@ -204,7 +204,7 @@ result<int> shm_communicator::open_segment(const std::string& name) {
   return fd;
 }
 
-status shm_communicator::attach(store& s, milliseconds timeout) {
+status shm_communicator::attach(rendezvous::store& s, milliseconds timeout) {
   auto deadline = clock_type::now() + timeout;
   std::string name;
   result<int> fd = -1;

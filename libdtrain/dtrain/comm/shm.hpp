@@ -8,7 +8,7 @@
 #include <string>
 
 #include "dtrain/comm/communicator.hpp"
-#include "dtrain/comm/store.hpp"
+#include "dtrain/rendezvous/store.hpp"
 
 namespace dtrain::comm {
 
@@ -63,7 +63,7 @@ public:
   /// too small for the smallest slot (io_error naming both sizes), bad
   /// options (invalid_argument naming the field).
   static result<std::unique_ptr<shm_communicator>> create(int rank, int size,
-                                                          std::shared_ptr<store> store,
+                                                          std::shared_ptr<rendezvous::store> store,
                                                           milliseconds timeout,
                                                           shm_options options = {});
   /// The staging slot size rank 0 chose, in floats.
@@ -88,7 +88,7 @@ protected:
 
 private:
   shm_communicator(int rank, int size, milliseconds timeout, shm_options options);
-  status attach(store& s, milliseconds timeout);
+  status attach(rendezvous::store& s, milliseconds timeout);
   /// Rank 0: creates the segment `name`, choosing the slot size; returns
   /// its descriptor.
   result<int> create_segment(const std::string& name);
@@ -107,7 +107,7 @@ private:
   status run_gather(const request& r, bool everyone);
   status run_reduce_scatter(const request& r);
 
-  std::shared_ptr<store> store_;  // the group's rendezvous, for shared_buffer()
+  std::shared_ptr<rendezvous::store> store_;  // the group's rendezvous, for shared_buffer()
   int shared_calls_ = 0;
   std::shared_ptr<const shared_region> shared_;  // atomic_load/atomic_store: set by the caller, read by the worker
   shm_options options_;

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "dtrain/config.hpp"
+#include "dtrain/build_config.hpp"
 #include "dtrain/train/operator.hpp"
 
 /// Writing a plugin: a shared library of training operators that a driver

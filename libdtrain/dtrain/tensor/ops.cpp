@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "dtrain/config.hpp"
+#include "dtrain/build_config.hpp"
 
 namespace dtrain::ops {
 

@@ -85,13 +85,13 @@ verdict judge(searcher& search, scheduler& sched, std::vector<std::unique_ptr<st
   return v;
 }
 
-journal::journal(std::shared_ptr<store::experiment_store> s, int64_t experiment, std::string metric,
+journal::journal(std::shared_ptr<experiments::experiment_store> s, int64_t experiment, std::string metric,
                  mode direction, int64_t next_seq)
   : store_(std::move(s)), experiment_(experiment), metric_(std::move(metric)),
     direction_(direction), seq_(next_seq) {}
 
-store::trial_row journal::row(const trial_record& r) const {
-  store::trial_row t;
+experiments::trial_row journal::row(const trial_record& r) const {
+  experiments::trial_row t;
   t.experiment = experiment_;
   t.id = r.id;
   auto c = created_seq_.find(r.id);
@@ -120,7 +120,7 @@ store::trial_row journal::row(const trial_record& r) const {
   return t;
 }
 
-void journal::adopt(const std::vector<store::trial_row>& rows) {
+void journal::adopt(const std::vector<experiments::trial_row>& rows) {
   for (const auto& t : rows) {
     created_seq_[t.id] = t.seq_created;
     if (t.seq_ended > 0) {
@@ -142,7 +142,7 @@ void journal::updated(const trial_record& r) { (void)store_->put_trial(row(r)); 
 void journal::reported(const trial_record& r, const report& rep) {
   const int64_t seq = seq_++;
   const double now = unix_now();
-  std::vector<store::metric_row> rows;
+  std::vector<experiments::metric_row> rows;
   rows.reserve(rep.metrics.size());
   for (const auto& [name, value] : rep.metrics)
     rows.push_back({experiment_, r.id, rep.epoch, name, value, seq, now});
@@ -163,7 +163,7 @@ void journal::reported(const trial_record& r, const report& rep) {
 }
 
 void journal::checkpoint(const trial_record& r, int64_t epoch, const std::string& path, bool valid) {
-  store::checkpoint_row c;
+  experiments::checkpoint_row c;
   c.experiment = experiment_;
   c.trial = r.id;
   c.epoch = epoch;
@@ -196,7 +196,7 @@ void journal::checkpoints_changed(const trial_record& r, const std::map<int64_t,
 
 void journal::exploited(const trial_record& r, const std::string& source, int64_t source_epoch,
                         const config& before, const config* after) {
-  store::lineage_row l;
+  experiments::lineage_row l;
   l.experiment = experiment_;
   l.trial = r.id;
   l.seq = seq_++;
@@ -213,7 +213,7 @@ void journal::exploited(const trial_record& r, const std::string& source, int64_
 
 void journal::event(const trial_record& r, int64_t epoch, const std::string& kind,
                     const std::string& message) {
-  store::event_row e;
+  experiments::event_row e;
   e.experiment = experiment_;
   e.trial = r.id;
   e.seq = seq_++;
@@ -232,7 +232,7 @@ void journal::ended(const trial_record& r, trial_end how) {
 
 status journal::flush() { return store_->flush(); }
 
-result<int64_t> next_sequence(store::experiment_store& s, int64_t experiment) {
+result<int64_t> next_sequence(experiments::experiment_store& s, int64_t experiment) {
   int64_t last = 0;
   DTRAIN_ASSIGN_OR_RETURN(auto trials, s.trials(experiment));
   for (const auto& t : trials)
@@ -252,7 +252,7 @@ result<int64_t> next_sequence(store::experiment_store& s, int64_t experiment) {
   return last + 1;
 }
 
-result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, searcher& search,
+result<replayed_sweep> replay(experiments::experiment_store& s, int64_t experiment, searcher& search,
                               scheduler& sched, std::vector<std::unique_ptr<stopper>>& stoppers,
                               const sweep_config& settings, bool check_configs) {
   const std::string where = "replaying experiment " + std::to_string(experiment) + " from " + s.where();
@@ -314,14 +314,14 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
                    [](const event& a, const event& b) { return std::tie(a.seq, a.what) < std::tie(b.seq, b.what); });
 
   std::map<std::string, size_t> index;
-  std::map<std::string, const store::lineage_row*> first_exploit;
+  std::map<std::string, const experiments::lineage_row*> first_exploit;
   for (const auto& l : lineage)
     if (first_exploit.count(l.trial) == 0)
       first_exploit[l.trial] = &l;
   for (const event& e : events) {
     switch (e.what) {
     case create: {
-      const store::trial_row& row = trials[e.index];
+      const experiments::trial_row& row = trials[e.index];
       suggestion next = search.suggest(row.id);
       if (next.what != suggestion::kind::trial)
         return invalid_argument(where + ": the searcher gives no trial " + row.id +
@@ -372,7 +372,7 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
       break;
     }
     case exploit_event: {
-      const store::lineage_row& l = lineage[e.index];
+      const experiments::lineage_row& l = lineage[e.index];
       auto it = index.find(l.trial);
       auto plan = out.pending_exploits.find(l.trial);
       // Forced, an exploit the scheduler no longer decides stands as
@@ -398,7 +398,7 @@ result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, se
       break;
     }
     case end: {
-      const store::trial_row& row = trials[e.index];
+      const experiments::trial_row& row = trials[e.index];
       trial_record& r = out.trials[index.at(row.id)];
       if (out.decided.count(row.id) == 0) {
         const trial_end how = end_from(row.end_how);

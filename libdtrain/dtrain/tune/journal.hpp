@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "dtrain/core/status.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 #include "dtrain/tune/scheduler.hpp"
 #include "dtrain/tune/search.hpp"
 #include "dtrain/tune/stopper.hpp"
@@ -36,12 +36,12 @@ verdict judge(searcher& search, scheduler& sched, std::vector<std::unique_ptr<st
               double elapsed_seconds);
 
 /// The sweep's record in the experiment store: every event the tuner sees
-/// becomes rows, numbered by one sequence (store::experiment_store's seq).
+/// becomes rows, numbered by one sequence (experiments::experiment_store's seq).
 /// Writes are asynchronous in the store; their errors come back from
 /// flush(). Used from one thread (the tuner actor).
 class journal {
 public:
-  journal(std::shared_ptr<store::experiment_store> s, int64_t experiment, std::string metric,
+  journal(std::shared_ptr<experiments::experiment_store> s, int64_t experiment, std::string metric,
           mode direction, int64_t next_seq = 1);
 
   int64_t experiment() const { return experiment_; }
@@ -49,7 +49,7 @@ public:
 
   /// The trials a continued experiment already has (their creation and
   /// end numbers are kept in every later write of their rows).
-  void adopt(const std::vector<store::trial_row>& rows);
+  void adopt(const std::vector<experiments::trial_row>& rows);
   void created(const trial_record& r);
   /// The trial's state, times, restarts or error changed.
   void updated(const trial_record& r);
@@ -65,7 +65,7 @@ public:
   /// An exploit carried out (`after` set) or failed (`after` empty).
   void exploited(const trial_record& r, const std::string& source, int64_t source_epoch,
                  const config& before, const config* after);
-  /// Something happened to r's group of replicas (store::event_row's
+  /// Something happened to r's group of replicas (experiments::event_row's
   /// kinds: failure, recovered, gave_up, shrank, grew): a row for people;
   /// replay() skips it.
   void event(const trial_record& r, int64_t epoch, const std::string& kind,
@@ -76,9 +76,9 @@ public:
   status flush();
 
 private:
-  store::trial_row row(const trial_record& r) const;
+  experiments::trial_row row(const trial_record& r) const;
 
-  std::shared_ptr<store::experiment_store> store_;
+  std::shared_ptr<experiments::experiment_store> store_;
   int64_t experiment_;
   std::string metric_;
   mode direction_;
@@ -96,7 +96,7 @@ private:
 /// A sweep rebuilt from the store (replay()).
 struct replayed_sweep {
   std::vector<trial_record> trials;          // in creation order, histories included
-  std::vector<store::trial_row> rows;        // as stored (journal::adopt)
+  std::vector<experiments::trial_row> rows;        // as stored (journal::adopt)
   std::set<std::string> unfinished;          // created, never ended: run them again
   std::map<std::string, exploit_plan> pending_exploits;  // decided, not carried out
   std::map<std::string, int64_t> checkpoint_epochs;      // trial -> newest epoch seen
@@ -120,14 +120,14 @@ struct replayed_sweep {
 /// sweep is not the one stored); without, the stored one wins (the
 /// scheduler's on_add hears it too), and so does a stored exploit the
 /// scheduler no longer decides.
-result<replayed_sweep> replay(store::experiment_store& s, int64_t experiment, searcher& search,
+result<replayed_sweep> replay(experiments::experiment_store& s, int64_t experiment, searcher& search,
                               scheduler& sched, std::vector<std::unique_ptr<stopper>>& stoppers,
                               const sweep_config& config, bool check_configs);
 
 /// One past the greatest seq of experiment `experiment`'s rows, events
 /// included (1 for none):
 /// where a journal of a continued experiment starts.
-result<int64_t> next_sequence(store::experiment_store& s, int64_t experiment);
+result<int64_t> next_sequence(experiments::experiment_store& s, int64_t experiment);
 
 /// trial_status and the store's state names ("PENDING", ...; "INTERRUPTED"
 /// for a trial cut short by the end of its sweep).

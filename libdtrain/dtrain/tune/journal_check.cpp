@@ -51,7 +51,7 @@ status check_json(const std::string& where, const std::string& row, const char* 
   return status::ok();
 }
 
-status check_trial(const std::string& where, const store::trial_row& t) {
+status check_trial(const std::string& where, const experiments::trial_row& t) {
   const std::string row = "trials row '" + t.id + "'";
   if (!is_trial_number(t.id))
     return bad(where, row, "id", "'" + t.id + "' is not a trial number (up to " +
@@ -85,7 +85,7 @@ status check_trial_named(const std::string& where, const std::string& row, const
   return status::ok();
 }
 
-status check_metrics(const std::string& where, const std::vector<store::metric_row>& metrics,
+status check_metrics(const std::string& where, const std::vector<experiments::metric_row>& metrics,
                      const std::set<std::string>& known) {
   for (const auto& m : metrics) {
     const std::string row = "metrics row (trial '" + m.trial + "', seq " + std::to_string(m.seq) +
@@ -100,7 +100,7 @@ status check_metrics(const std::string& where, const std::vector<store::metric_r
   return status::ok();
 }
 
-status check_lineage(const std::string& where, const std::vector<store::lineage_row>& lineage,
+status check_lineage(const std::string& where, const std::vector<experiments::lineage_row>& lineage,
                      const std::set<std::string>& known) {
   for (const auto& l : lineage) {
     const std::string row =
@@ -142,7 +142,7 @@ status check_stored_rows(const std::string& where, const stored_rows& rows) {
   return status::ok();
 }
 
-int64_t next_trial_number(const std::vector<store::trial_row>& trials) {
+int64_t next_trial_number(const std::vector<experiments::trial_row>& trials) {
   int64_t next = 0;
   for (const auto& t : trials)
     if (is_trial_number(t.id))

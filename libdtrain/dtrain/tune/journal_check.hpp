@@ -5,17 +5,17 @@
 #include <vector>
 
 #include "dtrain/core/status.hpp"
-#include "dtrain/store/experiment_store.hpp"
+#include "dtrain/experiments/store.hpp"
 
 namespace dtrain::tune {
 
 /// An experiment's stored rows, as replay() reads them.
 struct stored_rows {
-  std::vector<store::trial_row> trials;
-  std::vector<store::metric_row> metrics;
-  std::vector<store::checkpoint_row> checkpoints;
-  std::vector<store::lineage_row> lineage;
-  std::vector<store::event_row> events;
+  std::vector<experiments::trial_row> trials;
+  std::vector<experiments::metric_row> metrics;
+  std::vector<experiments::checkpoint_row> checkpoints;
+  std::vector<experiments::lineage_row> lineage;
+  std::vector<experiments::event_row> events;
 };
 
 /// Checks every value of `rows` that replay() relies on before it trusts
@@ -33,6 +33,6 @@ status check_stored_rows(const std::string& where, const stored_rows& rows);
 /// One past the greatest trial number of `trials` (0 for none): the number
 /// of a resumed sweep's next new trial, never one a stored trial has.
 /// Precondition: check_stored_rows passed.
-int64_t next_trial_number(const std::vector<store::trial_row>& trials);
+int64_t next_trial_number(const std::vector<experiments::trial_row>& trials);
 
 } // namespace dtrain::tune

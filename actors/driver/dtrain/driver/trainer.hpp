@@ -1,0 +1,267 @@
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <map>
+#include <optional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dtrain/driver/cluster.hpp"
+#include "dtrain/cluster/messages.hpp"
+#include "dtrain/driver/plugin_shipping.hpp"
+#include "dtrain/experiments/experiment.hpp"
+#include "dtrain/core/status.hpp"
+
+namespace dtrain::actors {
+
+/// Something that happened to a trainer's group, for its driver to record
+/// (the tuner and `dtrain train` store it as experiments::event_row). Kinds:
+/// "failure" (message: "failure N of at most M: CAUSE", or "failure N (not
+/// retried): CAUSE"), "recovered" (the group reported an epoch again:
+/// "running again with R of N replicas (generation G) from the checkpoint
+/// of epoch E" or "... from the start"), "gave_up" (the error train() and
+/// the other calls return from then on), "shrank" and "grew" (an elastic
+/// group re-formed with fewer or more replicas than before).
+struct trainer_event {
+  std::string kind;
+  /// For a failure, the epoch the group was in (the last one reported + 1
+  /// while training, the last one while saving or validating); for a
+  /// recovery, the epoch it trained again; otherwise the last reported.
+  int64_t epoch = 0;
+  std::string message;
+};
+
+/// A trainer's configuration (Ray's TorchTrainer arguments and
+/// Determined's experiment fields).
+struct trainer_config {
+  std::string name = "trainer";
+  std::string operator_name;                   // a registered training operator, or one of `plugins`
+  /// Shared libraries of training operators (plugin/plugin.hpp). The
+  /// driver loads each (a library built against another dtrain is refused
+  /// naming both versions) and ships it to every node process that hosts a
+  /// replica, content-addressed; the operator is looked up in these first,
+  /// then among the built-in ones.
+  std::vector<std::string> plugins;
+  std::map<std::string, std::string> config;   // its hyperparameters
+  int num_replicas = 1;
+  /// Elastic training (Ray's num_workers=(min, max)): when the cluster can
+  /// no longer hold num_replicas (a node died), the group re-forms with as
+  /// few as min_replicas from the newest checkpoint, keeping the global
+  /// batch (each replica takes a larger share), and grows back to
+  /// num_replicas at an epoch boundary once slots are free again (this needs
+  /// checkpoint_dir, through which the state moves). 0: num_replicas, i.e.
+  /// not elastic: recovery waits up to placement_timeout for capacity.
+  int min_replicas = 0;
+  /// Threads each CPU replica computes with (its GEMMs and parallel loops),
+  /// capped by its node's --cpus; 0: its share of the host's cores (the
+  /// cores over the replicas on the host, all processes counted).
+  int cpus_per_replica = 0;
+  bool use_gpu = false;
+  std::string backend = "auto";                // communicator backend
+  /// Split evenly across replicas; the remainder is dropped.
+  int64_t global_batch_size = 128;
+  int aggregation_frequency = 1;
+  bool average_training_metrics = true;        // else the chief's metrics
+  /// The gradient sync's bucket size in bytes (PyTorch DDP's
+  /// bucket_cap_mb); 0: 4 MiB on the CPU, 25 MiB on a GPU.
+  int64_t bucket_bytes = 0;
+  std::string compression = "none";            // none, fp16, bf16
+  /// What the replicas' GEMMs compute in: fp32, tf32, bf16 or fp16
+  /// (tensor/precision.hpp; fp16 adds dynamic loss scaling). Storage, the
+  /// gradient sync and the optimizer stay float32.
+  std::string precision = "fp32";
+  uint64_t seed = 0;
+  std::chrono::milliseconds collective_timeout{60000};
+  std::chrono::milliseconds epoch_timeout{600000};
+  /// How long placement may wait for busy slots (or, when re-forming after
+  /// a failure, for nodes to come back) before giving up.
+  std::chrono::milliseconds placement_timeout{60000};
+  /// Fault tolerance: a failed epoch (dead node or replica, hung peer,
+  /// collective timeout) tears the group down, forms it again under a new
+  /// rendezvous generation on the nodes still there, restores the newest
+  /// valid checkpoint under checkpoint_dir (or starts over without one) and
+  /// runs the epoch again, up to max_failures times. A failure during save
+  /// or restore is recovered the same way. Errors that would repeat (a
+  /// non-finite loss, bad input, a model too large for memory) are not
+  /// retried: train() fails at once with that cause.
+  int max_failures = 3;
+  std::string checkpoint_dir;       // empty: no checkpoints
+  int checkpoint_every = 1;         // epochs between checkpoints
+  int checkpoint_keep = 2;          // the newest K valid ones are kept
+  /// Progress during an epoch this often (0: never): to on_progress when
+  /// set (the chief's, or every replica's with progress_all_ranks), else
+  /// each replica prints a "[rank R] epoch E step S/T" line on its node.
+  double progress_seconds = 0;
+  /// Called in this process, on an actor system thread, with the progress
+  /// the replicas send (keep it short; calls may come from several threads
+  /// one after another, never at once).
+  std::function<void(const progress_msg&)> on_progress;
+  bool progress_all_ranks = false;
+  /// Where the trainer's notes go ("dtrain: trainer NAME: waiting for
+  /// capacity ...", failures, recoveries, growing), a line each, called on
+  /// the thread of the call that noticed; empty: stderr.
+  std::function<void(const std::string&)> on_note;
+  /// Failures, recoveries, giving up, growing and shrinking as they happen,
+  /// called on the thread of the trainer call that noticed (the caller's,
+  /// or the thread of a *_async call); empty: none. The notes say the same
+  /// to people; this is for what records them.
+  std::function<void(const trainer_event&)> on_event;
+};
+
+/// The trainer configuration an experiment file describes.
+trainer_config trainer_config_from(const experiments::experiment& e);
+
+/// A trainer's id, what the head knows its placement by:
+/// "<name>-<host>-<pid>-<16 random hex digits>-<n>". The random part (64
+/// bits from the system's CSPRNG, drawn for every id) keeps ids apart
+/// where host name and pid are not (containers with one host name, each
+/// its own pid 1). Thread-safe.
+std::string make_trainer_id(const std::string& name, const std::string& host, int64_t pid);
+
+/// The driver's handle on a group of replicas training data-parallel
+/// (Ray's trainer): placed on the cluster all or nothing, set up through a
+/// rendezvous store actor owned here, driven epoch by epoch.
+///
+/// Every call blocks the calling thread until all replicas answer or the
+/// call's timeout passes; errors name the replica (rank) and what it said.
+/// The *_async variants run the same call on a thread of their own and
+/// return a future (for the tuner). Not thread-safe: one call at a time.
+/// shutdown() (or the destructor) stops the replicas and frees their slots.
+class trainer {
+public:
+  /// Places and starts the replicas and sets them up; fails with the
+  /// placement's reason (what is missing) or the first replica's error.
+  static result<std::unique_ptr<trainer>> create(cluster& c, const trainer_config& config);
+  ~trainer();
+
+  /// One epoch on every replica; the chief's metrics (averaged over the
+  /// group when average_training_metrics), the operator's own in `extra`. After a failure and recovery
+  /// the epoch number may go back to the restored checkpoint's: drive
+  /// loops by metrics_msg::epoch, not by counting calls.
+  result<metrics_msg> train();
+  /// Validation metrics (the chief's; all replicas hold the same model),
+  /// the operator's validation_step() metrics in `extra`.
+  result<metrics_msg> validate();
+  status save(const std::string& path);
+  status restore(const std::string& path);
+  /// The trained parameters (flat, in layer order), from the chief.
+  result<std::vector<float>> get_model();
+  /// A hash of every replica's parameters, in rank order (equal hashes:
+  /// bitwise identical replicas).
+  result<std::vector<uint64_t>> parameter_hashes();
+  status shutdown();
+  /// The number of replicas now (below num_replicas while an elastic group
+  /// runs short of slots).
+  int world_size() const { return static_cast<int>(placement_.size()); }
+  /// Asks the group to stop (Determined's preemption): the epoch in
+  /// progress ends at the replicas' next check (every 16 steps, the same
+  /// step on all), train() saves a checkpoint that records where the epoch
+  /// stopped (when checkpoint_dir is set) and returns metrics with
+  /// preempted = true. Safe to call from another thread while train() runs
+  /// (also during a recovery, when it reaches the chief of the new group or
+  /// fails with aborted).
+  status preempt();
+
+  std::future<result<metrics_msg>> train_async();
+  std::future<result<metrics_msg>> validate_async();
+
+  const trainer_config& config() const { return config_; }
+  /// A failure the trainer noticed: when, and what it was.
+  struct failure {
+    std::chrono::steady_clock::time_point noticed;
+    std::string cause;
+  };
+  /// Failures recovered from (or given up on) so far.
+  const std::vector<failure>& failures() const { return failures_; }
+  int generation() const { return generation_; }
+  const std::vector<assignment>& placement() const { return placement_; }
+  /// Seconds from create() to the replicas being ready.
+  double startup_seconds() const { return startup_seconds_; }
+  /// The replicas' handles, in rank order, and the cluster they run on (for
+  /// work that goes to replicas one by one: batch inference, prediction.hpp).
+  const std::vector<replica_actor>& replicas() const { return replicas_; }
+  /// What every message to those replicas carries first (replica_spec::
+  /// capability), in the same rank order: one secret per replica, drawn
+  /// when it is spawned (a new group after a failure gets new ones), so a
+  /// node learns only those of the replicas it hosts. Keep them in this
+  /// process.
+  const std::vector<std::string>& replica_capabilities() const { return capabilities_; }
+  cluster& cluster_of() { return cluster_; }
+  /// How many plugin libraries this trainer sent to nodes (a node that has
+  /// a plugin loaded already is not sent it again).
+  int plugins_sent() const { return plugins_sent_; }
+
+private:
+  trainer(cluster& c, const trainer_config& config) : cluster_(c), config_(config) {}
+  status start(bool recovering);
+  status place(bool recovering);
+  status try_place(int n);
+  status spawn_all();
+  status equip_node(const assignment& a);
+  status recover(status cause);
+  status reform();
+  status maybe_grow();
+  int min_replicas() const;
+  void stop_replicas();
+  void release_slots();
+  template <class Reply, class Atom, class... Ts>
+  result<std::vector<Reply>> ask_with_recovery(std::chrono::milliseconds timeout,
+                                               const std::string& what, Atom atom, Ts... args);
+  template <class Reply, class Atom, class... Ts>
+  result<std::vector<Reply>> ask_all(std::chrono::milliseconds timeout, const std::string& what,
+                                     Atom atom, Ts... args);
+
+  cluster& cluster_;
+  trainer_config config_;
+  std::string id_;
+  std::vector<assignment> placement_;
+  std::vector<replica_actor> replicas_;
+  std::vector<std::string> capabilities_;  // replica_spec::capability of replicas_[i] (256 bits, hex)
+  rendezvous_actor store_;
+  caf::actor owner_;
+  caf::actor progress_sink_;
+  /// One of the trainer's notes, to config_.on_note or stderr.
+  void note(const std::string& text) const;
+  /// One event to config_.on_event (nothing without one).
+  void event(const char* kind, int64_t epoch, const std::string& message) const;
+  /// After a recovery, the "recovered" event once the group reports an
+  /// epoch (train) or where it stands (validate) again.
+  void recovered(int64_t epoch, int64_t restored_epoch);
+  double startup_seconds_ = 0;
+  std::atomic<bool> stopped_{false};  // read by preempt() from other threads
+  bool placement_failed_ = false;     // the last start() failed to place
+  std::chrono::steady_clock::time_point last_growth_check_{};
+  int generation_ = 0;
+  int unreachable_node_ = -1;
+  // The chief and its capability, for preempt() from another thread while
+  // replicas_ changes.
+  std::mutex chief_mutex_;
+  replica_actor chief_;
+  std::string chief_capability_;
+  std::vector<failure> failures_;
+  int64_t epoch_ = 0;                // the epoch the group is in, as far as it reported
+  bool recovery_pending_ = false;    // re-formed after a failure; not reported since
+  std::vector<plugin_package> plugins_;
+  std::vector<std::string> plugin_hashes_;
+  std::set<std::string> equipped_nodes_;  // "address pid" of nodes that have plugins_
+  int plugins_sent_ = 0;
+};
+
+/// What every epoch report of a trainer carries about its speed and
+/// health, beside loss and accuracy (the experiment store keeps them; the
+/// dashboard's /metrics shows them per trial): samples_per_second (the
+/// epoch line's figure), step_seconds (seconds per optimizer step),
+/// allreduce_seconds (the chief's wait in the gradient sync over the
+/// epoch) and restarts (the group's recoveries so far). The names are
+/// reserved for operators (train::is_reserved_metric).
+std::map<std::string, double> speed_metrics(const metrics_msg& m, size_t restarts);
+
+
+} // namespace dtrain::actors
