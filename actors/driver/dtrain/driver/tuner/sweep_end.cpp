@@ -66,11 +66,11 @@ bool record_outcome(tuner_pointer self) {
   });
 }
 
-} // namespace
-
 std::chrono::milliseconds end_bound(const tune_config& c) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, c.end_seconds) * 1000));
 }
+
+} // namespace
 
 // The sweep ends: the grid is made now, and fit() has it once the store
 // recorded the sweep's end.

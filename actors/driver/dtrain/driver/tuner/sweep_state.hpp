@@ -235,9 +235,8 @@ void complete(tuner_pointer self);
 void record_late(tuner_pointer self);
 /// Gives up on trials whose disk work keeps an ending sweep (abandon_atom).
 void abandon_preparing(tuner_pointer self);
-/// end_seconds, as a duration.
-std::chrono::milliseconds end_bound(const tune_config& c);
-/// Cuts every job of the worker off the store and the actor system.
+/// Cuts every job of the worker off the store and the actor system (on
+/// fit()'s thread, once the sweep ended).
 void close_jobs(sweep& sw);
 
 // --- sweep_table.cpp: the table ---
