@@ -19,7 +19,7 @@ namespace dtrain::actors {
 std::string trainer_id(const std::string& trainer_text);
 
 /// Whether trainer `id` runs `trial`: a sweep trial's trainer is
-/// "<experiment name>-<trial>-<host>-<pid>-<random>-<n>" (tuner.cpp,
+/// "<experiment name>-<trial>-<host>-<pid>-<random>-<n>" (sweep_trials.cpp,
 /// make_trainer_id), so the trial is matched between dashes; a trainer's
 /// own id matches too.
 bool trainer_runs_trial(const std::string& id, const std::string& trial);

@@ -11,7 +11,7 @@ namespace dtrain::actors {
 
 /// What a trial's checkpoint directory holds when the trial starts again
 /// (a resumed sweep, an exploit that failed): the disk half of the tuner's
-/// resume point (tuner.cpp), which lists the directory, reads manifests,
+/// resume point (sweep_resume.cpp), which lists the directory, reads manifests,
 /// verifies checkpoints in full and removes some. It blocks on the disk:
 /// the tuner runs it on its worker thread, never on its actor's.
 struct resume_scan {

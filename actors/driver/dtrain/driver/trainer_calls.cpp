@@ -1,0 +1,116 @@
+// The calls a driver makes on a trainer's group: an epoch of training (with
+// its checkpoint), validation, save and restore, each through recovery
+// when the group fails; the model, its hashes; and preemption.
+#include <cstring>
+#include <future>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dtrain/cluster/errors.hpp"
+#include "dtrain/core/check.hpp"
+#include "dtrain/driver/trainer.hpp"
+#include "dtrain/driver/trainer_ask.hpp"
+#include "dtrain/serialization/capnp_checkpoint.hpp"
+
+namespace dtrain::actors {
+
+result<metrics_msg> trainer::train() {
+  DTRAIN_RETURN_IF_ERROR(maybe_grow());
+  ++epoch_;
+  for (;;) {
+    auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "train", train_atom::value);
+    if (!all)
+      return all.error();
+    metrics_msg m = all->front();
+    // A recovered group ran the epoch after the checkpoint it restored.
+    recovered(m.epoch, m.epoch - 1);
+    epoch_ = m.epoch;
+    bool due = config_.checkpoint_every > 0 && m.epoch % config_.checkpoint_every == 0;
+    if (config_.checkpoint_dir.empty() || !(m.preempted || due))
+      return m;
+    auto saved = ask_all<caf::ok_atom>(config_.epoch_timeout, "save to " + config_.checkpoint_dir,
+                                       save_atom::value, config_.checkpoint_dir,
+                                       static_cast<int32_t>(config_.checkpoint_keep));
+    if (saved || stopped_)
+      return saved ? result<metrics_msg>(m) : result<metrics_msg>(saved.error());
+    // The new group restores the newest checkpoint, before this epoch:
+    // the epoch runs again.
+    DTRAIN_RETURN_IF_ERROR(recover(saved.error()));
+  }
+}
+
+result<metrics_msg> trainer::validate() {
+  auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "validate", valid_atom::value);
+  if (!all)
+    return all.error();
+  // Validation reports the epoch the (restored) model stands at.
+  recovered(all->front().epoch + 1, all->front().epoch);
+  epoch_ = all->front().epoch;
+  return all->front();
+}
+
+status trainer::save(const std::string& path) {
+  return ask_with_recovery<caf::ok_atom>(config_.epoch_timeout, "save to " + path, save_atom::value,
+                                         path, static_cast<int32_t>(config_.checkpoint_keep))
+      .to_status();
+}
+
+status trainer::restore(const std::string& path) {
+  DTRAIN_RETURN_IF_ERROR(ask_with_recovery<caf::ok_atom>(config_.epoch_timeout,
+                                                         "restore from " + path,
+                                                         restore_atom::value, path)
+                             .to_status());
+  // The group is at the checkpoint's epoch now: what a failure in the next
+  // one is reported with (events), before train() hears it from the replicas.
+  if (auto m = serialization::default_checkpoint_codec()->read_manifest(path))
+    epoch_ = m->epoch;
+  return status::ok();
+}
+
+result<std::vector<float>> trainer::get_model() {
+  if (stopped_ || replicas_.empty())
+    return status(error_code::aborted, "get_model: the trainer has been shut down");
+  caf::scoped_actor self{cluster_.system()};
+  result<std::vector<float>> out{status(error_code::internal, "no reply")};
+  self->request(replicas_[0], config_.epoch_timeout, params_atom::value, capabilities_[0])
+      .receive(
+          [&](std::vector<char>& raw) {
+            std::vector<float> v(raw.size() / sizeof(float));
+            std::memcpy(v.data(), raw.data(), v.size() * sizeof(float));
+            out = std::move(v);
+          },
+          [&](caf::error& e) { out = from_caf(e, "get_model from replica 0"); });
+  return out;
+}
+
+result<std::vector<uint64_t>> trainer::parameter_hashes() {
+  return ask_all<uint64_t>(config_.epoch_timeout, "parameter hash", hash_atom::value);
+}
+
+status trainer::preempt() {
+  replica_actor chief;
+  std::string capability;
+  {
+    std::lock_guard<std::mutex> lock(chief_mutex_);
+    chief = chief_;
+    capability = chief_capability_;
+  }
+  if (stopped_ || !chief)
+    return status(error_code::aborted, "preempt: the trainer has been shut down");
+  caf::scoped_actor self{cluster_.system()};
+  status out;
+  self->request(chief, std::chrono::seconds(10), preempt_atom::value, capability)
+      .receive([](caf::ok_atom) {}, [&](caf::error& e) { out = from_caf(e, "preempt (replica 0)"); });
+  return out;
+}
+
+std::future<result<metrics_msg>> trainer::train_async() {
+  return std::async(std::launch::async, [this] { return train(); });
+}
+
+std::future<result<metrics_msg>> trainer::validate_async() {
+  return std::async(std::launch::async, [this] { return validate(); });
+}
+
+} // namespace dtrain::actors
