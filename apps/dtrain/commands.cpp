@@ -6,53 +6,28 @@
 #include <thread>
 #include <unistd.h>
 
-#include "experiment_runs.hpp"
 #include "processes.hpp"
-#include "progress_bar.hpp"
 #include <filesystem>
 
 #include "dtrain/cluster/errors.hpp"
+#include "dtrain/driver/runs/experiment_runs.hpp"
+#include "dtrain/driver/runs/progress_bar.hpp"
+#include "dtrain/driver/runs/train_run.hpp"
 #include "dtrain/driver/trainer.hpp"
 #include "dtrain/driver/tuner/tuner.hpp"
-#include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/experiments/experiment.hpp"
 #include "dtrain/core/check.hpp"
-#include "dtrain/tune/journal.hpp"
 
 namespace dtrain::cli {
 
 namespace {
 
 using namespace dtrain::actors;
+using namespace dtrain::runs;
 
 int fail(const status& s) {
   std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
   return 1;
-}
-
-// The "[chief] epoch ..." line of an epoch and the validation after it.
-std::string epoch_line(int64_t epochs, const metrics_msg& m, const metrics_msg& v) {
-  // The operator's own metrics, as the tuner names them.
-  std::string extra;
-  char value[64];
-  for (const auto& [name, x] : m.extra) {
-    std::snprintf(value, sizeof value, " %.4f", x);
-    extra += "  " + name + value;
-  }
-  for (const auto& [name, x] : v.extra) {
-    std::snprintf(value, sizeof value, " %.4f", x);
-    extra += "  validation_" + name + value;
-  }
-  char line[512];
-  std::snprintf(line, sizeof line,
-                "[chief] epoch %lld/%lld  %lld steps  lr %.5f  train loss %.4f acc %.4f  "
-                "validation loss %.4f acc %.4f",
-                static_cast<long long>(m.epoch), static_cast<long long>(epochs),
-                static_cast<long long>(m.steps), static_cast<double>(m.lr), m.loss, m.accuracy,
-                v.loss, v.accuracy);
-  char rate[96];
-  std::snprintf(rate, sizeof rate, "  %.2f s  %.0f samples/s", m.seconds, m.samples_per_second);
-  return line + extra + rate;
 }
 
 } // namespace
@@ -151,163 +126,17 @@ int run_train(const train_options& o) {
   auto store = (*c)->experiments();
   if (!store)
     return fail(store.error());
-  auto run = begin_experiment(*store, *e, "train", o.resume, o.force);
-  if (!run)
-    return fail(run.error());
-  const int64_t id = run->row.id;
-  trainer_config tc = trainer_config_from(*e);
-  // One bar for the group on a terminal, per-rank lines with --verbose,
-  // neither in a log (the epoch lines say enough there). Shared with the
-  // trainer's progress actor, which may still hold a message when this
-  // function returns.
-  auto display = std::make_shared<progress_display>(tc.num_replicas, e->epochs, o.verbose);
-  if (o.verbose || display->terminal()) {
-    tc.progress_seconds = o.verbose ? 1.0 : 0.25;
-    tc.progress_all_ranks = o.verbose;
-    tc.on_progress = [display](const progress_msg& p) { display->update(p); };
-  }
-  if (display->terminal())  // the trainer's notes must not land on the bar's line
-    tc.on_note = [display](const std::string& text) { display->note(text); };
-  // One trial, 00000, checkpointing under <storage>/00000, the storage
-  // <root>/<experiment id>-<token> marked as the experiment's own
-  // (begin_experiment): a new experiment never finds another's checkpoints.
-  tc.checkpoint_dir = run->row.storage.empty() ? "" : run->row.storage + "/00000";
-  std::printf("experiment %lld%s: %s, %d replicas of %s on %s cluster, global batch %lld, "
-              "%lld epochs\n",
-              static_cast<long long>(id), run->resumed ? " (resumed)" : "", e->name.c_str(),
-              tc.num_replicas, tc.operator_name.c_str(), (*c)->where().c_str(),
-              static_cast<long long>(tc.global_batch_size), static_cast<long long>(e->epochs));
-  std::fflush(stdout);
-  // The trial's record: its stored history when resumed.
-  tune::trial_record trial;
-  trial.id = "00000";
-  for (const auto& [k, v] : e->hyperparameters)
-    trial.configuration[k] = v;
-  trial.checkpoint_dir = tc.checkpoint_dir;
-  int64_t next_seq = 1;
-  if (run->resumed) {
-    auto seq = tune::next_sequence(**store, id);
-    auto rows = (*store)->metrics(id, trial.id);
-    if (!seq || !rows) {
-      const status s = !seq ? seq.error() : rows.error();
-      end_experiment(*run, "failed", s.to_string());  // never left running
-      return fail(s);
-    }
-    next_seq = *seq;
-    for (const auto& m : *rows) {
-      if (trial.history.empty() || trial.history.back().epoch != m.epoch)
-        trial.history.push_back({trial.id, m.epoch, {}});
-      trial.history.back().metrics[m.name] = m.value;
-    }
-  }
-  tune::journal journal(*store, id, e->sweep.metric, e->sweep.direction, next_seq);
-  bool stored = false;  // the trial's row: a driver killed at once may have lost it
-  if (run->resumed) {
-    auto rows = (*store)->trials(id);
-    if (!rows) {
-      end_experiment(*run, "failed", rows.error().to_string());
-      return fail(rows.error());
-    }
-    journal.adopt(*rows);
-    for (const auto& row : *rows)
-      stored = stored || row.id == trial.id;
-  }
-  if (!stored)
-    journal.created(trial);
-  auto failed = [&](const status& s) {
-    display->clear();
-    trial.status = tune::trial_status::error;
-    trial.error = s.to_string();
-    journal.ended(trial, tune::trial_end::failed);
-    end_experiment(*run, "failed", trial.error);
-    return fail(s);
-  };
-  // The group's failures and recoveries go to the store beside the notes
-  // (on this thread: the trainer calls it inside train() and the others).
-  tc.on_event = [&journal, &trial](const trainer_event& ev) {
-    journal.event(trial, ev.epoch, ev.kind, ev.message);
-  };
-  auto t = trainer::create(**c, tc);
-  if (!t)
-    return failed(t.error());
-  std::printf("replicas ready in %.3f s\n", (*t)->startup_seconds());
-  trial.status = tune::trial_status::running;
-  journal.updated(trial);
-  if (run->resumed && !tc.checkpoint_dir.empty()) {
-    status resumed = (*t)->restore(tc.checkpoint_dir);
-    if (resumed.is_ok())
-      std::printf("resumed from the newest valid checkpoint in %s\n", tc.checkpoint_dir.c_str());
-    else if (resumed.code() != error_code::not_found)
-      return failed(resumed);
-  }
+  runs::train_request r;
+  r.file = o.experiment;
+  r.resume = o.resume;
+  r.force = o.force;
+  r.verbose = o.verbose;
   // Ctrl-C / SIGTERM: the replicas stop at their next check, checkpoint,
   // and this process exits cleanly; a second signal kills it.
-  signal_watch watch([&] {
-    display->line("stopping: asking the replicas to checkpoint and stop");
-    (void)(*t)->preempt();
-  });
-  metrics_msg last_validation;
-  int64_t done = 0;
-  std::map<int64_t, std::string> checkpoints = checkpoint::checkpoint_dirs(tc.checkpoint_dir);
-  if (run->resumed) {  // where a restored group stands
-    auto v = (*t)->validate();
-    if (!v)
-      return failed(v.error());
-    done = v->epoch;
-    last_validation = *v;
-    if (done >= e->epochs)
-      std::printf("all %lld epochs of experiment %lld were done already\n",
-                  static_cast<long long>(e->epochs), static_cast<long long>(id));
-  }
-  // By the epoch the replicas report: after a failure they may resume from
-  // an earlier checkpoint and repeat epochs.
-  while (done < e->epochs) {
-    auto m = (*t)->train();
-    if (!m)
-      return failed(m.error());
-    display->finished_epoch(m->preempted ? m->epoch + 1 : m->epoch);
-    if (m->preempted) {
-      std::printf("preempted in epoch %lld after %lld batches%s\n", static_cast<long long>(m->epoch + 1),
-                  static_cast<long long>(m->resume_batch),
-                  tc.checkpoint_dir.empty()
-                      ? " (no checkpoint_dir: progress is lost)"
-                      : ("; checkpoint saved: continue with `dtrain train " + o.experiment +
-                         " --resume " + std::to_string(id) + "`").c_str());
-      trial.interrupted = true;
-      journal.updated(trial);
-      end_experiment(*run, "interrupted", "preempted by a signal");
-      return (*t)->shutdown().is_ok() ? 0 : 1;
-    }
-    auto v = (*t)->validate();
-    if (!v)
-      return failed(v.error());
-    display->line(epoch_line(e->epochs, *m, *v));
-    last_validation = *v;
-    done = m->epoch;
-    tune::report rep{trial.id, m->epoch,
-                     {{"loss", m->loss}, {"accuracy", m->accuracy},
-                      {"validation_loss", v->loss}, {"validation_accuracy", v->accuracy},
-                      {"lr", static_cast<double>(m->lr)}}};
-    rep.metrics.merge(speed_metrics(*m, (*t)->failures().size()));
-    trial.history.push_back(rep);
-    auto now = checkpoint::checkpoint_dirs(tc.checkpoint_dir);
-    journal.checkpoints_changed(trial, checkpoints, now);
-    checkpoints = std::move(now);
-    journal.reported(trial, rep);
-  }
-  if (!tc.checkpoint_dir.empty())
-    std::printf("checkpoints in %s\n", tc.checkpoint_dir.c_str());
-  if (!(*t)->failures().empty())
-    std::printf("recovered from %zu failures\n", (*t)->failures().size());
-  std::printf("validation: loss %.4f, accuracy %.4f (%lld samples)\n", last_validation.loss,
-              last_validation.accuracy, static_cast<long long>(last_validation.samples));
-  trial.restarts = static_cast<int>((*t)->failures().size());
-  trial.status = tune::trial_status::terminated;
-  journal.ended(trial, tune::trial_end::completed);
-  end_experiment(*run, "completed", "");
-  std::printf("experiment %lld completed (dtrain experiments show %lld)\n",
-              static_cast<long long>(id), static_cast<long long>(id));
-  if (auto s = (*t)->shutdown(); !s)
+  r.watch_signals = [](std::function<void()> on_signal) {
+    return std::shared_ptr<void>(std::make_shared<signal_watch>(std::move(on_signal)));
+  };
+  if (status s = runs::train_experiment(**c, *store, *e, r); !s)
     return fail(s);
   return 0;
 }

@@ -3,7 +3,7 @@
 // cluster or from the local store file.
 #include "commands.hpp"
 #include "experiments_delete.hpp"
-#include "store_access.hpp"
+#include "dtrain/driver/runs/store_access.hpp"
 
 #include <unistd.h>
 
@@ -26,6 +26,8 @@
 #include "dtrain/experiments/store.hpp"
 
 namespace dtrain::cli {
+
+using namespace dtrain::runs;
 
 namespace {
 

@@ -11,11 +11,13 @@
 #include <iostream>
 #include <thread>
 
-#include "experiment_runs.hpp"
+#include "dtrain/driver/runs/experiment_runs.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/core/files.hpp"
 
 namespace dtrain::cli {
+
+using namespace dtrain::runs;
 
 namespace {
 

@@ -18,7 +18,7 @@ namespace dtrain::cli {
 /// elsewhere is not waited for (its later writes to the store fail).
 ///
 /// The directory (`storage`) is removed only when it carries this
-/// experiment's owner marker (checkpoint/ownership.hpp, cli::storage_owner):
+/// experiment's owner marker (checkpoint/ownership.hpp, runs::storage_owner):
 /// never another store's experiment's directory, nor a directory the row
 /// was rewritten to point at; such a directory is left in place, said on
 /// stderr, and the rows are still deleted.

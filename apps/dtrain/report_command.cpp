@@ -9,9 +9,11 @@
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
 #include "dtrain/dashboard/report.hpp"
-#include "store_access.hpp"
+#include "dtrain/driver/runs/store_access.hpp"
 
 namespace dtrain::cli {
+
+using namespace dtrain::runs;
 
 namespace {
 

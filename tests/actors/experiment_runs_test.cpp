@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "actors/child_process.hpp"
@@ -331,6 +332,67 @@ BOOST_AUTO_TEST_CASE(a_resume_whose_trial_was_never_recorded_creates_it) {
   BOOST_TEST(trials->front().seq_created > 0);
   BOOST_TEST(trials->front().seq_created < trials->front().seq_ended);
   BOOST_TEST(trials->front().state == "TERMINATED");
+}
+
+// `dtrain train` records its one trial as `dtrain tune` records each of
+// its trials: the same metric names every epoch, the operator's own ones
+// included (fp16 training adds loss_scale and skipped_steps beside the
+// built-in metrics; before, `dtrain train` printed them and never stored
+// them).
+BOOST_AUTO_TEST_CASE(train_stores_the_same_metrics_as_a_tune_trial_the_operators_own_included) {
+  home_dir home;
+  temp_dir dir;
+  const std::string common = "operator: linear_regression\n"
+                             "global_batch_size: 32\n"
+                             "optimizations: {precision: fp16}\n"
+                             "resources: {slots_per_trial: 1}\n"
+                             "checkpoint_storage: {host_path: " + dir.file("ckpt") + "}\n"
+                             "seed: 5\n";
+  const std::string train_file = dir.file("train.yaml");
+  testing::write_file(train_file, "name: fp16-train\n" + common +
+                                      "hyperparameters: {lr: 0.01, samples: 1000, features: 4}\n"
+                                      "epochs: 2\n");
+  const std::string tune_file = dir.file("tune.yaml");
+  testing::write_file(tune_file, "name: fp16-tune\n" + common +
+                                     "hyperparameters:\n"
+                                     "  lr: {type: categorical, vals: [0.01]}\n"
+                                     "  samples: 1000\n"
+                                     "  features: 4\n"
+                                     "searcher:\n"
+                                     "  name: grid\n"
+                                     "  metric: validation_loss\n"
+                                     "  max_length: {epochs: 2}\n");
+  ran trained = run_dtrain({"train", train_file, "--embedded"}, dir.file("train.log"));
+  BOOST_TEST_REQUIRE(trained.code == 0, trained.log);
+  BOOST_TEST(trained.log.find("loss_scale") != std::string::npos, trained.log);
+  ran tuned = run_dtrain({"tune", tune_file, "--embedded", "--local-slots", "1"},
+                         dir.file("tune.log"));
+  BOOST_TEST_REQUIRE(tuned.code == 0, tuned.log);
+  const int64_t train_id = experiment_id_in(trained.log), tune_id = experiment_id_in(tuned.log);
+  BOOST_TEST_REQUIRE(train_id != tune_id);
+  // Metric names by epoch, per experiment.
+  auto s = reader(home.db());
+  auto names_by_epoch = [&](int64_t id) {
+    std::map<int64_t, std::set<std::string>> out;
+    auto rows = s->metrics(id);
+    BOOST_TEST_REQUIRE(rows.is_ok(), rows.error().to_string());
+    for (const auto& m : *rows)
+      out[m.epoch].insert(m.name);
+    return out;
+  };
+  const auto train_names = names_by_epoch(train_id), tune_names = names_by_epoch(tune_id);
+  BOOST_TEST_REQUIRE(train_names.size() == 2u);
+  for (const auto& [epoch, names] : train_names) {
+    BOOST_TEST(names.count("loss_scale") == 1u, "epoch " << epoch);
+    BOOST_TEST(names.count("skipped_steps") == 1u, "epoch " << epoch);
+    BOOST_TEST(names.count("validation_loss") == 1u, "epoch " << epoch);
+  }
+  BOOST_TEST((train_names == tune_names));
+  auto trial = s->trials(train_id);
+  BOOST_TEST_REQUIRE(trial.is_ok());
+  BOOST_TEST_REQUIRE(trial->size() == 1u);
+  BOOST_TEST(trial->front().state == "TERMINATED");
+  BOOST_TEST(trial->front().epochs == 2);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "../apps/dtrain/progress_bar.hpp"
+#include "dtrain/driver/runs/progress_bar.hpp"
 #include "actors/child_process.hpp"
 #include "test_util.hpp"
 

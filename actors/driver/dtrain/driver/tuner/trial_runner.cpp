@@ -11,41 +11,6 @@ namespace dtrain::actors {
 
 namespace {
 
-// Shared by a runner and whoever interrupts it: the trainer is published
-// here while it trains, and interrupt() preempts it under the lock, so the
-// runner cannot destroy it in between.
-class trial_control {
-public:
-  // False when the trial was interrupted before its trainer was ready.
-  bool adopt(trainer* t) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (interrupted_)
-      return false;
-    trainer_ = t;
-    return true;
-  }
-  void release() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    trainer_ = nullptr;
-  }
-  bool interrupted() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return interrupted_;
-  }
-  // Blocks up to the trainer's preempt timeout: call it off actor threads.
-  void interrupt() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    interrupted_ = true;
-    if (trainer_ != nullptr)
-      (void)trainer_->preempt();
-  }
-
-private:
-  std::mutex mutex_;
-  trainer* trainer_ = nullptr;
-  bool interrupted_ = false;
-};
-
 std::map<std::string, double> metrics_of(const metrics_msg& train, const metrics_msg& validation,
                                          size_t restarts) {
   // lr: the rate the epoch trained with, so the record shows what a PBT
@@ -66,123 +31,191 @@ std::map<std::string, double> metrics_of(const metrics_msg& train, const metrics
   return out;
 }
 
-// Empty when `metrics` holds the sweep's `metric`, else why not.
-std::string missing_metric(const std::string& metric, const std::string& operator_name,
+// Ok when `metrics` holds the sweep's `metric`, else why not.
+status missing_metric(const std::string& metric, const std::string& operator_name,
                            const std::map<std::string, double>& metrics) {
   if (metric.empty() || metrics.count(metric) != 0)
-    return "";
+    return status::ok();
   std::string reported;
   for (const auto& [name, value] : metrics)
     reported += (reported.empty() ? "" : ", ") + name;
-  return "the sweep's metric '" + metric + "' is not reported by operator '" + operator_name +
-         "' (it reports " + reported + ")";
+  return invalid_argument("the sweep's metric '" + metric + "' is not reported by operator '" +
+                          operator_name + "' (it reports " + reported + ")");
 }
 
-// The life of one trial, on its own thread: create the group, train and
-// validate epoch by epoch, report each to the tuner and wait for its word,
-// shut the group down (freeing its slots), say so.
-void run_trial(caf::blocking_actor* self, cluster* c, trial_launch launch, caf::actor tuner,
-               std::shared_ptr<trial_control> control) {
-  auto end = [&](int32_t restarts, const std::string& error, bool interrupted) {
-    self->send(tuner, trial_end_atom::value, launch.id, restarts, error, interrupted);
+// The tuner's runner: run_trial on a detached actor, its observations
+// as messages to the tuner.
+void run_for_tuner(caf::blocking_actor* self, cluster* c, trial_launch launch, caf::actor tuner,
+                   std::shared_ptr<trial_control> control) {
+  const std::string id = launch.id;
+  trial_observer o;
+  o.up = [&](trainer&) { self->send(tuner, trial_up_atom::value, id); };
+  o.event = [&](const trainer_event& e) {
+    self->send(tuner, trial_event_atom::value, id, e.epoch, e.kind, e.message);
   };
-  if (control->interrupted())
-    return end(0, "", true);
-  // The trainer calls it on this thread, inside its calls below.
-  // (after the sweep's own, if its trial template has one).
-  launch.config.on_event = [self, &launch, &tuner,
-                            previous = launch.config.on_event](const trainer_event& e) {
-    if (previous)
-      previous(e);
-    self->send(tuner, trial_event_atom::value, launch.id, e.epoch, e.kind, e.message);
-  };
-  auto created = trainer::create(*c, launch.config);
-  if (!created)
-    return end(0, created.error().to_string(), false);
-  std::unique_ptr<trainer> t = std::move(*created);
-  if (!control->adopt(t.get())) {
-    (void)t->shutdown();
-    return end(0, "", true);
-  }
-  self->send(tuner, trial_up_atom::value, launch.id);
-  std::string error;
-  bool interrupted = false;
-  int64_t epoch = 0;
-  // One epoch's report; the tuner's answer says whether to train on. It
-  // answers at once; the bound only guards against a tuner that is gone
-  // (its down message may not have reached us yet).
-  auto report = [&](std::map<std::string, double> metrics) {
-    error = missing_metric(launch.metric, launch.config.operator_name, metrics);
-    if (!error.empty())
-      return false;
+  // The tuner answers at once; the bound only guards against a tuner that
+  // is gone (its down message may not have reached us yet).
+  bool gone = false;
+  o.report = [&](const trial_epoch& ep) {
     bool go_on = false;
-    // Listed here, on the runner's thread: the tuner's is a scheduler thread.
-    auto checkpoints = launch.config.checkpoint_dir.empty()
-                           ? std::map<int64_t, std::string>()
-                           : checkpoint::checkpoint_dirs(launch.config.checkpoint_dir);
-    self->request(tuner, std::chrono::seconds(60), trial_report_atom::value, launch.id, epoch,
-                  std::move(metrics), std::move(checkpoints))
-        .receive([&](bool answer) { go_on = answer; },
-                 [&](caf::error&) { interrupted = true; });
+    self->request(tuner, std::chrono::seconds(60), trial_report_atom::value, id, ep.epoch,
+                  ep.metrics, ep.checkpoints)
+        .receive([&](bool answer) { go_on = answer; }, [&](caf::error&) { gone = true; });
     return go_on;
   };
-  bool go_on = true;
-  if (!launch.restore_from.empty()) {
-    if (status s = t->restore(launch.restore_from); !s) {
-      error = s.with_context("restoring " + launch.restore_from).to_string();
-    } else if (auto v = t->validate(); !v) {
-      error = v.error().with_context("validating after restoring " + launch.restore_from).to_string();
-    } else {
-      // Where the restored group stands: a checkpoint of the last epoch (an
-      // exploit's source that finished meanwhile) leaves nothing to train.
-      epoch = v->epoch;
-      std::optional<metrics_msg> trained;
-      if (launch.report_restored)
-        if (auto m = serialization::default_checkpoint_codec()->read_manifest(launch.restore_from))
-          trained = epoch_from_manifest(m->metrics, epoch);
-      if (trained)
-        go_on = report(metrics_of(*trained, *v, 0));
-      else if (launch.report_restored)  // the tuner read it just before: the file changed
-        error = "the manifest of " + launch.restore_from + " no longer holds epoch " +
-                std::to_string(epoch) + "'s metrics, which the sweep needs to report it";
-    }
+  trial_outcome out = run_trial(*c, std::move(launch), *control, o);
+  // The trial's outcome is its training's: a group that fails to release
+  // its slots is the head's concern (it frees them when the owner goes),
+  // said here rather than turning a finished trial into a failed one.
+  if (!out.shutdown)
+    std::fprintf(stderr, "dtrain: trial %s: shutting its group down: %s\n", id.c_str(),
+                 out.shutdown.to_string().c_str());
+  const std::string error = out.error ? "" : out.error.to_string();
+  self->send(tuner, trial_end_atom::value, id, out.restarts, error, out.interrupted || gone);
+}
+
+} // namespace
+
+bool trial_control::adopt(trainer* t) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (interrupted_)
+    return false;
+  trainer_ = t;
+  return true;
+}
+
+void trial_control::release() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  trainer_ = nullptr;
+}
+
+bool trial_control::interrupted() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return interrupted_;
+}
+
+void trial_control::interrupt() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  interrupted_ = true;
+  if (trainer_ != nullptr)
+    (void)trainer_->preempt();
+}
+
+namespace {
+
+// One epoch's report to the observer; false: stop training (the report's
+// answer, or `error` set).
+bool report_epoch(const trial_launch& launch, const trial_observer& o, int64_t epoch,
+                  const metrics_msg& train, const metrics_msg& validation, size_t restarts,
+                  status& error) {
+  trial_epoch ep;
+  ep.epoch = epoch;
+  ep.train = &train;
+  ep.validation = &validation;
+  ep.metrics = metrics_of(train, validation, restarts);
+  error = missing_metric(launch.metric, launch.config.operator_name, ep.metrics);
+  if (!error)
+    return false;
+  // Listed here, on the runner's thread: the tuner's is a scheduler thread.
+  if (!launch.config.checkpoint_dir.empty())
+    ep.checkpoints = checkpoint::checkpoint_dirs(launch.config.checkpoint_dir);
+  return !o.report || o.report(ep);
+}
+
+// Restores launch.restore_from and validates; the epoch the group stands
+// at, and whether to train on (a report of the restored epoch may say no).
+bool restore(trainer& t, const trial_launch& launch, const trial_observer& o, int64_t& epoch,
+             status& error) {
+  if (status s = t.restore(launch.restore_from); !s) {
+    error = s.with_context("restoring " + launch.restore_from);
+    return false;
   }
-  while (go_on && error.empty() && epoch < launch.max_epochs) {
+  auto v = t.validate();
+  if (!v) {
+    error = v.error().with_context("validating after restoring " + launch.restore_from);
+    return false;
+  }
+  // Where the restored group stands: a checkpoint of the last epoch (an
+  // exploit's source that finished meanwhile) leaves nothing to train.
+  epoch = v->epoch;
+  if (o.restored)
+    o.restored(*v);
+  if (!launch.report_restored)
+    return true;
+  std::optional<metrics_msg> trained;
+  if (auto m = serialization::default_checkpoint_codec()->read_manifest(launch.restore_from))
+    trained = epoch_from_manifest(m->metrics, epoch);
+  if (!trained) {  // the caller read it just before: the file changed
+    error = corrupt_data("the manifest of " + launch.restore_from + " no longer holds epoch " +
+                         std::to_string(epoch) + "'s metrics, which the sweep needs to report it");
+    return false;
+  }
+  return report_epoch(launch, o, epoch, *trained, *v, 0, error);
+}
+
+} // namespace
+
+trial_outcome run_trial(cluster& c, trial_launch launch, trial_control& control,
+                        const trial_observer& o) {
+  trial_outcome out;
+  if (control.interrupted()) {
+    out.interrupted = true;
+    return out;
+  }
+  // The trainer calls it on this thread, inside its calls below (after the
+  // template's own, if it has one).
+  launch.config.on_event = [&o, previous = launch.config.on_event](const trainer_event& e) {
+    if (previous)
+      previous(e);
+    if (o.event)
+      o.event(e);
+  };
+  auto created = trainer::create(c, launch.config);
+  if (!created) {
+    out.error = created.error();
+    return out;
+  }
+  std::unique_ptr<trainer> t = std::move(*created);
+  if (!control.adopt(t.get())) {
+    out.shutdown = t->shutdown();
+    out.interrupted = true;
+    return out;
+  }
+  if (o.up)
+    o.up(*t);
+  int64_t epoch = 0;
+  bool go_on = launch.restore_from.empty() || restore(*t, launch, o, epoch, out.error);
+  while (go_on && out.error && epoch < launch.max_epochs) {
     auto m = t->train();
     if (!m) {
-      error = m.error().to_string();
+      out.error = m.error();
       break;
     }
+    if (o.trained)
+      o.trained(*m);
     if (m->preempted) {
-      interrupted = true;
+      out.interrupted = true;
       break;
     }
     auto v = t->validate();
     if (!v) {
-      error = v.error().to_string();
+      out.error = v.error();
       break;
     }
     epoch = m->epoch;
-    go_on = report(metrics_of(*m, *v, t->failures().size()));
+    go_on = report_epoch(launch, o, epoch, *m, *v, t->failures().size(), out.error);
   }
-  control->release();
-  auto restarts = static_cast<int32_t>(t->failures().size());
-  // The trial's outcome is its training's: a group that fails to release
-  // its slots is the head's concern (it frees them when the owner goes),
-  // said here rather than turning a finished trial into a failed one.
-  if (status down = t->shutdown(); !down)
-    std::fprintf(stderr, "dtrain: trial %s: shutting its group down: %s\n", launch.id.c_str(),
-                 down.to_string().c_str());
-  end(restarts, error, interrupted);
+  control.release();
+  out.restarts = static_cast<int32_t>(t->failures().size());
+  out.shutdown = t->shutdown();
+  return out;
 }
-
-} // namespace
 
 trial_launcher trainer_launcher(cluster& c) {
   return [&c](caf::actor_system& sys, const caf::actor& tuner, const trial_launch& launch) {
     auto control = std::make_shared<trial_control>();
     trial_handle h;
-    h.runner = sys.spawn<caf::detached>(run_trial, &c, launch, tuner, control);
+    h.runner = sys.spawn<caf::detached>(run_for_tuner, &c, launch, tuner, control);
     h.interrupt = [&sys, control] {
       // preempt() waits for the chief's answer: not on the caller's thread.
       sys.spawn<caf::detached>([control](caf::blocking_actor*) { control->interrupt(); });

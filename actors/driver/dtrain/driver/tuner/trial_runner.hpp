@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 
 #include "caf/all.hpp"
@@ -56,6 +57,68 @@ struct trial_handle {
   caf::actor runner;
   std::function<void()> interrupt;
 };
+
+/// Shared by a trial's runner and whoever stops it early: the trainer is
+/// published here while it trains, and interrupt() preempts it under the
+/// lock, so the runner cannot destroy it in between. Thread-safe.
+class trial_control {
+public:
+  /// False when the trial was interrupted before its trainer was ready.
+  bool adopt(trainer* t);
+  void release();
+  bool interrupted();
+  /// Asks the trainer (when there is one) to checkpoint and stop at the
+  /// replicas' next check. Blocks up to the trainer's preempt timeout:
+  /// call it off actor threads.
+  void interrupt();
+
+private:
+  std::mutex mutex_;
+  trainer* trainer_ = nullptr;
+  bool interrupted_ = false;
+};
+
+/// One reported epoch of a trial: the metrics map that the tuner and
+/// `dtrain train` both record (trainer_launcher's list below), the
+/// messages it was made from (for printing) and the trial's checkpoint
+/// directories by epoch (empty without a checkpoint_dir).
+struct trial_epoch {
+  int64_t epoch = 0;
+  const metrics_msg* train = nullptr;
+  const metrics_msg* validation = nullptr;
+  std::map<std::string, double> metrics;
+  std::map<int64_t, std::string> checkpoints;
+};
+
+/// What a trial's run tells its recorder, each on the run's own thread;
+/// any may be empty. `report` answers whether to train on (empty: yes).
+struct trial_observer {
+  std::function<void(trainer&)> up;                      // placed and set up
+  /// restore_from restored: the group's validation says where it stands.
+  std::function<void(const metrics_msg& validation)> restored;
+  std::function<void(const metrics_msg&)> trained;       // train() returned (preempted or not)
+  std::function<bool(const trial_epoch&)> report;
+  std::function<void(const trainer_event&)> event;       // after launch.config.on_event
+};
+
+/// How a trial's run ended: `error` ok when it trained to the end (or was
+/// stopped by a report's answer); `interrupted` when preempted or
+/// interrupted through its control; `shutdown` the group's release.
+struct trial_outcome {
+  int32_t restarts = 0;
+  status error;
+  bool interrupted = false;
+  status shutdown;
+};
+
+/// The life of one trial on the calling thread (it blocks for the whole
+/// training): create the group on `c`, restore launch.restore_from (and
+/// report its epoch first with launch.report_restored), train and validate
+/// epoch by epoch up to launch.max_epochs, report each, shut the group
+/// down. The one way a trial runs, for the tuner (trainer_launcher) and
+/// `dtrain train` alike.
+trial_outcome run_trial(cluster& c, trial_launch launch, trial_control& control,
+                        const trial_observer& observer);
 
 /// Starts the runner of one trial. The seam between the tuner and the
 /// trainers: the real one trains through dtrain::actors::trainer; tests and

@@ -1,4 +1,4 @@
-#include "progress_bar.hpp"
+#include "dtrain/driver/runs/progress_bar.hpp"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace dtrain::cli {
+namespace dtrain::runs {
 
 bool stdout_is_terminal() {
   if (!isatty(STDOUT_FILENO))
@@ -88,4 +88,4 @@ void progress_display::clear() {
   std::fflush(stdout);
 }
 
-} // namespace dtrain::cli
+} // namespace dtrain::runs

@@ -10,7 +10,7 @@
 /// `dtrain train`'s view of a running group: one progress bar for the whole
 /// group, redrawn in place on a terminal, and whole lines (epoch results,
 /// messages) that clear the bar, print, and let it be drawn again.
-namespace dtrain::cli {
+namespace dtrain::runs {
 
 /// Whether stdout is a terminal that draws in place (a tty whose TERM is
 /// not "dumb"), and its width in columns (`fallback` when unknown).
@@ -53,4 +53,4 @@ private:
   int64_t finished_ = 0;
 };
 
-} // namespace dtrain::cli
+} // namespace dtrain::runs

@@ -2,7 +2,7 @@
 // `dtrain tune`: ids, checkpoint directories (named and marked with a token
 // unique across stores), and the refusal of a resume whose configuration
 // changed or whose directory is another experiment's.
-#include "experiment_runs.hpp"
+#include "dtrain/driver/runs/experiment_runs.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -14,7 +14,7 @@
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/net.hpp"
 
-namespace dtrain::cli {
+namespace dtrain::runs {
 
 namespace {
 
@@ -195,4 +195,4 @@ void end_experiment(experiment_run& run, const std::string& state, const std::st
                  s.to_string().c_str());
 }
 
-} // namespace dtrain::cli
+} // namespace dtrain::runs

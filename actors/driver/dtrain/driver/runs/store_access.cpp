@@ -1,4 +1,4 @@
-#include "store_access.hpp"
+#include "dtrain/driver/runs/store_access.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -6,7 +6,7 @@
 #include "dtrain/cluster/experiment_service.hpp"
 #include "dtrain/core/check.hpp"
 
-namespace dtrain::cli {
+namespace dtrain::runs {
 
 result<opened_store> open_experiment_store(const std::string& given_address,
                                            const std::string& path,
@@ -39,4 +39,4 @@ result<opened_store> open_experiment_store(const std::string& given_address,
   return out;
 }
 
-} // namespace dtrain::cli
+} // namespace dtrain::runs

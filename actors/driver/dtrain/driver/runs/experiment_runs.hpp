@@ -9,7 +9,7 @@
 #include "dtrain/core/status.hpp"
 #include "dtrain/experiments/store.hpp"
 
-namespace dtrain::cli {
+namespace dtrain::runs {
 
 /// The experiment a `dtrain train` or `dtrain tune` run records itself
 /// under in the store.
@@ -54,4 +54,4 @@ result<experiment_run> begin_experiment(std::shared_ptr<experiments::experiment_
 /// (the run's outcome stands).
 void end_experiment(experiment_run& run, const std::string& state, const std::string& message);
 
-} // namespace dtrain::cli
+} // namespace dtrain::runs

@@ -8,7 +8,7 @@
 #include "dtrain/security/certificates.hpp"
 #include "dtrain/experiments/store.hpp"
 
-namespace dtrain::cli {
+namespace dtrain::runs {
 
 /// The experiment store a command reads (`dtrain experiments`, `dtrain
 /// report`): through a head (then the cluster connection must live as long
@@ -27,4 +27,4 @@ struct opened_store {
 result<opened_store> open_experiment_store(const std::string& address, const std::string& path,
                                            const security::tls_files& tls, bool read_only);
 
-} // namespace dtrain::cli
+} // namespace dtrain::runs
