@@ -5,6 +5,8 @@
 // reach the cluster, not only from the node's own.
 #include "commands.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,7 +18,8 @@
 #include "dtrain/cluster/errors.hpp"
 #include "dtrain/cluster/node_actor.hpp"
 #include "dtrain/driver/node_logs.hpp"
-#include "processes.hpp"
+#include "command_line.hpp"
+#include "dtrain/roles/processes.hpp"
 
 namespace dtrain::cli {
 
@@ -155,11 +158,11 @@ result<std::vector<int32_t>> chosen_nodes(const logs_options& o, const cluster_s
 int run_logs(const logs_options& o) {
   if (o.node >= 0 && !o.trial.empty())
     return fail(invalid_argument("give --node or --trial, not both"));
-  auto address = cluster_address(o.address);
+  auto address = require_cluster(o.address);
   if (!address)
     return fail(address.error());
   cluster::options co;
-  co.address = *address;
+  co.address = address->address;
   co.tls = o.tls;
   auto c = cluster::connect(co);
   if (!c)
@@ -191,17 +194,17 @@ int run_logs(const logs_options& o) {
     n.source.client = (*c)->client_files();
     logs.push_back(std::move(n));
   }
-  install_signal_handlers();
+  roles::install_signal_handlers();
   for (auto& n : logs) {
     status read = o.tail >= 0 ? read_tail(self, n, o.tail, o.grep) : read_all(self, n, o.grep);
     if (!read)
       return fail(read);
   }
-  while (o.follow && !stop_requested()) {
+  while (o.follow && !roles::stop_requested()) {
     for (auto& n : logs) {
       auto chunk = fetch(self, n, n.next, max_log_chunk);
       if (!chunk)
-        return stop_requested() ? 0 : fail(chunk.error());
+        return roles::stop_requested() ? 0 : fail(chunk.error());
       if (chunk->size < n.next) {  // the file was truncated or replaced: anew
         n.next = 0;
         n.partial.clear();
@@ -210,7 +213,7 @@ int run_logs(const logs_options& o) {
       emit(n, chunk->bytes, o.grep);
       n.next = chunk->next;
     }
-    for (auto waited = std::chrono::milliseconds(0); waited < follow_interval && !stop_requested();
+    for (auto waited = std::chrono::milliseconds(0); waited < follow_interval && !roles::stop_requested();
          waited += std::chrono::milliseconds(50))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -219,6 +222,23 @@ int run_logs(const logs_options& o) {
         (o.grep.empty() || n.partial.find(o.grep) != std::string::npos))
       std::printf("%s%s\n", n.prefix.c_str(), n.partial.c_str());
   return 0;
+}
+
+void add_logs_command(CLI::App& app, command_list& out) {
+  auto o = std::make_shared<logs_options>();
+  auto* logs = app.add_subcommand("logs", "show the log of a node, or of the nodes holding a "
+                                          "trial's replicas, read through the cluster");
+  auto* node_opt = logs->add_option("--node", o->node, "the node's index (`dtrain status`)");
+  logs->add_option("--trial", o->trial,
+                   "the nodes holding this sweep trial's replicas (its id, as in 00003), or a "
+                   "trainer's as `dtrain status` lists it")
+      ->excludes(node_opt);
+  logs->add_flag("--follow,-f", o->follow, "keep printing what is added, until Ctrl-C");
+  logs->add_option("--tail", o->tail, "only the last K lines (default: the whole log)");
+  logs->add_option("--grep", o->grep, "only the lines containing TEXT");
+  add_address_option(logs, o->address, "an error");
+  add_tls_options(logs, o->tls);
+  out.push_back({logs, [o] { return run_logs(*o); }});
 }
 
 } // namespace dtrain::cli

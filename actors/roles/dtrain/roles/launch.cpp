@@ -1,4 +1,4 @@
-#include "launch_command.hpp"
+#include "dtrain/roles/launch.hpp"
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -7,19 +7,22 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <memory>
 #include <optional>
 #include <thread>
 
-#include "processes.hpp"
 #include "dtrain/build_config.hpp"
 #include "dtrain/driver/cluster.hpp"
 #include "dtrain/cluster/messages.hpp"
+#include "dtrain/core/check.hpp"
 #include "dtrain/core/net.hpp"
 #include "dtrain/launch/environment.hpp"
 #include "dtrain/launch/head_address.hpp"
+#include "dtrain/roles/processes.hpp"
 
-namespace dtrain::cli {
+namespace dtrain::roles {
 
 namespace {
 
@@ -232,17 +235,21 @@ bool is_experiment(const std::string& path) {
   return ends(".yaml") || ends(".yml");
 }
 
-} // namespace
+// Where this task's head is, from its launcher's environment.
+struct launch_plan {
+  launch::launch_env env;
+  std::string ip;       // the head's address as every task reaches it
+  std::string address;  // ip:port
+};
 
-int run_launch(const launch_options& o) {
+result<launch_plan> plan_launch(const launch_options& o) {
   if (o.command.empty())
-    return fail("nothing to run: give EXPERIMENT.yaml or PROGRAM [ARGS...]");
+    return invalid_argument("nothing to run: give EXPERIMENT.yaml or PROGRAM [ARGS...]");
   if (is_experiment(o.command.front()) && o.command.size() > 1)
-    return fail("an experiment file takes no arguments (" + o.command[1] + "): put settings in "
-                "the file, or run a program");
-  auto env = launch::read_launch_env(launch::process_env());
-  if (!env)
-    return fail(env.error().message());
+    return invalid_argument("an experiment file takes no arguments (" + o.command[1] +
+                            "): put settings in the file, or run a program");
+  launch_plan p;
+  DTRAIN_ASSIGN_OR_RETURN(p.env, launch::read_launch_env(launch::process_env()));
   // Where the head is (every task connects there) is not where a task's
   // processes listen: a node binds the interface towards the head unless
   // --bind says otherwise. DTRAIN_HEAD_ADDR overrides the head host's
@@ -250,135 +257,173 @@ int run_launch(const launch_options& o) {
   // resolves to loopback (Debian's 127.0.1.1) is replaced by an address
   // the job's tasks reach, or refused (launch/head_address.hpp).
   const char* head_override = std::getenv("DTRAIN_HEAD_ADDR");
-  auto resolved = net::resolve_ipv4(head_override != nullptr ? head_override : env->head_host);
+  auto resolved = net::resolve_ipv4(head_override != nullptr ? head_override : p.env.head_host);
   if (!resolved)
-    return fail("the head's host: " + resolved.error().message() +
-                " (set DTRAIN_HEAD_ADDR to its address)");
+    return status(resolved.error().code(), "the head's host: " + resolved.error().message() +
+                                               " (set DTRAIN_HEAD_ADDR to its address)");
   launch::host_network here;
-  here.address_towards = [&](const std::string& peer) {
-    return net::local_address_towards(peer, static_cast<uint16_t>(env->head_port));
+  const auto port = static_cast<uint16_t>(p.env.head_port);
+  here.address_towards = [port](const std::string& peer) {
+    return net::local_address_towards(peer, port);
   };
   here.any_interface = [] { return net::resolve_bind_address("auto"); };
-  auto ip = launch::choose_head_address(*env, *resolved, head_override != nullptr, here);
-  if (!ip)
-    return fail(ip.error().message());
-  const std::string address = *ip + ":" + std::to_string(env->head_port);
-  if (env->restarts > 0)
+  DTRAIN_ASSIGN_OR_RETURN(p.ip, launch::choose_head_address(p.env, *resolved,
+                                                            head_override != nullptr, here));
+  p.address = p.ip + ":" + std::to_string(p.env.head_port);
+  return p;
+}
+
+void say_plan(const launch_plan& p) {
+  const auto& env = p.env;
+  if (env.restarts > 0)
     std::fprintf(stderr, "dtrain launch: warning: restart %d of this job (%s): the experiment "
                          "starts again; resume it by id with `dtrain train --resume`\n",
-                 env->restarts, env->launcher.c_str());
-  if (env->rank == 0) {
-    std::printf("dtrain launch: %s, %d tasks on %d nodes; head at %s\n", env->launcher.c_str(),
-                env->world_size, env->nodes, address.c_str());
-    for (const auto& s : env->sources)
-      std::printf("  %s\n", s.c_str());
-    std::fflush(stdout);
-  }
-  install_signal_handlers();
-  const std::string self = "/proc/self/exe";
+                 env.restarts, env.launcher.c_str());
+  if (env.rank != 0)
+    return;
+  std::printf("dtrain launch: %s, %d tasks on %d nodes; head at %s\n", env.launcher.c_str(),
+              env.world_size, env.nodes, p.address.c_str());
+  for (const auto& s : env.sources)
+    std::printf("  %s\n", s.c_str());
+  std::fflush(stdout);
+}
+
+std::string this_program() {
   char exe[4096];
-  ssize_t len = readlink(self.c_str(), exe, sizeof exe - 1);
-  const std::string dtrain = len > 0 ? std::string(exe, static_cast<size_t>(len)) : "dtrain";
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  return len > 0 ? std::string(exe, static_cast<size_t>(len)) : "dtrain";
+}
 
-  std::unique_ptr<child> head;
-  if (env->rank == 0) {
-    auto h = child::spawn({dtrain, "start", "--head", "--bind", o.bind.empty() ? *ip : o.bind,
-                           "--port", std::to_string(env->head_port)});
-    if (!h)
-      return fail(h.error().message());
-    head = std::move(*h);
-  }
-  if (auto s = wait_for_head(*ip, env->head_port, *env, head.get(), o.join_timeout_s); !s)
-    return fail("rank " + std::to_string(env->rank) + ": " + s.message());
-  std::vector<std::string> node_args{dtrain, "start", "--address", address, "--slots", "1"};
+// This task's node of one slot, with its share of the node's GPUs.
+result<std::unique_ptr<child>> start_node(const launch_options& o, const launch_plan& p,
+                                          const std::string& dtrain) {
+  std::vector<std::string> args{dtrain, "start", "--address", p.address, "--slots", "1"};
   if (!o.bind.empty())
-    node_args.insert(node_args.end(), {"--bind", o.bind});
-  std::map<std::string, std::string> node_env;
-  auto gpus = gpu_share(*env);
-  if (!gpus)
-    return fail(gpus.error().message());
-  if (!gpus->empty()) {
-    node_args.insert(node_args.end(), {"--gpus", std::to_string(gpus->size())});
+    args.insert(args.end(), {"--bind", o.bind});
+  std::map<std::string, std::string> env;
+  DTRAIN_ASSIGN_OR_RETURN(auto gpus, gpu_share(p.env));
+  if (!gpus.empty()) {
+    args.insert(args.end(), {"--gpus", std::to_string(gpus.size())});
     std::string visible;
-    for (const auto& g : *gpus)
+    for (const auto& g : gpus)
       visible += (visible.empty() ? "" : ",") + g;
-    node_env["CUDA_VISIBLE_DEVICES"] = visible;
+    env["CUDA_VISIBLE_DEVICES"] = visible;
   }
-  auto node = child::spawn(node_args, node_env);
-  if (!node)
-    return fail(node.error().message());
+  return child::spawn(args, env);
+}
 
-  if (env->rank != 0) {
-    // A node ends when the head goes: when the driver has ended.
-    while ((*node)->running() && !stop_requested())
-      std::this_thread::sleep_for(milliseconds(200));
-    if (stop_requested())
-      return 1;
-    int rc = *(*node)->exit_status();
-    return rc == 0 ? 0 : fail("rank " + std::to_string(env->rank) + ": its node exited with " +
-                              std::to_string(rc));
-  }
+// Every rank but 0: its node ends when the head goes, when the driver has
+// ended.
+int follow_node(child& node, int rank) {
+  while (node.running() && !stop_requested())
+    std::this_thread::sleep_for(milliseconds(200));
+  if (stop_requested())
+    return 1;
+  int rc = *node.exit_status();
+  return rc == 0 ? 0 : fail("rank " + std::to_string(rank) + ": its node exited with " +
+                            std::to_string(rc));
+}
 
-  // Rank 0: every task's node joins, then the driver runs.
-  auto c = actors::cluster::connect({address, 0, -1, std::chrono::seconds(o.join_timeout_s)});
-  if (!c)
-    return fail(c.error().message());
-  const auto deadline = clock_type::now() + std::chrono::seconds(o.join_timeout_s);
+// Rank 0: until every task's node has joined the head.
+status wait_for_tasks(actors::cluster& c, const launch_plan& p, child& head, child& node,
+                      int timeout_s) {
+  const auto deadline = clock_type::now() + std::chrono::seconds(timeout_s);
   std::map<std::string, int> joined;
   for (;;) {
-    auto hosts = nodes_by_host(**c);
-    if (hosts)
+    if (auto hosts = nodes_by_host(c))
       joined = *hosts;
-    if (count(joined) >= env->world_size)
-      break;
-    if (!(*node)->running() || !head->running())
-      return fail("rank 0: its " + std::string(head->running() ? "node" : "head") +
-                  " exited while the tasks were joining");
+    if (count(joined) >= p.env.world_size)
+      return status::ok();
+    if (!node.running() || !head.running())
+      return unavailable("rank 0: its " + std::string(head.running() ? "node" : "head") +
+                         " exited while the tasks were joining");
     if (stop_requested())
-      return 1;
+      return status(error_code::aborted, "");
     if (clock_type::now() > deadline)
-      return fail("only " + std::to_string(count(joined)) + " of " +
-                  std::to_string(env->world_size) + " tasks joined the head within " +
-                  std::to_string(o.join_timeout_s) + " s; missing: " + missing(*env, joined));
+      return unavailable("only " + std::to_string(count(joined)) + " of " +
+                         std::to_string(p.env.world_size) + " tasks joined the head within " +
+                         std::to_string(timeout_s) + " s; missing: " + missing(p.env, joined));
     std::this_thread::sleep_for(milliseconds(300));
   }
-  std::printf("dtrain launch: all %d tasks joined; running %s\n", env->world_size,
-              o.command.front().c_str());
-  std::fflush(stdout);
-  std::vector<std::string> driver_args = o.command;
+}
+
+// Rank 0: the driver, watched until it exits; why it was stopped ("" when
+// it was not) and its exit status.
+std::pair<std::string, int> drive(const launch_options& o, const launch_plan& p,
+                                  actors::cluster& c, child& head, child& node,
+                                  const std::string& dtrain) {
+  std::vector<std::string> args = o.command;
   if (is_experiment(o.command.front()))
-    driver_args = {dtrain, "train", o.command.front(), "--address", address};
-  auto driver = child::spawn(driver_args, {{"DTRAIN_ADDRESS", address}});
+    args = {dtrain, "train", o.command.front(), "--address", p.address};
+  auto driver = child::spawn(args, {{"DTRAIN_ADDRESS", p.address}});
   if (!driver)
-    return fail(driver.error().message());
+    return {driver.error().message(), 1};
   std::string lost;
-  while ((*driver)->running()) {
-    if (stop_requested()) {
+  while ((*driver)->running() && lost.empty()) {
+    if (stop_requested())
       lost = "stopped by a signal";
-      break;
-    }
-    if (!head->running() || !(*node)->running()) {
-      lost = std::string("rank 0's ") + (head->running() ? "node" : "head") + " exited";
-      break;
-    }
-    if (auto hosts = nodes_by_host(**c); hosts && count(*hosts) < env->world_size) {
+    else if (!head.running() || !node.running())
+      lost = std::string("rank 0's ") + (head.running() ? "node" : "head") + " exited";
+    else if (auto hosts = nodes_by_host(c); hosts && count(*hosts) < p.env.world_size)
       lost = "a task's node left the cluster (" + std::to_string(count(*hosts)) + " of " +
-             std::to_string(env->world_size) + " remain)";
-      break;
-    }
-    std::this_thread::sleep_for(milliseconds(500));
+             std::to_string(p.env.world_size) + " remain)";
+    else
+      std::this_thread::sleep_for(milliseconds(500));
   }
   (*driver)->stop(milliseconds(10000));
-  int rc = *(*driver)->exit_status();
+  return {lost, *(*driver)->exit_status()};
+}
+
+// Rank 0 once its head listens and its node runs: the tasks join, the
+// driver runs, then everything stops.
+int lead(const launch_options& o, const launch_plan& p, child& head, child& node,
+         const std::string& dtrain) {
+  auto c = actors::cluster::connect({p.address, 0, -1, std::chrono::seconds(o.join_timeout_s)});
+  if (!c)
+    return fail(c.error().message());
+  if (status s = wait_for_tasks(**c, p, head, node, o.join_timeout_s); !s)
+    return s.code() == error_code::aborted ? 1 : fail(s.message());
+  std::printf("dtrain launch: all %d tasks joined; running %s\n", p.env.world_size,
+              o.command.front().c_str());
+  std::fflush(stdout);
+  auto [lost, rc] = drive(o, p, **c, head, node, dtrain);
   c->reset();
-  (*node)->ask_to_stop();
-  head->ask_to_stop();
-  (*node)->stop(milliseconds(5000));
-  head->stop(milliseconds(5000));
+  node.ask_to_stop();
+  head.ask_to_stop();
+  node.stop(milliseconds(5000));
+  head.stop(milliseconds(5000));
   if (!lost.empty())
     return fail(lost + "; the driver was stopped");
   std::printf("dtrain launch: the driver exited with %d\n", rc);
   return rc;
 }
 
-} // namespace dtrain::cli
+} // namespace
+
+int run_launch(const launch_options& o) {
+  auto plan = plan_launch(o);
+  if (!plan)
+    return fail(plan.error().message());
+  say_plan(*plan);
+  install_signal_handlers();
+  const std::string dtrain = o.dtrain_program.empty() ? this_program() : o.dtrain_program;
+  const int rank = plan->env.rank;
+  std::unique_ptr<child> head;
+  if (rank == 0) {
+    auto h = child::spawn({dtrain, "start", "--head", "--bind", o.bind.empty() ? plan->ip : o.bind,
+                           "--port", std::to_string(plan->env.head_port)});
+    if (!h)
+      return fail(h.error().message());
+    head = std::move(*h);
+  }
+  if (auto s = wait_for_head(plan->ip, plan->env.head_port, plan->env, head.get(),
+                             o.join_timeout_s);
+      !s)
+    return fail("rank " + std::to_string(rank) + ": " + s.message());
+  auto node = start_node(o, *plan, dtrain);
+  if (!node)
+    return fail(node.error().message());
+  return rank == 0 ? lead(o, *plan, *head, **node, dtrain) : follow_node(**node, rank);
+}
+
+} // namespace dtrain::roles
