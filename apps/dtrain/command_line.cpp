@@ -2,6 +2,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+
+#include "commands.hpp"
+#include "dtrain/core/check.hpp"
 #include "dtrain/roles/processes.hpp"
 
 namespace dtrain::cli {
@@ -36,6 +40,27 @@ void add_address_option(CLI::App* cmd, std::string& address, const char* otherwi
 
 result<actors::cluster_address> find_cluster(const std::string& flag) {
   return actors::resolve_cluster_address(flag, [] { return roles::local_head_address(); });
+}
+
+// The cluster options of `dtrain train/tune/predict`: find_cluster's
+// answer (said on stderr when it is the head started on this host, with
+// how to run without it), else an embedded cluster; --embedded skips the
+// search.
+result<actors::cluster::options> attach_options(const std::string& given, bool embedded,
+                                        const security::tls_files& tls, const char* command) {
+  actors::cluster::options co;
+  co.tls = tls;
+  co.embedded = embedded;
+  if (embedded)
+    return co;
+  DTRAIN_ASSIGN_OR_RETURN(auto found, find_cluster(given));
+  co.address = found.address;
+  if (found.source == actors::address_source::local_head)
+    std::fprintf(stderr,
+                 "dtrain %s: attaching to the cluster started on this host at %s "
+                 "(--embedded runs one of its own)\n",
+                 command, co.address.c_str());
+  return co;
 }
 
 result<actors::cluster_address> require_cluster(const std::string& flag) {

@@ -7,7 +7,6 @@
 #include <thread>
 #include <unistd.h>
 
-#include "command_line.hpp"
 #include "experiment_runs.hpp"
 #include "progress_bar.hpp"
 #include <filesystem>
@@ -57,27 +56,6 @@ std::string epoch_line(int64_t epochs, const metrics_msg& m, const metrics_msg& 
 }
 
 } // namespace
-
-// The cluster options of `dtrain train/tune/predict`: find_cluster's
-// answer (said on stderr when it is the head started on this host, with
-// how to run without it), else an embedded cluster; --embedded skips the
-// search.
-result<cluster::options> attach_options(const std::string& given, bool embedded,
-                                        const security::tls_files& tls, const char* command) {
-  cluster::options co;
-  co.tls = tls;
-  co.embedded = embedded;
-  if (embedded)
-    return co;
-  DTRAIN_ASSIGN_OR_RETURN(auto found, find_cluster(given));
-  co.address = found.address;
-  if (found.source == address_source::local_head)
-    std::fprintf(stderr,
-                 "dtrain %s: attaching to the cluster started on this host at %s "
-                 "(--embedded runs one of its own)\n",
-                 command, co.address.c_str());
-  return co;
-}
 
 int run_train(const train_options& o) {
   auto e = experiments::load_experiment(o.experiment);
