@@ -119,6 +119,52 @@ void stop_replicas(const node_actor& node) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
 }
 
+void apply_cpu_budget(const node_options& o) {
+  set_cpu_budget(o.cpus);
+  if (o.cpus > 0 && o.slots > o.cpus)
+    std::fprintf(stderr,
+                 "warning: --slots %d is more than --cpus %d: every replica still computes with "
+                 "at least one thread, so a full node uses up to %d cores\n",
+                 o.slots, o.cpus, o.slots);
+}
+
+// Plain: a bare BASP port (drivers reach the node actor, which they get
+// from the head, through it). TLS: the node actor is published, since CAF
+// connects over TLS only to a published actor.
+caf::expected<uint16_t> open_port(caf::actor_system& sys, const node_actor& node,
+                                  const std::string& bind, uint16_t port, bool tls) {
+  const char* in = net::is_wildcard(bind) ? nullptr : bind.c_str();
+  return tls ? publish_actor(sys, node, port, in ? bind : "")
+             : sys.middleman().open(port, in, true);
+}
+
+// A node that joined: recorded and announced, until it is stopped or the
+// head goes; then its replicas stop. The process's exit code.
+int serve(caf::actor_system& sys, const node_options& o, const node_actor& node,
+          const head_actor& head, const node_info& info, int32_t index, uint16_t port) {
+  const std::string role = "node-" + std::to_string(port);
+  if (status s = write_pid_file(role); !s)
+    std::fprintf(stderr, "dtrain node: %s (`dtrain stop` will not find this node)\n",
+                 s.message().c_str());
+  std::printf("dtrain node %d joined %s: %d CPU slots, %d cpus%s, %d GPUs, replicas spawn on "
+              "%s (pid %d), log %s\n",
+              index, o.address.c_str(), o.slots, info.cpus, o.cpus > 0 ? "" : " (the host's)",
+              info.gpus, info.address.c_str(), getpid(),
+              o.log_file.empty() ? "none" : o.log_file.c_str());
+  std::fflush(stdout);
+  write_ready_file(o.port_file, info.address);
+  wait_for_stop(sys, head.address(), "the head");
+  stop_replicas(node);
+  remove_pid_file(role);
+  if (live_replica_workers() > 0) {
+    std::fprintf(stderr, "dtrain node: %d replica workers did not stop within 3 s; exiting anyway\n",
+                 live_replica_workers());
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
+  return 0;
+}
+
 } // namespace
 
 int run_node(const node_options& o) {
@@ -127,12 +173,7 @@ int run_node(const node_options& o) {
     std::fprintf(stderr, "error: %s\n", s.message().c_str());
     return 2;
   }
-  set_cpu_budget(o.cpus);
-  if (o.cpus > 0 && o.slots > o.cpus)
-    std::fprintf(stderr,
-                 "warning: --slots %d is more than --cpus %d: every replica still computes with "
-                 "at least one thread, so a full node uses up to %d cores\n",
-                 o.slots, o.cpus, o.slots);
+  apply_cpu_budget(o);
   const tls_identity& tls = plan->tls;
   if (tls.enabled())
     enable_tls_diagnostics("dtrain node");
@@ -147,15 +188,9 @@ int run_node(const node_options& o) {
     return 1;
   }
   auto node = spawn_node(sys, actor_options(o, *secret, tls));
-  const std::string& bind = plan->bind;
-  const char* in = net::is_wildcard(bind) ? nullptr : bind.c_str();
-  // Plain: a bare BASP port (drivers reach the node actor, which they get
-  // from the head, through it). TLS: the node actor is published, since
-  // CAF connects over TLS only to a published actor.
-  auto port = tls.enabled() ? publish_actor(sys, node, o.port, in ? bind : "")
-                            : sys.middleman().open(o.port, in, true);
+  auto port = open_port(sys, node, plan->bind, o.port, tls.enabled());
   if (!port) {
-    std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", bind.c_str(), o.port,
+    std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", plan->bind.c_str(), o.port,
                  caf::to_string(port.error()).c_str());
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
     return 1;
@@ -172,27 +207,7 @@ int run_node(const node_options& o) {
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
     return 1;
   }
-  const std::string role = "node-" + std::to_string(*port);
-  if (status s = write_pid_file(role); !s)
-    std::fprintf(stderr, "dtrain node: %s (`dtrain stop` will not find this node)\n",
-                 s.message().c_str());
-  std::printf("dtrain node %d joined %s: %d CPU slots, %d cpus%s, %d GPUs, replicas spawn on "
-              "%s (pid %d), log %s\n",
-              index, o.address.c_str(), o.slots, info.cpus, o.cpus > 0 ? "" : " (the host's)",
-              info.gpus, reached.c_str(), getpid(),
-              o.log_file.empty() ? "none" : o.log_file.c_str());
-  std::fflush(stdout);
-  write_ready_file(o.port_file, reached);
-  wait_for_stop(sys, head.address(), "the head");
-  stop_replicas(node);
-  remove_pid_file(role);
-  if (live_replica_workers() > 0) {
-    std::fprintf(stderr, "dtrain node: %d replica workers did not stop within 3 s; exiting anyway\n",
-                 live_replica_workers());
-    std::fflush(nullptr);
-    std::_Exit(0);
-  }
-  return 0;
+  return serve(sys, o, node, head, info, index, *port);
 }
 
 } // namespace dtrain::roles
