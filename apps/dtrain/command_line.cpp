@@ -63,6 +63,11 @@ result<actors::cluster::options> attach_options(const std::string& given, bool e
   return co;
 }
 
+int fail(const status& s) {
+  std::fprintf(stderr, "error: %s\n", s.message().c_str());
+  return 1;
+}
+
 result<actors::cluster_address> require_cluster(const std::string& flag) {
   return actors::require_cluster_address(flag, [] { return roles::local_head_address(); });
 }

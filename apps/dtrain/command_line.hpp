@@ -57,4 +57,7 @@ void add_address_option(CLI::App* cmd, std::string& address, const char* otherwi
 result<actors::cluster_address> find_cluster(const std::string& flag);
 result<actors::cluster_address> require_cluster(const std::string& flag);
 
+/// Says "error: MESSAGE" on stderr; the exit code 1.
+int fail(const status& s);
+
 } // namespace dtrain::cli

@@ -37,11 +37,6 @@ using experiments::checkpoint_row;
 using experiments::experiment_row;
 using experiments::trial_row;
 
-int fail(const status& s) {
-  std::fprintf(stderr, "error: %s\n", s.message().c_str());
-  return 1;
-}
-
 // Without --store: the cluster find_cluster names, else the local file.
 result<opened_store> open_store(const experiments_options& o) {
   std::string address = o.address;

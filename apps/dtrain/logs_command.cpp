@@ -29,11 +29,6 @@ using namespace dtrain::actors;
 constexpr std::chrono::seconds request_timeout{10};
 constexpr std::chrono::milliseconds follow_interval{500};
 
-int fail(const status& s) {
-  std::fprintf(stderr, "error: %s\n", s.message().c_str());
-  return 1;
-}
-
 // The positions (in the status's nodes) `o` asks for.
 result<std::vector<int32_t>> chosen_nodes(const logs_options& o, const cluster_status& st,
                                           const std::string& where) {

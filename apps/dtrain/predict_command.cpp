@@ -33,11 +33,6 @@ struct predict_command_options {
   security::tls_files tls;
 };
 
-int fail(const status& s) {
-  std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
-  return 1;
-}
-
 int run_predict(const predict_command_options& o) {
   auto e = experiments::load_experiment(o.experiment);
   if (!e)

@@ -18,11 +18,6 @@ namespace dtrain::cli {
 
 namespace {
 
-int fail(const status& s) {
-  std::fprintf(stderr, "error: %s\n", s.message().c_str());
-  return 1;
-}
-
 // The experiment's rows as report_html takes them: every trial's metrics
 // read at once, then handed to their trials.
 result<dashboard::report_input> read_experiment(experiments::experiment_store& s, int64_t id) {

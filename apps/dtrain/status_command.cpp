@@ -15,11 +15,6 @@ namespace {
 
 using namespace dtrain::actors;
 
-int fail(const status& s) {
-  std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
-  return 1;
-}
-
 int run_status(const std::string& address, const security::tls_files& tls) {
   cluster::options o;
   o.tls = tls;
