@@ -17,7 +17,7 @@ include(CMakePackageConfigHelpers)
 
 set(DTRAIN_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/dtrain")
 
-install(TARGETS dtrain_core dtrain_serialization dtrain_cluster dtrain_driver dtrain_dashboard dtrain_plugin dtrain_all
+install(TARGETS dtrain_core dtrain_serialization dtrain_cluster dtrain_driver dtrain_dashboard dtrain_roles dtrain_plugin dtrain_all
   EXPORT dtrainTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT dev)
 install(TARGETS dtrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)

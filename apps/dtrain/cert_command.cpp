@@ -1,6 +1,7 @@
-// `dtrain cert ca create | create | check`: see cert_command.hpp.
-#include "cert_command.hpp"
-
+// `dtrain cert ca create | create | check`: the cluster's certificate
+// authority and the certificates of its processes, in the shape of `consul
+// tls ca create` / `consul tls cert create`. A thin layer over
+// dtrain/security/certificates.hpp.
 #include <CLI/CLI.hpp>
 #include <dirent.h>
 #include <sys/stat.h>
@@ -8,7 +9,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "command_line.hpp"
 #include "dtrain/security/certificates.hpp"
 
 namespace dtrain::cli {
@@ -16,6 +21,19 @@ namespace dtrain::cli {
 namespace sec = dtrain::security;
 
 namespace {
+
+struct cert_options {
+  std::string action;              // "ca create", "create" or "check"
+  std::string dir;                 // empty: $DTRAIN_HOME/tls
+  std::string out;                 // create: where the files go (empty: dir)
+  std::string name;                // common name (CA: "dtrain cluster CA")
+  int days = 0;                    // 0: the library's default for the kind
+  bool head = false, node = false, client = false;
+  std::vector<std::string> hosts;  // create: DNS/IP subjectAltNames
+  bool force = false;              // replace existing files
+  std::vector<std::string> files;  // check: certificates (empty: all in dir)
+  std::string ca;                  // check: the CA file (empty: dir/ca.pem)
+};
 
 constexpr int warn_days = 30;  // `check` warns about certificates this close to expiry
 
@@ -207,9 +225,19 @@ int check(const cert_options& o) {
   return failures == 0 ? 0 : 1;
 }
 
-} // namespace
+// The parsed `dtrain cert ...`: the process's exit code (0 ok; 1 a
+// creation or a check failed, with one line naming the file and why).
+int run_cert(const cert_options& o) {
+  if (o.action == "ca create")
+    return ca_create(o);
+  if (o.action == "create")
+    return create(o);
+  return check(o);
+}
 
-CLI::App* add_cert_command(CLI::App& app, cert_options& o) {
+// Adds `cert ca create`, `cert create` and `cert check` to `app`, filling
+// `o` (which must outlive the parse); returns the `cert` command.
+CLI::App* add_cert_subcommands(CLI::App& app, cert_options& o) {
   auto* cert = app.add_subcommand("cert", "the cluster's CA and the certificates of its processes");
   cert->require_subcommand(1);
   const std::string dir_help = "the TLS directory (default: $DTRAIN_HOME/tls)";
@@ -245,12 +273,12 @@ CLI::App* add_cert_command(CLI::App& app, cert_options& o) {
   return cert;
 }
 
-int run_cert(const cert_options& o) {
-  if (o.action == "ca create")
-    return ca_create(o);
-  if (o.action == "create")
-    return create(o);
-  return check(o);
+} // namespace
+
+void add_cert_command(CLI::App& app, command_list& out) {
+  auto o = std::make_shared<cert_options>();
+  CLI::App* cert = add_cert_subcommands(app, *o);
+  out.push_back({cert, [o] { return run_cert(*o); }});
 }
 
 } // namespace dtrain::cli

@@ -1,12 +1,13 @@
-// `dtrain status`, `dtrain train` and `dtrain tune`: driver-side commands.
+// `dtrain train` and `dtrain tune`: what they run (their options: train_command.cpp,
+// tune_command.cpp).
 #include "commands.hpp"
+#include "command_line.hpp"
 
 #include <chrono>
 #include <cstdio>
 #include <thread>
 #include <unistd.h>
 
-#include "processes.hpp"
 #include <filesystem>
 
 #include "dtrain/cluster/errors.hpp"
@@ -20,79 +21,8 @@
 
 namespace dtrain::cli {
 
-namespace {
-
 using namespace dtrain::actors;
 using namespace dtrain::runs;
-
-int fail(const status& s) {
-  std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
-  return 1;
-}
-
-} // namespace
-
-// The cluster options of `dtrain train/tune`: --address, else
-// $DTRAIN_ADDRESS, else the head started on this host (said on stderr, with
-// how to run without it), else an embedded cluster; --embedded skips the
-// search.
-result<cluster::options> attach_options(const std::string& given, bool embedded,
-                                        const security::tls_files& tls, const char* command) {
-  cluster::options co;
-  co.tls = tls;
-  co.embedded = embedded;
-  if (embedded)
-    return co;
-  co.address = given;
-  if (co.address.empty()) {
-    DTRAIN_ASSIGN_OR_RETURN(co.address, local_head_address());
-    if (!co.address.empty() && std::getenv("DTRAIN_ADDRESS") == nullptr)
-      std::fprintf(stderr,
-                   "dtrain %s: attaching to the cluster started on this host at %s "
-                   "(--embedded runs one of its own)\n",
-                   command, co.address.c_str());
-  }
-  return co;
-}
-
-int run_status(const std::string& address, const security::tls_files& tls) {
-  cluster::options o;
-  o.address = address;
-  o.tls = tls;
-  auto found = cluster_address(address);
-  if (!found)
-    return fail(found.error());
-  o.address = *found;
-  auto c = cluster::connect(o);
-  if (!c)
-    return fail(c.error());
-  caf::scoped_actor self{(*c)->system()};
-  int rc = 0;
-  self->request((*c)->head(), std::chrono::seconds(10), status_atom::value, (*c)->session())
-      .receive(
-          [&](cluster_status& st) {
-            std::printf("cluster at %s: %zu nodes\n", (*c)->where().c_str(), st.nodes.size());
-            for (size_t i = 0; i < st.nodes.size(); ++i)
-              std::printf("  node %zu  %-20s %-22s pid %-7d slots %d/%d in use  "
-                          "GPUs %d/%d in use  cpus %s\n",
-                          i, st.nodes[i].host.c_str(), st.nodes[i].address.c_str(),
-                          st.nodes[i].pid, st.slots_used[i], st.nodes[i].cpu_slots,
-                          i < st.gpus_used.size() ? st.gpus_used[i] : 0, st.nodes[i].gpus,
-                          st.nodes[i].cpus > 0 ? std::to_string(st.nodes[i].cpus).c_str() : "-");
-            std::printf("trainers: %zu\n", st.trainers.size());
-            for (auto& t : st.trainers)
-              std::printf("  %s\n", t.c_str());
-            // Only when there are some: scripts read the lines above.
-            if (!st.lost.empty())
-              std::printf("lost nodes (not placed on): %zu\n", st.lost.size());
-            for (const auto& l : st.lost)
-              std::printf("  %-7s %-20s %-22s pid %-7d last heard %.0f s ago\n", l.state.c_str(),
-                          l.info.host.c_str(), l.info.address.c_str(), l.info.pid,
-                          l.last_heard_seconds);
-          },
-          [&](caf::error& e) { rc = fail(from_caf(e, "asking the head for its status")); });
-  return rc;
-}
 
 int run_train(const train_options& o) {
   auto e = experiments::load_experiment(o.experiment);

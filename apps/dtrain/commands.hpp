@@ -3,11 +3,19 @@
 #include <cstdint>
 #include <string>
 
-#include "dashboard_serving.hpp"
+#include "dtrain/dashboard/dashboard.hpp"
 #include "dtrain/driver/cluster.hpp"
+#include "dtrain/roles/dashboard_serving.hpp"
+#include "dtrain/roles/processes.hpp"
 #include "dtrain/security/certificates.hpp"
 
 namespace dtrain::cli {
+
+// The roles' helpers the driver commands use as they are.
+using roles::check_dashboard_flags;
+using roles::dashboard_flags;
+using roles::serve_dashboard;
+using roles::signal_watch;
 
 struct train_options {
   std::string experiment;
@@ -66,12 +74,12 @@ struct logs_options {
   security::tls_files tls;
 };
 
-int run_status(const std::string& address, const security::tls_files& tls);
 int run_experiments(const experiments_options& o);
 int run_train(const train_options& o);
-/// The cluster options of `dtrain train/tune/predict`: --address, else
-/// $DTRAIN_ADDRESS, else the head started on this host (said on stderr),
-/// else an embedded cluster; `embedded` skips the search.
+/// The cluster options of `dtrain train/tune/predict`: the cluster
+/// find_cluster names (command_line.hpp; said on stderr when it is the head
+/// started on this host), else an embedded cluster; `embedded` skips the
+/// search.
 result<actors::cluster::options> attach_options(const std::string& given, bool embedded,
                                                 const security::tls_files& tls,
                                                 const char* command);

@@ -2,6 +2,10 @@
 // store read (and pruned) from the command line, through the head of a
 // cluster or from the local store file.
 #include "commands.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include "command_line.hpp"
 #include "experiments_delete.hpp"
 #include "dtrain/driver/runs/store_access.hpp"
 
@@ -35,13 +39,14 @@ using experiments::checkpoint_row;
 using experiments::experiment_row;
 using experiments::trial_row;
 
-int fail(const status& s) {
-  std::fprintf(stderr, "error: %s\n", s.message().c_str());
-  return 1;
-}
-
+// Without --store: the cluster find_cluster names, else the local file.
 result<opened_store> open_store(const experiments_options& o) {
-  return open_experiment_store(o.address, o.store, o.tls, o.action != "delete");
+  std::string address = o.address;
+  if (o.store.empty()) {
+    DTRAIN_ASSIGN_OR_RETURN(auto found, find_cluster(o.address));
+    address = found.address;
+  }
+  return open_experiment_store(address, o.store, o.tls, o.action != "delete");
 }
 
 // ---- values as text ------------------------------------------------------
@@ -394,6 +399,38 @@ int run_experiments(const experiments_options& o) {
   if (o.action == "delete")
     return delete_experiment(s, o, opened->cluster != nullptr);
   return fail(invalid_argument("dtrain experiments: unknown action " + o.action));
+}
+
+void add_experiments_command(CLI::App& app, command_list& out) {
+  auto o = std::make_shared<experiments_options>();
+  auto* experiments = app.add_subcommand("experiments", "list and inspect the experiment store");
+  experiments->require_subcommand(1);
+  add_address_option(experiments, o->address, "the local store");
+  experiments->add_option("--store", o->store,
+                          "a local store file (default: $DTRAIN_HOME/experiments.db)");
+  experiments->add_flag("--json", o->json, "JSON instead of tables");
+  add_tls_options(experiments, o->tls);
+  auto action = [&](const char* name, const char* what, bool with_id) {
+    auto* sub = experiments->add_subcommand(name, what);
+    sub->fallthrough();  // --address, --store and --json after the action too
+    if (with_id)
+      sub->add_option("id", o->id, "the experiment's id")->required();
+    sub->callback([o, name] { o->action = name; });
+    return sub;
+  };
+  action("list", "every experiment: id, name, kind, state, trials, best, created", false);
+  action("show", "an experiment's fields, configuration, trial counts and best trial", true);
+  action("trials", "an experiment's trials", true);
+  action("best", "an experiment's best trial, its hyperparameters and newest checkpoint", true)
+      ->add_option("--metric", o->metric,
+                   "rank by this metric's best value (min if its name has \"loss\", else max)");
+  auto* deleting = action("delete", "delete an experiment's rows and its checkpoint directory "
+                                    "(only one that carries the experiment's owner marker)", true);
+  deleting->add_flag("--yes", o->yes, "do not ask");
+  deleting->add_flag("--force", o->force,
+                     "also a running experiment: its driver on this host is stopped first (SIGTERM: "
+                     "it checkpoints and exits); one elsewhere is not waited for");
+  out.push_back({experiments, [o] { return run_experiments(*o); }});
 }
 
 } // namespace dtrain::cli

@@ -1,7 +1,10 @@
-#include "predict_command.hpp"
+// `dtrain predict`: batch inference from the command line.
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <memory>
 
+#include "command_line.hpp"
 #include "commands.hpp"
 #include "dtrain/driver/prediction.hpp"
 #include "dtrain/driver/trainer.hpp"
@@ -11,12 +14,24 @@ namespace dtrain::cli {
 
 namespace {
 
-int fail(const status& s) {
-  std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
-  return 1;
-}
-
-} // namespace
+// `dtrain predict EXPERIMENT.yaml --checkpoint PATH --output FILE`: the
+// experiment's replicas on a cluster (as `dtrain train` finds one),
+// restored from a checkpoint, run batch inference over an input set of
+// the operator's and write the outputs in input order
+// (actors/prediction.hpp has the file's format), then print the rows,
+// the throughput and, for a classifier, the accuracy.
+struct predict_command_options {
+  std::string experiment;
+  std::string checkpoint;
+  std::string input = "validation";
+  std::string output;
+  std::string address;
+  bool embedded = false;
+  int replicas = 0;          // 0: the experiment's slots_per_trial
+  int64_t chunk_rows = 1000;
+  int chunk_timeout_s = 60;
+  security::tls_files tls;
+};
 
 int run_predict(const predict_command_options& o) {
   auto e = experiments::load_experiment(o.experiment);
@@ -65,6 +80,31 @@ int run_predict(const predict_command_options& o) {
   if (r->accuracy >= 0)
     std::printf("accuracy %.4f\n", r->accuracy);
   return 0;
+}
+
+} // namespace
+
+void add_predict_command(CLI::App& app, command_list& out) {
+  auto o = std::make_shared<predict_command_options>();
+  auto* predict = app.add_subcommand(
+      "predict", "batch inference: an experiment's replicas, restored from a checkpoint, run "
+                 "their model over an input set and write the outputs in order");
+  predict->add_option("experiment", o->experiment, "EXPERIMENT.yaml")->required();
+  predict->add_option("--checkpoint", o->checkpoint,
+                      "a checkpoint directory, or a root whose newest valid one is taken")
+      ->required();
+  predict->add_option("--input", o->input, "the operator's set: validation or train")
+      ->capture_default_str();
+  predict->add_option("--output", o->output, "the CSV file to write")->required();
+  add_address_option(predict, o->address, "embedded");
+  predict->add_flag("--embedded", o->embedded, "run an embedded cluster");
+  predict->add_option("--replicas", o->replicas, "replicas (default: the experiment's slots)");
+  predict->add_option("--chunk-rows", o->chunk_rows, "rows per chunk")->capture_default_str();
+  predict->add_option("--chunk-timeout", o->chunk_timeout_s,
+                      "seconds a chunk may take before another replica redoes it")
+      ->capture_default_str();
+  add_tls_options(predict, o->tls);
+  out.push_back({predict, [o] { return run_predict(*o); }});
 }
 
 } // namespace dtrain::cli

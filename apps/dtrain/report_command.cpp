@@ -2,6 +2,8 @@
 // experiment, read from the local store or through a head.
 #include "commands.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 #include <ctime>
 #include <map>
@@ -9,6 +11,7 @@
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
 #include "dtrain/dashboard/report.hpp"
+#include "command_line.hpp"
 #include "dtrain/driver/runs/store_access.hpp"
 
 namespace dtrain::cli {
@@ -16,11 +19,6 @@ namespace dtrain::cli {
 using namespace dtrain::runs;
 
 namespace {
-
-int fail(const status& s) {
-  std::fprintf(stderr, "error: %s\n", s.message().c_str());
-  return 1;
-}
 
 // The experiment's rows as report_html takes them: every trial's metrics
 // read at once, then handed to their trials.
@@ -44,7 +42,12 @@ result<dashboard::report_input> read_experiment(experiments::experiment_store& s
 } // namespace
 
 int run_report(const report_options& o) {
-  auto opened = open_experiment_store(o.address, o.store, o.tls, true);
+  // Without --store: the cluster find_cluster names, else the local file.
+  auto found = o.store.empty() ? find_cluster(o.address)
+                               : actors::cluster_address{o.address, actors::address_source::flag};
+  if (!found)
+    return fail(found.error());
+  auto opened = open_experiment_store(found->address, o.store, o.tls, true);
   if (!opened)
     return fail(opened.error());
   auto in = read_experiment(*opened->store, o.id);
@@ -60,6 +63,20 @@ int run_report(const report_options& o) {
               static_cast<long long>(o.id), in->experiment.name.c_str(), in->trials.size(),
               path.c_str());
   return 0;
+}
+
+void add_report_command(CLI::App& app, command_list& out) {
+  auto o = std::make_shared<report_options>();
+  auto* report = app.add_subcommand(
+      "report", "write an experiment's learning curves, trial table and best trial as one "
+                "self-contained HTML file");
+  report->add_option("id", o->id, "the experiment's id (`dtrain experiments list`)")->required();
+  report->add_option("-o,--output", o->output, "the file to write (default: report-<id>.html)");
+  add_address_option(report, o->address, "the local store");
+  report->add_option("--store", o->store,
+                     "a local store file (default: $DTRAIN_HOME/experiments.db)");
+  add_tls_options(report, o->tls);
+  out.push_back({report, [o] { return run_report(*o); }});
 }
 
 } // namespace dtrain::cli

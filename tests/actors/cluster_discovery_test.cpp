@@ -1,8 +1,10 @@
 // Commands without --address find the cluster started on this host, as
 // `ray status` does: $DTRAIN_ADDRESS, else the head recorded in
-// DTRAIN_HOME; none, a stale record or two heads give errors that say so.
+// DTRAIN_HOME; none, a stale record or two heads give errors that say so
+// (the order itself: tests/roles/cluster_address_test.cpp).
 #include <boost/test/unit_test.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -70,14 +72,19 @@ BOOST_AUTO_TEST_CASE(no_head_a_stale_record_and_two_heads_are_named) {
   BOOST_TEST(contains(none.log, "no dtrain cluster runs on this host"), none.log);
   BOOST_TEST(contains(none.log, "dtrain start --head"), none.log);
 
-  // A head's record whose pid is now another program counts for nothing.
+  // A head's record whose pid is now another program is stale: an error
+  // naming the file (not a silent fall back to no cluster, or for train
+  // to an embedded one), and nothing is signalled.
   child_process sleeper({"/bin/sleep", "60"}, home.file("sleep.log"));
   std::ofstream(home.file("head-5000.pid"))
       << sleeper.pid() << " 1\n127.0.0.1:5000\n";
   ran stale = run_dtrain({"status"}, home.file("stale.log"));
   BOOST_TEST(stale.code != 0, stale.log);
-  BOOST_TEST(contains(stale.log, "no dtrain cluster runs on this host"), stale.log);
+  BOOST_TEST(contains(stale.log, home.file("head-5000.pid") + " (127.0.0.1:5000) is stale"),
+             stale.log);
+  BOOST_TEST(contains(stale.log, "dtrain stop"), stale.log);
   BOOST_TEST(sleeper.running());
+  std::remove(home.file("head-5000.pid").c_str());
 
   std::vector<std::unique_ptr<child_process>> heads;
   for (const char* name : {"a", "b"}) {

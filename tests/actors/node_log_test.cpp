@@ -17,7 +17,7 @@
 #include "dtrain/cluster/node_secret.hpp"
 #include "dtrain/driver/plugin_shipping.hpp"
 #include "dtrain/security/certificates.hpp"
-#include "../apps/dtrain/output_tee.hpp"
+#include "dtrain/roles/output_tee.hpp"
 #include "test_util.hpp"
 
 using namespace dtrain;
@@ -273,7 +273,7 @@ BOOST_AUTO_TEST_CASE(a_foreground_nodes_log_file_is_readable_by_its_user_only) {
   BOOST_REQUIRE(::chmod(earlier.c_str(), 0644) == 0);
   const mode_t umask_before = ::umask(0);
   for (const std::string& path : {fresh, earlier}) {
-    auto tee = cli::output_tee::start(path);
+    auto tee = roles::output_tee::start(path);
     BOOST_REQUIRE_MESSAGE(tee.is_ok(), tee.error().to_string());
     std::printf("a line for %s\n", path.c_str());
     tee->reset();  // gives stdout back

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "dtrain/cluster/errors.hpp"
+#include "dtrain/driver/cluster_address.hpp"
 #include "dtrain/driver/experiment_client.hpp"
 #include "dtrain/cluster/experiment_service.hpp"
 #include "dtrain/core/check.hpp"
@@ -21,10 +22,11 @@ namespace dtrain::actors {
 
 result<std::unique_ptr<cluster>> cluster::connect(const options& o) {
   std::unique_ptr<cluster> c(new cluster());
-  std::string address = o.embedded ? "" : o.address;
-  if (address.empty() && !o.embedded)
-    if (const char* env = std::getenv("DTRAIN_ADDRESS"))
-      address = env;
+  std::string address;
+  if (!o.embedded) {
+    DTRAIN_ASSIGN_OR_RETURN(auto found, resolve_cluster_address(o.address));
+    address = found.address;
+  }
   if (!address.empty()) {
     // An embedded cluster never leaves this process: no TLS to set up.
     DTRAIN_ASSIGN_OR_RETURN(c->tls_, load_tls_identity(o.tls, security::role::client));

@@ -33,7 +33,7 @@ public:
       : address(std::move(address_)), local_slots(local_slots_), local_gpus(local_gpus_),
         connect_timeout(connect_timeout_) {}
 
-    std::string address;          // empty: $DTRAIN_ADDRESS, else embedded
+    std::string address;          // empty: $DTRAIN_ADDRESS, else embedded (cluster_address.hpp)
     bool embedded = false;        // true: embedded even when $DTRAIN_ADDRESS is set
     int local_slots = 0;          // embedded: 0 = the number of cores (at least 2)
     int local_gpus = -1;          // embedded: CUDA devices offered (-1: all present)

@@ -8,31 +8,40 @@
 
 #include "dtrain/core/status.hpp"
 
-/// The cluster directory of `dtrain start/stop`: pid files and logs of the
-/// processes started on this host ($DTRAIN_HOME, default ~/.dtrain).
-namespace dtrain::cli {
+/// The registry of the processes started on this host: one pid file per
+/// head or node in cluster_dir() ($DTRAIN_HOME, default ~/.dtrain), beside
+/// their logs, which `dtrain stop` stops and through which commands find
+/// the local head. A pid file is three lines: "PID START_TIME" (START_TIME
+/// is /proc/PID/stat field 22: with the pid it names one process for the
+/// life of the host), the HOST:PORT a head is reached at (empty for a
+/// node), and the program the process runs (/proc/PID/exe). A record is
+/// live while that pid still runs that program, started at that time; a
+/// file missing the program line (an older dtrain's) is compared with the
+/// reader's own program. Every process that records itself here (`dtrain
+/// start`, or a user's program calling run_head/run_node) is stopped by
+/// `dtrain stop`. Files are written whole or not at all; the functions
+/// here are safe to call from any thread but the signal ones share one
+/// process-wide flag.
+namespace dtrain::roles {
 
 std::string cluster_dir();
 
-/// Records this process under `role` ("head-4711", "node-4711-2") so that
-/// `dtrain stop` finds it: its pid and its start time (/proc/PID/stat field
-/// 22), and for a head the HOST:PORT it is reached at, so that commands
-/// find it without --address (local_head_address). The file is removed by
-/// remove_pid_file().
+/// Records this process under `role` ("head-4711", "node-4711") in
+/// cluster_dir(), with a head's HOST:PORT as `address`. The file is removed
+/// by remove_pid_file(). Errors: the directory or file cannot be written.
 status write_pid_file(const std::string& role, const std::string& address = "");
 void remove_pid_file(const std::string& role);
 
-/// The cluster a command without --address means, as `ray status` finds
-/// one: $DTRAIN_ADDRESS when set, else the address of the head started on
-/// this host (a head-*.pid file in cluster_dir() whose process still is
-/// that dtrain head), else "" (none runs). Two live heads are ambiguous: an
-/// invalid_argument naming both and asking for --address.
+/// The HOST:PORT of the head started on this host: the address in the one
+/// head-*.pid file of `dir` (default cluster_dir()); "" when there is none.
+/// Errors, each naming the file at fault: a record that cannot be read or
+/// holds no address (corrupt_data), one whose process no longer is the head
+/// that wrote it (unavailable, saying why and that `dtrain stop` clears
+/// stale records), and two live heads (invalid_argument naming both and asking
+/// for --address). This is the last source resolve_cluster_address
+/// (dtrain/driver/cluster_address.hpp) consults.
+result<std::string> local_head_address(const std::string& dir);
 result<std::string> local_head_address();
-
-/// `given` when not empty, else local_head_address(); none running is
-/// not_found saying where it looked and what to give instead (`dtrain
-/// status`, `dtrain logs`).
-result<std::string> cluster_address(const std::string& given);
 
 /// Sends SIGTERM to every recorded process, waits up to `grace_ms` for each
 /// to exit, then SIGKILLs the rest; returns how many were stopped. Only a
@@ -72,4 +81,4 @@ private:
   std::thread thread_;
 };
 
-} // namespace dtrain::cli
+} // namespace dtrain::roles

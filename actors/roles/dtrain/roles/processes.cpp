@@ -1,4 +1,4 @@
-#include "processes.hpp"
+#include "dtrain/roles/processes.hpp"
 
 #include "dtrain/core/files.hpp"
 
@@ -20,7 +20,7 @@
 #include <sstream>
 #include <thread>
 
-namespace dtrain::cli {
+namespace dtrain::roles {
 
 namespace {
 
@@ -61,21 +61,44 @@ std::string executable(const std::string& pid) {
   return ec ? "" : path;
 }
 
-// Why the process a pid file names is not the dtrain process that wrote
-// it, or "" when it is: same pid, same start time, running this program.
-std::string not_ours(pid_t pid, const std::string& recorded_start) {
+// Why the process a pid file names is not the process that wrote it, or ""
+// when it is: same pid, same start time, running the recorded program (the
+// reader's own when the file names none).
+std::string not_ours(pid_t pid, const std::string& recorded_start, std::string program = "") {
   if (!alive(pid))
     return "process " + std::to_string(pid) + " is gone";
   if (recorded_start.empty())
     return "the file records no start time (written by an older dtrain?)";
   if (start_time(pid) != recorded_start)
     return "process " + std::to_string(pid) + " started at another time: the pid was reused";
-  std::string exe = executable(std::to_string(pid)), self = executable("self");
-  if (exe.empty() || exe != self)
+  if (program.empty())
+    program = executable("self");
+  std::string exe = executable(std::to_string(pid));
+  if (exe.empty() || exe != program)
     return "process " + std::to_string(pid) + " runs " +
-           (exe.empty() ? "an unreadable program" : exe) +
-           ", not " + self;
+           (exe.empty() ? "an unreadable program" : exe) + ", not " + program;
   return "";
+}
+
+// One pid file's three lines; `ok` is false when the first holds no pid.
+struct pid_record {
+  bool ok = false;
+  long pid = 0;
+  std::string started, address, program;
+};
+
+pid_record read_record(const std::filesystem::path& file) {
+  pid_record r;
+  std::ifstream in(file);
+  std::string first;
+  if (!std::getline(in, first))
+    return r;
+  std::istringstream fields(first);
+  r.ok = static_cast<bool>(fields >> r.pid) && r.pid > 1;
+  fields >> r.started;
+  std::getline(in, r.address);
+  std::getline(in, r.program);
+  return r;
 }
 
 } // namespace
@@ -87,58 +110,47 @@ status write_pid_file(const std::string& role, const std::string& address) {
   std::filesystem::create_directories(cluster_dir(), ec);
   std::string path = cluster_dir() + "/" + role + ".pid";
   // Whole or not at all: a reader (dtrain status) never sees half a record.
-  std::string record = std::to_string(getpid()) + " " + start_time(getpid()) + "\n";
-  if (!address.empty())
-    record += address + "\n";
+  std::string record = std::to_string(getpid()) + " " + start_time(getpid()) + "\n" + address +
+                       "\n" + executable("self") + "\n";
   return write_file_atomically(path, record.data(), record.size(), durability::visible);
 }
 
-result<std::string> local_head_address() {
-  if (const char* env = std::getenv("DTRAIN_ADDRESS"); env != nullptr && *env != 0)
-    return std::string(env);
+result<std::string> local_head_address(const std::string& dir) {
   std::vector<std::string> found;
   std::error_code ec;
-  for (auto& entry : std::filesystem::directory_iterator(cluster_dir(), ec)) {
+  for (auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("head-", 0) != 0 || entry.path().extension() != ".pid")
       continue;
-    std::ifstream in(entry.path());
-    long pid = 0;
-    std::string started, address;
-    if (!(in >> pid >> started >> address) || pid <= 1)
-      continue;
-    if (not_ours(static_cast<pid_t>(pid), started).empty())
-      found.push_back(address);
+    const std::string file = entry.path().string();
+    pid_record r = read_record(entry.path());
+    if (!r.ok || r.address.empty())
+      return corrupt_data("the head record " + file + " cannot be read as \"PID START\" and an "
+                          "address: remove it, or give --address HOST:PORT or $DTRAIN_ADDRESS");
+    if (std::string why = not_ours(static_cast<pid_t>(r.pid), r.started, r.program); !why.empty())
+      return unavailable("the head record " + file + " (" + r.address + ") is stale: " + why +
+                         "; `dtrain stop` clears stale records, or give --address HOST:PORT or "
+                         "$DTRAIN_ADDRESS");
+    found.push_back(r.address + " (" + file + ")");
   }
   if (found.size() > 1)
     return invalid_argument("several dtrain heads run on this host (" + found[0] + ", " +
                             found[1] + (found.size() > 2 ? ", ..." : "") +
                             "): say which with --address or $DTRAIN_ADDRESS");
-  return found.empty() ? std::string() : found[0];
+  return found.empty() ? std::string() : found[0].substr(0, found[0].find(' '));
 }
+
+result<std::string> local_head_address() { return local_head_address(cluster_dir()); }
 
 void remove_pid_file(const std::string& role) {
   std::error_code ec;
   std::filesystem::remove(cluster_dir() + "/" + role + ".pid", ec);
 }
 
-result<std::string> cluster_address(const std::string& given) {
-  if (!given.empty())
-    return given;
-  auto local = local_head_address();
-  if (!local)
-    return local.error();
-  if (local->empty())
-    return not_found("no dtrain cluster runs on this host (no live head recorded in " +
-                     cluster_dir() + "): start one with `dtrain start --head`, or give "
-                     "--address HOST:PORT or $DTRAIN_ADDRESS");
-  return *local;
-}
-
 int stop_recorded_processes(int grace_ms) {
   struct recorded {
     pid_t pid;
-    std::string file, started;
+    std::string file, started, program;
   };
   std::vector<recorded> found;
   std::vector<std::string> found_addresses;
@@ -154,32 +166,31 @@ int stop_recorded_processes(int grace_ms) {
     }
     if (entry.path().extension() != ".pid")
       continue;
-    std::ifstream in(entry.path());
-    long pid = 0;
-    std::string started;
-    if (!(in >> pid) || pid <= 1 || pid == getpid())
+    pid_record r = read_record(entry.path());
+    const auto pid = static_cast<pid_t>(r.pid);
+    if (!r.ok || pid == getpid())
       continue;
-    in >> started;
-    std::string why = not_ours(static_cast<pid_t>(pid), started);
+    const std::string& started = r.started;
+    std::string why = not_ours(pid, started, r.program);
     if (!why.empty()) {
       std::fprintf(stderr, "dtrain stop: %s is stale (%s); removing it, signalling nothing\n",
                    entry.path().c_str(), why.c_str());
       std::filesystem::remove(entry.path(), ec);
       continue;
     }
-    found.push_back({static_cast<pid_t>(pid), entry.path().string(), started});
+    found.push_back({pid, entry.path().string(), started, r.program});
   }
   int stopped = 0;
-  for (auto& [pid, file, started] : found)
+  for (auto& [pid, file, started, program] : found)
     if (kill(pid, SIGTERM) == 0)
       ++stopped;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
-  for (auto& [pid, file, started] : found) {
+  for (auto& [pid, file, started, program] : found) {
     while (alive(pid) && std::chrono::steady_clock::now() < deadline) {
       waitpid(pid, nullptr, WNOHANG);  // reaps it if it is our child
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    if (alive(pid) && not_ours(pid, started).empty())  // still that process, not a new one
+    if (alive(pid) && not_ours(pid, started, program).empty())  // still that process, not a new one
       kill(pid, SIGKILL);
     std::filesystem::remove(file, ec);
   }
@@ -268,4 +279,4 @@ signal_watch::~signal_watch() {
   thread_.join();
 }
 
-} // namespace dtrain::cli
+} // namespace dtrain::roles

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-namespace dtrain::cli {
+namespace dtrain::roles {
 
 /// `dtrain launch [--] EXPERIMENT.yaml | PROGRAM ARGS...`, run once per task
 /// by a launcher (srun, torchrun). Each task reads its launcher's
@@ -23,8 +23,14 @@ struct launch_options {
   int join_timeout_s = 60;
   /// The head's and nodes' bind address; empty: the head host's address.
   std::string bind;
+  /// The dtrain program the head, nodes and `dtrain train` run as; empty:
+  /// this process's own program (when it is dtrain).
+  std::string dtrain_program;
 };
 
+/// One task's part (blocks until the driver ends or the task fails; SIGINT
+/// and SIGTERM end it, stopping its children). Returns the task's exit
+/// code: the driver's, or 1 with the reason on stderr.
 int run_launch(const launch_options& o);
 
-} // namespace dtrain::cli
+} // namespace dtrain::roles

@@ -6,9 +6,13 @@
 #include "caf/all.hpp"
 #include "dtrain/cluster/messages.hpp"
 #include "dtrain/core/status.hpp"
-#include "dtrain/dashboard/dashboard.hpp"
+#include "dtrain/security/certificates.hpp"
 
-namespace dtrain::cli {
+namespace dtrain::dashboard {
+class dashboard;  // dtrain/dashboard/dashboard.hpp: include it to hold one
+}
+
+namespace dtrain::roles {
 
 /// The dashboard flags of `dtrain start --head` and `dtrain train/tune`.
 struct dashboard_flags {
@@ -43,4 +47,4 @@ result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system&
                                                               const char* who,
                                                               const security::tls_files& log_client = {});
 
-} // namespace dtrain::cli
+} // namespace dtrain::roles

@@ -1,5 +1,5 @@
 // The dashboard in a head process or beside a driver's cluster.
-#include "dashboard_serving.hpp"
+#include "dtrain/roles/dashboard_serving.hpp"
 
 #include <unistd.h>
 
@@ -7,8 +7,9 @@
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
+#include "dtrain/dashboard/dashboard.hpp"
 
-namespace dtrain::cli {
+namespace dtrain::roles {
 
 status check_dashboard_flags(const dashboard_flags& f) {
   if (f.port < 0)
@@ -58,4 +59,4 @@ result<std::unique_ptr<dashboard::dashboard>> serve_dashboard(caf::actor_system&
   return d;
 }
 
-} // namespace dtrain::cli
+} // namespace dtrain::roles

@@ -1,4 +1,4 @@
-#include "output_tee.hpp"
+#include "dtrain/roles/output_tee.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace dtrain::cli {
+namespace dtrain::roles {
 
 namespace {
 
@@ -100,4 +100,4 @@ output_tee::~output_tee() {
       ::close(fd);
 }
 
-} // namespace dtrain::cli
+} // namespace dtrain::roles

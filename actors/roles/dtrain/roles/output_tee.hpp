@@ -7,7 +7,7 @@
 
 #include "dtrain/core/status.hpp"
 
-namespace dtrain::cli {
+namespace dtrain::roles {
 
 /// While it lives, this process's stdout and stderr still go where they
 /// went (the terminal) and are also appended to a log file: a foreground
@@ -39,4 +39,4 @@ private:
   std::thread thread_;
 };
 
-} // namespace dtrain::cli
+} // namespace dtrain::roles
