@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/spawn.hpp"
+#include "support/spawn.hpp"
 #include "bench_util.hpp"
 #include "dtrain/comm/factory.hpp"
 #include "dtrain/core/check.hpp"

@@ -22,7 +22,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "actors/scripted_trials.hpp"
+#include "support/scripted_trials.hpp"
 #include "bench_util.hpp"
 #include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/experiments/store.hpp"

@@ -6,8 +6,8 @@
 
 #include <cstdlib>
 
-#include "actors/child_process.hpp"
-#include "test_util.hpp"
+#include "support/child_process.hpp"
+#include "support/test_util.hpp"
 
 using dtrain::testing::child_process;
 using dtrain::testing::read_file;

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "actors/child_process.hpp"
-#include "actors/dtrain_command.hpp"
-#include "actors/loopback_cluster.hpp"
-#include "test_util.hpp"
+#include "support/child_process.hpp"
+#include "support/dtrain_command.hpp"
+#include "support/loopback_cluster.hpp"
+#include "support/test_util.hpp"
 
 using dtrain::testing::child_process;
 using dtrain::testing::loopback_cluster;

@@ -15,12 +15,12 @@
 #include <regex>
 #include <thread>
 
-#include "actors/child_process.hpp"
-#include "actors/dtrain_command.hpp"
+#include "support/child_process.hpp"
+#include "support/dtrain_command.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/experiments/store.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using dtrain::testing::child_process;

@@ -12,10 +12,10 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "actors/child_process.hpp"
+#include "support/child_process.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/experiments/store.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using dtrain::testing::child_process;

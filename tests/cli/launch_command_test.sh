@@ -24,7 +24,7 @@
 #     host and gives the head's own host an address off loopback;
 # and after each, nothing of it is left running (`dtrain stop` finds none).
 #
-#   launch_test.sh BUILD_DIR SOURCE_DIR
+#   launch_command_test.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 dtrain=$(cd "$1" && pwd)/bin/dtrain
 source=$(cd "$2" && pwd)

@@ -5,7 +5,7 @@
 # accuracy is the run's validation accuracy; a bad --input and a missing
 # checkpoint are errors naming them.
 #
-#   predict_test.sh BUILD_DIR SOURCE_DIR
+#   predict_command_test.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 dtrain=$(cd "$1" && pwd)/bin/dtrain
 source=$(cd "$2" && pwd)

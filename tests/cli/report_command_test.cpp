@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "actors/child_process.hpp"
+#include "support/child_process.hpp"
 #include "dtrain/experiments/store.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using dtrain::testing::child_process;

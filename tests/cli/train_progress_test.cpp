@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "../apps/dtrain/progress_bar.hpp"
-#include "actors/child_process.hpp"
-#include "test_util.hpp"
+#include "support/child_process.hpp"
+#include "support/test_util.hpp"
 
 using dtrain::actors::progress_msg;
 using dtrain::actors::format_duration;

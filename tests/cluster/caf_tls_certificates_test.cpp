@@ -11,7 +11,7 @@
 #include <chrono>
 
 #include "dtrain/security/certificates.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain::security;
 using dtrain::testing::temp_dir;

@@ -15,8 +15,8 @@
 #include "dtrain/driver/experiment_client.hpp"
 #include "dtrain/cluster/experiment_service.hpp"
 #include "dtrain/cluster/head_auth.hpp"
-#include "actors/role_pki.hpp"
-#include "test_util.hpp"
+#include "support/role_pki.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;

@@ -14,12 +14,12 @@
 #include <memory>
 #include <thread>
 
-#include "actors/child_process.hpp"
-#include "actors/memory_store.hpp"
+#include "support/child_process.hpp"
+#include "support/memory_store.hpp"
 #include "dtrain/driver/cluster.hpp"
 #include "dtrain/driver/experiment_client.hpp"
 #include "dtrain/cluster/experiment_service.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;

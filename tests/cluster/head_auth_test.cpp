@@ -11,14 +11,14 @@
 #include <chrono>
 #include <cstdio>
 
-#include "actors/memory_store.hpp"
+#include "support/memory_store.hpp"
 #include "dtrain/driver/cluster.hpp"
 #include "dtrain/cluster/errors.hpp"
 #include "dtrain/driver/experiment_client.hpp"
 #include "dtrain/cluster/head_actor.hpp"
 #include "dtrain/cluster/head_auth.hpp"
-#include "actors/role_pki.hpp"
-#include "test_util.hpp"
+#include "support/role_pki.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;

@@ -18,7 +18,7 @@
 #include "dtrain/driver/plugin_shipping.hpp"
 #include "dtrain/security/certificates.hpp"
 #include "../apps/dtrain/output_tee.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;

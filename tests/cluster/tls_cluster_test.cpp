@@ -14,7 +14,7 @@
 #include <memory>
 #include <thread>
 
-#include "actors/child_process.hpp"
+#include "support/child_process.hpp"
 #include "dtrain/driver/cluster.hpp"
 #include "dtrain/cluster/errors.hpp"
 #include "dtrain/cluster/head_actor.hpp"
@@ -23,7 +23,7 @@
 #include "dtrain/driver/trainer.hpp"
 #include "dtrain/core/net.hpp"
 #include "dtrain/core/threads.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;

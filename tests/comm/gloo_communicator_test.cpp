@@ -14,13 +14,13 @@
 #include <thread>
 #include <vector>
 
-#include "comm/collective_check.hpp"
-#include "comm/spawn.hpp"
+#include "support/collective_check.hpp"
+#include "support/spawn.hpp"
 #include "dtrain/core/net.hpp"
 #include "dtrain/comm/gloo.hpp"
 #include "dtrain/rendezvous/store.hpp"
 #include "dtrain/core/check.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;

@@ -2,7 +2,7 @@
 // inside each, Gloo between their leaders, chosen by the factory.
 #include <boost/test/unit_test.hpp>
 
-#include "comm/collective_check.hpp"
+#include "support/collective_check.hpp"
 #include "dtrain/comm/factory.hpp"
 
 using namespace dtrain;

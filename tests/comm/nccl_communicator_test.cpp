@@ -22,7 +22,7 @@
 #include "dtrain/rendezvous/store.hpp"
 #include "dtrain/tensor/ops.hpp"
 #include "dtrain/tensor/tensor.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 namespace {
 

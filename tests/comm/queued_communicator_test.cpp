@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "comm/collective_check.hpp"
+#include "support/collective_check.hpp"
 #include "dtrain/comm/communicator.hpp"
 #include "dtrain/comm/factory.hpp"
 #include "dtrain/core/check.hpp"

@@ -17,11 +17,11 @@
 #include <cstring>
 #include <thread>
 
-#include "comm/collective_check.hpp"
-#include "comm/spawn.hpp"
+#include "support/collective_check.hpp"
+#include "support/spawn.hpp"
 #include "dtrain/comm/shm.hpp"
 #include "dtrain/core/check.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;

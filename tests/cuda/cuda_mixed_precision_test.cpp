@@ -14,7 +14,7 @@
 #include "dtrain/nn/model.hpp"
 #include "dtrain/tensor/ops.hpp"
 #include "dtrain/tensor/precision.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 namespace {
 

@@ -19,11 +19,11 @@
 #include <stdexcept>
 #include <thread>
 
-#include "dashboard/http_client.hpp"
+#include "support/http_client.hpp"
 #include "dtrain/dashboard/dashboard.hpp"
 #include "dtrain/dashboard/server.hpp"
 #include "dtrain/dashboard/token.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 namespace {
 // Accept failures on demand: while injected_accept_failures is above zero,

@@ -10,7 +10,7 @@
 #include <thread>
 #include <utility>
 
-#include "actors/memory_store.hpp"
+#include "support/memory_store.hpp"
 #include "dtrain/cluster/node_actor.hpp"
 #include "dtrain/dashboard/api.hpp"
 #include "dtrain/dashboard/prometheus.hpp"

@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "actors/child_process.hpp"
-#include "actors/dtrain_command.hpp"
-#include "dashboard/http_client.hpp"
-#include "test_util.hpp"
+#include "support/child_process.hpp"
+#include "support/dtrain_command.hpp"
+#include "support/http_client.hpp"
+#include "support/test_util.hpp"
 
 using dtrain::testing::child_process;
 using dtrain::testing::temp_dir;

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "actors/child_process.hpp"
-#include "dashboard/http_client.hpp"
-#include "dashboard/https_client.hpp"
-#include "test_util.hpp"
+#include "support/child_process.hpp"
+#include "support/http_client.hpp"
+#include "support/https_client.hpp"
+#include "support/test_util.hpp"
 
 using dtrain::testing::child_process;
 using dtrain::testing::read_file;

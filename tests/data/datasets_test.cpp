@@ -8,7 +8,7 @@
 
 #include "dtrain/data/dataset.hpp"
 #include "dtrain/data/synthetic.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 namespace {
 

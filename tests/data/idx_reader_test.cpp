@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "dtrain/data/idx.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 namespace {
 

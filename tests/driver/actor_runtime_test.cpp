@@ -11,15 +11,15 @@
 #include <filesystem>
 #include <thread>
 
-#include "actors/child_process.hpp"
-#include "actors/loopback_cluster.hpp"
+#include "support/child_process.hpp"
+#include "support/loopback_cluster.hpp"
 #include "dtrain/cluster/errors.hpp"
 #include "dtrain/cluster/node_actor.hpp"
 #include "dtrain/driver/trainer.hpp"
 #include "dtrain/experiments/experiment.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/security/certificates.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;

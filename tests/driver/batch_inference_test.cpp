@@ -12,10 +12,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "actors/loopback_cluster.hpp"
+#include "support/loopback_cluster.hpp"
 #include "dtrain/driver/prediction.hpp"
 #include "dtrain/driver/trainer.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/child_process.hpp"
-#include "actors/loopback_cluster.hpp"
+#include "support/child_process.hpp"
+#include "support/loopback_cluster.hpp"
 #include "dtrain/cluster/errors.hpp"
 #include "dtrain/cluster/node_actor.hpp"
 #include "dtrain/cluster/node_secret.hpp"
@@ -24,7 +24,7 @@
 #include "dtrain/core/threads.hpp"
 #include "dtrain/plugin/loader.hpp"
 #include "dtrain/security/certificates.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;

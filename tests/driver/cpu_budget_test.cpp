@@ -13,12 +13,12 @@
 #include <string>
 #include <thread>
 
-#include "actors/child_process.hpp"
-#include "actors/dtrain_command.hpp"
-#include "actors/loopback_cluster.hpp"
+#include "support/child_process.hpp"
+#include "support/dtrain_command.hpp"
+#include "support/loopback_cluster.hpp"
 #include "dtrain/driver/cluster.hpp"
 #include "dtrain/driver/trainer.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "actors/loopback_cluster.hpp"
+#include "support/loopback_cluster.hpp"
 #include "dtrain/driver/trainer.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/core/threads.hpp"

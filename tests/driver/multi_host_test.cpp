@@ -20,12 +20,12 @@
 #include <memory>
 #include <thread>
 
-#include "actors/child_process.hpp"
-#include "actors/netns_lab.hpp"
+#include "support/child_process.hpp"
+#include "support/netns_lab.hpp"
 #include "dtrain/driver/trainer.hpp"
 #include "dtrain/experiments/experiment.hpp"
 #include "dtrain/security/certificates.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;

@@ -8,7 +8,7 @@
 
 #include "dtrain/driver/trainer.hpp"
 #include "dtrain/core/threads.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;

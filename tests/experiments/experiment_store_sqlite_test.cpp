@@ -23,7 +23,7 @@
 
 #include "dtrain/experiments/store.hpp"
 #include "dtrain/experiments/write_errors.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::experiments;

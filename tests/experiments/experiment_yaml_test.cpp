@@ -12,7 +12,7 @@
 #include "dtrain/experiments/experiment.hpp"
 #include "dtrain/tune/space.hpp"
 #include "dtrain/tune/sweep.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 #ifndef DTRAIN_SOURCE_DIR
 #error "tests/CMakeLists.txt defines DTRAIN_SOURCE_DIR for dtrain-core-test"

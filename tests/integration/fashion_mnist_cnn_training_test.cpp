@@ -14,8 +14,8 @@
 
 #include "dtrain/experiments/experiment.hpp"
 #include "dtrain/core/check.hpp"
-#include "test_util.hpp"
-#include "train/replica_group.hpp"
+#include "support/test_util.hpp"
+#include "support/replica_group.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;

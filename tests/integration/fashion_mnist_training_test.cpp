@@ -6,7 +6,7 @@
 #include "dtrain/nn/linear.hpp"
 #include "dtrain/optim/factory.hpp"
 #include "dtrain/train/fashion_mnist.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 

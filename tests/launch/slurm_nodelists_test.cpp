@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "dtrain/launch/nodelist.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using dtrain::launch::expand_nodelist;

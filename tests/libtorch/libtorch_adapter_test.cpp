@@ -10,7 +10,7 @@
 #include <chrono>
 #include <mutex>
 
-#include "comm/collective_check.hpp"
+#include "support/collective_check.hpp"
 #include "dtrain/comm/factory.hpp"
 #include "dtrain/comm/gradient_sync.hpp"
 #include "dtrain/comm/observed.hpp"
@@ -18,9 +18,9 @@
 #include "dtrain/core/threads.hpp"
 #include "dtrain/libtorch/module.hpp"
 #include "dtrain/libtorch/optimizer.hpp"
-#include "libtorch/torch_operators.hpp"
-#include "test_util.hpp"
-#include "train/replica_group.hpp"
+#include "support/torch_operators.hpp"
+#include "support/test_util.hpp"
+#include "support/replica_group.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;

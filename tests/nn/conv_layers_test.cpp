@@ -12,7 +12,7 @@
 
 #include "dtrain/nn/conv.hpp"
 #include "dtrain/nn/pooling.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using dtrain::testing::random_tensor;

@@ -10,7 +10,7 @@
 
 #include "dtrain/core/random.hpp"
 #include "dtrain/nn/pooling.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using dtrain::testing::random_tensor;

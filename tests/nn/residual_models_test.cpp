@@ -9,8 +9,8 @@
 #include "dtrain/nn/build.hpp"
 #include "dtrain/nn/loss.hpp"
 #include "dtrain/nn/model.hpp"
-#include "nn/finite_difference.hpp"
-#include "test_util.hpp"
+#include "support/finite_difference.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::nn::build;

@@ -6,13 +6,13 @@
 #include <mutex>
 #include <vector>
 
-#include "comm/spawn.hpp"
+#include "support/spawn.hpp"
 #include "dtrain/comm/factory.hpp"
 #include "dtrain/rendezvous/store.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/nn/norm.hpp"
 #include "dtrain/tensor/ops.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;

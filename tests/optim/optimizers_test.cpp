@@ -4,7 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "dtrain/optim/optimizer.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 

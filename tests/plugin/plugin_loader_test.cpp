@@ -12,7 +12,7 @@
 
 #include "dtrain/build_config.hpp"
 #include "dtrain/plugin/loader.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using dtrain::testing::temp_dir;

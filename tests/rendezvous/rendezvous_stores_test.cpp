@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "comm/spawn.hpp"
+#include "support/spawn.hpp"
 #include "dtrain/rendezvous/store.hpp"
 #include "dtrain/core/check.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::rendezvous;

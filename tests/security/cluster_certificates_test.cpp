@@ -14,7 +14,7 @@
 #include <boost/algorithm/string/case_conv.hpp>
 
 #include "dtrain/security/certificates.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::security;

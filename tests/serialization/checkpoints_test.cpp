@@ -13,12 +13,12 @@
 
 #include <zlib.h>
 
-#include "comm/spawn.hpp"
+#include "support/spawn.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;

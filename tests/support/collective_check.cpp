@@ -1,4 +1,4 @@
-#include "comm/collective_check.hpp"
+#include "support/collective_check.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -13,7 +13,7 @@
 #include "dtrain/rendezvous/store.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/random.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 namespace dtrain::testing {
 

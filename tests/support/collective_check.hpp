@@ -5,9 +5,9 @@
 #include <memory>
 #include <vector>
 
-#include "comm/spawn.hpp"
+#include "support/spawn.hpp"
 #include "dtrain/comm/communicator.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 /// Conformance checks every communicator backend runs: each operation
 /// against a reference each rank computes locally, timeouts, dead peers and

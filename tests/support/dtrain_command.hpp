@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "actors/child_process.hpp"
-#include "test_util.hpp"
+#include "support/child_process.hpp"
+#include "support/test_util.hpp"
 
 /// Running the dtrain command line from a test (DTRAIN_BINARY), as a user
 /// would, and reading what it printed.

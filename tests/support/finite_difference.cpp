@@ -1,10 +1,10 @@
-#include "nn/finite_difference.hpp"
+#include "support/finite_difference.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
 
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 namespace dtrain::testing {
 

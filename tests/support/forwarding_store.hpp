@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "actors/memory_store.hpp"
+#include "support/memory_store.hpp"
 
 namespace dtrain::testing {
 

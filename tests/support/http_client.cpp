@@ -1,4 +1,4 @@
-#include "dashboard/http_client.hpp"
+#include "support/http_client.hpp"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "dashboard/https_client.hpp"
+#include "support/https_client.hpp"
 
 #include <sys/socket.h>
 #include <sys/time.h>

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "dashboard/http_client.hpp"
+#include "support/http_client.hpp"
 
 /// An HTTPS client for the dashboard's TLS tests, on Boost.Beast over Asio
 /// SSL: verifies the server's chain against `ca_file` (and that the

@@ -1,4 +1,4 @@
-#include "actors/memory_store.hpp"
+#include "support/memory_store.hpp"
 
 #include <algorithm>
 

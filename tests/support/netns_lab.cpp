@@ -1,4 +1,4 @@
-#include "actors/netns_lab.hpp"
+#include "support/netns_lab.hpp"
 
 #include <fcntl.h>
 #include <sched.h>

@@ -1,15 +1,15 @@
-#include "train/replica_group.hpp"
+#include "support/replica_group.hpp"
 
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
 
-#include "comm/collective_check.hpp"
+#include "support/collective_check.hpp"
 #include "dtrain/comm/factory.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 namespace dtrain::testing {
 

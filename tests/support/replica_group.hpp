@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/spawn.hpp"
+#include "support/spawn.hpp"
 #include "dtrain/rendezvous/store.hpp"
 #include "dtrain/train/replica.hpp"
 

@@ -1,5 +1,5 @@
 // Scripted trials for the tuner's tests and benchmarks (scripted_trials.hpp).
-#include "actors/scripted_trials.hpp"
+#include "support/scripted_trials.hpp"
 
 #include <functional>
 #include <map>

@@ -1,4 +1,4 @@
-#include "comm/spawn.hpp"
+#include "support/spawn.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>

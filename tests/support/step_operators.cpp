@@ -1,4 +1,4 @@
-#include "train/step_operators.hpp"
+#include "support/step_operators.hpp"
 
 #include <cmath>
 #include <mutex>

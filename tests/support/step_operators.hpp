@@ -1,7 +1,7 @@
 #pragma once
 
 /// Training operators with their own steps, for the custom-step suites
-/// (tests/train/custom_step_test.cpp, tests/actors/custom_step_sweep_test.cpp).
+/// (tests/train/custom_steps_test.cpp, tests/driver/tuner/custom_step_metrics_test.cpp).
 ///
 ///  - "weighted_l2_regression": linear regression (keys samples, features,
 ///    lr, l2, direct) trained by plain SGD on a hand-written loss: the

@@ -1,4 +1,4 @@
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "libtorch/torch_operators.hpp"
+#include "support/torch_operators.hpp"
 
 #include <mutex>
 

@@ -11,7 +11,7 @@
 #include "dtrain/tensor/kernels.hpp"
 #include "dtrain/tensor/ops.hpp"
 #include "dtrain/tensor/precision.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using dtrain::testing::random_tensor;

@@ -10,14 +10,14 @@
 #include <cstring>
 #include <map>
 
-#include "comm/collective_check.hpp"
-#include "comm/spawn.hpp"
+#include "support/collective_check.hpp"
+#include "support/spawn.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/data/synthetic.hpp"
 #include "dtrain/train/supervised.hpp"
-#include "test_util.hpp"
-#include "train/replica_group.hpp"
-#include "train/step_operators.hpp"
+#include "support/test_util.hpp"
+#include "support/replica_group.hpp"
+#include "support/step_operators.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;

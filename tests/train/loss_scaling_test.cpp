@@ -10,7 +10,7 @@
 #include <cmath>
 #include <limits>
 
-#include "comm/collective_check.hpp"
+#include "support/collective_check.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/nn/layers.hpp"
 #include "dtrain/nn/loss.hpp"
@@ -18,8 +18,8 @@
 #include "dtrain/optim/optimizer.hpp"
 #include "dtrain/train/loss_scaler.hpp"
 #include "dtrain/train/supervised.hpp"
-#include "test_util.hpp"
-#include "train/replica_group.hpp"
+#include "support/test_util.hpp"
+#include "support/replica_group.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;

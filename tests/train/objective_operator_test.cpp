@@ -11,8 +11,8 @@
 #include "dtrain/core/check.hpp"
 #include "dtrain/train/objective.hpp"
 #include "dtrain/train/replica.hpp"
-#include "test_util.hpp"
-#include "train/replica_group.hpp"
+#include "support/test_util.hpp"
+#include "support/replica_group.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;

@@ -14,12 +14,12 @@
 #include <cmath>
 #include <filesystem>
 
-#include "comm/collective_check.hpp"
+#include "support/collective_check.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
-#include "test_util.hpp"
-#include "train/replica_group.hpp"
-#include "train/step_operators.hpp"
+#include "support/test_util.hpp"
+#include "support/replica_group.hpp"
+#include "support/step_operators.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;

@@ -14,12 +14,12 @@
 #include <limits>
 #include <map>
 
-#include "comm/collective_check.hpp"
-#include "comm/spawn.hpp"
+#include "support/collective_check.hpp"
+#include "support/spawn.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/train/replica.hpp"
-#include "test_util.hpp"
-#include "train/replica_group.hpp"
+#include "support/test_util.hpp"
+#include "support/replica_group.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;

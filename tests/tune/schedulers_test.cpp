@@ -12,7 +12,7 @@
 #include "dtrain/tune/percentile.hpp"
 #include "dtrain/tune/scheduler.hpp"
 #include "dtrain/tune/sweep.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 #ifndef DTRAIN_SOURCE_DIR
 #error "tests/CMakeLists.txt defines DTRAIN_SOURCE_DIR for dtrain-core-test"

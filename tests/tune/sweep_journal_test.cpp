@@ -14,7 +14,7 @@
 #include "dtrain/experiments/store.hpp"
 #include "dtrain/tune/journal.hpp"
 #include "dtrain/tune/sweep.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::tune;

@@ -9,13 +9,13 @@
 #include <cmath>
 #include <set>
 
-#include "actors/memory_store.hpp"
+#include "support/memory_store.hpp"
 #include "dtrain/driver/cluster.hpp"
 #include "dtrain/driver/trainer.hpp"
 #include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/threads.hpp"
-#include "train/step_operators.hpp"
+#include "support/step_operators.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;

@@ -14,7 +14,7 @@
 
 #include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/experiments/store.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;

@@ -15,8 +15,8 @@
 #include <sstream>
 #include <thread>
 
-#include "actors/loopback_cluster.hpp"
-#include "actors/memory_store.hpp"
+#include "support/loopback_cluster.hpp"
+#include "support/memory_store.hpp"
 #include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/experiments/experiment.hpp"
 

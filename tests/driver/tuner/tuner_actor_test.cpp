@@ -15,15 +15,15 @@
 #include <mutex>
 #include <thread>
 
-#include "actors/memory_store.hpp"
-#include "actors/scripted_trials.hpp"
+#include "support/memory_store.hpp"
+#include "support/scripted_trials.hpp"
 #include "dtrain/cluster/messages.hpp"
 #include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
 #include "dtrain/tune/journal.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;

@@ -20,9 +20,9 @@
 #include <string>
 #include <thread>
 
-#include "actors/forwarding_store.hpp"
-#include "actors/memory_store.hpp"
-#include "actors/scripted_trials.hpp"
+#include "support/forwarding_store.hpp"
+#include "support/memory_store.hpp"
+#include "support/scripted_trials.hpp"
 #include "dtrain/driver/cluster.hpp"
 #include "dtrain/cluster/job_thread.hpp"
 #include "dtrain/driver/tuner/queued_store.hpp"
@@ -30,7 +30,7 @@
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
 #include "dtrain/tune/journal.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;
