@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What a watched dashboard costs the training (tools/bench.sh dashboard).
+"""What a watched dashboard costs the training (tools/bench/bench.sh dashboard).
 
 One `dtrain train --embedded --dashboard` run of the Fashion-MNIST MLP (one
 slot); the run is cut into phases of EPOCHS epochs each (switching at the

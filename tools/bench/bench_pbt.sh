@@ -4,9 +4,9 @@
 # rates from 10^U(-4, -2), 8 epochs, exploits every 2) and the same file with
 # `scheduler: fifo` (the same 4 random rates, trained through), for several
 # seeds. Prints each run's best final validation accuracy (the best trial's
-# last epoch) and the medians. Usage: tools/bench_pbt.sh [SEEDS...] (default 1 2 3)
+# last epoch) and the medians. Usage: tools/bench/bench_pbt.sh [SEEDS...] (default 1 2 3)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${DTRAIN_BUILD_DIR:-$root/build}/bin
 seeds=("$@")
 [ ${#seeds[@]} -gt 0 ] || seeds=(1 2 3)

@@ -4,9 +4,9 @@
 #   2. the same sweep with Optuna 3.1 + PyTorch 1.13 (tools/peer/optuna_torch_sweep.py)
 # then a side-by-side table: wall time, epochs run, best validation accuracy.
 # Takes about 4 minutes on 2 cores (each side about 2). Logs go to $DTRAIN_BENCH_LOGS (default a temp dir).
-#   tools/bench_tune_peer.sh [--skip-dtrain] [--skip-peer]
+#   tools/bench/bench_tune_peer.sh [--skip-dtrain] [--skip-peer]
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${DTRAIN_BUILD_DIR:-$root/build}/bin
 logs=${DTRAIN_BENCH_LOGS:-$(mktemp -d /tmp/dtrain-tune-peer.XXXXXX)}
 mkdir -p "$logs"
