@@ -147,7 +147,10 @@ void set_storage(const temp_dir& home, int64_t id, const std::string& storage) {
 
 } // namespace
 
+// The file's suite; CTest runs each suite inside it on its own (experiment_runs/NAME).
 BOOST_AUTO_TEST_SUITE(experiment_runs)
+
+BOOST_AUTO_TEST_SUITE(runs)
 
 // Two stores (two DTRAIN_HOMEs: two users, two launch jobs, a test beside
 // a user's runs) share a host_path, and each numbers its first experiment
@@ -448,3 +451,5 @@ BOOST_AUTO_TEST_CASE(a_sweep_whose_driver_is_killed_resumes_to_the_same_trials_a
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE_END()  // experiment_runs

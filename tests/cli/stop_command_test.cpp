@@ -37,7 +37,7 @@ std::string run_stop(const temp_dir& home) {
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(dtrain_stop)
+BOOST_AUTO_TEST_SUITE(stop_command)
 
 BOOST_AUTO_TEST_CASE(a_pid_file_naming_an_unrelated_process_is_removed_without_a_signal) {
   temp_dir home;

@@ -40,7 +40,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(store_parking)
+BOOST_AUTO_TEST_SUITE(rendezvous_parking)
 
 BOOST_FIXTURE_TEST_CASE(parked_requests_stay_bounded_over_many_retries, store_fixture) {
   actor_store client(sys, store);

@@ -79,6 +79,9 @@ void expect_refused(caf::scoped_actor& self, const replica_actor& replica,
 
 } // namespace
 
+// The file's suite; CTest runs each suite inside it on its own (actor_runtime/NAME).
+BOOST_AUTO_TEST_SUITE(actor_runtime)
+
 BOOST_AUTO_TEST_SUITE(local_cluster)
 
 BOOST_AUTO_TEST_CASE(two_local_replicas_train_and_stay_bitwise_identical) {
@@ -438,3 +441,5 @@ BOOST_AUTO_TEST_CASE(a_preempted_group_resumes_mid_epoch_to_the_same_parameters)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE_END()  // actor_runtime

@@ -205,7 +205,10 @@ void fail_a_node_mid_epoch(int sig, milliseconds detect_within, comeback how,
 
 } // namespace
 
+// The file's suite; CTest runs each suite inside it on its own (fault_tolerance/NAME).
 BOOST_AUTO_TEST_SUITE(fault_tolerance)
+
+BOOST_AUTO_TEST_SUITE(builtin_model)
 
 BOOST_AUTO_TEST_CASE(a_node_killed_mid_epoch_is_noticed_within_a_second_and_training_goes_on_with_one) {
   fail_a_node_mid_epoch(SIGKILL, milliseconds(1000), comeback::elastic);
@@ -315,7 +318,7 @@ BOOST_AUTO_TEST_SUITE_END()
 // epoch 2; the group waits for a node, re-forms, restores epoch 1's
 // checkpoint (the module's parameters and libtorch SGD's momentum from the
 // sharded files) and ends within half a point of the uninterrupted run.
-BOOST_AUTO_TEST_SUITE(libtorch_fault_tolerance)
+BOOST_AUTO_TEST_SUITE(libtorch_model)
 
 BOOST_AUTO_TEST_CASE(a_node_killed_under_a_libtorch_model_recovers_from_the_checkpoint) {
   fail_a_node_mid_epoch(SIGKILL, milliseconds(1000), comeback::node_returns, torch_mlp);
@@ -323,3 +326,5 @@ BOOST_AUTO_TEST_CASE(a_node_killed_under_a_libtorch_model_recovers_from_the_chec
 
 BOOST_AUTO_TEST_SUITE_END()
 #endif
+
+BOOST_AUTO_TEST_SUITE_END()  // fault_tolerance

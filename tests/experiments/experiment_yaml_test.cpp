@@ -95,7 +95,10 @@ void write_file(const std::string& path, const std::string& text) {
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(experiments)
+// The file's suite: the YAML reading, and the search spaces read from it.
+BOOST_AUTO_TEST_SUITE(experiment_yaml)
+
+BOOST_AUTO_TEST_SUITE(reading)
 
 // --- The shipped files ------------------------------------------------------
 
@@ -770,7 +773,7 @@ BOOST_AUTO_TEST_SUITE_END()
 
 // --- Hyperparameter searches (dtrain tune) -----------------------------------
 
-BOOST_AUTO_TEST_SUITE(experiment_searches)
+BOOST_AUTO_TEST_SUITE(searches)
 
 BOOST_AUTO_TEST_CASE(typed_hyperparameters_become_the_search_space) {
   auto parsed = parse(minimal(
@@ -877,3 +880,5 @@ BOOST_AUTO_TEST_CASE(an_inverted_range_is_an_error_naming_the_hyperparameter) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE_END()  // experiment_yaml

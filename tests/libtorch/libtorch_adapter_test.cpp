@@ -80,7 +80,10 @@ TORCH_MODULE_IMPL(wide_mlp, wide_mlp_impl);
 
 } // namespace
 
-BOOST_FIXTURE_TEST_SUITE(libtorch_module, registered)
+// The file's suite; CTest runs each suite inside it on its own (libtorch_adapter/NAME).
+BOOST_AUTO_TEST_SUITE(libtorch_adapter)
+
+BOOST_FIXTURE_TEST_SUITE(module, registered)
 
 BOOST_AUTO_TEST_CASE(parameters_and_gradients_are_views_of_the_flat_buffers) {
   torch::manual_seed(3);
@@ -207,7 +210,7 @@ BOOST_AUTO_TEST_CASE(parameter_groups_keep_their_learning_rate_ratio) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_FIXTURE_TEST_SUITE(libtorch_data_parallel, registered)
+BOOST_FIXTURE_TEST_SUITE(data_parallel, registered)
 
 // Every optimizer and loss path: after each epoch all replicas hold the
 // same bytes, and 2 replicas at half the batch end where one does at the
@@ -338,7 +341,7 @@ BOOST_AUTO_TEST_CASE(the_loss_falls_and_validation_reports_accuracy) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_FIXTURE_TEST_SUITE(libtorch_checkpoints, registered)
+BOOST_FIXTURE_TEST_SUITE(checkpoints, registered)
 
 // The module's parameters, BatchNorm's statistics, num_batches_tracked and
 // libtorch's optimizer state go through the sharded checkpoint: restored
@@ -394,3 +397,5 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_of_2_replicas_restores_into_1_or_3_and_continu
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE_END()  // libtorch_adapter

@@ -62,7 +62,7 @@ status add_ones(store& s, int per_rank) {
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(stores)
+BOOST_AUTO_TEST_SUITE(rendezvous_stores)
 
 BOOST_AUTO_TEST_CASE(set_then_get_round_trips_text_empty_and_binary_values) {
   testing::temp_dir dir;

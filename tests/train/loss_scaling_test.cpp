@@ -61,7 +61,10 @@ struct tiny_setup {
 
 } // namespace
 
+// The file's suite; CTest runs each suite inside it on its own (loss_scaling/NAME).
 BOOST_AUTO_TEST_SUITE(loss_scaling)
+
+BOOST_AUTO_TEST_SUITE(scaler)
 
 BOOST_AUTO_TEST_CASE(the_defaults_are_gradscalers) {
   train::loss_scaler_options o;
@@ -317,3 +320,5 @@ BOOST_AUTO_TEST_CASE(the_loss_scaler_round_trips_through_a_checkpoint) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE_END()  // loss_scaling

@@ -86,6 +86,9 @@ int used_slots(const cluster_status& s) {
 
 } // namespace
 
+// The file's suite; CTest runs each suite inside it on its own (trainer_sweeps/NAME).
+BOOST_AUTO_TEST_SUITE(trainer_sweeps)
+
 BOOST_AUTO_TEST_SUITE(tune_faults)
 
 BOOST_AUTO_TEST_CASE(a_trial_whose_operator_fails_is_error_with_that_message_and_the_others_finish) {
@@ -308,3 +311,5 @@ BOOST_AUTO_TEST_CASE(the_shipped_asha_sweep_runs_at_most_40_percent_of_the_fifo_
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE_END()  // trainer_sweeps
