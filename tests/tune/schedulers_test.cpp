@@ -1,4 +1,4 @@
-// Schedulers: every decision of the event logs in tests/data/tune against
+// Schedulers: every decision of the event logs in tests/tune/scheduler_sequences against
 // Optuna 3.1's (tools/reference/make_scheduler_sequences.py), then cases
 // computed by hand, Ray's percentile rule among them (Optuna lacks it).
 #include <boost/test/unit_test.hpp>
@@ -160,7 +160,7 @@ bool names(const dtrain::status& s, const std::string& field) {
 BOOST_AUTO_TEST_SUITE(schedulers)
 
 BOOST_AUTO_TEST_CASE(every_decision_of_the_recorded_sequences_equals_optunas) {
-  const std::string dir = std::string(DTRAIN_SOURCE_DIR) + "/tests/data/tune";
+  const std::string dir = std::string(DTRAIN_SOURCE_DIR) + "/tests/tune/scheduler_sequences";
   int logs = 0, decisions = 0;
   for (const std::string& name : dtrain::testing::entries(dir)) {
     if (name.size() < 7 || name.substr(name.size() - 7) != ".events")
