@@ -235,7 +235,8 @@ def randomized(count, seed):
 
 def main(argv):
     out_dir = argv[0] if argv else os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "tune", "scheduler_sequences")
+        os.path.dirname(os.path.abspath(__file__)), "..", "..",
+        "tests", "tune", "scheduler_sequences")
     os.makedirs(out_dir, exist_ok=True)
     sequences = hand_built()
     sequences.update(randomized(18, 2026))
