@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/memory_store.hpp"
+#include "support/memory_store.hpp"
 #include "dtrain/dashboard/http.hpp"
 #include "dtrain/dashboard/routes.hpp"
 #include "dtrain/dashboard/source.hpp"

@@ -1,6 +1,6 @@
 // The dashboard in a real browser: Debian's Chromium, headless, driven by
 // playwright-core (tools/browser, installed by tools/install-deps.sh).
-// Started by the dashboard_browser suite (tests/actors/dashboard_browser_test.cpp)
+// Started by the dashboard_browser suite (tests/dashboard/dashboard_browser_test.cpp)
 // against a head with a node and a sweep running; it asserts what a person
 // would look for and exits 0, or prints why not and exits 1.
 //

@@ -7,15 +7,15 @@
 #include <cstring>
 #include <set>
 
-#include "comm/collective_check.hpp"
-#include "comm/spawn.hpp"
+#include "support/collective_check.hpp"
+#include "support/spawn.hpp"
 #include "dtrain/comm/factory.hpp"
 #include "dtrain/comm/gradient_sync.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/threads.hpp"
 #include "dtrain/nn/loss.hpp"
 #include "dtrain/optim/optimizer.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;

@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "dtrain/core/files.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using dtrain::testing::temp_dir;

@@ -19,7 +19,7 @@
 #include "dtrain/nn/model.hpp"
 #include "dtrain/nn/pooling.hpp"
 #include "dtrain/tensor/ops.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include "dtrain/cuda/runtime.hpp"
 #include "dtrain/tensor/ops.hpp"
 #include "dtrain/tensor/tensor.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include "dtrain/nn/build.hpp"
 #include "dtrain/nn/model.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::nn::build;

@@ -5,7 +5,7 @@
 #include "dtrain/nn/loss.hpp"
 #include "dtrain/nn/model.hpp"
 #include "dtrain/optim/optimizer.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using dtrain::testing::random_tensor;

@@ -18,7 +18,7 @@
 
 #include "dtrain/driver/cluster_address.hpp"
 #include "dtrain/roles/processes.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using dtrain::error_code;
 using dtrain::actors::address_source;

@@ -11,7 +11,7 @@
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/checkpoint/checkpoint_copy.hpp"
 #include "dtrain/serialization/capnp_checkpoint.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using namespace dtrain::testing;

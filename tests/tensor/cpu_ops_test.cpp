@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "dtrain/tensor/ops.hpp"
-#include "test_util.hpp"
+#include "support/test_util.hpp"
 
 using namespace dtrain;
 using dtrain::testing::max_relative_error;

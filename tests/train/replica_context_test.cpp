@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "comm/collective_check.hpp"
-#include "comm/spawn.hpp"
+#include "support/collective_check.hpp"
+#include "support/spawn.hpp"
 #include "dtrain/comm/factory.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/random.hpp"

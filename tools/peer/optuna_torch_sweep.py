@@ -27,7 +27,7 @@ Mirrors the experiment file and dtrain's mlp_classifier operator
             half the host's cores)
 
 Prints one line per trial end, then `wall`, `pruned`, `epochs`, `best`
-lines that tools/bench_tune_peer.sh parses.
+lines that tools/bench/bench_tune_peer.sh parses.
 
 usage: /usr/bin/python3 optuna_torch_sweep.py [--trials 16] [--jobs 2]
        [--epochs 15] [--grace 1] [--rf 3] [--seed 0] [--data DIR]

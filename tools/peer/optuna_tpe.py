@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The Optuna side of tools/bench_tpe.cpp: Optuna 3.1's TPESampler (default
+"""The Optuna side of tools/bench/bench_tpe.cpp: Optuna 3.1's TPESampler (default
 settings) and RandomSampler on Branin, Hartmann-6 and a noisy Branin, in
 memory, one study per (function, sampler, seed).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Peer for tools/bench_cnn_step.cpp: one training step of a small CNN.
+"""Peer for tools/bench/bench_cnn_step.cpp: one training step of a small CNN.
 
 1x28x28 -> Conv2d(1, 32, 3, padding=1) -> ReLU -> MaxPool2d(2)
         -> Conv2d(32, 64, 3, padding=1) -> ReLU -> MaxPool2d(2)

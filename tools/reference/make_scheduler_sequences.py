@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes tests/data/tune/NAME.events and NAME.decisions: scheduler event
+"""Writes tests/tune/scheduler_sequences/NAME.events and NAME.decisions: scheduler event
 logs and Optuna 3.1's decision at every report (optuna_replay.py).
 
 Which reports a log holds depends on the decisions (a pruned trial reports
@@ -12,7 +12,7 @@ every running trial reports its next epoch, in id order; a trial that is
 pruned, completes or fails frees its slot, refilled with the next trials at
 the end of the tick.
 
-Usage: make_scheduler_sequences.py [OUT_DIR]   (default tests/data/tune)
+Usage: make_scheduler_sequences.py [OUT_DIR]   (default tests/tune/scheduler_sequences)
 Then:  optuna_replay.py --check OUT_DIR/*.events
 """
 import math
@@ -235,7 +235,8 @@ def randomized(count, seed):
 
 def main(argv):
     out_dir = argv[0] if argv else os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "tune")
+        os.path.dirname(os.path.abspath(__file__)), "..", "..",
+        "tests", "tune", "scheduler_sequences")
     os.makedirs(out_dir, exist_ok=True)
     sequences = hand_built()
     sequences.update(randomized(18, 2026))

@@ -291,7 +291,7 @@ double parzen_estimator::component_log_pdf(size_t j, double x) const {
   // The truncated normal's log density as Optuna 3.1 computes it: in
   // units of sigma, without the -log(sigma) of a true density (scipy's
   // truncnorm and later Optuna releases subtract it). Kept on purpose:
-  // measured with tools/bench_tpe.cpp over 100 seeds, subtracting it
+  // measured with tools/bench/bench_tpe.cpp over 100 seeds, subtracting it
   // makes narrow components win and Hartmann-6's median best after 50
   // trials worse (-2.44 against -2.75), Branin's unchanged.
   const double z = (x - mu) / sigma;

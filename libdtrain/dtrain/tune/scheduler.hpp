@@ -75,7 +75,7 @@ std::unique_ptr<scheduler> make_fifo();
 /// std::log loses the top rung), only those <= max_t when max_t > 0.
 ///
 /// top_k (the default) equals Optuna 3.1's SuccessiveHalvingPruner with
-/// in-memory storage, report for report (tests/data/tune holds sequences
+/// in-memory storage, report for report (tests/tune/scheduler_sequences holds sequences
 /// replayed through Optuna by tools/reference/make_scheduler_sequences.py).
 /// At a report at epoch t the trial is judged at every rung it reached and
 /// has not passed yet, lowest first, all with the same value: the value is
