@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "command_line.hpp"
-#include "experiments_delete.hpp"
+#include "dtrain/driver/runs/experiment_delete.hpp"
 #include "dtrain/driver/runs/store_access.hpp"
 
 #include <unistd.h>
@@ -381,6 +381,41 @@ int best(experiments::experiment_store& s, const experiments_options& o) {
   return 0;
 }
 
+// The --yes flag, else a "y" typed at a terminal (refused without one).
+result<bool> confirmed(const std::string& what, const experiments_options& o) {
+  if (o.yes)
+    return true;
+  if (!isatty(STDIN_FILENO))
+    return invalid_argument("refusing to delete " + what +
+                            " without confirmation: stdin is not a terminal; pass --yes");
+  std::printf("delete %s? [y/N] ", what.c_str());
+  std::fflush(stdout);
+  std::string answer;
+  std::getline(std::cin, answer);
+  if (answer == "y" || answer == "Y" || answer == "yes")
+    return true;
+  std::printf("not deleted\n");
+  return false;
+}
+
+// `delete ID`: runs::delete_experiment, asking first.
+int remove(experiments::experiment_store& s, const experiments_options& o, bool remote) {
+  delete_request r;
+  r.id = o.id;
+  r.force = o.force;
+  r.remote = remote;
+  r.confirm = [&o](const std::string& what) { return confirmed(what, o); };
+  auto gone = delete_experiment(s, r);
+  if (!gone) {
+    std::fprintf(stderr, "error: %s\n", gone.error().message().c_str());
+    return 1;
+  }
+  if (gone->empty())
+    return 1;  // not confirmed
+  std::printf("deleted %s\n", gone->c_str());
+  return 0;
+}
+
 } // namespace
 
 int run_experiments(const experiments_options& o) {
@@ -397,7 +432,7 @@ int run_experiments(const experiments_options& o) {
   if (o.action == "best")
     return best(s, o);
   if (o.action == "delete")
-    return delete_experiment(s, o, opened->cluster != nullptr);
+    return remove(s, o, opened->cluster != nullptr);
   return fail(invalid_argument("dtrain experiments: unknown action " + o.action));
 }
 

@@ -1,6 +1,6 @@
 // `dtrain experiments delete`: an experiment's rows and the checkpoint
 // directory it owns; never a live run, nor another experiment's directory.
-#include "experiments_delete.hpp"
+#include "dtrain/driver/runs/experiment_delete.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -8,16 +8,14 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <thread>
 
 #include "dtrain/driver/runs/experiment_runs.hpp"
 #include "dtrain/checkpoint/ownership.hpp"
+#include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
 
-namespace dtrain::cli {
-
-using namespace dtrain::runs;
+namespace dtrain::runs {
 
 namespace {
 
@@ -26,9 +24,11 @@ using experiments::experiment_row;
 // How long --force waits for a live driver to checkpoint and exit.
 constexpr auto stop_wait = std::chrono::seconds(60);
 
-int fail(const status& s) {
-  std::fprintf(stderr, "error: %s\n", s.message().c_str());
-  return 1;
+void say(const delete_request& r, const std::string& line) {
+  if (r.note)
+    r.note(line);
+  else
+    std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 // Why `dir` must not be removed recursively ("" if it may be).
@@ -48,10 +48,10 @@ std::string unsafe_to_remove(const std::string& dir) {
 
 // Sends SIGTERM to the driver `pid` of experiment `e` and waits for it to
 // exit (stop_wait at most).
-status stop_driver(const experiment_row& e, int pid) {
+status stop_driver(const experiment_row& e, int pid, const delete_request& r) {
   const std::string id = std::to_string(e.id), p = std::to_string(pid);
-  std::fprintf(stderr, "dtrain: --force: asking the driver of experiment %s (process %s) to "
-                       "checkpoint and stop\n", id.c_str(), p.c_str());
+  say(r, "dtrain: --force: asking the driver of experiment " + id + " (process " + p +
+             ") to checkpoint and stop");
   if (::kill(pid, SIGTERM) != 0 && live_driver_here(e.owner) != 0)
     return io_error("experiment " + id + ": cannot signal its driver, process " + p +
                     " (another user's?); nothing was deleted");
@@ -69,17 +69,17 @@ status stop_driver(const experiment_row& e, int pid) {
 
 // ok when experiment `e` may be deleted now (see delete_experiment); with
 // --force, stops its live driver on this host first.
-status not_running(const experiment_row& e, const experiments_options& o, bool remote) {
+status not_running(const experiment_row& e, const delete_request& r) {
   if (e.state != "running" || e.owner.empty())
     return status::ok();
   const int pid = live_driver_here(e.owner);
-  if (pid == 0 && !remote && owner_is_this_host(e.owner))
+  if (pid == 0 && !r.remote && owner_is_this_host(e.owner))
     return status::ok();  // its driver died without recording the end
   const std::string id = std::to_string(e.id), p = std::to_string(pid);
-  if (!o.force) {
+  if (!r.force) {
     const std::string who =
         pid != 0 ? "its driver, process " + p + " on this host, is alive"
-        : remote ? "the store is read through a head, so its driver (" + e.owner +
+        : r.remote ? "the store is read through a head, so its driver (" + e.owner +
                        ") may be alive"
                  : "its driver (" + e.owner + ") runs on another host";
     return invalid_argument(
@@ -89,10 +89,10 @@ status not_running(const experiment_row& e, const experiments_options& o, bool r
         (pid != 0 ? "stop it and delete" : "delete it while it may still run"));
   }
   if (pid != 0)
-    return stop_driver(e, pid);
-  std::fprintf(stderr, "dtrain: --force: experiment %s is marked running by %s, which cannot be "
-                       "stopped from here; deleting it anyway (that driver's later writes fail)\n",
-               id.c_str(), e.owner.c_str());
+    return stop_driver(e, pid, r);
+  say(r, "dtrain: --force: experiment " + id + " is marked running by " + e.owner +
+             ", which cannot be stopped from here; deleting it anyway (that driver's later "
+             "writes fail)");
   return status::ok();
 }
 
@@ -107,64 +107,39 @@ std::string why_kept(const experiment_row& e, const checkpoint::owner& me) {
   return own ? "" : own.message();
 }
 
-bool confirmed(const std::string& what, const experiments_options& o, status& refused) {
-  if (o.yes)
-    return true;
-  if (!isatty(STDIN_FILENO)) {
-    refused = invalid_argument("refusing to delete " + what +
-                               " without confirmation: stdin is not a terminal; pass --yes");
-    return false;
-  }
-  std::printf("delete %s? [y/N] ", what.c_str());
-  std::fflush(stdout);
-  std::string answer;
-  std::getline(std::cin, answer);
-  if (answer == "y" || answer == "Y" || answer == "yes")
-    return true;
-  std::printf("not deleted\n");
-  return false;
-}
-
 } // namespace
 
-int delete_experiment(experiments::experiment_store& s, const experiments_options& o, bool remote) {
-  auto e = s.experiment(o.id);
-  if (!e)
-    return fail(e.error());
-  auto trials = s.trials(o.id);
-  if (!trials)
-    return fail(trials.error());
-  const checkpoint::owner me = storage_owner(*e, s.where());
-  const std::string kept = e->storage.empty() ? "" : why_kept(*e, me);
-  const bool removes = !e->storage.empty() && kept.empty();
+result<std::string> delete_experiment(experiments::experiment_store& s, const delete_request& r) {
+  DTRAIN_ASSIGN_OR_RETURN(auto e, s.experiment(r.id));
+  DTRAIN_ASSIGN_OR_RETURN(auto trials, s.trials(r.id));
+  const checkpoint::owner me = storage_owner(e, s.where());
+  const std::string kept = e.storage.empty() ? "" : why_kept(e, me);
+  const bool removes = !e.storage.empty() && kept.empty();
   const std::string what =
-      "experiment " + std::to_string(o.id) + " (" + e->name + ") with " +
-      std::to_string(trials->size()) + " trials and " +
-      (e->storage.empty() ? "no checkpoint directory"
-       : removes          ? "its checkpoints under " + e->storage
-                          : "not its directory " + e->storage + " (left in place: " + kept + ")");
-  // Refused before asking; stopped (--force) only once confirmed.
-  if (!o.force)
-    if (status running = not_running(*e, o, remote); !running)
-      return fail(running);
-  status refused;
-  if (!confirmed(what, o, refused))
-    return refused ? 1 : fail(refused);
-  if (o.force)
-    if (status running = not_running(*e, o, remote); !running)
-      return fail(running);
-  if (status d = s.delete_experiment(o.id); !d)
-    return fail(d);
-  if (status f = s.flush(); !f)
-    return fail(f);
+      "experiment " + std::to_string(r.id) + " (" + e.name + ") with " +
+      std::to_string(trials.size()) + " trials and " +
+      (e.storage.empty() ? "no checkpoint directory"
+       : removes         ? "its checkpoints under " + e.storage
+                         : "not its directory " + e.storage + " (left in place: " + kept + ")");
+  // Refused before asking; stopped (force) only once confirmed.
+  if (!r.force)
+    DTRAIN_RETURN_IF_ERROR(not_running(e, r));
+  if (r.confirm) {
+    DTRAIN_ASSIGN_OR_RETURN(bool yes, r.confirm(what));
+    if (!yes)
+      return std::string();
+  }
+  if (r.force)
+    DTRAIN_RETURN_IF_ERROR(not_running(e, r));
+  DTRAIN_RETURN_IF_ERROR(s.delete_experiment(r.id));
+  DTRAIN_RETURN_IF_ERROR(s.flush());
   if (removes)
-    if (status gone = checkpoint::remove_owned(e->storage, me, e->storage); !gone)
-      return fail(gone.with_context("experiment " + std::to_string(o.id) + " is deleted from " +
-                                    s.where() + " but its directory was not removed"));
-  if (!e->storage.empty() && !removes)
-    std::fprintf(stderr, "dtrain: left %s in place: %s\n", e->storage.c_str(), kept.c_str());
-  std::printf("deleted %s\n", what.c_str());
-  return 0;
+    if (status gone = checkpoint::remove_owned(e.storage, me, e.storage); !gone)
+      return gone.with_context("experiment " + std::to_string(r.id) + " is deleted from " +
+                               s.where() + " but its directory was not removed");
+  if (!e.storage.empty() && !removes)
+    say(r, "dtrain: left " + e.storage + " in place: " + kept);
+  return what;
 }
 
-} // namespace dtrain::cli
+} // namespace dtrain::runs
