@@ -399,7 +399,7 @@ result<bool> confirmed(const std::string& what, const experiments_options& o) {
 }
 
 // `delete ID`: runs::delete_experiment, asking first.
-int remove(experiments::experiment_store& s, const experiments_options& o, bool remote) {
+int run_delete(experiments::experiment_store& s, const experiments_options& o, bool remote) {
   delete_request r;
   r.id = o.id;
   r.force = o.force;
@@ -432,7 +432,7 @@ int run_experiments(const experiments_options& o) {
   if (o.action == "best")
     return best(s, o);
   if (o.action == "delete")
-    return remove(s, o, opened->cluster != nullptr);
+    return run_delete(s, o, opened->cluster != nullptr);
   return fail(invalid_argument("dtrain experiments: unknown action " + o.action));
 }
 
