@@ -17,9 +17,10 @@ set_target_properties(dtrain::openblas PROPERTIES
   INTERFACE_INCLUDE_DIRECTORIES "${OPENBLAS_INCLUDE_DIR}")
 
 # CAF 0.17.6: Debian ships no CMake config, no FindCAF and no .pc file, so
-# cmake/modules/FindCAF.cmake finds it (the installed package ships the
-# same module): CAF::core, CAF::io and CAF::openssl (TLS between
-# processes; Debian's build links libssl 3 itself).
+# cmake/modules/FindCAF.cmake finds it: CAF::core, CAF::io and
+# CAF::openssl (TLS between processes; Debian's build links libssl 3
+# itself). The installed package needs no CAF (it is private to the shared
+# libraries).
 list(APPEND CMAKE_MODULE_PATH "${CMAKE_CURRENT_LIST_DIR}/modules")
 find_package(CAF 0.17 REQUIRED COMPONENTS core io openssl)
 message(STATUS "dtrain: CAF ${CAF_VERSION}")

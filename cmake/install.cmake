@@ -2,10 +2,13 @@
 #
 #   cmake --install build --prefix P
 #
-# gives P/include/dtrain/..., P/lib/libdtrain_{core,serialization,cluster,driver,dashboard}.so
+# gives P/include/dtrain/... (the public headers only: the driver API, the
+# plugin API and, with the adapter, libtorch's; DTRAIN_PUBLIC_HEADERS below),
+# P/lib/libdtrain_{core,serialization,cluster,driver,dashboard}.so
 # (with their version links), P/bin/dtrain, the CMake package in
-# P/lib/cmake/dtrain (find_package(dtrain): dtrain::dtrain, dtrain::plugin,
-# dtrain::core, dtrain::serialization, dtrain::cluster, dtrain::driver, dtrain::dashboard),
+# P/lib/cmake/dtrain (find_package(dtrain): dtrain::dtrain for driver
+# programs, dtrain::plugin for plugins; the libraries they link are
+# targets too, without headers of their own),
 # P/share/dtrain/web (the dashboard's page, also embedded in the library) and
 # P/lib/pkgconfig/dtrain.pc. With the libtorch adapter built, also
 # P/lib/libdtrain_libtorch.so, P/include/dtrain/libtorch/ and the package's
@@ -32,15 +35,6 @@ if(DTRAIN_HAS_LIBTORCH)
     COMPONENT dev)
 endif()
 
-# The CAF components the package needs: those dtrain_cluster links publicly
-# (io now; openssl too once the actors headers expose CAF's TLS).
-get_target_property(_dtrain_actors_public dtrain_cluster INTERFACE_LINK_LIBRARIES)
-set(DTRAIN_CAF_COMPONENTS core io)
-if("CAF::openssl" IN_LIST _dtrain_actors_public)
-  list(APPEND DTRAIN_CAF_COMPONENTS openssl)
-endif()
-list(JOIN DTRAIN_CAF_COMPONENTS " " DTRAIN_CAF_COMPONENTS_TEXT)
-
 configure_package_config_file(cmake/dtrainConfig.cmake.in
   "${CMAKE_BINARY_DIR}/package/dtrainConfig.cmake"
   INSTALL_DESTINATION ${DTRAIN_CMAKE_DIR})
@@ -56,33 +50,81 @@ write_basic_package_version_file("${CMAKE_BINARY_DIR}/package/dtrainConfigVersio
 install(FILES
   "${CMAKE_BINARY_DIR}/package/dtrainConfig.cmake"
   "${CMAKE_BINARY_DIR}/package/dtrainConfigVersion.cmake"
-  "${PROJECT_SOURCE_DIR}/cmake/modules/FindCAF.cmake"
   DESTINATION ${DTRAIN_CMAKE_DIR} COMPONENT dev)
 
 # pkg-config: the prefix is found from the .pc file's own place, so that
 # `cmake --install --prefix P` (which can differ from CMAKE_INSTALL_PREFIX)
-# and a moved tree both give the right paths. CAF is in Libs because the
-# actors headers instantiate CAF templates in the consumer's code.
+# and a moved tree both give the right paths. No CAF: it is private to the
+# shared libraries, and no installed header includes it.
 file(RELATIVE_PATH DTRAIN_PC_TO_PREFIX "/P/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/P")
 string(REGEX REPLACE "/$" "" DTRAIN_PC_TO_PREFIX "${DTRAIN_PC_TO_PREFIX}")
-set(DTRAIN_PC_CAF_CFLAGS "")
-if(NOT CAF_INCLUDE_DIR IN_LIST CMAKE_CXX_IMPLICIT_INCLUDE_DIRECTORIES)
-  set(DTRAIN_PC_CAF_CFLAGS " -I${CAF_INCLUDE_DIR}")
-endif()
-get_filename_component(_dtrain_caf_libdir "${CAF_CORE_LIBRARY}" DIRECTORY)
-set(DTRAIN_PC_CAF_LIBS "")
-foreach(_dtrain_caf IN LISTS DTRAIN_CAF_COMPONENTS)
-  string(PREPEND DTRAIN_PC_CAF_LIBS "-lcaf_${_dtrain_caf} ")   # dependents first
-endforeach()
-string(STRIP "${DTRAIN_PC_CAF_LIBS}" DTRAIN_PC_CAF_LIBS)
-if(NOT _dtrain_caf_libdir IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
-  set(DTRAIN_PC_CAF_LIBS "-L${_dtrain_caf_libdir} ${DTRAIN_PC_CAF_LIBS}")
-endif()
 configure_file(cmake/dtrain.pc.in "${CMAKE_BINARY_DIR}/package/dtrain.pc" @ONLY)
 install(FILES "${CMAKE_BINARY_DIR}/package/dtrain.pc"
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
 
-foreach(_dtrain_side cluster driver)
-  install(DIRECTORY "${PROJECT_SOURCE_DIR}/actors/${_dtrain_side}/dtrain"
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev FILES_MATCHING PATTERN "*.hpp")
+# The public headers, by name: a header is installed only when it is
+# listed here, so that what a user may include is decided in one place.
+# tests/install/install_test.sh checks that none brings in CAF or OpenSSL,
+# and that there are at most 40.
+#  - the driver API: dtrain/dtrain.hpp (the umbrella and the handles) and
+#    what it includes;
+set(DTRAIN_DRIVER_HEADERS
+  actors/driver/dtrain/dtrain.hpp
+  actors/driver/dtrain/api/config.hpp
+  libdtrain/dtrain/security/tls_files.hpp
+  libdtrain/dtrain/train/metrics.hpp
+  libdtrain/dtrain/tune/pbt.hpp
+  libdtrain/dtrain/tune/scheduler.hpp
+  libdtrain/dtrain/tune/search.hpp
+  libdtrain/dtrain/tune/space.hpp
+  libdtrain/dtrain/tune/stopper.hpp
+  libdtrain/dtrain/tune/sweep.hpp
+  libdtrain/dtrain/tune/trial.hpp)
+#  - the plugin API: dtrain/plugin/plugin.hpp and what it includes, with
+#    the helpers an operator's code uses (status macros, the optimizer
+#    factory, the IDX reader);
+set(DTRAIN_PLUGIN_HEADERS
+  libdtrain/dtrain/comm/communicator.hpp
+  libdtrain/dtrain/core/check.hpp
+  libdtrain/dtrain/core/random.hpp
+  libdtrain/dtrain/core/status.hpp
+  libdtrain/dtrain/data/dataset.hpp
+  libdtrain/dtrain/data/idx.hpp
+  libdtrain/dtrain/data/loader.hpp
+  libdtrain/dtrain/data/sampler.hpp
+  libdtrain/dtrain/nn/layers.hpp
+  libdtrain/dtrain/nn/loss.hpp
+  libdtrain/dtrain/nn/model.hpp
+  libdtrain/dtrain/nn/module.hpp
+  libdtrain/dtrain/optim/factory.hpp
+  libdtrain/dtrain/optim/lr_schedule.hpp
+  libdtrain/dtrain/optim/optimizer.hpp
+  libdtrain/dtrain/plugin/plugin.hpp
+  libdtrain/dtrain/rendezvous/store.hpp
+  libdtrain/dtrain/tensor/device.hpp
+  libdtrain/dtrain/tensor/kernel_decls.inc
+  libdtrain/dtrain/tensor/kernels.hpp
+  libdtrain/dtrain/tensor/ops.hpp
+  libdtrain/dtrain/tensor/precision.hpp
+  libdtrain/dtrain/tensor/tensor.hpp
+  libdtrain/dtrain/train/hyperparameters.hpp
+  libdtrain/dtrain/train/operator.hpp)
+#  - the libtorch adapter (the package's `libtorch` component).
+set(DTRAIN_LIBTORCH_HEADERS
+  libtorch/dtrain/libtorch/module.hpp
+  libtorch/dtrain/libtorch/operator.hpp
+  libtorch/dtrain/libtorch/optimizer.hpp)
+set(DTRAIN_PUBLIC_HEADERS ${DTRAIN_DRIVER_HEADERS} ${DTRAIN_PLUGIN_HEADERS})
+if(DTRAIN_HAS_LIBTORCH)
+  list(APPEND DTRAIN_PUBLIC_HEADERS ${DTRAIN_LIBTORCH_HEADERS})
+endif()
+foreach(_dtrain_header IN LISTS DTRAIN_PUBLIC_HEADERS)
+  # libdtrain/dtrain/tune/sweep.hpp -> include/dtrain/tune/
+  string(REGEX REPLACE "^[^/]+/(.+/)?dtrain/" "dtrain/" _dtrain_rel "${_dtrain_header}")
+  get_filename_component(_dtrain_dir "${_dtrain_rel}" DIRECTORY)
+  install(FILES "${PROJECT_SOURCE_DIR}/${_dtrain_header}"
+    DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}/${_dtrain_dir}" COMPONENT dev)
 endforeach()
+# The build's flags (DTRAIN_VERSION, DTRAIN_HAS_CUDA), generated.
+install(FILES "${CMAKE_BINARY_DIR}/generated/dtrain/build_config.hpp"
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dtrain COMPONENT dev)

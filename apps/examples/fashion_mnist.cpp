@@ -7,37 +7,35 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "dtrain/driver/trainer.hpp"
-#include "dtrain/core/threads.hpp"
+#include "dtrain/dtrain.hpp"
 
 int main(int argc, char** argv) {
   int replicas = argc > 1 ? std::atoi(argv[1]) : 2;
   int epochs = argc > 2 ? std::atoi(argv[2]) : 5;
-  dtrain::actors::cluster::options where;
+  dtrain::cluster_options where;
   if (argc > 3)
     where.address = argv[3];
   where.local_slots = replicas;
-  auto cluster = dtrain::actors::cluster::connect(where);
+  auto cluster = dtrain::cluster::connect(where);
   if (!cluster) {
     std::fprintf(stderr, "error: %s\n", cluster.error().to_string().c_str());
     return 1;
   }
-  dtrain::set_blas_threads(1);
 
-  dtrain::actors::trainer_config config;
+  dtrain::trainer_config config;
   config.name = "fashion-mnist";
   config.operator_name = "mlp_classifier";
   config.config = {{"hidden", "256,128,100"}, {"lr", "0.001"}, {"epochs", std::to_string(epochs)}};
   config.num_replicas = replicas;
   config.global_batch_size = 128;
-  auto trainer = dtrain::actors::trainer::create(**cluster, config);
+  auto trainer = dtrain::trainer::create(**cluster, config);
   if (!trainer) {
     std::fprintf(stderr, "error: %s\n", trainer.error().to_string().c_str());
     return 1;
   }
   for (int epoch = 0; epoch < epochs; ++epoch) {
     auto m = (*trainer)->train();
-    auto v = m ? (*trainer)->validate() : dtrain::result<dtrain::actors::metrics_msg>(m.error());
+    auto v = m ? (*trainer)->validate() : dtrain::result<dtrain::train::epoch_metrics>(m.error());
     if (!v) {
       std::fprintf(stderr, "error: %s\n", v.error().to_string().c_str());
       return 1;

@@ -7,27 +7,25 @@
 // Copy it: create a cluster, describe the trainer, call train() per epoch.
 #include <cstdio>
 
-#include "dtrain/driver/trainer.hpp"
-#include "dtrain/core/threads.hpp"
+#include "dtrain/dtrain.hpp"
 
 int main(int argc, char** argv) {
-  dtrain::actors::cluster::options where;
+  dtrain::cluster_options where;
   if (argc > 1)
     where.address = argv[1];
-  auto cluster = dtrain::actors::cluster::connect(where);
+  auto cluster = dtrain::cluster::connect(where);
   if (!cluster) {
     std::fprintf(stderr, "error: %s\n", cluster.error().to_string().c_str());
     return 1;
   }
-  dtrain::set_blas_threads(1);  // two replicas share this host's cores
 
-  dtrain::actors::trainer_config config;
+  dtrain::trainer_config config;
   config.name = "linear-regression";
   config.operator_name = "linear_regression";  // a registered training operator
   config.config = {{"lr", "0.001"}, {"optimizer", "adam"}, {"milestones", "3,6"}};
   config.num_replicas = 2;
   config.global_batch_size = 32;  // 16 per replica
-  auto trainer = dtrain::actors::trainer::create(**cluster, config);
+  auto trainer = dtrain::trainer::create(**cluster, config);
   if (!trainer) {
     std::fprintf(stderr, "error: %s\n", trainer.error().to_string().c_str());
     return 1;

@@ -8,25 +8,24 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "dtrain/driver/tuner/tuner.hpp"
-#include "dtrain/tune/table.hpp"
+#include "dtrain/dtrain.hpp"
 
 namespace tune = dtrain::tune;
 
 int main(int argc, char** argv) {
   int trials = argc > 1 ? std::atoi(argv[1]) : 8;
   int epochs = argc > 2 ? std::atoi(argv[2]) : 6;
-  dtrain::actors::cluster::options where;
+  dtrain::cluster_options where;
   if (argc > 3)
     where.address = argv[3];
-  auto cluster = dtrain::actors::cluster::connect(where);
+  auto cluster = dtrain::cluster::connect(where);
   if (!cluster) {
     std::fprintf(stderr, "error: %s\n", cluster.error().to_string().c_str());
     return 1;
   }
 
   // Each trial: one replica, the template's values unless the space says otherwise.
-  dtrain::actors::trainer_config trial;
+  dtrain::trainer_config trial;
   trial.operator_name = "mlp_classifier";
   trial.config = {{"schedule", "cosine"}, {"epochs", std::to_string(epochs)}};
   trial.num_replicas = 1;
@@ -39,7 +38,7 @@ int main(int argc, char** argv) {
       .add("optimizer", tune::choice({std::string("adam"), std::string("sgd")}))
       .add("dropout", tune::quniform(0.0, 0.3, 0.1));
 
-  dtrain::actors::tune_config config;
+  dtrain::tune_config config;
   config.experiment = "tune-fashion-mnist";
   config.metric = "validation_accuracy";
   config.direction = tune::mode::max;
@@ -51,7 +50,7 @@ int main(int argc, char** argv) {
   config.asha.reduction_factor = 3;
   config.seed = 7;
 
-  dtrain::actors::tuner tuner(**cluster, trial, space, config);
+  dtrain::tuner tuner(**cluster, trial, space, config);
   auto grid = tuner.fit();
   if (!grid) {
     std::fprintf(stderr, "error: %s\n", grid.error().to_string().c_str());

@@ -1,6 +1,6 @@
 # FindCAF: the C++ Actor Framework (CAF) 0.17 as Debian ships it, which has
-# no CMake config and no pkg-config file. dtrain's own build and its
-# installed package (lib/cmake/dtrain/) use this one module.
+# no CMake config and no pkg-config file. dtrain's own build uses it (the
+# installed package needs no CAF).
 #
 #   find_package(CAF [0.17] [REQUIRED] [COMPONENTS core io openssl])
 #

@@ -10,14 +10,13 @@
 // nodes its replicas are placed on: nothing has to be copied to them. On a
 // TLS cluster the driver presents the client certificate in
 // $DTRAIN_HOME/tls (client.pem, client-key.pem, ca.pem: `dtrain cert
-// create --client`), or the files named by cluster::options::tls.
+// create --client`), or the files named by cluster_options::tls.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
-#include "dtrain/driver/trainer.hpp"
-#include "dtrain/core/threads.hpp"
+#include "dtrain/dtrain.hpp"
 
 namespace {
 
@@ -62,14 +61,13 @@ int main(int argc, char** argv) {
                          "[--replicas N]\n", argv[0]);
     return 2;
   }
-  dtrain::actors::cluster::options where;
+  dtrain::cluster_options where;
   where.address = args.address;
-  auto cluster = dtrain::actors::cluster::connect(where);
+  auto cluster = dtrain::cluster::connect(where);
   if (!cluster)
     return fail(cluster.error());
-  dtrain::set_blas_threads(1);  // replicas on one host share its cores
 
-  dtrain::actors::trainer_config config;
+  dtrain::trainer_config config;
   config.name = "spiral";
   config.plugins = {args.plugin};        // where "spiral_mlp" comes from
   config.operator_name = "spiral_mlp";
@@ -77,7 +75,7 @@ int main(int argc, char** argv) {
   config.num_replicas = args.replicas;
   config.global_batch_size = 64;
   config.seed = 7;
-  auto trainer = dtrain::actors::trainer::create(**cluster, config);
+  auto trainer = dtrain::trainer::create(**cluster, config);
   if (!trainer)
     return fail(trainer.error());
   std::printf("cluster %s, %d replicas of spiral_mlp from %s\n", (*cluster)->where().c_str(),
@@ -98,13 +96,13 @@ int main(int argc, char** argv) {
     auto hashes = (*trainer)->parameter_hashes();
     if (!hashes)
       return fail(hashes.error());
-    const auto& placed = (*trainer)->placement();
+    auto placed = (*trainer)->placement();
     for (size_t rank = 0; rank < hashes->size(); ++rank)
       std::printf("replica %zu: parameters hash %016llx (node %d, %s)\n", rank,
                   static_cast<unsigned long long>((*hashes)[rank]),
                   rank < placed.size() ? placed[rank].node : -1,
-                  rank < placed.size() && !placed[rank].info.address.empty()
-                      ? placed[rank].info.address.c_str()
+                  rank < placed.size() && !placed[rank].address.empty()
+                      ? placed[rank].address.c_str()
                       : "this process");
   }
   auto stopped = (*trainer)->shutdown();

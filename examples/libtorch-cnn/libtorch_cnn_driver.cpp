@@ -19,10 +19,7 @@
 #include <map>
 #include <string>
 
-#include "dtrain/driver/trainer.hpp"
-#include "dtrain/driver/tuner/tuner.hpp"
-#include "dtrain/core/threads.hpp"
-#include "dtrain/tune/table.hpp"
+#include "dtrain/dtrain.hpp"
 
 namespace {
 
@@ -72,8 +69,8 @@ int fail(const dtrain::status& s) {
   return 1;
 }
 
-dtrain::actors::trainer_config trainer_settings(const arguments& args) {
-  dtrain::actors::trainer_config config;
+dtrain::trainer_config trainer_settings(const arguments& args) {
+  dtrain::trainer_config config;
   config.name = "libtorch-cnn";
   config.plugins = {args.plugin};  // where "libtorch_cnn" comes from
   config.operator_name = "libtorch_cnn";
@@ -85,8 +82,8 @@ dtrain::actors::trainer_config trainer_settings(const arguments& args) {
 }
 
 // Trains once: every epoch's training and validation metrics.
-int train(dtrain::actors::cluster& cluster, const arguments& args) {
-  auto trainer = dtrain::actors::trainer::create(cluster, trainer_settings(args));
+int train(dtrain::cluster& cluster, const arguments& args) {
+  auto trainer = dtrain::trainer::create(cluster, trainer_settings(args));
   if (!trainer)
     return fail(trainer.error());
   std::printf("cluster %s, %d replicas of libtorch_cnn from %s\n", cluster.where().c_str(),
@@ -114,14 +111,14 @@ int train(dtrain::actors::cluster& cluster, const arguments& args) {
 // A sweep: `tune_trials` trials of one replica each drawn over the learning
 // rate (the other hyperparameters as given), two at a time, each trained
 // for --epochs epochs; FIFO, so every trial runs to its end.
-int sweep(dtrain::actors::cluster& cluster, const arguments& args) {
+int sweep(dtrain::cluster& cluster, const arguments& args) {
   namespace tune = dtrain::tune;
   auto trial = trainer_settings(args);
   trial.num_replicas = 1;
   tune::space space;
   space.add("lr", tune::loguniform(1e-3, 5e-2));
 
-  dtrain::actors::tune_config config;
+  dtrain::tune_config config;
   config.experiment = "libtorch-cnn-lr";
   config.metric = "validation_accuracy";
   config.direction = tune::mode::max;
@@ -135,7 +132,7 @@ int sweep(dtrain::actors::cluster& cluster, const arguments& args) {
               cluster.where().c_str(), args.tune_trials, args.plugin.c_str());
   std::fflush(stdout);
 
-  dtrain::actors::tuner tuner(cluster, trial, space, config);
+  dtrain::tuner tuner(cluster, trial, space, config);
   auto grid = tuner.fit();
   if (!grid)
     return fail(grid.error());
@@ -160,11 +157,10 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
-  dtrain::actors::cluster::options where;
+  dtrain::cluster_options where;
   where.address = args.address;
-  auto cluster = dtrain::actors::cluster::connect(where);
+  auto cluster = dtrain::cluster::connect(where);
   if (!cluster)
     return fail(cluster.error());
-  dtrain::set_blas_threads(1);  // replicas on one host share its cores
   return args.tune_trials > 0 ? sweep(**cluster, args) : train(**cluster, args);
 }

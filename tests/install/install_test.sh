@@ -9,16 +9,22 @@
 # (DTRAIN_HAS_LIBTORCH), and steps 4b and 5b run.
 #
 #  1. the installed tree: headers, versioned libraries, bin/dtrain only
-#     (no tests or benchmarks), the CMake package, dtrain.pc; no installed
-#     header includes a private dependency (Gloo, OpenBLAS, yaml-cpp,
-#     SQLite, Cap'n Proto, CUDA, NCCL, OpenSSL), and only the adapter's
+#     (no tests or benchmarks), the CMake package, dtrain.pc; at most 40
+#     header files (the driver API, the plugin API, the libtorch adapter's:
+#     cmake/install.cmake lists them); no installed header includes a
+#     private dependency (CAF, Gloo, OpenBLAS, yaml-cpp, SQLite, Cap'n
+#     Proto, CUDA, NCCL, OpenSSL): every one but the adapter's is
+#     preprocessed with only the prefix (and the system's directories) on
+#     the include path, and none may reach a caf/ or openssl/ header; the
+#     package and dtrain.pc ask for no CAF; only the adapter's headers
 #     (dtrain/libtorch/) include libtorch's, a public dependency of the
 #     package's `libtorch` component alone; the adapter's library, headers
 #     and targets file are there exactly when the build has it;
 #  2. bin/dtrain runs from the prefix (its rpath finds the prefix's
 #     libdtrain_core) and prints VERSION;
-#  3. pkg-config knows VERSION, a program built with only its flags links
-#     and runs, and all installed headers compile together with its flags;
+#  3. pkg-config knows VERSION, a program built with only its flags (the
+#     public driver API, no CAF) links and trains on an embedded cluster,
+#     and all installed headers compile together with its flags;
 #  4. examples/custom-operator, copied out of the tree, configures and
 #     builds with find_package(dtrain) and -DCMAKE_PREFIX_PATH=<prefix>,
 #     its compile commands naming neither the source nor the build tree,
@@ -74,14 +80,14 @@ cmake --install "$build" --prefix "$prefix" > "$tmp/install.log" ||
 libdir=lib
 [ -d "$prefix/lib" ] || fail "no lib/ under the prefix: $(ls "$prefix")"
 for f in include/dtrain/build_config.hpp include/dtrain/plugin/plugin.hpp \
-         include/dtrain/train/operator.hpp include/dtrain/driver/trainer.hpp \
-         include/dtrain/serialization/capnp_checkpoint.hpp \
+         include/dtrain/train/operator.hpp include/dtrain/dtrain.hpp \
+         include/dtrain/api/config.hpp \
          $libdir/libdtrain_core.so.$version $libdir/libdtrain_serialization.so.$version \
          $libdir/libdtrain_cluster.so.$version $libdir/libdtrain_driver.so.$version $libdir/libdtrain_dashboard.so.$version \
-         include/dtrain/dashboard/dashboard.hpp share/dtrain/web/index.html \
+         share/dtrain/web/index.html \
          share/dtrain/web/vendor/uPlot.iife.min.js \
          $libdir/cmake/dtrain/dtrainConfig.cmake $libdir/cmake/dtrain/dtrainConfigVersion.cmake \
-         $libdir/cmake/dtrain/dtrainTargets.cmake $libdir/cmake/dtrain/FindCAF.cmake \
+         $libdir/cmake/dtrain/dtrainTargets.cmake \
          $libdir/pkgconfig/dtrain.pc bin/dtrain; do
   [ -f "$prefix/$f" ] || fail "not installed: $f"
 done
@@ -104,7 +110,34 @@ for f in $libtorch_files; do
   fi
 done
 
-leaks=$(grep -rlE '#include *[<"](yaml-cpp/|sqlite3\.h|kj/|capnp/|gloo/|cblas|cuda|cublas|nccl\.h|openssl/)' \
+# The public headers only: a file under include/ that is not in
+# cmake/install.cmake's list would be caught here by the count.
+count=$(find "$prefix/include" -type f | wc -l)
+echo "$count installed header files:"
+(cd "$prefix/include" && find . -type f | sort | sed 's|^\./|  |')
+[ "$count" -le 40 ] || fail "$count header files installed, at most 40 may be"
+# Every header on its own, preprocessed with nothing but the prefix on the
+# include path: it must be complete (no header of the build tree it needs
+# is missing) and reach no CAF or OpenSSL header, directly or through
+# another. The adapter's need libtorch's include paths: they are compiled
+# in step 4b, and their own includes are checked below.
+step "every installed header preprocessed alone: no caf/ or openssl/ among its includes"
+reached=""
+for h in $(cd "$prefix/include" && find dtrain -name '*.hpp' -not -path 'dtrain/libtorch/*' | sort); do
+  deps=$(echo "#include \"$h\"" | c++ -std=c++17 -x c++ -M -I"$prefix/include" - 2> "$tmp/pp.log") ||
+    { cat "$tmp/pp.log"; fail "$h does not preprocess with only the prefix on the include path"; }
+  bad=$(echo "$deps" | tr ' \\' '\n\n' | grep -E '/(caf|openssl)/' || true)
+  [ -z "$bad" ] || reached="$reached$h -> $(echo "$bad" | head -3 | tr '\n' ' ')\n"
+done
+[ -z "$reached" ] || fail "installed headers reach CAF or OpenSSL:\n$(printf "%b" "$reached")"
+echo "none of $(cd "$prefix/include" && find dtrain -name '*.hpp' -not -path 'dtrain/libtorch/*' | wc -l) headers reaches caf/ or openssl/"
+# Outside comments, neither the package nor dtrain.pc names CAF.
+caf_lines=$(grep -nH 'CAF\|caf' "$prefix/$libdir/cmake/dtrain/"*.cmake "$prefix/$libdir/pkgconfig/dtrain.pc" |
+              grep -v ':[0-9]*: *#' || true)
+[ -z "$caf_lines" ] || fail "the package or dtrain.pc asks for CAF: $caf_lines"
+[ ! -e "$prefix/$libdir/cmake/dtrain/FindCAF.cmake" ] || fail "FindCAF.cmake installed: the package needs no CAF"
+
+leaks=$(grep -rlE '#include *[<"](caf/|yaml-cpp/|sqlite3\.h|kj/|capnp/|gloo/|cblas|cuda|cublas|nccl\.h|openssl/)' \
           "$prefix/include" || true)
 [ -z "$leaks" ] || fail "installed headers include private dependencies: $leaks"
 # libtorch is public to the `libtorch` component only: no other header may
@@ -142,7 +175,7 @@ step "every installed header, compiled together with pkg-config's flags"
 # gives, instead of guessing libtorch's include paths here.
 (cd "$prefix/include" && find dtrain -name '*.hpp' -not -path 'dtrain/libtorch/*' | sort |
    sed 's/.*/#include "&"/') > "$tmp/all_headers.cpp"
-[ "$(wc -l < "$tmp/all_headers.cpp")" -gt 50 ] || fail "too few headers installed"
+[ "$(wc -l < "$tmp/all_headers.cpp")" -gt 20 ] || fail "too few headers installed"
 # shellcheck disable=SC2046
 c++ -std=c++17 -fsyntax-only $(pkg-config --cflags dtrain) "$tmp/all_headers.cpp" ||
   fail "the installed headers do not compile on their own"
@@ -178,6 +211,10 @@ needed=$(readelf -d "$plugin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 echo "$needed" | grep -qx "libdtrain_core.so.$version" ||
   fail "the plugin does not link libdtrain_core.so.$version: $needed"
 if echo "$needed" | grep -q "caf"; then fail "the plugin links CAF (dtrain::plugin should not)"; fi
+needed=$(readelf -d "$tmp/example-build/my_driver" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+echo "$needed" | grep -qx "libdtrain_driver.so.$version" ||
+  fail "the driver does not link libdtrain_driver.so.$version: $needed"
+if echo "$needed" | grep -q "caf"; then fail "the driver links CAF itself (dtrain::dtrain should not make it)"; fi
 grep -qa "dtrain-plugin-abi:dtrain $version;" "$plugin" ||
   fail "the plugin does not carry the ABI tag of dtrain $version"
 

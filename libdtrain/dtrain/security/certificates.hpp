@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dtrain/core/status.hpp"
+#include "dtrain/security/tls_files.hpp"
 
 /// A cluster's certificate authority and the certificates of its processes
 /// (OpenSSL's libcrypto; CAF-free). `dtrain cert` is a thin layer over this.
@@ -22,18 +23,6 @@ enum class role { head, node, client };
 
 const char* role_name(role r);                      // "head", "node", "client"
 result<role> parse_role(const std::string& name);   // errors name the word
-
-/// The files one process presents and trusts.
-struct tls_files {
-  std::string certificate;  // PEM chain, leaf first
-  std::string key;          // PEM private key (mode 0600)
-  std::string ca;           // the cluster CA's certificate (PEM)
-
-  /// All three given.
-  bool complete() const { return !certificate.empty() && !key.empty() && !ca.empty(); }
-  /// None given.
-  bool empty() const { return certificate.empty() && key.empty() && ca.empty(); }
-};
 
 /// $DTRAIN_HOME/tls: where `dtrain cert` writes by default.
 std::string default_tls_dir();

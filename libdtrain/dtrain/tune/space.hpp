@@ -24,6 +24,10 @@ using config = std::map<std::string, value>;
 /// The configuration as the operator's text map (train::hyperparameters).
 std::map<std::string, std::string> to_strings(const config& c);
 
+/// "lr=0.0031, hidden=256,128, optimizer=adam": a configuration for one
+/// line (defined in table.cpp).
+std::string describe(const config& c);
+
 /// A configuration as a JSON object that keeps each value's type (the
 /// experiment store's hyperparameters): integers as JSON integers, doubles
 /// always with a '.' or an exponent (1.0, not 1) and non-finite ones as

@@ -57,7 +57,4 @@ private:
   double last_draw_ = -1;
 };
 
-/// "lr=0.0031, hidden=256,128, optimizer=adam": a configuration for one line.
-std::string describe(const config& c);
-
 } // namespace dtrain::tune

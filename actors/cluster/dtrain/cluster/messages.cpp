@@ -12,9 +12,9 @@ void register_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<node_info>("dtrain::node_info");
   cfg.add_message_type<assignment>("dtrain::assignment");
   cfg.add_message_type<replica_spec>("dtrain::replica_spec");
-  cfg.add_message_type<metrics_msg>("dtrain::metrics_msg");
+  cfg.add_message_type<train::epoch_metrics>("dtrain::epoch_metrics");
   cfg.add_message_type<predict_chunk>("dtrain::predict_chunk");
-  cfg.add_message_type<progress_msg>("dtrain::progress_msg");
+  cfg.add_message_type<train::step_progress>("dtrain::step_progress");
   cfg.add_message_type<lost_node>("dtrain::lost_node");
   cfg.add_message_type<cluster_status>("dtrain::cluster_status");
   cfg.add_message_type<log_chunk>("dtrain::log_chunk");

@@ -8,6 +8,26 @@
 
 #include "caf/all.hpp"
 #include "dtrain/cluster/experiment_protocol.hpp"
+#include "dtrain/train/metrics.hpp"
+
+namespace dtrain::train {
+
+// The library's metric structs on the wire: their inspect overloads live in
+// their own namespace, where CAF's serializers find them by ADL.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_progress& x) {
+  return f(caf::meta::type_name("step_progress"), x.rank, x.epoch, x.step, x.resumed_at,
+           x.steps_per_epoch, x.samples, x.loss, x.seconds, x.samples_per_second);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, epoch_metrics& x) {
+  return f(caf::meta::type_name("epoch_metrics"), x.epoch, x.steps, x.samples, x.loss,
+           x.accuracy, x.seconds, x.samples_per_second, x.allreduce_seconds, x.lr, x.preempted,
+           x.resume_batch, x.extra);
+}
+
+} // namespace dtrain::train
 
 /// The control plane's messages: atoms, message types with their inspect
 /// overloads, and the typed interfaces of the head, node, replica and store
@@ -154,49 +174,11 @@ typename Inspector::result_type inspect(Inspector& f, replica_spec& x) {
            x.bucket_bytes, x.capability);
 }
 
-/// Where a replica is within its epoch (train::step_progress on the wire).
-struct progress_msg {
-  int32_t rank = 0;
-  int64_t epoch = 0;            // 1-based, the epoch in progress
-  int64_t step = 0;             // batches done in it
-  int64_t resumed_at = 0;       // of which skipped: the epoch resumed there
-  int64_t steps_per_epoch = 0;
-  int64_t samples = 0;          // this replica's, this epoch
-  double loss = 0;              // mean so far
-  double seconds = 0;           // since the epoch began
-  double samples_per_second = 0;  // this replica's
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, progress_msg& x) {
-  return f(caf::meta::type_name("progress_msg"), x.rank, x.epoch, x.step, x.resumed_at,
-           x.steps_per_epoch, x.samples, x.loss, x.seconds, x.samples_per_second);
-}
-
-/// An epoch's or a validation pass's metrics, as a replica reports them.
-struct metrics_msg {
-  int64_t epoch = 0;
-  int64_t steps = 0;
-  int64_t samples = 0;
-  double loss = 0;
-  double accuracy = 0;
-  double seconds = 0;
-  double samples_per_second = 0;
-  float lr = 0;
-  int32_t rank = 0;
-  bool preempted = false;      // the epoch stopped early (see trainer::preempt)
-  int64_t resume_batch = 0;
-  /// The operator's own metrics by name (train::epoch_metrics::extra).
-  std::map<std::string, double> extra;
-  double allreduce_seconds = 0;  // train::epoch_metrics::allreduce_seconds
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, metrics_msg& x) {
-  return f(caf::meta::type_name("metrics_msg"), x.epoch, x.steps, x.samples, x.loss, x.accuracy,
-           x.seconds, x.samples_per_second, x.lr, x.rank, x.preempted, x.resume_batch,
-           x.extra, x.allreduce_seconds);
-}
+/// A replica's progress and an epoch's metrics go on the wire as the
+/// library's own structs (train/metrics.hpp); these are their wire names in
+/// the cluster side's code. The struct's rank is the replica's.
+using progress_msg = train::step_progress;
+using metrics_msg = train::epoch_metrics;
 
 /// A replica's outputs for rows [begin, begin + rows) of an input set
 /// (train::replica_runner::predict), with their targets.

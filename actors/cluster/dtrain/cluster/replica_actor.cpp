@@ -85,11 +85,6 @@ struct worker_state {
   std::optional<metrics_msg> last_epoch;
 };
 
-metrics_msg to_msg(const train::epoch_metrics& m, int rank) {
-  return {m.epoch, m.steps, m.samples, m.loss, m.accuracy, m.seconds, m.samples_per_second,
-          m.lr, rank, m.preempted, m.resume_batch, m.extra, m.allreduce_seconds};
-}
-
 result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sys,
                                                            const replica_spec& spec,
                                                            const rendezvous_actor& store,
@@ -122,17 +117,7 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
   ro.progress_seconds = spec.progress_seconds;
   if (spec.progress_sink)
     ro.on_progress = [sink = spec.progress_sink](const train::step_progress& p) {
-      progress_msg m;
-      m.rank = p.rank;
-      m.epoch = p.epoch;
-      m.step = p.step;
-      m.resumed_at = p.resumed_at;
-      m.steps_per_epoch = p.steps_per_epoch;
-      m.samples = p.samples;
-      m.loss = p.loss;
-      m.seconds = p.seconds;
-      m.samples_per_second = p.samples_per_second;
-      caf::anon_send(sink, progress_atom::value, std::move(m));
+      caf::anon_send(sink, progress_atom::value, p);
     };
   ro.codec = serialization::default_checkpoint_codec();
   return train::replica_runner::create(ro, std::move(ctx));
@@ -188,7 +173,7 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
         auto m = r.train_epoch();
         if (!m)
           return to_caf(m.error());
-        self->state.last_epoch = to_msg(*m, rank);
+        self->state.last_epoch = *m;
         return *self->state.last_epoch;
       });
     },
@@ -199,7 +184,7 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
         auto m = r.validate();
         if (!m)
           return to_caf(m.error());
-        return to_msg(*m, rank);
+        return *m;
       });
     },
     [=](predict_atom, const std::string& capability, const std::string& input, int64_t begin,

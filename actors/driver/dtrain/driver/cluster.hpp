@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "dtrain/api/config.hpp"
 #include "dtrain/cluster/messages.hpp"
 #include "dtrain/cluster/system.hpp"
 #include "dtrain/cluster/tls.hpp"
@@ -25,27 +26,19 @@ namespace dtrain::actors {
 /// replica and actor this process hosts, then the actor system.
 class cluster {
 public:
-  struct options {
-    // A constructor for the first four, so that `{address, slots, gpus,
-    // timeout}` leaves the store settings at their defaults.
+  /// The public options (api/config.hpp), and what only this library's
+  /// own callers set.
+  struct options : dtrain::cluster_options {
+    // `{address, slots, gpus, timeout}` leaves the rest at their defaults.
     options(std::string address_ = "", int local_slots_ = 0, int local_gpus_ = -1,
-            std::chrono::milliseconds connect_timeout_ = std::chrono::milliseconds(10000))
-      : address(std::move(address_)), local_slots(local_slots_), local_gpus(local_gpus_),
-        connect_timeout(connect_timeout_) {}
+            std::chrono::milliseconds connect_timeout_ = std::chrono::milliseconds(10000)) {
+      address = std::move(address_);
+      local_slots = local_slots_;
+      local_gpus = local_gpus_;
+      connect_timeout = connect_timeout_;
+    }
+    explicit options(const dtrain::cluster_options& o) : dtrain::cluster_options(o) {}
 
-    std::string address;          // empty: $DTRAIN_ADDRESS, else embedded (cluster_address.hpp)
-    bool embedded = false;        // true: embedded even when $DTRAIN_ADDRESS is set
-    int local_slots = 0;          // embedded: 0 = the number of cores (at least 2)
-    int local_gpus = -1;          // embedded: CUDA devices offered (-1: all present)
-    std::chrono::milliseconds connect_timeout{10000};
-    /// embedded: the in-process head's experiment store (empty:
-    /// experiments::default_store_path(), $DTRAIN_HOME/experiments.db).
-    /// A cluster's head keeps its own.
-    std::string store_path;
-    /// attach: this driver's TLS files (all empty: the defaults in
-    /// $DTRAIN_HOME/tls, else plain remoting, which only reaches a head on
-    /// loopback). See tls.hpp.
-    security::tls_files tls;
     /// embedded: opens the store instead of the SQLite file at store_path
     /// (tests hand in a store of their own); store_path still names it.
     std::function<result<std::unique_ptr<experiments::experiment_store>>()> open_store;
