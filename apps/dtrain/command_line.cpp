@@ -39,7 +39,21 @@ void add_address_option(CLI::App* cmd, std::string& address, const char* otherwi
 }
 
 result<actors::cluster_address> find_cluster(const std::string& flag) {
-  return actors::resolve_cluster_address(flag, [] { return roles::local_head_address(); });
+  // These commands go on without a cluster (embedded, or the local store
+  // file), so a record of a head that is gone (stale, or unreadable) is
+  // said on stderr and passed over, not an error: a head killed, or a host
+  // rebooted, must not stop `dtrain train` until someone runs `dtrain
+  // stop`. status and logs, which need a cluster, refuse it
+  // (require_cluster).
+  return actors::resolve_cluster_address(flag, []() -> result<std::string> {
+    auto found = roles::local_head_address();
+    if (!found && (found.error().code() == error_code::unavailable ||
+                   found.error().code() == error_code::corrupt_data)) {
+      std::fprintf(stderr, "dtrain: passing over %s\n", found.error().message().c_str());
+      return std::string();
+    }
+    return found;
+  });
 }
 
 // The cluster options of `dtrain train/tune/predict`: find_cluster's

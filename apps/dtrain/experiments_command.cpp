@@ -40,11 +40,16 @@ using experiments::experiment_row;
 using experiments::trial_row;
 
 // Without --store: the cluster find_cluster names, else the local file.
-result<opened_store> open_store(const experiments_options& o) {
+// `elsewhere`: the store is read through a head that --address or
+// $DTRAIN_ADDRESS named (not the one started on this host), whose
+// experiments' drivers may run on hosts this one cannot see.
+result<opened_store> open_store(const experiments_options& o, bool& elsewhere) {
   std::string address = o.address;
+  elsewhere = !address.empty();
   if (o.store.empty()) {
     DTRAIN_ASSIGN_OR_RETURN(auto found, find_cluster(o.address));
     address = found.address;
+    elsewhere = !address.empty() && found.source != actors::address_source::local_head;
   }
   return open_experiment_store(address, o.store, o.tls, o.action != "delete");
 }
@@ -419,7 +424,8 @@ int run_delete(experiments::experiment_store& s, const experiments_options& o, b
 } // namespace
 
 int run_experiments(const experiments_options& o) {
-  auto opened = open_store(o);
+  bool elsewhere = false;
+  auto opened = open_store(o, elsewhere);
   if (!opened)
     return fail(opened.error());
   experiments::experiment_store& s = *opened->store;
@@ -432,7 +438,7 @@ int run_experiments(const experiments_options& o) {
   if (o.action == "best")
     return best(s, o);
   if (o.action == "delete")
-    return run_delete(s, o, opened->cluster != nullptr);
+    return run_delete(s, o, elsewhere);
   return fail(invalid_argument("dtrain experiments: unknown action " + o.action));
 }
 

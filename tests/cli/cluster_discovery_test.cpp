@@ -72,9 +72,9 @@ BOOST_AUTO_TEST_CASE(no_head_a_stale_record_and_two_heads_are_named) {
   BOOST_TEST(contains(none.log, "no dtrain cluster runs on this host"), none.log);
   BOOST_TEST(contains(none.log, "dtrain start --head"), none.log);
 
-  // A head's record whose pid is now another program is stale: an error
-  // naming the file (not a silent fall back to no cluster, or for train
-  // to an embedded one), and nothing is signalled.
+  // A head's record whose pid is now another program is stale: for a
+  // command that needs a cluster, an error naming the file, and nothing
+  // is signalled.
   child_process sleeper({"/bin/sleep", "60"}, home.file("sleep.log"));
   std::ofstream(home.file("head-5000.pid"))
       << sleeper.pid() << " 1\n127.0.0.1:5000\n";
@@ -83,6 +83,15 @@ BOOST_AUTO_TEST_CASE(no_head_a_stale_record_and_two_heads_are_named) {
   BOOST_TEST(contains(stale.log, home.file("head-5000.pid") + " (127.0.0.1:5000) is stale"),
              stale.log);
   BOOST_TEST(contains(stale.log, "dtrain stop"), stale.log);
+  BOOST_TEST(sleeper.running());
+  // A command that goes on without a cluster passes the stale record over,
+  // saying so, and goes on as with no head (here: to the local store file,
+  // which does not exist yet), instead of failing until `dtrain stop`.
+  ran listed = run_dtrain({"experiments", "list"}, home.file("list.log"));
+  BOOST_TEST(contains(listed.log, "dtrain: passing over the head record " +
+                                      home.file("head-5000.pid")),
+             listed.log);
+  BOOST_TEST(contains(listed.log, "experiments.db"), listed.log);
   BOOST_TEST(sleeper.running());
   std::remove(home.file("head-5000.pid").c_str());
 

@@ -1,6 +1,5 @@
 #include "dtrain/driver/runs/store_access.hpp"
 
-#include <cstdlib>
 #include <filesystem>
 
 #include "dtrain/cluster/experiment_service.hpp"
@@ -8,13 +7,8 @@
 
 namespace dtrain::runs {
 
-result<opened_store> open_experiment_store(const std::string& given_address,
-                                           const std::string& path,
+result<opened_store> open_experiment_store(const std::string& address, const std::string& path,
                                            const security::tls_files& tls, bool read_only) {
-  std::string address = given_address;
-  if (address.empty() && path.empty())
-    if (const char* env = std::getenv("DTRAIN_ADDRESS"))
-      address = env;
   if (!address.empty() && !path.empty())
     return invalid_argument("give --address or --store, not both");
   opened_store out;

@@ -18,9 +18,9 @@ struct opened_store {
   std::shared_ptr<experiments::experiment_store> store;
 };
 
-/// Opens the store of --address (or, when neither is given,
-/// $DTRAIN_ADDRESS) or of the file --store (default
-/// $DTRAIN_HOME/experiments.db). Both given: invalid_argument. A missing
+/// Opens the store of the head at `address` (already resolved: the
+/// caller's cluster_address.hpp answer, "" for none) or of the file `path`
+/// (default $DTRAIN_HOME/experiments.db). Both given: invalid_argument. A missing
 /// file: not_found saying where it looked and how one is made; a file that
 /// is not a store, or a head that does not answer: the store's or the
 /// connection's error.
