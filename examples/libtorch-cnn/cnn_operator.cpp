@@ -54,9 +54,9 @@ public:
   std::string name() const override {
     return base_->name() + ", first " + std::to_string(size_);
   }
-  void gather(const int64_t* indices, int64_t n, float* features,
-              float* targets) const override {
-    base_->gather(indices, n, features, targets);  // indices < size_ <= the base's
+  dtrain::status gather(const int64_t* indices, int64_t n, float* features,
+                        float* targets) const override {
+    return base_->gather(indices, n, features, targets);  // indices < size_ <= the base's
   }
 
 private:

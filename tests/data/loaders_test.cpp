@@ -56,8 +56,8 @@ public:
   int64_t feature_count() const override { return 3; }
   int64_t target_count() const override { return targets_; }
   std::string name() const override { return "index dataset"; }
-  void gather(const int64_t* indices, int64_t n, float* features,
-              float* targets) const override {
+  dtrain::status gather(const int64_t* indices, int64_t n, float* features,
+                        float* targets) const override {
     if (delay_ > 0ms)
       std::this_thread::sleep_for(delay_);
     for (int64_t i = 0; i < n; ++i) {
@@ -70,6 +70,7 @@ public:
         targets[2 * i + 1] = 3 * v;
     }
     gathers_ += 1;
+    return dtrain::status::ok();
   }
   int gathers() const { return gathers_; }
 

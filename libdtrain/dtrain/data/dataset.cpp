@@ -49,8 +49,8 @@ tensor_dataset::tensor_dataset(tensor features, tensor targets, std::string name
     target_count_(row_width(targets_)),
     name_(std::move(name)) {}
 
-void tensor_dataset::gather(const int64_t* indices, int64_t n, float* features,
-                            float* targets) const {
+status tensor_dataset::gather(const int64_t* indices, int64_t n, float* features,
+                              float* targets) const {
   const int64_t rows = size();
   const float* src_x = features_.data();
   const float* src_y = targets_.data();
@@ -58,10 +58,13 @@ void tensor_dataset::gather(const int64_t* indices, int64_t n, float* features,
   const size_t y_bytes = static_cast<size_t>(target_count_) * sizeof(float);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t row = indices[i];
-    DTRAIN_CHECK(row >= 0 && row < rows, "tensor_dataset::gather: index out of range");
+    if (row < 0 || row >= rows)
+      return status(error_code::out_of_range, name_ + ": sample " + std::to_string(row) + " is not in [0, " +
+                          std::to_string(rows) + ")");
     std::memcpy(features + i * feature_count_, src_x + row * feature_count_, x_bytes);
     std::memcpy(targets + i * target_count_, src_y + row * target_count_, y_bytes);
   }
+  return status::ok();
 }
 
 } // namespace dtrain::data

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dtrain/core/status.hpp"
 #include "dtrain/tensor/tensor.hpp"
@@ -14,7 +15,9 @@ namespace dtrain::data {
 /// `target_count()` floats of target (a class index stored as one float, or
 /// a regression target). Implementations are immutable after construction,
 /// so gather() may be called from several threads at once (a loader's
-/// prefetch thread does).
+/// worker threads do). A file reader may read or decode lazily in gather():
+/// its failure (a truncated image, a shard whose checksum is wrong) is
+/// gather's status, naming the file and the record, never a crash.
 class dataset {
 public:
   virtual ~dataset() = default;
@@ -25,10 +28,19 @@ public:
   /// A short description for logs and errors ("fashion-mnist train (60000)").
   virtual std::string name() const = 0;
 
+  /// The shape of one sample's features, whose product is feature_count():
+  /// {channels, height, width} for images, {feature_count()} for flat rows.
+  virtual std::vector<int64_t> sample_shape() const { return {feature_count()}; }
+  /// The number of classes when targets are class indices 0..count-1 (one
+  /// target per sample); 0 when targets are regression values or unknown.
+  virtual int64_t class_count() const { return 0; }
+
   /// Copies samples indices[0..n) into features [n, feature_count] and
   /// targets [n, target_count], row by row. Indices must be in [0, size()).
-  virtual void gather(const int64_t* indices, int64_t n, float* features,
-                      float* targets) const = 0;
+  /// Fails (naming the file and record) when a lazily read sample cannot be
+  /// read; rows before the failing one may have been written.
+  virtual status gather(const int64_t* indices, int64_t n, float* features,
+                        float* targets) const = 0;
 };
 
 /// A dataset held in two host tensors: features [N, F] and targets [N, T]
@@ -47,8 +59,8 @@ public:
   int64_t feature_count() const override { return feature_count_; }
   int64_t target_count() const override { return target_count_; }
   std::string name() const override { return name_; }
-  void gather(const int64_t* indices, int64_t n, float* features,
-              float* targets) const override;
+  status gather(const int64_t* indices, int64_t n, float* features,
+                float* targets) const override;
 
   const tensor& features() const { return features_; }
   const tensor& targets() const { return targets_; }

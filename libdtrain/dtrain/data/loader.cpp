@@ -58,6 +58,7 @@ void loader::begin_epoch(int64_t epoch) {
   stop_worker();
   order_ = sampler_.indices(epoch);
   next_batch_ = 0;
+  error_ = status::ok();
   in_epoch_ = true;
   if (options_.prefetch > 0 && batches_per_epoch_ > 0)
     worker_ = std::thread([this] { worker_loop(); });
@@ -69,7 +70,7 @@ const batch* loader::next() {
   if (options_.prefetch == 0) {
     // Synchronous: current_ is the one buffer, refilled in place.
     fill(next_batch_++, current_);
-    return &current_.out;
+    return delivered();
   }
   std::unique_lock<std::mutex> lock(mutex_);
   if (current_.features.defined())
@@ -86,7 +87,15 @@ const batch* loader::next() {
   if (wake)
     cv_.notify_all();
   ++next_batch_;
-  return &current_.out;
+  return delivered();
+}
+
+const batch* loader::delivered() {
+  if (current_.error.is_ok())
+    return &current_.out;
+  error_ = current_.error;
+  stop_worker();  // the epoch ends at its first failed batch
+  return nullptr;
 }
 
 void loader::stop_worker() {
@@ -126,7 +135,10 @@ void loader::fill(int64_t batch_index, slot& out) {
   if (!on_host && !staging_.features.defined())
     staging_ = make_slot(device::cpu());
   slot& host = on_host ? out : staging_;
-  data_->gather(order_.data() + first, n, host.features.data(), host.targets.data());
+  out.error = data_->gather(order_.data() + first, n, host.features.data(),
+                            host.targets.data());
+  if (!out.error.is_ok())
+    return;
   if (!on_host) {
     out.features.rows(0, n).copy_from(host.features.rows(0, n));
     out.targets.rows(0, n).copy_from(host.targets.rows(0, n));

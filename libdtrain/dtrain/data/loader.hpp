@@ -69,8 +69,13 @@ public:
   /// left of the current one.
   void begin_epoch(int64_t epoch);
   /// The next batch of the current epoch, or nullptr at its end (and before
-  /// the first begin_epoch). Blocks while the prefetch thread is behind.
+  /// the first begin_epoch) or when the dataset failed to deliver it: then
+  /// error() says why (naming the file and sample), and the epoch is over.
+  /// Blocks while the prefetch thread is behind.
   const batch* next();
+  /// Why the last next() returned nullptr early; ok at a normal end. Reset
+  /// by begin_epoch.
+  const status& error() const { return error_; }
   /// Batches per epoch for this rank.
   int64_t batches_per_epoch() const { return batches_per_epoch_; }
   const dataset& source() const { return *data_; }
@@ -82,11 +87,14 @@ private:
     tensor features;   // [batch_size, F]
     tensor targets;    // [batch_size] or [batch_size, T]
     batch out;
+    status error;      // the dataset's failure to gather this batch
   };
 
   loader(std::shared_ptr<const dataset> data, shard_sampler sampler,
          const loader_options& options);
   void stop_worker();
+  /// current_'s batch, or nullptr with error_ set when it failed.
+  const batch* delivered();
   slot make_slot(device where) const;
   void fill(int64_t batch_index, slot& out);
   void worker_loop();
@@ -97,6 +105,7 @@ private:
   int64_t batches_per_epoch_ = 0;
   std::vector<int64_t> order_;  // this rank's indices for the current epoch
   bool in_epoch_ = false;
+  status error_;
   int64_t next_batch_ = 0;      // next batch index handed to the consumer
   slot current_;                // what next() last returned
   slot staging_;                // host assembly buffer for a CUDA `where`; used

@@ -263,6 +263,7 @@ result<epoch_metrics> replica_runner::train_epoch() {
   for (; batch_index < resume_batch_ && train_loader_->next() != nullptr; ++batch_index) {
   }
   resume_batch_ = 0;
+  DTRAIN_RETURN_IF_ERROR(train_loader_->error());
   const int64_t resumed_at = batch_index;
   nn::model& model = *parts_.model;
   nn::accuracy_counter counter;
@@ -313,6 +314,8 @@ result<epoch_metrics> replica_runner::train_epoch() {
       }
     }
   }
+  DTRAIN_RETURN_IF_ERROR(train_loader_->error().with_context(
+      "replica " + std::to_string(ctx_->rank()) + ", epoch " + std::to_string(epoch_ + 1)));
   if (preempted) {
     resume_batch_ = batch_index;
     preempt_.store(false);  // answered; a new request starts over
@@ -381,6 +384,8 @@ result<epoch_metrics> replica_runner::validate() {
     if (status s = totals.add(r, batch->size()); !s)
       return s.with_context(step_error_context(false));
   }
+  DTRAIN_RETURN_IF_ERROR(validation_loader_->error().with_context(
+      "replica " + std::to_string(ctx_->rank()) + ", validation"));
   epoch_metrics m;
   m.epoch = epoch_;
   m.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
@@ -433,7 +438,8 @@ result<replica_runner::prediction> replica_runner::predict(const std::string& in
       indices[static_cast<size_t>(i)] = at + i;
     tensor x = tensor::empty({n, features});
     std::vector<float> y(static_cast<size_t>(n * out.target_width));
-    set->gather(indices.data(), n, x.data(), y.data());
+    DTRAIN_RETURN_IF_ERROR(set->gather(indices.data(), n, x.data(), y.data())
+                               .with_context("predict, rows from " + std::to_string(at)));
     if (ctx_->where().is_cuda())
       x = x.to(ctx_->where());
     DTRAIN_ASSIGN_OR_RETURN(const tensor* o, parts_.model->forward(x, false));

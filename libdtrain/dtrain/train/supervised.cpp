@@ -55,6 +55,7 @@ result<epoch_totals> train_epoch(nn::model& model, nn::loss_function& loss,
   auto start = clock_type::now();
   while (const data::batch* batch = loader.next())
     DTRAIN_RETURN_IF_ERROR(train_step(model, loss, opt, *batch, lr, options, totals));
+  DTRAIN_RETURN_IF_ERROR(loader.error());
   totals.seconds = seconds_since(start);
   return totals;
 }
@@ -68,6 +69,7 @@ result<epoch_totals> evaluate(nn::model& model, nn::loss_function& loss,
     DTRAIN_ASSIGN_OR_RETURN(float value, loss.compute(*output, batch->targets, false));
     DTRAIN_RETURN_IF_ERROR(count_batch(model, loss, *batch, value, options, *output, totals));
   }
+  DTRAIN_RETURN_IF_ERROR(loader.error());
   totals.seconds = seconds_since(start);
   return totals;
 }
