@@ -188,7 +188,7 @@ private:
   loss_scaler scaler_;
   int64_t batch_size_ = 0;
   int64_t epoch_ = 0;
-  int64_t resume_batch_ = 0;   // batches of epoch_ + 1 already trained
+  int64_t resume_position_ = 0;  // samples of epoch_ + 1 the group already trained
   std::string last_checkpoint_;
   std::atomic<bool> preempt_{false};
 };
