@@ -12,7 +12,8 @@ find_package(PNG REQUIRED)
 find_package(JPEG REQUIRED)
 target_sources(dtrain_core PRIVATE
   dtrain/datasets/image_decode.cpp
-  dtrain/datasets/image_folder.cpp)
+  dtrain/datasets/image_folder.cpp
+  dtrain/data/transforms.cpp)
 target_link_libraries(dtrain_core PRIVATE PNG::PNG JPEG::JPEG)
 
 
