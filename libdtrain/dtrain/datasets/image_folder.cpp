@@ -148,23 +148,23 @@ status check_options(const image_folder_options& options) {
   return status::ok();
 }
 
-/// The image as float planes [channels][h][w] in [0, 1], converted to
+/// The image as float planes [channels][h][w] in [0, 1] (byte / 255, the
+/// correctly rounded quotient, as torchvision's to_tensor), converted to
 /// `channels` (grey repeated, or RGB to ITU-R 601 luma).
 std::vector<float> to_planes(const image& img, int64_t channels) {
   const int64_t pixels = img.height * img.width;
   std::vector<float> planes(static_cast<size_t>(channels * pixels));
   const uint8_t* in = img.pixels.data();
-  const float scale = 1.0f / 255.0f;
   for (int64_t p = 0; p < pixels; ++p) {
     const uint8_t* px = in + p * img.channels;
     if (channels == img.channels) {
       for (int64_t c = 0; c < channels; ++c)
-        planes[static_cast<size_t>(c * pixels + p)] = px[c] * scale;
+        planes[static_cast<size_t>(c * pixels + p)] = px[c] / 255.0f;
     } else if (channels == 3) {  // grey to RGB
       for (int64_t c = 0; c < 3; ++c)
-        planes[static_cast<size_t>(c * pixels + p)] = px[0] * scale;
+        planes[static_cast<size_t>(c * pixels + p)] = px[0] / 255.0f;
     } else {  // RGB to grey
-      planes[static_cast<size_t>(p)] = (0.299f * px[0] + 0.587f * px[1] + 0.114f * px[2]) * scale;
+      planes[static_cast<size_t>(p)] = (0.299f * px[0] + 0.587f * px[1] + 0.114f * px[2]) / 255.0f;
     }
   }
   return planes;
