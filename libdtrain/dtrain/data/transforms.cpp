@@ -89,6 +89,24 @@ struct running_moments {
   }
 };
 
+/// Folds the values x[i * stride + f], i < rows, f < block, into `acc`:
+/// the chunk's own mean first, then its squared deviations from it (two
+/// passes over data in cache), merged in one step.
+void fold_chunk(const float* x, int64_t rows, int64_t stride, int64_t block,
+                running_moments& acc) {
+  double sum = 0, squares = 0;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t f = 0; f < block; ++f)
+      sum += x[i * stride + f];
+  const double values = static_cast<double>(rows * block), mean = sum / values;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t f = 0; f < block; ++f) {
+      double d = x[i * stride + f] - mean;
+      squares += d * d;
+    }
+  acc.merge(values, mean, squares);
+}
+
 /// Moments of `groups` equal blocks of each sample's features, over the
 /// whole data set, in one pass of chunked gathers.
 result<moments> compute_moments(const dataset& data, int64_t groups) {
@@ -108,19 +126,8 @@ result<moments> compute_moments(const dataset& data, int64_t groups) {
     status got = data.gather(indices.data(), count, features.data(), targets.data());
     if (!got.is_ok())
       return got.with_context(data.name());
-    for (int64_t g = 0; g < groups; ++g) {
-      double sum = 0, squares = 0;
-      for (int64_t i = 0; i < count; ++i)
-        for (int64_t f = g * block; f < (g + 1) * block; ++f)
-          sum += features[static_cast<size_t>(i * width + f)];
-      const double values = static_cast<double>(count * block), mean = sum / values;
-      for (int64_t i = 0; i < count; ++i)
-        for (int64_t f = g * block; f < (g + 1) * block; ++f) {
-          double d = features[static_cast<size_t>(i * width + f)] - mean;
-          squares += d * d;
-        }
-      acc[static_cast<size_t>(g)].merge(values, mean, squares);
-    }
+    for (int64_t g = 0; g < groups; ++g)
+      fold_chunk(features.data() + g * block, count, width, block, acc[static_cast<size_t>(g)]);
   }
   moments out;
   for (const running_moments& m : acc) {
