@@ -152,6 +152,30 @@ void check_fails(const dtrain::status& s, error_code code, const std::string& na
   BOOST_CHECK(s.message().find(names) != std::string::npos);
 }
 
+// A PNG in any of libpng's simplified formats (16-bit for the linear ones).
+std::string png_of_format(png_uint_32 format, int width, int height, const void* px,
+                          const void* colormap = nullptr, int colors = 0) {
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = static_cast<png_uint_32>(width);
+  image.height = static_cast<png_uint_32>(height);
+  image.format = format;
+  image.colormap_entries = static_cast<png_uint_32>(colors);
+  png_alloc_size_t size = 0;
+  BOOST_REQUIRE(png_image_write_to_memory(&image, nullptr, &size, 0, px, 0, colormap));
+  std::string out(size, '\0');
+  BOOST_REQUIRE(png_image_write_to_memory(&image, out.data(), &size, 0, px, 0, colormap));
+  out.resize(size);
+  return out;
+}
+
+dtrain::data::image decoded(const std::string& bytes) {
+  auto img = decode_image(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(),
+                          "variant");
+  BOOST_REQUIRE_MESSAGE(img.is_ok(), img.error().to_string());
+  return img.value();
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(image_folder)
@@ -371,6 +395,36 @@ BOOST_AUTO_TEST_CASE(every_prefix_and_flipped_byte_fails_cleanly_or_decodes) {
                       decoded.error().code() == error_code::invalid_argument);
     }
   }
+}
+
+BOOST_AUTO_TEST_CASE(png_variants_decode_to_8_bit_grey_or_rgb) {
+  // 16-bit grey keeps the high byte.
+  std::vector<uint16_t> deep = {0, 257 * 10, 257 * 200, 65535};
+  auto grey16 = decoded(png_of_format(PNG_FORMAT_LINEAR_Y, 2, 2, deep.data()));
+  BOOST_TEST(grey16.channels == 1);
+  BOOST_TEST(grey16.pixels == (pixels{0, 10, 200, 255}), boost::test_tools::per_element());
+  // Grey + alpha and RGBA drop the alpha, not composite it.
+  pixels ga = {10, 0, 20, 128, 30, 255, 40, 7};
+  auto grey = decoded(png_of_format(PNG_FORMAT_GA, 2, 2, ga.data()));
+  BOOST_TEST(grey.channels == 1);
+  BOOST_TEST(grey.pixels == (pixels{10, 20, 30, 40}), boost::test_tools::per_element());
+  pixels rgba = {1, 2, 3, 0, 4, 5, 6, 255};
+  auto rgb = decoded(png_of_format(PNG_FORMAT_RGBA, 2, 1, rgba.data()));
+  BOOST_TEST(rgb.channels == 3);
+  BOOST_TEST(rgb.pixels == (pixels{1, 2, 3, 4, 5, 6}), boost::test_tools::per_element());
+  // A palette image becomes its colours.
+  pixels palette = {255, 0, 0, 0, 0, 255}, indices = {1, 0, 0, 1};
+  auto mapped = decoded(png_of_format(PNG_FORMAT_RGB_COLORMAP, 2, 2, indices.data(),
+                                      palette.data(), 2));
+  BOOST_TEST(mapped.channels == 3);
+  BOOST_TEST(mapped.pixels == (pixels{0, 0, 255, 255, 0, 0, 255, 0, 0, 0, 0, 255}),
+             boost::test_tools::per_element());
+  // A palette with transparency (tRNS, which expanding makes alpha) too.
+  pixels clear = {255, 0, 0, 0, 0, 0, 255, 255};
+  auto see_through = decoded(png_of_format(PNG_FORMAT_RGBA_COLORMAP, 2, 2, indices.data(),
+                                           clear.data(), 2));
+  BOOST_TEST(see_through.channels == 3);
+  BOOST_TEST(see_through.pixels == mapped.pixels, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_gather_from_four_threads_matches_one_thread) {
