@@ -295,9 +295,11 @@ BOOST_AUTO_TEST_CASE(truncated_png_is_corrupt_data_naming_the_file) {
   put(root, "a", "1.png", png_bytes(5, 5, 1, pattern(5, 5, 1, 0)));
   std::string whole = png_bytes(5, 5, 1, pattern(5, 5, 1, 1));
   put(root, "a", "2.png", whole.substr(0, whole.size() / 2 + 10));
-  auto data = open(options_for(root));
+  auto options = options_for(root);
+  options.path += "//";  // trailing slashes do not reach the file names
+  auto data = open(options);
   gathered bad = gather_all(*data, {1});
-  check_fails(bad.result, error_code::corrupt_data, "2.png");
+  check_fails(bad.result, error_code::corrupt_data, root.file("a/2.png") + ": bad PNG");
   check_fails(bad.result, error_code::corrupt_data, "record 1");
   BOOST_TEST(gather_all(*data, {0}).result.is_ok());
 }

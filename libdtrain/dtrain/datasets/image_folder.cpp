@@ -279,7 +279,10 @@ status image_folder_dataset::gather(const int64_t* indices, int64_t n, float* fe
   return status::ok();
 }
 
-result<std::shared_ptr<const dataset>> read_image_folder(const image_folder_options& options) {
+result<std::shared_ptr<const dataset>> read_image_folder(const image_folder_options& given) {
+  image_folder_options options = given;
+  while (options.path.size() > 1 && options.path.back() == '/')  // "root/" names "root/a/1.png"
+    options.path.pop_back();
   DTRAIN_RETURN_IF_ERROR(check_options(options));
   DTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> classes, class_folders(options));
   std::vector<image_folder_dataset::sample> samples;
