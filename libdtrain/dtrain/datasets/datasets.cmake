@@ -8,6 +8,13 @@
 
 
 # ---- images: image folders, image decoding, transforms ----
+find_package(PNG REQUIRED)
+find_package(JPEG REQUIRED)
+target_sources(dtrain_core PRIVATE
+  dtrain/datasets/image_decode.cpp
+  dtrain/datasets/image_folder.cpp
+  dtrain/data/transforms.cpp)
+target_link_libraries(dtrain_core PRIVATE PNG::PNG JPEG::JPEG)
 
 
 # ---- hdf5 and record shards ----
