@@ -5,6 +5,10 @@
 
 
 # ---- tables: CSV/TSV, NumPy .npy/.npz ----
+target_sources(dtrain_core PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/csv.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csv_columns.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csv_text.cpp)
 
 
 # ---- images: image folders, image decoding, transforms ----
