@@ -1,6 +1,7 @@
 #include "dtrain/datasets/csv.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <string_view>
 #include <utility>
@@ -20,7 +21,7 @@ enum class missing_mode { error, mean, zero };
 // be numbered (that needs every row).
 struct table_cells {
   int64_t rows = 0;
-  std::vector<float> numeric;      // [rows, plan.numeric], missing cells 0
+  float_buffer numeric;            // [rows, plan.numeric], missing cells 0
   std::vector<int32_t> category;   // [rows, plan.categorical], interned ids, -1 missing
   std::vector<interned_values> categories;  // one per categorical column
   std::vector<float> regression;   // [rows, plan.targets] (regression only)
@@ -29,6 +30,27 @@ struct table_cells {
   std::vector<int64_t> missing;    // offsets into `numeric` of missing cells (mean)
   std::vector<int64_t> missing_per_column;
 };
+
+// The common cell: a bare integer of up to 9 digits, optionally negative.
+// Converting the integer rounds as from_chars would (to nearest, ties to
+// even), so the result is the same, sooner.
+inline bool quick_number(std::string_view cell, float& out) {
+  const char* p = cell.data();
+  const char* end = p + cell.size();
+  const bool negative = p != end && *p == '-';
+  p += negative;
+  if (p == end || end - p > 9)
+    return false;
+  int32_t value = 0;
+  for (; p != end; ++p) {
+    const unsigned digit = static_cast<unsigned char>(*p) - '0';
+    if (digit > 9)
+      return false;
+    value = value * 10 + static_cast<int32_t>(digit);
+  }
+  out = static_cast<float>(negative ? -value : value);
+  return true;
+}
 
 // Everything the row loop needs, read-only.
 struct table_reader {
@@ -46,6 +68,7 @@ struct table_reader {
     return false;
   }
 
+  status push(table_cells& t, float value) const;
   status numeric_cell(std::string_view cell, int64_t row, size_t column, table_cells& t) const;
   status categorical_cell(std::string_view cell, int64_t row, size_t column,
                           table_cells& t) const;
@@ -54,17 +77,29 @@ struct table_reader {
                  table_cells& t) const;
 };
 
+status table_reader::push(table_cells& t, float value) const {
+  if (t.numeric.push_back(value))
+    return status::ok();
+  return resource_exhausted(path + ": no memory for " + std::to_string(t.numeric.size()) +
+                            " more floats");
+}
+
 status table_reader::numeric_cell(std::string_view cell, int64_t row, size_t column,
                                   table_cells& t) const {
   float value = 0;
-  std::string_view text = trim(cell);
-  if (parse_float(text, value) && !std::isnan(value)) {
-    t.numeric.push_back(value);
-    return status::ok();
+  // The common cell, a bare number, goes straight to from_chars.
+  const char* end = cell.data() + cell.size();
+  if (!cell.empty()) {
+    auto [stop, ec] = std::from_chars(cell.data(), end, value, std::chars_format::general);
+    if (ec == std::errc() && stop == end && !std::isnan(value))
+      return push(t, value);
   }
+  std::string_view text = trim(cell);
+  if (parse_float(text, value) && !std::isnan(value))
+    return push(t, value);
   if (!is_missing(text)) {
     if (parse_float(text, value))  // a NaN the markers do not call missing
-      return t.numeric.push_back(value), status::ok();
+      return push(t, value);
     return corrupt_data(cell_error(path, row, plan.names[column],
                                    quote_cell(cell) + " is not a number"));
   }
@@ -75,8 +110,7 @@ status table_reader::numeric_cell(std::string_view cell, int64_t row, size_t col
   if (missing == missing_mode::mean)
     t.missing.push_back(static_cast<int64_t>(t.numeric.size()));
   ++t.missing_per_column[static_cast<size_t>(plan.slot[column])];
-  t.numeric.push_back(0.0f);
-  return status::ok();
+  return push(t, 0.0f);
 }
 
 status table_reader::categorical_cell(std::string_view cell, int64_t row, size_t column,
@@ -124,8 +158,13 @@ status table_reader::add_row(const std::vector<std::string_view>& fields, int64_
                         std::to_string(plan.names.size()));
   for (size_t c = 0; c < fields.size(); ++c) {
     status s;
+    float value;
     switch (plan.roles[c]) {
-      case role::numeric: s = numeric_cell(fields[c], row, c, t); break;
+      case role::numeric:
+        if (quick_number(fields[c], value) && t.numeric.push_back(value))
+          continue;
+        s = numeric_cell(fields[c], row, c, t);
+        break;
       case role::categorical: s = categorical_cell(fields[c], row, c, t); break;
       case role::target: s = target_cell(fields[c], row, c, t); break;
       case role::ignored: break;
@@ -245,8 +284,9 @@ result<tensor> feature_tensor(table_cells& t, const column_plan& plan,
   if (plan.categorical.empty()) {
     for (int32_t c : plan.numeric)
       names.push_back(plan.names[static_cast<size_t>(c)]);
-    auto owner = std::make_shared<std::vector<float>>(std::move(t.numeric));
-    return tensor::over(owner->data(), {t.rows, numeric}, owner);
+    std::shared_ptr<float> owner = t.numeric.release();
+    float* data = owner.get();
+    return tensor::over(data, {t.rows, numeric}, std::move(owner));
   }
   for (size_t c = 0; c < plan.names.size(); ++c) {
     if (plan.roles[c] == role::numeric)
@@ -302,9 +342,12 @@ char pick_delimiter(const csv_options& options) {
 // Reads every data row into cells; `first` is the first record when it is
 // data (no header).
 status read_rows(record_reader& records, std::vector<std::string_view>& fields,
-                 const table_reader& reader, table_cells& t) {
-  const int64_t rows = records.estimate_records();
-  t.numeric.reserve(static_cast<size_t>(rows) * reader.plan.numeric.size());
+                 const table_reader& reader, size_t text_bytes, table_cells& t) {
+  // A number and its delimiter take two bytes or more: this reservation
+  // (address space; pages come as they are written) seldom needs to grow.
+  if (!t.numeric.reserve(text_bytes / 2 + 1024))
+    return resource_exhausted(reader.path + ": no address space for " +
+                              std::to_string(text_bytes / 2) + " floats");
   t.missing_per_column.assign(reader.plan.numeric.size(), 0);
   t.categories.resize(reader.plan.categorical.size());
   if (!reader.options.header) {
@@ -388,10 +431,10 @@ result<std::shared_ptr<const dataset>> read_csv(const csv_options& options) {
   if (delimiter == '"' || delimiter == '\n' || delimiter == '\r')
     return invalid_argument(path + ": delimiter '" + std::string(1, delimiter) +
                             "' cannot separate fields (it quotes or ends rows)");
-  auto text = read_whole_file(path);
-  if (!text)
-    return text.error();
-  record_reader records(*text, delimiter, path);
+  auto file = mapped_text::open(path);
+  if (!file)
+    return file.error();
+  record_reader records(file->text(), delimiter, path);
   std::vector<std::string_view> fields;
   auto first = records.next(fields);
   if (!first)
@@ -408,7 +451,7 @@ result<std::shared_ptr<const dataset>> read_csv(const csv_options& options) {
   for (const std::string& marker : options.missing_markers)
     reader.markers.emplace_back(marker);
   table_cells cells;
-  status read = read_rows(records, fields, reader, cells);
+  status read = read_rows(records, fields, reader, file->text().size(), cells);
   if (!read)
     return read;
   if (cells.rows == 0)

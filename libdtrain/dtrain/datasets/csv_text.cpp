@@ -1,6 +1,7 @@
 #include "dtrain/datasets/csv_text.hpp"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,74 +16,109 @@ namespace dtrain::data::csv_detail {
 
 namespace {
 
-// Reads are capped so one read() call never asks for more than Linux gives.
-constexpr size_t max_read = size_t{1} << 30;
-
-// Closes a descriptor on every path out of read_whole_file.
-struct fd_closer {
-  int fd;
-  ~fd_closer() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-};
+// Bytes of a mapping of `floats` floats, whole pages.
+size_t mapping_bytes(size_t floats) {
+  const size_t page = 4096;
+  return (floats * sizeof(float) + page - 1) / page * page;
+}
 
 } // namespace
 
-result<std::string> read_whole_file(const std::string& path) {
-  fd_closer file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0)
+result<mapped_text> mapped_text::open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return os_error("cannot open", path, errno);
   struct stat info {};
-  if (::fstat(file.fd, &info) != 0)
-    return os_error("cannot stat", path, errno);
-  if (S_ISDIR(info.st_mode))
-    return io_error(path + ": is a directory, not a file");
-  std::string text;
-  try {
-    text.resize(static_cast<size_t>(info.st_size));
-  } catch (const std::exception&) {
-    return resource_exhausted(path + ": cannot hold its " + std::to_string(info.st_size) +
-                              " bytes in memory");
+  if (::fstat(fd, &info) != 0 || S_ISDIR(info.st_mode)) {
+    int err = S_ISDIR(info.st_mode) ? EISDIR : errno;
+    ::close(fd);
+    return os_error("cannot read", path, err);
   }
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t got = ::read(file.fd, &text[done], std::min(text.size() - done, max_read));
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got < 0)
-      return os_error("cannot read", path, errno);
-    if (got == 0)
-      break;  // the file shrank while we read it: take what is there
-    done += static_cast<size_t>(got);
+  mapped_text out;
+  if (info.st_size > 0) {
+    const size_t size = static_cast<size_t>(info.st_size);
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    int err = errno;
+    if (p == MAP_FAILED) {
+      ::close(fd);
+      return os_error("cannot map", path, err);
+    }
+    ::madvise(p, size, MADV_SEQUENTIAL);
+    out.text_ = std::string_view(static_cast<const char*>(p), size);
   }
-  text.resize(done);
-  return text;
+  ::close(fd);
+  return out;
+}
+
+mapped_text::mapped_text(mapped_text&& other) noexcept : text_(other.text_) {
+  other.text_ = {};
+}
+
+mapped_text::~mapped_text() {
+  if (!text_.empty())
+    ::munmap(const_cast<char*>(text_.data()), text_.size());
+}
+
+float_buffer::~float_buffer() {
+  if (data_ != nullptr)
+    ::munmap(data_, mapping_bytes(capacity_));
+}
+
+bool float_buffer::reserve(size_t count) {
+  if (count <= capacity_)
+    return true;
+  if (count > (size_t{1} << 60) / sizeof(float))
+    return false;
+  void* p = data_ == nullptr
+                ? ::mmap(nullptr, mapping_bytes(count), PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                : ::mremap(data_, mapping_bytes(capacity_), mapping_bytes(count), MREMAP_MAYMOVE);
+  if (p == MAP_FAILED)
+    return false;
+  ::madvise(p, mapping_bytes(count), MADV_HUGEPAGE);
+  data_ = static_cast<float*>(p);
+  capacity_ = count;
+  return true;
+}
+
+std::shared_ptr<float> float_buffer::release() {
+  // Give back the reserved address space the floats did not use (an
+  // in-place shrink: the data stays where it is).
+  if (data_ != nullptr && mapping_bytes(size_) < mapping_bytes(capacity_) &&
+      ::mremap(data_, mapping_bytes(capacity_), mapping_bytes(size_), 0) != MAP_FAILED)
+    capacity_ = size_;
+  const size_t bytes = mapping_bytes(capacity_);
+  std::shared_ptr<float> out(data_, [bytes](float* p) {
+    if (p != nullptr)
+      ::munmap(p, bytes);
+  });
+  data_ = nullptr;
+  size_ = capacity_ = 0;
+  return out;
 }
 
 record_reader::record_reader(std::string_view text, char delimiter, std::string path)
   : text_(text), delimiter_(delimiter), path_(std::move(path)) {
+  ends_field_[static_cast<unsigned char>(delimiter)] = true;
+  ends_field_[static_cast<unsigned char>('\n')] = true;
   if (text_.size() >= 3 && text_.compare(0, 3, "\xEF\xBB\xBF") == 0)
     pos_ = 3;
-}
-
-int64_t record_reader::estimate_records() const {
-  return static_cast<int64_t>(std::count(text_.begin() + static_cast<std::ptrdiff_t>(pos_),
-                                         text_.end(), '\n')) + 1;
 }
 
 void record_reader::read_plain_field() {
   const char* data = text_.data();
   const size_t end = text_.size();
-  size_t p = pos_;
-  while (p < end && data[p] != delimiter_ && data[p] != '\n')
-    ++p;
+  const char* scan = data + pos_;
+  const char* last = data + end;
+  while (scan != last && !ends_field_[static_cast<unsigned char>(*scan)])
+    ++scan;
+  const size_t p = static_cast<size_t>(scan - data);
   size_t stop = p;
   // A CR is part of the line break when it ends the line (CRLF, or the last
   // line of a file written with CRLF).
   if (stop > pos_ && data[stop - 1] == '\r' && (p == end || data[p] == '\n'))
     --stop;
-  spans_.push_back({false, pos_, stop - pos_});
+  fields_->push_back(text_.substr(pos_, stop - pos_));
   pos_ = p;
 }
 
@@ -97,7 +133,7 @@ status record_reader::read_quoted_field() {
     const void* found = std::memchr(data + p, '"', end - p);
     if (found == nullptr)
       return corrupt_data(path_ + ": row " + std::to_string(row_) + ", field " +
-                          std::to_string(spans_.size() + 1) +
+                          std::to_string(fields_->size() + 1) +
                           ": a quoted field is never closed (no matching '\"')");
     size_t quote = static_cast<size_t>(static_cast<const char*>(found) - data);
     line_ += std::count(data + p, data + quote, '\n');
@@ -110,9 +146,10 @@ status record_reader::read_quoted_field() {
     }
     if (escaped) {
       arena_.append(data + piece, quote - piece);
-      spans_.push_back({true, arena_start, arena_.size() - arena_start});
+      escaped_.push_back({fields_->size(), arena_start, arena_.size() - arena_start});
+      fields_->emplace_back();  // set once the arena stops growing
     } else {
-      spans_.push_back({false, piece, quote - piece});
+      fields_->push_back(text_.substr(piece, quote - piece));
     }
     pos_ = quote + 1;
     break;
@@ -121,7 +158,7 @@ status record_reader::read_quoted_field() {
   if (after < end && data[after] == '\r' && (after + 1 == end || data[after + 1] == '\n'))
     pos_ = ++after;
   if (after < end && data[after] != delimiter_ && data[after] != '\n')
-    return error_after_quote(spans_.size());
+    return error_after_quote(fields_->size());
   return status::ok();
 }
 
@@ -135,7 +172,8 @@ status record_reader::error_after_quote(size_t field) const {
 
 result<bool> record_reader::next(std::vector<std::string_view>& fields) {
   fields.clear();
-  spans_.clear();
+  fields_ = &fields;
+  escaped_.clear();
   arena_.clear();
   const char* data = text_.data();
   const size_t end = text_.size();
@@ -161,7 +199,7 @@ result<bool> record_reader::next(std::vector<std::string_view>& fields) {
       ++pos_;
       if (pos_ == end || data[pos_] == '\n' ||
           (data[pos_] == '\r' && (pos_ + 1 == end || data[pos_ + 1] == '\n')))
-        spans_.push_back({false, pos_, 0});  // a trailing delimiter: one empty field
+        fields.push_back(text_.substr(pos_, 0));  // a trailing delimiter: one empty field
       else
         continue;
     }
@@ -173,10 +211,8 @@ result<bool> record_reader::next(std::vector<std::string_view>& fields) {
     ++pos_;
     ++line_;
   }
-  fields.reserve(spans_.size());
-  for (const span& s : spans_)
-    fields.emplace_back(s.in_arena ? std::string_view(arena_).substr(s.offset, s.length)
-                                   : text_.substr(s.offset, s.length));
+  for (const escaped_field& e : escaped_)
+    fields[e.index] = std::string_view(arena_).substr(e.offset, e.length);
   return true;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,9 +14,52 @@
 /// columns or numbers.
 namespace dtrain::data::csv_detail {
 
-/// The bytes of `path` in one string (one read per 1 GiB). Errors name the
-/// path: not_found, io_error.
-result<std::string> read_whole_file(const std::string& path);
+/// The bytes of a file, mapped read-only (and populated up front: one
+/// fault per page would cost more than the parse on a virtual machine).
+/// `text` is empty for an empty file. Moves; unmaps on destruction.
+class mapped_text {
+public:
+  static result<mapped_text> open(const std::string& path);
+  mapped_text(mapped_text&& other) noexcept;
+  mapped_text& operator=(mapped_text&&) = delete;
+  ~mapped_text();
+  std::string_view text() const { return text_; }
+
+private:
+  mapped_text() = default;
+  std::string_view text_;
+};
+
+/// A growable array of floats in its own anonymous mapping, advised to use
+/// transparent huge pages: filling hundreds of MB of rows costs 2 MiB
+/// faults, not 4 KiB ones. Its memory can be handed to a tensor (release).
+/// One thread at a time.
+class float_buffer {
+public:
+  float_buffer() = default;
+  float_buffer(const float_buffer&) = delete;
+  float_buffer& operator=(const float_buffer&) = delete;
+  ~float_buffer();
+
+  /// Room for `count` floats; false when the memory cannot be had.
+  bool reserve(size_t count);
+  bool push_back(float value) {
+    if (size_ == capacity_ && !reserve(capacity_ * 2 + 1024))
+      return false;
+    data_[size_++] = value;
+    return true;
+  }
+  float* data() { return data_; }
+  float& operator[](size_t i) { return data_[i]; }
+  size_t size() const { return size_; }
+  /// The floats as a shared pointer that unmaps them; the buffer is empty
+  /// afterwards.
+  std::shared_ptr<float> release();
+
+private:
+  float* data_ = nullptr;
+  size_t size_ = 0, capacity_ = 0;
+};
 
 /// Splits delimited text into records: fields separated by `delimiter`,
 /// records ended by LF or CRLF (a lone CR inside a field is kept), fields
@@ -36,13 +80,10 @@ public:
   /// The 1-based line on which the record last read starts.
   int64_t row() const { return row_; }
 
-  /// An upper bound on the records left (line breaks + 1), for reserving.
-  int64_t estimate_records() const;
-
 private:
-  struct span {
-    bool in_arena;
-    size_t offset, length;
+  // A field unescaped into the arena: fields[index] = arena_[offset, +length).
+  struct escaped_field {
+    size_t index, offset, length;
   };
   status read_quoted_field();
   void read_plain_field();
@@ -50,12 +91,14 @@ private:
 
   std::string_view text_;
   char delimiter_;
+  bool ends_field_[256] = {};  // the delimiter and '\n'
   std::string path_;
   size_t pos_ = 0;
   int64_t line_ = 1;  // the line pos_ is on
   int64_t row_ = 0;
   std::string arena_;  // unescaped quoted fields of the current record
-  std::vector<span> spans_;
+  std::vector<escaped_field> escaped_;
+  std::vector<std::string_view>* fields_ = nullptr;  // next()'s output
 };
 
 } // namespace dtrain::data::csv_detail
