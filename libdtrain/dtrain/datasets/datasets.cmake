@@ -11,4 +11,8 @@
 
 
 # ---- hdf5 and record shards ----
+target_sources(dtrain_core PRIVATE
+  dtrain/datasets/shard_index.cpp
+  dtrain/datasets/shards.cpp
+  dtrain/datasets/shards_write.cpp)
 
