@@ -38,6 +38,7 @@ main_packages=(
   libopenblas-dev                 # CPU GEMM
   libgloo-dev                     # CPU collectives between hosts
   zlib1g-dev                      # gzip'd IDX files
+  libhdf5-dev                     # HDF5 files (datasets/hdf5.cpp), serial 1.10
   libyaml-cpp-dev                 # experiment files
   libcli11-dev                    # command-line parsing
   libsqlite3-dev                  # the experiment store

@@ -25,4 +25,16 @@ target_link_libraries(dtrain_core PRIVATE PNG::PNG JPEG::JPEG)
 
 
 # ---- hdf5 and record shards ----
+target_sources(dtrain_core PRIVATE
+  dtrain/datasets/shard_index.cpp
+  dtrain/datasets/shards.cpp
+  dtrain/datasets/shards_write.cpp
+  dtrain/datasets/hdf5.cpp)
+# Debian's libhdf5-dev (serial 1.10): its headers sit in /usr/include/hdf5/serial.
+# Only hdf5.cpp sees them, so the other sources keep their flags (and their
+# ccache entries).
+find_package(HDF5 REQUIRED COMPONENTS C)
+set_source_files_properties(dtrain/datasets/hdf5.cpp PROPERTIES
+  INCLUDE_DIRECTORIES "${HDF5_C_INCLUDE_DIRS}" COMPILE_DEFINITIONS "${HDF5_C_DEFINITIONS}")
+target_link_libraries(dtrain_core PRIVATE ${HDF5_C_LIBRARIES})
 
