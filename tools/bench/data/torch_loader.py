@@ -105,7 +105,8 @@ class PngFolderDataset(Dataset):
 def decode_pil(path):
     from PIL import Image
     with Image.open(path) as im:
-        return np.asarray(im.convert("L") if im.mode != "L" else im, dtype=np.uint8)
+        # np.array copies: a writable array (np.asarray of an image is read-only)
+        return np.array(im.convert("L") if im.mode != "L" else im, dtype=np.uint8)
 
 
 def _paeth(a, b, c):
@@ -253,6 +254,11 @@ def open_format(fmt, datadir, split, decoder):
     raise ValueError(f"unknown format '{fmt}'")
 
 
+def load_average():
+    """The 1/5/15-minute load averages: other work on the box skews every figure."""
+    return "/".join(f"{v:.1f}" for v in os.getloadavg())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("datadir")
@@ -267,7 +273,7 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, numpy {np.__version__}, {os.cpu_count()} CPUs, "
-          f"batch {args.batch}, split {args.split}", flush=True)
+          f"batch {args.batch}, split {args.split}, load average {load_average()}", flush=True)
     decoder = png_decoder(args.png_decoder)
     for fmt in args.formats:
         ds, note = open_format(fmt, args.datadir, args.split, decoder)
@@ -282,6 +288,7 @@ def main():
                   f"(median of {args.epochs})", flush=True)
             print("    epoch s: " + " ".join(f"{t:.2f}" for t in times), flush=True)
         del ds
+    print(f"torch loader: done, load average {load_average()}", flush=True)
     return 0
 
 
