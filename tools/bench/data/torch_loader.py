@@ -208,18 +208,33 @@ def run_case(ds, nranks, workers, batch, epochs):
              for r in range(nranks)]
     for p in procs:
         p.start()
-    rows = []
+    rows, waited = [], 0.0
     try:
-        for _ in range(nranks * epochs):
-            row = results.get(timeout=RANK_TIMEOUT_S)
+        while len(rows) < nranks * epochs:
+            try:
+                row = results.get(timeout=1.0)
+            except queue_mod.Empty:
+                waited += 1.0
+                dead = [(r, p.exitcode) for r, p in enumerate(procs)
+                        if p.exitcode not in (None, 0)]
+                if dead:
+                    raise RuntimeError(f"rank {dead[0][0]} died (exit code {dead[0][1]})")
+                if waited > RANK_TIMEOUT_S:
+                    raise RuntimeError(f"no epoch finished within {RANK_TIMEOUT_S} s")
+                continue
+            waited = 0.0
             if row[5] is not None:
                 raise RuntimeError(f"rank {row[0]}: {row[5]}")
             rows.append(row)
-    except queue_mod.Empty:
-        raise RuntimeError(f"no epoch finished within {RANK_TIMEOUT_S} s")
+    except BaseException:
+        barrier.abort()  # wakes ranks waiting for the next epoch
+        grace = 5
+        raise
+    else:
+        grace = 30
     finally:
         for p in procs:
-            p.join(timeout=30)
+            p.join(timeout=grace)
             if p.is_alive():
                 p.kill()
                 p.join(timeout=10)
