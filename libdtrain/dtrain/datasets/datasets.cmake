@@ -2,6 +2,11 @@
 # dtrain_core. Included by libdtrain/CMakeLists.txt after dtrain_core exists.
 
 # ---- the lead: sources from an experiment's data: section ----
+target_sources(dtrain_core PRIVATE
+  dtrain/datasets/source.cpp
+  dtrain/train/file_data.cpp
+  dtrain/train/file_transforms.cpp
+  dtrain/experiments/data_reading.cpp)
 
 
 # ---- tables: CSV/TSV, NumPy .npy/.npz ----

@@ -12,6 +12,7 @@
 #include "dtrain/optim/factory.hpp"
 #include "dtrain/train/step_totals.hpp"
 #include "dtrain/plugin/loader.hpp"
+#include "dtrain/train/file_data.hpp"
 #include "dtrain/train/supervised.hpp"
 
 namespace dtrain::train {
@@ -398,33 +399,16 @@ result<epoch_metrics> replica_runner::validate() {
   return m;
 }
 
-namespace {
-
-result<const data::dataset*> input_set(const operator_parts& parts, const std::string& input,
-                                       const std::string& op) {
-  const data::dataset* set = input == "validation" ? parts.validation_data.get()
-                           : input == "train"      ? parts.train_data.get()
-                                                   : nullptr;
-  if (input != "validation" && input != "train")
-    return invalid_argument("predict: input '" + input + "' is not 'validation' or 'train' "
-                            "(the operator's own sets)");
-  if (set == nullptr)
-    return not_found("predict: operator '" + op + "' set no " + input + " data");
-  return set;
-}
-
-} // namespace
-
 result<int64_t> replica_runner::input_rows(const std::string& input) const {
-  DTRAIN_ASSIGN_OR_RETURN(const data::dataset* set,
-                          input_set(parts_, input, options_.operator_name));
+  DTRAIN_ASSIGN_OR_RETURN(auto set,
+                          prediction_input(parts_, input, "operator '" + options_.operator_name + "'"));
   return set->size();
 }
 
 result<replica_runner::prediction> replica_runner::predict(const std::string& input,
                                                            int64_t begin, int64_t end) {
-  DTRAIN_ASSIGN_OR_RETURN(const data::dataset* set,
-                          input_set(parts_, input, options_.operator_name));
+  DTRAIN_ASSIGN_OR_RETURN(auto set,
+                          prediction_input(parts_, input, "operator '" + options_.operator_name + "'"));
   if (begin < 0 || end > set->size() || begin > end)
     return invalid_argument("predict: rows [" + std::to_string(begin) + ", " +
                             std::to_string(end) + ") are outside " + set->name() + " (" +
@@ -444,6 +428,7 @@ result<replica_runner::prediction> replica_runner::predict(const std::string& in
     std::vector<float> y(static_cast<size_t>(n * out.target_width));
     DTRAIN_RETURN_IF_ERROR(set->gather(indices.data(), n, x.data(), y.data())
                                .with_context("predict, rows from " + std::to_string(at)));
+    apply_validation_transforms(*set, x, n);
     if (ctx_->where().is_cuda())
       x = x.to(ctx_->where());
     DTRAIN_ASSIGN_OR_RETURN(const tensor* o, parts_.model->forward(x, false));
@@ -456,6 +441,16 @@ result<replica_runner::prediction> replica_runner::predict(const std::string& in
     out.targets.insert(out.targets.end(), y.begin(), y.end());
   }
   return out;
+}
+
+void replica_runner::apply_validation_transforms(const data::dataset& set, tensor& x,
+                                                 int64_t rows) const {
+  const std::vector<int64_t> shape = set.sample_shape();
+  const int64_t width = set.feature_count();
+  rng unused(0);  // validation transforms draw nothing
+  for (int64_t i = 0; i < rows; ++i)
+    for (const auto& t : parts_.validation_transforms)
+      t->apply(x.data() + i * width, shape, unused);
 }
 
 const tensor& replica_runner::parameters() const { return parts_.model->parameters(); }

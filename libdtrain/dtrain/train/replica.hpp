@@ -164,6 +164,9 @@ private:
   /// skipped (a resumed epoch), `elapsed` seconds since the epoch began.
   void report_progress(int64_t done, int64_t resumed_at, const step_totals& totals,
                        double elapsed) const;
+  /// parts_.validation_transforms on `rows` rows of x (a prediction's input,
+  /// normalised as validation is).
+  void apply_validation_transforms(const data::dataset& set, tensor& x, int64_t rows) const;
   /// The model's non-parameter state (BatchNorm's running statistics),
   /// averaged over the group: see train_epoch().
   status average_model_buffers();
