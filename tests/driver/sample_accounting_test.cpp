@@ -62,6 +62,13 @@ std::string exactly_once(const std::map<int64_t, int>& counts) {
   return "";
 }
 
+// Validation commits every replica's last trained step to its log (see
+// the plugin).
+void validate(trainer& t) {
+  auto v = t.validate();
+  BOOST_REQUIRE_MESSAGE(v.is_ok(), v.error().to_string());
+}
+
 // Starts an epoch, preempts it once it is under way, and returns its
 // metrics: preempted, with where it stopped.
 metrics_msg preempt_half_way(trainer& t) {
@@ -72,6 +79,7 @@ metrics_msg preempt_half_way(trainer& t) {
   BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
   BOOST_REQUIRE_MESSAGE(m->preempted, "the epoch ended before the preemption");
   BOOST_TEST_MESSAGE("preempted after " << m->resume_batch << " steps");
+  validate(t);
   return *m;
 }
 
@@ -111,6 +119,7 @@ BOOST_AUTO_TEST_CASE(kill_shrink_and_grow_mid_epoch_train_every_sample_exactly_o
   BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
   BOOST_TEST(m->epoch == 1);
   BOOST_TEST(t->world_size() == 2);
+  validate(*t);
   BOOST_TEST(exactly_once(trained(logs.path())[1]) == "");
 
   // Epoch 2: two replicas, preempted; a node joins; three finish it.
@@ -121,6 +130,7 @@ BOOST_AUTO_TEST_CASE(kill_shrink_and_grow_mid_epoch_train_every_sample_exactly_o
   BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
   BOOST_TEST(m->epoch == 2);
   BOOST_TEST(t->world_size() == 3);
+  validate(*t);
   BOOST_TEST(exactly_once(trained(logs.path())[2]) == "");
   auto hashes = t->parameter_hashes().value();
   BOOST_TEST(std::all_of(hashes.begin(), hashes.end(), [&](uint64_t h) { return h == hashes[0]; }));

@@ -1,10 +1,14 @@
 // A plugin for the sample-accounting tests: operator sample_log trains a
 // one-weight linear model on `samples` samples whose feature is their index,
 // and appends the dataset indices of every batch it trains to a file of its
-// own under `log_dir` (one line per step: "EPOCH id id ..."), flushed before
-// the step, so that a test can count, across every replica of every
-// generation, how often each sample of each epoch was trained. `step_ms`
-// slows each step so that a test can preempt an epoch half-way.
+// own under `log_dir` (one line per step: "EPOCH id id ..."), so that a test
+// can count, across every replica of every generation, how often each
+// sample of each epoch was trained. A step counts once its gradient sync
+// succeeded, which the operator learns when the next step begins or when
+// validation runs (the test validates after every train()): the line is
+// written then. A step whose sync failed (the group lost a replica) is
+// never written, as the group rolls it back. `step_ms` slows each step so
+// that a test can preempt an epoch half-way.
 #include <unistd.h>
 
 #include <chrono>
@@ -64,19 +68,33 @@ public:
 
   dtrain::result<dtrain::train::step_result> train_step(
       dtrain::train::step_context& ctx) override {
-    std::string line = std::to_string(ctx.epoch);
+    commit_pending();  // the previous step's sync succeeded, or we would not be here
+    pending_ = std::to_string(ctx.epoch);
     for (int64_t id : ctx.batch.samples)
-      line += " " + std::to_string(id);
-    line += "\n";
-    std::fputs(line.c_str(), log_);
-    std::fflush(log_);
+      pending_ += " " + std::to_string(id);
+    pending_ += "\n";
     if (step_ms_ > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(step_ms_));
     return dtrain::train::standard_train_step(ctx);
   }
 
+  dtrain::result<dtrain::train::step_result> validation_step(
+      dtrain::train::step_context& ctx) override {
+    commit_pending();
+    return dtrain::train::training_operator::validation_step(ctx);
+  }
+
 private:
+  void commit_pending() {
+    if (pending_.empty())
+      return;
+    std::fputs(pending_.c_str(), log_);
+    std::fflush(log_);
+    pending_.clear();
+  }
+
   static inline int instances_ = 0;
+  std::string pending_;
   std::FILE* log_ = nullptr;
   int64_t step_ms_ = 0;
 };
