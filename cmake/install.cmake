@@ -65,7 +65,7 @@ install(FILES "${CMAKE_BINARY_DIR}/package/dtrain.pc"
 # The public headers, by name: a header is installed only when it is
 # listed here, so that what a user may include is decided in one place.
 # tests/install/install_test.sh checks that none brings in CAF or OpenSSL,
-# and that there are at most 40.
+# and that there are at most 48.
 #  - the driver API: dtrain/dtrain.hpp (the umbrella and the handles) and
 #    what it includes;
 set(DTRAIN_DRIVER_HEADERS
@@ -82,7 +82,7 @@ set(DTRAIN_DRIVER_HEADERS
   libdtrain/dtrain/tune/trial.hpp)
 #  - the plugin API: dtrain/plugin/plugin.hpp and what it includes, with
 #    the helpers an operator's code uses (status macros, the optimizer
-#    factory, the IDX reader);
+#    factory, the file readers and transforms of an operator's data);
 set(DTRAIN_PLUGIN_HEADERS
   libdtrain/dtrain/comm/communicator.hpp
   libdtrain/dtrain/core/check.hpp
@@ -92,6 +92,14 @@ set(DTRAIN_PLUGIN_HEADERS
   libdtrain/dtrain/data/idx.hpp
   libdtrain/dtrain/data/loader.hpp
   libdtrain/dtrain/data/sampler.hpp
+  libdtrain/dtrain/data/transform.hpp
+  libdtrain/dtrain/data/transforms.hpp
+  libdtrain/dtrain/datasets/csv.hpp
+  libdtrain/dtrain/datasets/hdf5.hpp
+  libdtrain/dtrain/datasets/image_folder.hpp
+  libdtrain/dtrain/datasets/npy.hpp
+  libdtrain/dtrain/datasets/shards.hpp
+  libdtrain/dtrain/datasets/source.hpp
   libdtrain/dtrain/nn/layers.hpp
   libdtrain/dtrain/nn/loss.hpp
   libdtrain/dtrain/nn/model.hpp
