@@ -1,8 +1,8 @@
 #include "dtrain/datasets/csv.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
+#include <exception>
 #include <string_view>
 #include <utility>
 
@@ -232,7 +232,9 @@ csv_dataset::csv_dataset(std::shared_ptr<tensor_dataset> rows, std::string name,
     class_names_(std::move(class_names)),
     class_count_(class_count) {}
 
-result<std::shared_ptr<const dataset>> read_csv(const csv_options& options) {
+namespace {
+
+result<std::shared_ptr<const dataset>> read_table_file(const csv_options& options) {
   const std::string& path = options.path;
   auto missing = parse_missing(options.missing, path);
   if (!missing)
@@ -271,6 +273,18 @@ result<std::shared_ptr<const dataset>> read_csv(const csv_options& options) {
   if (cells.rows == 0)
     return corrupt_data(path + ": has a header but no data rows");
   return build_dataset(cells, reader);
+}
+
+} // namespace
+
+result<std::shared_ptr<const dataset>> read_csv(const csv_options& options) {
+  // The containers below throw only when memory runs out: that is an error
+  // of this call, not an exception for the caller.
+  try {
+    return read_table_file(options);
+  } catch (const std::exception& e) {
+    return resource_exhausted(options.path + ": " + e.what());
+  }
 }
 
 } // namespace dtrain::data

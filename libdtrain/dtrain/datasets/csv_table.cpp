@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <utility>
 
 #include "dtrain/core/parallel.hpp"
@@ -268,7 +269,11 @@ status read_parts(std::string_view data, int64_t first_line, bool file_start,
                                              static_cast<size_t>(parts[k].records) * width);
       record_reader records(data.substr(parts[k].begin, parts[k].end - parts[k].begin),
                             reader.delimiter, reader.path, lines[k], file_start && k == 0);
-      results[k] = read_rows(records, reader, 0, part[k]);
+      try {  // a worker must not throw (parallel_for)
+        results[k] = read_rows(records, reader, 0, part[k]);
+      } catch (const std::exception& e) {
+        results[k] = resource_exhausted(reader.path + ": " + e.what());
+      }
     }
   });
   for (const status& s : results)
