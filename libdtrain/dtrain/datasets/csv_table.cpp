@@ -143,6 +143,56 @@ status table_reader::add_row(const std::vector<std::string_view>& fields, int64_
   ++t.rows;
   return status::ok();
 }
+status table_reader::add_line(std::string_view line, int64_t row,
+                              std::vector<std::string_view>& fields, table_cells& t) const {
+  const size_t columns = plan.names.size();
+  if (static_cast<size_t>(std::count(line.begin(), line.end(), delimiter)) + 1 != columns) {
+    fields.clear();  // add_row names the row and both counts
+    for (size_t at = 0;;) {
+      size_t stop = std::min(line.find(delimiter, at), line.size());
+      fields.push_back(line.substr(at, stop - at));
+      if (stop == line.size())
+        return add_row(fields, row, t);
+      at = stop + 1;
+    }
+  }
+  const char* p = line.data();
+  const char* const end = p + line.size();
+  for (size_t c = 0; c < columns; ++c) {
+    const char* const cell = p;
+    if (plan.roles[c] == role::numeric) {
+      // A bare integer of up to 9 digits, converted as it is scanned (the
+      // same float as from_chars: the integer is exact, then rounded once).
+      const bool negative = p != end && *p == '-';
+      p += negative;
+      const char* const digits = p;
+      int32_t value = 0;
+      for (unsigned d; p != end && p - digits < 9 && (d = static_cast<unsigned char>(*p) - '0') <= 9; ++p)
+        value = value * 10 + static_cast<int32_t>(d);
+      if (p != digits && (p == end || *p == delimiter) &&
+          t.numeric.push_back(static_cast<float>(negative ? -value : value))) {
+        p += p != end;
+        continue;
+      }
+    }
+    const void* found = std::memchr(cell, delimiter, static_cast<size_t>(end - cell));
+    const char* const stop = found != nullptr ? static_cast<const char*>(found) : end;
+    const std::string_view text(cell, static_cast<size_t>(stop - cell));
+    status s;
+    switch (plan.roles[c]) {
+      case role::numeric: s = numeric_cell(text, row, c, t); break;
+      case role::categorical: s = categorical_cell(text, row, c, t); break;
+      case role::target: s = target_cell(text, row, c, t); break;
+      case role::ignored: break;
+    }
+    if (!s)
+      return s;
+    p = stop + (stop != end);
+  }
+  ++t.rows;
+  return status::ok();
+}
+
 namespace {
 
 // Below this a table is read in one pass: threads would cost more than
@@ -163,7 +213,14 @@ status read_rows(record_reader& records, const table_reader& reader, size_t rese
   t.missing_per_column.assign(reader.plan.numeric.size(), 0);
   t.categories.resize(reader.plan.categorical.size());
   std::vector<std::string_view> fields;
+  std::string_view line;
   for (;;) {
+    if (records.next_plain_line(line)) {
+      status s = reader.add_line(line, records.row(), fields, t);
+      if (!s)
+        return s;
+      continue;
+    }
     auto more = records.next(fields);
     if (!more)
       return more.error();

@@ -50,6 +50,11 @@ struct table_reader {
   /// One record: its field count checked, each cell converted.
   status add_row(const std::vector<std::string_view>& fields, int64_t row,
                  table_cells& t) const;
+  /// One record from a line without quotes (record_reader::next_plain_line),
+  /// converted straight from the text: the same cells and errors as
+  /// add_row of its fields. `fields` is scratch space.
+  status add_line(std::string_view line, int64_t row, std::vector<std::string_view>& fields,
+                  table_cells& t) const;
 };
 
 /// Reads every record of `data` (the text after the header, whose first

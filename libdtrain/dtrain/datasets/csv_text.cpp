@@ -179,6 +179,29 @@ status record_reader::error_after_quote(size_t field) const {
                       "'); a quote inside a quoted field is written twice");
 }
 
+bool record_reader::next_plain_line(std::string_view& line) {
+  const char* data = text_.data();
+  const size_t end = text_.size();
+  while (pos_ < end) {
+    const void* found = std::memchr(data + pos_, '\n', end - pos_);
+    const size_t stop = found != nullptr ? static_cast<size_t>(static_cast<const char*>(found) - data) : end;
+    size_t content = stop;
+    if (content > pos_ && data[content - 1] == '\r')
+      --content;  // the CR of a CRLF, or ending the last line
+    if (std::memchr(data + pos_, '"', content - pos_) != nullptr)
+      return false;
+    const size_t start = pos_;
+    row_ = line_;
+    pos_ = found != nullptr ? stop + 1 : end;
+    line_ += found != nullptr;
+    if (content > start) {
+      line = text_.substr(start, content - start);
+      return true;
+    }
+  }
+  return false;
+}
+
 result<bool> record_reader::next(std::vector<std::string_view>& fields) {
   fields.clear();
   fields_ = &fields;

@@ -103,6 +103,13 @@ public:
   /// row for a quote left open or text after a closing quote.
   result<bool> next(std::vector<std::string_view>& fields);
 
+  /// The common case, fast: when the next non-empty line holds no '"',
+  /// returns true with `line` set to it (without its line break) and the
+  /// reader past it; its fields are then the line split at the delimiter.
+  /// False, having moved past empty lines only, at the end of the text or
+  /// when the line needs next() (quotes).
+  bool next_plain_line(std::string_view& line);
+
   /// The 1-based line on which the record last read starts.
   int64_t row() const { return row_; }
   /// Where the next record starts: its offset in the text, and its line.
