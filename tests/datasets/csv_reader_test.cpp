@@ -182,6 +182,18 @@ BOOST_AUTO_TEST_CASE(quoted_fields_crlf_bom_and_no_trailing_newline_are_read) {
   BOOST_TEST(rows.y == (std::vector<float>{0, 1}));
 }
 
+BOOST_AUTO_TEST_CASE(unquoted_crlf_lines_blank_lines_and_a_bom_are_read) {
+  dtrain::testing::temp_dir dir;
+  auto options = table(dir, "t.csv", "\xEF\xBB\xBF" "a,b,y\r\n1,2,0\r\n\r\n\n3, 4 ,1\r\n-5,6.5,0\r");
+  auto data = read_ok(options);
+  BOOST_TEST(data->size() == 3);
+  BOOST_TEST(gather_all(*data).x == (std::vector<float>{1, 2, 3, 4, -5, 6.5f}));
+  BOOST_TEST(gather_all(*data).y == (std::vector<float>{0, 1, 0}));
+  BOOST_TEST(as_csv(*data).feature_names() == (std::vector<std::string>{"a", "b"}));
+  expect_error(table(dir, "u.csv", "a,b,y\r\n1,2,0\r\n\r\n3,x,1\r\n"), error_code::corrupt_data,
+               {"row 4, column 'b': 'x' is not a number"});
+}
+
 BOOST_AUTO_TEST_CASE(quoted_field_keeps_delimiters_and_doubled_quotes_as_a_category) {
   dtrain::testing::temp_dir dir;
   auto options = table(dir, "t.csv", "name,v,y\n\"a,\"\"b\"\"\",1,0\nplain,2,1\n");
