@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dtrain/core/threads.hpp"
 #include "dtrain/datasets/csv.hpp"
 #include "support/test_util.hpp"
 
@@ -181,6 +182,18 @@ BOOST_AUTO_TEST_CASE(quoted_fields_crlf_bom_and_no_trailing_newline_are_read) {
   BOOST_TEST(rows.y == (std::vector<float>{0, 1}));
 }
 
+BOOST_AUTO_TEST_CASE(unquoted_crlf_lines_blank_lines_and_a_bom_are_read) {
+  dtrain::testing::temp_dir dir;
+  auto options = table(dir, "t.csv", "\xEF\xBB\xBF" "a,b,y\r\n1,2,0\r\n\r\n\n3, 4 ,1\r\n-5,6.5,0\r");
+  auto data = read_ok(options);
+  BOOST_TEST(data->size() == 3);
+  BOOST_TEST(gather_all(*data).x == (std::vector<float>{1, 2, 3, 4, -5, 6.5f}));
+  BOOST_TEST(gather_all(*data).y == (std::vector<float>{0, 1, 0}));
+  BOOST_TEST(as_csv(*data).feature_names() == (std::vector<std::string>{"a", "b"}));
+  expect_error(table(dir, "u.csv", "a,b,y\r\n1,2,0\r\n\r\n3,x,1\r\n"), error_code::corrupt_data,
+               {"row 4, column 'b': 'x' is not a number"});
+}
+
 BOOST_AUTO_TEST_CASE(quoted_field_keeps_delimiters_and_doubled_quotes_as_a_category) {
   dtrain::testing::temp_dir dir;
   auto options = table(dir, "t.csv", "name,v,y\n\"a,\"\"b\"\"\",1,0\nplain,2,1\n");
@@ -289,6 +302,67 @@ BOOST_AUTO_TEST_CASE(options_that_cannot_hold_are_refused) {
   auto dup = table(dir, "d.csv", "a,a,y\n1,2,0\n");
   dup.ignore = {"a"};
   expect_error(dup, error_code::invalid_argument, {"'a' is ambiguous"});
+}
+
+// A table large enough (over 8 MiB) to be read in parallel parts: numbers,
+// a categorical column, string labels and missing cells spread over all of
+// it. `bad_row` (a 1-based line, 0: none) holds a word in a number column.
+std::string large_table(int64_t rows, int64_t bad_row) {
+  static const char* colors[] = {"red", "green", "blue", "NA"};
+  static const char* kinds[] = {"dog", "cat", "emu"};
+  std::string text = "id,a,b,c,d,e,f,g,h,i,j,k,l,color,kind\n";
+  for (int64_t r = 0; r < rows; ++r) {
+    text += std::to_string(r);
+    for (int64_t c = 0; c < 12; ++c) {
+      text += ',';
+      if (r + 2 == bad_row && c == 5)
+        text += "oops";
+      else if ((r * 13 + c) % 97 != 0)
+        text += std::to_string((r * 31 + c * 7) % 1000) + (c % 3 == 0 ? ".25" : "");
+    }
+    text += std::string(",") + colors[(r / 7) % 4] + "," + kinds[(r * 5 / 3) % 3] + "\n";
+  }
+  return text;
+}
+
+// Options reading large_table(150000, bad_row) written in `dir`.
+csv_options large_options(const dtrain::testing::temp_dir& dir, int64_t bad_row) {
+  auto options = table(dir, "big.csv", large_table(150000, bad_row));
+  options.ignore = {"id"};
+  options.categorical["color"] = {};
+  options.missing = "mean";
+  return options;
+}
+
+BOOST_AUTO_TEST_CASE(a_large_table_read_in_parallel_parts_equals_one_pass) {
+  dtrain::testing::temp_dir dir;
+  auto options = large_options(dir, 0);
+  BOOST_TEST_REQUIRE(dtrain::testing::read_file(options.path).size() > (size_t{9} << 20));
+  const int before = dtrain::blas_threads();
+  dtrain::set_blas_threads(1);
+  auto one = gather_all(*read_ok(options));
+  dtrain::set_blas_threads(3);
+  auto data = read_ok(options);
+  auto parts = gather_all(*data);
+  dtrain::set_blas_threads(before);
+  BOOST_TEST(data->size() == 150000);
+  BOOST_TEST(data->feature_count() == 12 + 3);
+  BOOST_TEST(as_csv(*data).class_names() == (std::vector<std::string>{"cat", "dog", "emu"}));
+  BOOST_TEST((one.x == parts.x));
+  BOOST_TEST((one.y == parts.y));
+  BOOST_TEST(parts.x[15] == 31.25f);    // row 1, column a: "31.25"
+  BOOST_TEST(parts.y[149999] == 2.0f);  // (149999 * 5 / 3) % 3 = 2: "emu"
+}
+
+BOOST_AUTO_TEST_CASE(an_error_deep_in_a_large_table_names_its_row_in_parallel_too) {
+  dtrain::testing::temp_dir dir;
+  auto options = large_options(dir, 140001);
+  const int before = dtrain::blas_threads();
+  for (int threads : {1, 2, 3}) {
+    dtrain::set_blas_threads(threads);
+    expect_error(options, error_code::corrupt_data, {"row 140001, column 'f': 'oops'"});
+  }
+  dtrain::set_blas_threads(before);
 }
 
 BOOST_AUTO_TEST_CASE(missing_file_is_not_found_naming_the_path) {

@@ -1,180 +1,18 @@
 #include "dtrain/datasets/csv.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
+#include <exception>
 #include <string_view>
 #include <utility>
 
-#include "dtrain/datasets/csv_columns.hpp"
-#include "dtrain/datasets/csv_text.hpp"
+#include "dtrain/datasets/csv_table.hpp"
 
 namespace dtrain::data {
 
 using namespace csv_detail;
 
 namespace {
-
-enum class missing_mode { error, mean, zero };
-
-// The cells of a table as they are read, before categories and labels can
-// be numbered (that needs every row).
-struct table_cells {
-  int64_t rows = 0;
-  float_buffer numeric;            // [rows, plan.numeric], missing cells 0
-  std::vector<int32_t> category;   // [rows, plan.categorical], interned ids, -1 missing
-  std::vector<interned_values> categories;  // one per categorical column
-  std::vector<float> regression;   // [rows, plan.targets] (regression only)
-  std::vector<int32_t> label;      // [rows] interned label ids (classification only)
-  interned_values labels;
-  std::vector<int64_t> missing;    // offsets into `numeric` of missing cells (mean)
-  std::vector<int64_t> missing_per_column;
-};
-
-// The common cell: a bare integer of up to 9 digits, optionally negative.
-// Converting the integer rounds as from_chars would (to nearest, ties to
-// even), so the result is the same, sooner.
-inline bool quick_number(std::string_view cell, float& out) {
-  const char* p = cell.data();
-  const char* end = p + cell.size();
-  const bool negative = p != end && *p == '-';
-  p += negative;
-  if (p == end || end - p > 9)
-    return false;
-  int32_t value = 0;
-  for (; p != end; ++p) {
-    const unsigned digit = static_cast<unsigned char>(*p) - '0';
-    if (digit > 9)
-      return false;
-    value = value * 10 + static_cast<int32_t>(digit);
-  }
-  out = static_cast<float>(negative ? -value : value);
-  return true;
-}
-
-// Everything the row loop needs, read-only.
-struct table_reader {
-  const csv_options& options;
-  const std::string& path;
-  const column_plan& plan;
-  missing_mode missing;
-  std::vector<std::string_view> markers;
-
-  bool is_missing(std::string_view cell) const {
-    cell = trim(cell);
-    for (std::string_view marker : markers)
-      if (cell == marker)
-        return true;
-    return false;
-  }
-
-  status push(table_cells& t, float value) const;
-  status numeric_cell(std::string_view cell, int64_t row, size_t column, table_cells& t) const;
-  status categorical_cell(std::string_view cell, int64_t row, size_t column,
-                          table_cells& t) const;
-  status target_cell(std::string_view cell, int64_t row, size_t column, table_cells& t) const;
-  status add_row(const std::vector<std::string_view>& fields, int64_t row,
-                 table_cells& t) const;
-};
-
-status table_reader::push(table_cells& t, float value) const {
-  if (t.numeric.push_back(value))
-    return status::ok();
-  return resource_exhausted(path + ": no memory for " + std::to_string(t.numeric.size()) +
-                            " more floats");
-}
-
-status table_reader::numeric_cell(std::string_view cell, int64_t row, size_t column,
-                                  table_cells& t) const {
-  float value = 0;
-  // The common cell, a bare number, goes straight to from_chars.
-  const char* end = cell.data() + cell.size();
-  if (!cell.empty()) {
-    auto [stop, ec] = std::from_chars(cell.data(), end, value, std::chars_format::general);
-    if (ec == std::errc() && stop == end && !std::isnan(value))
-      return push(t, value);
-  }
-  std::string_view text = trim(cell);
-  if (parse_float(text, value) && !std::isnan(value))
-    return push(t, value);
-  if (!is_missing(text)) {
-    if (parse_float(text, value))  // a NaN the markers do not call missing
-      return push(t, value);
-    return corrupt_data(cell_error(path, row, plan.names[column],
-                                   quote_cell(cell) + " is not a number"));
-  }
-  if (missing == missing_mode::error)
-    return corrupt_data(cell_error(path, row, plan.names[column],
-                                   "missing value " + quote_cell(cell) +
-                                       " (set missing: mean or zero to fill it)"));
-  if (missing == missing_mode::mean)
-    t.missing.push_back(static_cast<int64_t>(t.numeric.size()));
-  ++t.missing_per_column[static_cast<size_t>(plan.slot[column])];
-  return push(t, 0.0f);
-}
-
-status table_reader::categorical_cell(std::string_view cell, int64_t row, size_t column,
-                                      table_cells& t) const {
-  std::string_view text = trim(cell);
-  const auto& given = options.categorical.at(plan.names[column]);
-  bool listed = std::find(given.begin(), given.end(), text) != given.end();
-  if (!listed && is_missing(text)) {
-    if (missing == missing_mode::error)
-      return corrupt_data(cell_error(path, row, plan.names[column],
-                                     "missing category " + quote_cell(cell) +
-                                         " (set missing: zero for an all-zero one-hot)"));
-    t.category.push_back(-1);
-    return status::ok();
-  }
-  auto& values = t.categories[static_cast<size_t>(plan.slot[column])];
-  t.category.push_back(values.id_of(text, row));
-  return status::ok();
-}
-
-status table_reader::target_cell(std::string_view cell, int64_t row, size_t column,
-                                 table_cells& t) const {
-  std::string_view text = trim(cell);
-  if (is_missing(text))
-    return corrupt_data(cell_error(path, row, plan.names[column],
-                                   "missing target " + quote_cell(cell)));
-  if (options.classification) {
-    t.label.push_back(t.labels.id_of(text, row));
-    return status::ok();
-  }
-  float value = 0;
-  if (!parse_float(text, value))
-    return corrupt_data(cell_error(path, row, plan.names[column],
-                                   quote_cell(cell) + " is not a number (a regression target)"));
-  t.regression.push_back(value);
-  return status::ok();
-}
-
-status table_reader::add_row(const std::vector<std::string_view>& fields, int64_t row,
-                             table_cells& t) const {
-  if (fields.size() != plan.names.size())
-    return corrupt_data(path + ": row " + std::to_string(row) + " has " +
-                        std::to_string(fields.size()) + " fields, the " +
-                        (options.header ? "header has " : "first row has ") +
-                        std::to_string(plan.names.size()));
-  for (size_t c = 0; c < fields.size(); ++c) {
-    status s;
-    float value;
-    switch (plan.roles[c]) {
-      case role::numeric:
-        if (quick_number(fields[c], value) && t.numeric.push_back(value))
-          continue;
-        s = numeric_cell(fields[c], row, c, t);
-        break;
-      case role::categorical: s = categorical_cell(fields[c], row, c, t); break;
-      case role::target: s = target_cell(fields[c], row, c, t); break;
-      case role::ignored: break;
-    }
-    if (!s)
-      return s;
-  }
-  ++t.rows;
-  return status::ok();
-}
 
 // Category numbers for one categorical column: remap[id] is the one-hot
 // position of interned value id; `names` the categories in order.
@@ -339,34 +177,6 @@ char pick_delimiter(const csv_options& options) {
   return ends_with(".tsv") || ends_with(".tab") || ends_with(".TSV") ? '\t' : ',';
 }
 
-// Reads every data row into cells; `first` is the first record when it is
-// data (no header).
-status read_rows(record_reader& records, std::vector<std::string_view>& fields,
-                 const table_reader& reader, size_t text_bytes, table_cells& t) {
-  // A number and its delimiter take two bytes or more: this reservation
-  // (address space; pages come as they are written) seldom needs to grow.
-  if (!t.numeric.reserve(text_bytes / 2 + 1024))
-    return resource_exhausted(reader.path + ": no address space for " +
-                              std::to_string(text_bytes / 2) + " floats");
-  t.missing_per_column.assign(reader.plan.numeric.size(), 0);
-  t.categories.resize(reader.plan.categorical.size());
-  if (!reader.options.header) {
-    status s = reader.add_row(fields, records.row(), t);
-    if (!s)
-      return s;
-  }
-  for (;;) {
-    auto more = records.next(fields);
-    if (!more)
-      return more.error();
-    if (!*more)
-      return status::ok();
-    status s = reader.add_row(fields, records.row(), t);
-    if (!s)
-      return s;
-  }
-}
-
 // Numbers the categories and labels that reading has collected, and puts
 // the dataset together.
 result<std::shared_ptr<const dataset>> build_dataset(table_cells& t, const table_reader& reader) {
@@ -422,7 +232,9 @@ csv_dataset::csv_dataset(std::shared_ptr<tensor_dataset> rows, std::string name,
     class_names_(std::move(class_names)),
     class_count_(class_count) {}
 
-result<std::shared_ptr<const dataset>> read_csv(const csv_options& options) {
+namespace {
+
+result<std::shared_ptr<const dataset>> read_table_file(const csv_options& options) {
   const std::string& path = options.path;
   auto missing = parse_missing(options.missing, path);
   if (!missing)
@@ -434,7 +246,7 @@ result<std::shared_ptr<const dataset>> read_csv(const csv_options& options) {
   auto file = mapped_text::open(path);
   if (!file)
     return file.error();
-  record_reader records(file->text(), delimiter, path);
+  record_reader records(file->text(), delimiter, path, 1, true);
   std::vector<std::string_view> fields;
   auto first = records.next(fields);
   if (!first)
@@ -447,16 +259,32 @@ result<std::shared_ptr<const dataset>> read_csv(const csv_options& options) {
   auto plan = plan_columns(std::move(names), options, path);
   if (!plan)
     return plan.error();
-  table_reader reader{options, path, *plan, *missing, {}};
+  table_reader reader{options, path, *plan, delimiter, *missing, {}};
   for (const std::string& marker : options.missing_markers)
     reader.markers.emplace_back(marker);
+  // Without a header the first record is data: read it again with the rest.
+  const std::string_view text = file->text();
   table_cells cells;
-  status read = read_rows(records, fields, reader, file->text().size(), cells);
+  status read = options.header
+                    ? read_table(text.substr(records.offset()), records.line(), false, reader, cells)
+                    : read_table(text, 1, true, reader, cells);
   if (!read)
     return read;
   if (cells.rows == 0)
     return corrupt_data(path + ": has a header but no data rows");
   return build_dataset(cells, reader);
+}
+
+} // namespace
+
+result<std::shared_ptr<const dataset>> read_csv(const csv_options& options) {
+  // The containers below throw only when memory runs out: that is an error
+  // of this call, not an exception for the caller.
+  try {
+    return read_table_file(options);
+  } catch (const std::exception& e) {
+    return resource_exhausted(options.path + ": " + e.what());
+  }
 }
 
 } // namespace dtrain::data

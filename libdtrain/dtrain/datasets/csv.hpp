@@ -61,16 +61,22 @@ struct csv_options {
 /// object is a csv_dataset (below), immutable, and safe to gather from any
 /// number of threads.
 ///
-/// The file is read in one go (its size in memory, plus the floats); the
-/// text is RFC 4180-like: fields may be quoted ("a,b", "say ""hi"""; a
-/// quoted field may span lines), rows end in LF or CRLF, a trailing newline
-/// and a UTF-8 byte order mark are accepted, empty lines are skipped, and
-/// spaces around a number are ignored. Blocks on file I/O; throws nothing.
+/// The file is mapped and parsed in memory (std::from_chars; the floats go
+/// to a huge-page buffer that becomes the features tensor, uncopied when
+/// there is no categorical column). A table of 8 MiB or more holding no
+/// quote character is cut at line breaks and read in parallel parts
+/// (parallel_for: at most this process's BLAS thread share); the result and
+/// the first error are the same as one pass gives. The text is RFC
+/// 4180-like: fields may be quoted ("a,b", "say ""hi"""; a quoted field may
+/// span lines), rows end in LF or CRLF, a trailing newline and a UTF-8 byte
+/// order mark are accepted, empty lines are skipped, and spaces around a
+/// number are ignored. Blocks on file I/O; throws nothing.
 ///
 /// Every error message starts with the path and names the row (1-based
 /// line number of the row's start, as an editor shows it) and the column
 /// where there is one:
-///  - not_found / io_error: the file cannot be opened or read;
+///  - not_found / io_error: the file cannot be opened or mapped;
+///  - resource_exhausted: no memory for the floats;
 ///  - invalid_argument: an unknown delimiter or `missing` mode, a target,
 ///    ignore or categorical column that is not in the header (the header is
 ///    listed), a column named twice in the header, a column given two roles,

@@ -59,15 +59,23 @@ mapped_text::~mapped_text() {
     ::munmap(const_cast<char*>(text_.data()), text_.size());
 }
 
+float_buffer float_buffer::window(float* data, size_t capacity) {
+  float_buffer out;
+  out.data_ = data;
+  out.capacity_ = capacity;
+  out.owned_ = false;
+  return out;
+}
+
 float_buffer::~float_buffer() {
-  if (data_ != nullptr)
+  if (owned_ && data_ != nullptr)
     ::munmap(data_, mapping_bytes(capacity_));
 }
 
 bool float_buffer::reserve(size_t count) {
   if (count <= capacity_)
     return true;
-  if (count > (size_t{1} << 60) / sizeof(float))
+  if (!owned_ || count > (size_t{1} << 60) / sizeof(float))
     return false;
   void* p = data_ == nullptr
                 ? ::mmap(nullptr, mapping_bytes(count), PROT_READ | PROT_WRITE,
@@ -97,11 +105,12 @@ std::shared_ptr<float> float_buffer::release() {
   return out;
 }
 
-record_reader::record_reader(std::string_view text, char delimiter, std::string path)
-  : text_(text), delimiter_(delimiter), path_(std::move(path)) {
+record_reader::record_reader(std::string_view text, char delimiter, std::string path,
+                             int64_t first_line, bool file_start)
+  : text_(text), delimiter_(delimiter), path_(std::move(path)), line_(first_line) {
   ends_field_[static_cast<unsigned char>(delimiter)] = true;
   ends_field_[static_cast<unsigned char>('\n')] = true;
-  if (text_.size() >= 3 && text_.compare(0, 3, "\xEF\xBB\xBF") == 0)
+  if (file_start && text_.size() >= 3 && text_.compare(0, 3, "\xEF\xBB\xBF") == 0)
     pos_ = 3;
 }
 
@@ -168,6 +177,29 @@ status record_reader::error_after_quote(size_t field) const {
   return corrupt_data(path_ + ": row " + std::to_string(line_) + ", field " +
                       std::to_string(field) + ": text after a closing quote ('" + rest +
                       "'); a quote inside a quoted field is written twice");
+}
+
+bool record_reader::next_plain_line(std::string_view& line) {
+  const char* data = text_.data();
+  const size_t end = text_.size();
+  while (pos_ < end) {
+    const void* found = std::memchr(data + pos_, '\n', end - pos_);
+    const size_t stop = found != nullptr ? static_cast<size_t>(static_cast<const char*>(found) - data) : end;
+    size_t content = stop;
+    if (content > pos_ && data[content - 1] == '\r')
+      --content;  // the CR of a CRLF, or ending the last line
+    if (std::memchr(data + pos_, '"', content - pos_) != nullptr)
+      return false;
+    const size_t start = pos_;
+    row_ = line_;
+    pos_ = found != nullptr ? stop + 1 : end;
+    line_ += found != nullptr;
+    if (content > start) {
+      line = text_.substr(start, content - start);
+      return true;
+    }
+  }
+  return false;
 }
 
 result<bool> record_reader::next(std::vector<std::string_view>& fields) {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "dtrain/core/status.hpp"
@@ -39,6 +40,12 @@ public:
   float_buffer() = default;
   float_buffer(const float_buffer&) = delete;
   float_buffer& operator=(const float_buffer&) = delete;
+  float_buffer(float_buffer&& other) noexcept { swap(other); }
+  float_buffer& operator=(float_buffer&& other) noexcept {
+    float_buffer gone(std::move(*this));
+    swap(other);
+    return *this;
+  }
   ~float_buffer();
 
   /// Room for `count` floats; false when the memory cannot be had.
@@ -49,16 +56,31 @@ public:
     data_[size_++] = value;
     return true;
   }
+  /// A buffer over [data, data + capacity) that another buffer owns: it
+  /// never grows nor unmaps (the parts of a table read in parallel write
+  /// their rows in place this way).
+  static float_buffer window(float* data, size_t capacity);
+  /// Declares the first `count` floats written (through windows).
+  void set_size(size_t count) { size_ = count; }
   float* data() { return data_; }
   float& operator[](size_t i) { return data_[i]; }
   size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
   /// The floats as a shared pointer that unmaps them; the buffer is empty
-  /// afterwards.
+  /// afterwards. Only for a buffer that owns its memory.
   std::shared_ptr<float> release();
 
 private:
+  void swap(float_buffer& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(size_, other.size_);
+    std::swap(capacity_, other.capacity_);
+    std::swap(owned_, other.owned_);
+  }
+
   float* data_ = nullptr;
   size_t size_ = 0, capacity_ = 0;
+  bool owned_ = true;
 };
 
 /// Splits delimited text into records: fields separated by `delimiter`,
@@ -69,7 +91,11 @@ private:
 /// reader; one thread at a time.
 class record_reader {
 public:
-  record_reader(std::string_view text, char delimiter, std::string path);
+  /// `first_line`: the line number of the text's first line (a later part
+  /// of a file); `file_start`: the text starts the file, so a byte order
+  /// mark is skipped.
+  record_reader(std::string_view text, char delimiter, std::string path, int64_t first_line,
+                bool file_start);
 
   /// Reads the next record into `fields` (views into the text, or into the
   /// reader for a field with doubled quotes; valid until the next call).
@@ -77,8 +103,18 @@ public:
   /// row for a quote left open or text after a closing quote.
   result<bool> next(std::vector<std::string_view>& fields);
 
+  /// The common case, fast: when the next non-empty line holds no '"',
+  /// returns true with `line` set to it (without its line break) and the
+  /// reader past it; its fields are then the line split at the delimiter.
+  /// False, having moved past empty lines only, at the end of the text or
+  /// when the line needs next() (quotes).
+  bool next_plain_line(std::string_view& line);
+
   /// The 1-based line on which the record last read starts.
   int64_t row() const { return row_; }
+  /// Where the next record starts: its offset in the text, and its line.
+  size_t offset() const { return pos_; }
+  int64_t line() const { return line_; }
 
 private:
   // A field unescaped into the arena: fields[index] = arena_[offset, +length).

@@ -13,6 +13,7 @@ target_sources(dtrain_core PRIVATE
 target_sources(dtrain_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/csv.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csv_columns.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csv_table.cpp
   ${CMAKE_CURRENT_LIST_DIR}/csv_text.cpp
   ${CMAKE_CURRENT_LIST_DIR}/npy.cpp
   ${CMAKE_CURRENT_LIST_DIR}/npy_format.cpp

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <exception>
 #include <utility>
 #include <vector>
 
@@ -112,7 +113,9 @@ result<int64_t> count_classes(const npy_array& targets) {
 
 } // namespace
 
-result<std::shared_ptr<const dataset>> read_npy(const npy_options& options) {
+namespace {
+
+result<std::shared_ptr<const dataset>> open_arrays(const npy_options& options) {
   if (options.features.empty())
     return invalid_argument("npy: no features path given");
   const bool npz = ends_with(options.features, ".npz");
@@ -150,6 +153,17 @@ result<std::shared_ptr<const dataset>> read_npy(const npy_options& options) {
   }
   return std::shared_ptr<const dataset>(std::make_shared<npy_dataset>(
       std::move(*features), std::move(targets), has_targets, class_count));
+}
+
+} // namespace
+
+result<std::shared_ptr<const dataset>> read_npy(const npy_options& options) {
+  // Only allocation throws below: that is an error of this call.
+  try {
+    return open_arrays(options);
+  } catch (const std::exception& e) {
+    return resource_exhausted(options.features + ": " + e.what());
+  }
 }
 
 } // namespace dtrain::data
