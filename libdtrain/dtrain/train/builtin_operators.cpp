@@ -262,6 +262,8 @@ public:
                                           "operator 'cnn_classifier'"));
     DTRAIN_ASSIGN_OR_RETURN(auto spec, read_cnn(hp));
     DTRAIN_RETURN_IF_ERROR(classifier_data(hp, "operator 'cnn_classifier'", parts));
+    if (!has_file_data(hp))
+      DTRAIN_RETURN_IF_ERROR(fashion_mnist_as_images(parts));
     DTRAIN_RETURN_IF_ERROR(image_input(*parts.train_data, spec));
     DTRAIN_ASSIGN_OR_RETURN(auto net, nn::make_cnn(spec));
     DTRAIN_ASSIGN_OR_RETURN(parts.model,
@@ -271,6 +273,16 @@ public:
   }
 
 private:
+  // The built-in Fashion-MNIST sets hold rows of 784 pixels: viewed as
+  // 1x28x28 images (the values unchanged).
+  static status fashion_mnist_as_images(operator_parts& parts) {
+    DTRAIN_ASSIGN_OR_RETURN(parts.train_data,
+                            data::view_dataset(parts.train_data, {1, 28, 28}, 1.0f));
+    DTRAIN_ASSIGN_OR_RETURN(parts.validation_data,
+                            data::view_dataset(parts.validation_data, {1, 28, 28}, 1.0f));
+    return status::ok();
+  }
+
   // The network's input and outputs from the data: images {C, H, W}.
   static status image_input(const data::dataset& set, nn::cnn_spec& spec) {
     const std::vector<int64_t> shape = set.sample_shape();
