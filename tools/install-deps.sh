@@ -44,6 +44,8 @@ main_packages=(
   libsqlite3-dev                  # the experiment store
   libssl-dev                      # cluster certificates and TLS (libcrypto, libssl)
   dataset-fashion-mnist           # the main job's data set
+  libpng-dev                      # image folders: PNG decoding
+  libjpeg62-turbo-dev             # image folders: JPEG decoding (libjpeg-turbo)
 )
 # What the test suites need: without one of these a suite fails.
 test_packages=(

@@ -3,9 +3,13 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "command_line.hpp"
 #include "commands.hpp"
+#include "dtrain/core/check.hpp"
+#include "dtrain/datasets/source.hpp"
 #include "dtrain/driver/prediction.hpp"
 #include "dtrain/driver/trainer.hpp"
 #include "dtrain/experiments/experiment.hpp"
@@ -24,6 +28,8 @@ struct predict_command_options {
   std::string experiment;
   std::string checkpoint;
   std::string input = "validation";
+  std::string input_format;             // "" : from the path
+  std::vector<std::string> input_set;   // KEY=VALUE reader options
   std::string output;
   std::string address;
   bool embedded = false;
@@ -32,6 +38,35 @@ struct predict_command_options {
   int chunk_timeout_s = 60;
   security::tls_files tls;
 };
+
+// What the replicas read: the operator's own set, or a file as a data
+// source: the experiment's data.validation keys (or data.train's: the same
+// target column, shape and scale as in training), with the path and format
+// of --input and the keys of --input-set on top.
+result<std::string> input_of(const predict_command_options& o,
+                             const experiments::experiment& e) {
+  if (o.input == "validation" || o.input == "train") {
+    if (!o.input_format.empty() || !o.input_set.empty())
+      return invalid_argument("--input-format and --input-set describe a file given to --input");
+    return o.input;
+  }
+  data::source_spec spec = data::sub_spec(e.hyperparameters, "data.validation");
+  if (spec.empty())
+    spec = data::sub_spec(e.hyperparameters, "data.train");
+  spec["path"] = o.input;
+  spec["format"] = o.input_format.empty() ? data::format_of_path(o.input) : o.input_format;
+  if (spec["format"].empty())
+    return invalid_argument("--input " + o.input + ": no format known for this name (give "
+                            "--input-format csv|tsv|npy|npz|images|hdf5|shards|idx)");
+  for (const std::string& kv : o.input_set) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return invalid_argument("--input-set " + kv + ": not KEY=VALUE");
+    spec[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  DTRAIN_RETURN_IF_ERROR(data::check_source(spec, "--input"));
+  return "source:" + data::source_text(spec);
+}
 
 int run_predict(const predict_command_options& o) {
   auto e = experiments::load_experiment(o.experiment);
@@ -47,6 +82,9 @@ int run_predict(const predict_command_options& o) {
   auto attach = attach_options(o.address, o.embedded, o.tls, "predict");
   if (!attach)
     return fail(attach.error());
+  auto input = input_of(o, *e);
+  if (!input)
+    return fail(input.error());
   actors::trainer_config tc = actors::trainer_config_from(*e);
   tc.name = e->name + "-predict";
   tc.checkpoint_dir.clear();  // restores from --checkpoint; saves nothing
@@ -64,7 +102,7 @@ int run_predict(const predict_command_options& o) {
   if (status s = (*t)->restore(o.checkpoint); !s)
     return fail(s);
   actors::predict_options po;
-  po.input = o.input;
+  po.input = *input;
   po.output = o.output;
   po.chunk_rows = o.chunk_rows;
   po.chunk_timeout = std::chrono::seconds(o.chunk_timeout_s);
@@ -93,8 +131,14 @@ void add_predict_command(CLI::App& app, command_list& out) {
   predict->add_option("--checkpoint", o->checkpoint,
                       "a checkpoint directory, or a root whose newest valid one is taken")
       ->required();
-  predict->add_option("--input", o->input, "the operator's set: validation or train")
+  predict->add_option("--input", o->input,
+                      "the operator's set (validation or train), or a file or folder to read "
+                      "as the experiment's data: section reads its sets")
       ->capture_default_str();
+  predict->add_option("--input-format", o->input_format,
+                      "csv, tsv, npy, npz, images, hdf5, shards or idx (default: from the name)");
+  predict->add_option("--input-set", o->input_set,
+                      "KEY=VALUE: a reader option for --input (repeatable), e.g. target=label");
   predict->add_option("--output", o->output, "the CSV file to write")->required();
   add_address_option(predict, o->address, "embedded");
   predict->add_flag("--embedded", o->embedded, "run an embedded cluster");

@@ -32,8 +32,11 @@ using dtrain::data::shard_sampler;
 using namespace std::chrono_literals;
 
 shard_sampler make_sampler(int64_t size, int num_ranks = 1, int rank = 0,
-                           bool drop_last = false, uint64_t seed = 0, bool shuffle = true) {
+                           bool drop_last = false, uint64_t seed = 0, bool shuffle = true,
+                           std::vector<int64_t> blocks = {}, int64_t window = 0) {
   shard_options options;
+  options.block_starts = std::move(blocks);
+  options.window = window;
   options.size = size;
   options.num_ranks = num_ranks;
   options.rank = rank;
@@ -83,11 +86,13 @@ private:
 
 std::unique_ptr<loader> make_loader(std::shared_ptr<const dtrain::data::dataset> data,
                                     shard_sampler sampler, int64_t batch_size,
-                                    int prefetch, bool drop_last = false) {
+                                    int prefetch, int workers = 1,
+                                    dtrain::data::transform_list transforms = {}) {
   loader_options options;
   options.batch_size = batch_size;
   options.prefetch = prefetch;
-  options.drop_last = drop_last;
+  options.workers = workers;
+  options.transforms = std::move(transforms);
   auto made = loader::create(std::move(data), std::move(sampler), options);
   BOOST_TEST_REQUIRE(made.is_ok(), made.error().to_string());
   return std::move(made).value();
@@ -161,57 +166,159 @@ boost::test_tools::assertion_result without_cuda(boost::unit_test::test_unit_id)
 
 BOOST_AUTO_TEST_SUITE(loaders)
 
-BOOST_AUTO_TEST_CASE(shards_of_all_ranks_are_disjoint_and_cover_the_epoch) {
+// Every rank's loader of a group of `ranks`, from `position` to the end of
+// epoch `epoch`: the samples each trained, appended to `seen`.
+void run_group(std::shared_ptr<const dtrain::data::dataset> data, int ranks, int64_t per_rank,
+               int64_t epoch, int64_t position, int64_t steps, std::vector<int64_t>& seen,
+               bool drop_last = false, std::vector<int64_t> blocks = {}, int64_t window = 0) {
+  for (int rank = 0; rank < ranks; ++rank) {
+    auto l = make_loader(data,
+                         make_sampler(data->size(), ranks, rank, drop_last, 7, true, blocks,
+                                      window),
+                         per_rank, 2);
+    l->begin_epoch(epoch, position);
+    for (int64_t s = 0; s != steps; ++s) {
+      const batch* b = l->next();
+      if (b == nullptr)
+        break;
+      seen.insert(seen.end(), b->samples.begin(), b->samples.end());
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(global_batches_of_all_ranks_cover_the_epoch_exactly_once) {
   for (int ranks = 1; ranks <= 4; ++ranks) {
     for (int64_t size : {0, 1, 5, 12, 13, 100, 101}) {
       for (bool drop_last : {false, true}) {
         BOOST_TEST_CONTEXT("ranks " << ranks << ", size " << size << ", drop_last "
                                     << drop_last) {
-          std::map<int64_t, int> count;
-          int64_t total = 0;
-          const int64_t per_rank = make_sampler(size, ranks, 0, drop_last).shard_size();
-          for (int rank = 0; rank < ranks; ++rank) {
-            auto shard = make_sampler(size, ranks, rank, drop_last).indices(5);
-            BOOST_TEST(static_cast<int64_t>(shard.size()) == per_rank);
-            for (int64_t i : shard) {
-              BOOST_TEST_REQUIRE((i >= 0 && i < size));
-              ++count[i];
-            }
-            total += static_cast<int64_t>(shard.size());
-          }
-          if (drop_last) {
-            BOOST_TEST(per_rank == size / ranks);
-            BOOST_TEST(static_cast<int64_t>(count.size()) == total);  // disjoint
-          } else {
-            BOOST_TEST(per_rank == (size + ranks - 1) / ranks);
-            BOOST_TEST(static_cast<int64_t>(count.size()) == size);  // covers all
-            // Only the padding repeats samples, and only when size does not divide.
-            BOOST_TEST(total - size == (size % ranks == 0 ? 0 : ranks - size % ranks));
-          }
+          auto data = std::make_shared<index_dataset>(size, 1);
+          std::vector<int64_t> seen;
+          run_group(data, ranks, 3, 5, 0, -1, seen, drop_last);
+          const int64_t global = 3 * ranks;
+          const int64_t trained = drop_last ? size - size % global : size;
+          BOOST_TEST(static_cast<int64_t>(seen.size()) == trained);
+          std::set<int64_t> unique(seen.begin(), seen.end());
+          BOOST_TEST(unique.size() == seen.size());  // no repeats, no padding
+          if (!drop_last)
+            BOOST_TEST((sorted(seen) == iota(size)));
         }
       }
     }
   }
 }
 
-BOOST_AUTO_TEST_CASE(different_epochs_give_different_orders) {
-  auto sampler = make_sampler(1000);
-  BOOST_TEST((sampler.indices(0) != sampler.indices(1)));
-  BOOST_TEST((sampler.indices(1) != sampler.indices(2)));
-  BOOST_TEST((sorted(sampler.indices(0)) == iota(1000)));
+BOOST_AUTO_TEST_CASE(a_resume_at_any_step_with_another_group_size_trains_each_sample_once) {
+  // Three replicas stop after some steps; two (or one, or four) go on from
+  // the position saved: the epoch is trained exactly once, as by one group.
+  auto data = std::make_shared<index_dataset>(1003, 1);
+  const int64_t global = 24;
+  for (auto [before, after] : std::vector<std::pair<int, int>>{{3, 2}, {2, 3}, {3, 1}, {4, 3}}) {
+    for (int64_t steps : {0, 1, 17, 41}) {
+      BOOST_TEST_CONTEXT(before << " replicas for " << steps << " steps, then " << after) {
+        std::vector<int64_t> seen;
+        run_group(data, before, global / before, 2, 0, steps, seen);
+        const int64_t position = std::min<int64_t>(steps * global, 1003);
+        BOOST_TEST(static_cast<int64_t>(seen.size()) == position);
+        run_group(data, after, global / after, 2, position, -1, seen);
+        BOOST_TEST((sorted(seen) == iota(1003)));
+      }
+    }
+  }
 }
 
-BOOST_AUTO_TEST_CASE(same_seed_gives_the_same_order_and_another_seed_another) {
-  auto a = make_sampler(1000, 2, 1, false, 17).indices(3);
-  auto b = make_sampler(1000, 2, 1, false, 17).indices(3);
-  auto c = make_sampler(1000, 2, 1, false, 18).indices(3);
+BOOST_AUTO_TEST_CASE(a_loader_reports_the_position_a_resume_starts_from) {
+  auto data = std::make_shared<index_dataset>(50, 1);
+  auto l = make_loader(data, make_sampler(50, 2, 1), 4, 2);
+  l->begin_epoch(0, 0);
+  BOOST_TEST(l->position() == 0);
+  l->next();
+  l->next();
+  BOOST_TEST(l->position() == 16);  // two steps of 2 x 4
+  l->begin_epoch(0, 45);
+  BOOST_TEST(l->batches_per_epoch() == 7);
+  BOOST_TEST(l->next() != nullptr);  // positions 45..49: rank 1 takes 46, 48
+  BOOST_TEST(l->position() == 50);
+  BOOST_TEST(l->next() == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(the_short_last_step_weighs_each_rank_by_its_share) {
+  // 18 samples, 4 ranks of 2: step 2 holds 2 samples, for ranks 0 and 1.
+  auto data = std::make_shared<index_dataset>(18, 1);
+  for (int rank = 0; rank < 4; ++rank) {
+    BOOST_TEST_CONTEXT("rank " << rank) {
+      auto l = make_loader(data, make_sampler(18, 4, rank), 2, 0);
+      l->begin_epoch(0);
+      BOOST_TEST(l->next()->weight == 1.0f);
+      BOOST_TEST(l->next()->weight == 1.0f);
+      const batch* last = l->next();
+      BOOST_TEST_REQUIRE(last != nullptr);
+      BOOST_TEST(last->size() == 1);  // a filler row for ranks 2 and 3
+      BOOST_TEST(last->weight == (rank < 2 ? 2.0f : 0.0f));
+      BOOST_TEST(last->samples.size() == (rank < 2 ? 1u : 0u));
+      BOOST_TEST(l->next() == nullptr);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(the_order_depends_on_seed_and_epoch_only) {
+  auto sampler = make_sampler(1000);
+  BOOST_TEST((sampler.order(0) != sampler.order(1)));
+  BOOST_TEST((sampler.order(1) != sampler.order(2)));
+  BOOST_TEST((sorted(sampler.order(0)) == iota(1000)));
+  for (int ranks = 2; ranks <= 4; ++ranks)
+    BOOST_TEST((make_sampler(1000, ranks, ranks - 1).order(3) == sampler.order(3)));
+  auto a = make_sampler(1000, 2, 1, false, 17).order(3);
+  auto b = make_sampler(1000, 2, 1, false, 17).order(3);
+  auto c = make_sampler(1000, 2, 1, false, 18).order(3);
   BOOST_TEST((a == b));
   BOOST_TEST((a != c));
 }
 
-BOOST_AUTO_TEST_CASE(shuffle_off_strides_through_the_natural_order) {
-  auto shard = make_sampler(10, 3, 1, false, 0, false).indices(7);
-  BOOST_TEST(shard == (std::vector<int64_t>{1, 4, 7, 0}), boost::test_tools::per_element());
+BOOST_AUTO_TEST_CASE(shuffle_off_strides_through_each_global_batch) {
+  auto data = std::make_shared<index_dataset>(10, 1);
+  auto l = make_loader(data, make_sampler(10, 3, 1, false, 0, false), 2, 0);
+  l->begin_epoch(7);
+  std::vector<int64_t> seen;
+  while (const batch* b = l->next())
+    seen.insert(seen.end(), b->samples.begin(), b->samples.end());
+  BOOST_TEST(seen == (std::vector<int64_t>{1, 4, 7}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(a_block_order_reads_few_blocks_at_a_time_and_covers_the_epoch) {
+  // 10 blocks of 100 (the last 97), a shuffle buffer of 200 samples: each
+  // window of 200 consecutive positions draws from at most 3 blocks.
+  std::vector<int64_t> starts;
+  for (int64_t b = 0; b < 10; ++b)
+    starts.push_back(100 * b);
+  auto sampler = make_sampler(997, 1, 0, false, 5, true, starts, 200);
+  auto order = sampler.order(4);
+  BOOST_TEST((sorted(order) == iota(997)));
+  BOOST_TEST((order != sampler.order(5)));
+  BOOST_TEST((order != iota(997)));
+  for (size_t first = 0; first < order.size(); first += 200) {
+    std::set<int64_t> blocks;
+    for (size_t i = first; i < std::min(order.size(), first + 200); ++i)
+      blocks.insert(order[i] / 100);
+    BOOST_TEST(blocks.size() <= 3u);
+  }
+  // The same exactly-once resume holds for a block order.
+  auto data = std::make_shared<index_dataset>(997, 1);
+  std::vector<int64_t> seen;
+  run_group(data, 3, 8, 1, 0, 10, seen, false, starts, 200);
+  run_group(data, 2, 12, 1, 240, -1, seen, false, starts, 200);
+  BOOST_TEST((sorted(seen) == iota(997)));
+}
+
+BOOST_AUTO_TEST_CASE(bad_block_layouts_are_invalid_arguments) {
+  for (auto blocks : std::vector<std::vector<int64_t>>{{1, 5}, {0, 5, 5}, {0, 20}}) {
+    shard_options options;
+    options.size = 10;
+    options.block_starts = blocks;
+    auto made = shard_sampler::create(options);
+    BOOST_TEST_REQUIRE(!made.is_ok());
+    BOOST_TEST(made.error().message().find("block_starts") != std::string::npos);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(invalid_rank_or_sizes_are_invalid_arguments) {
@@ -235,16 +342,17 @@ BOOST_AUTO_TEST_CASE(invalid_rank_or_sizes_are_invalid_arguments) {
 
 BOOST_AUTO_TEST_CASE(every_sample_is_seen_once_per_epoch_with_and_without_prefetch) {
   auto data = std::make_shared<index_dataset>(103, 1);
-  for (int prefetch : {0, 1, 2, 5}) {
-    BOOST_TEST_CONTEXT("prefetch " << prefetch) {
-      auto l = make_loader(data, make_sampler(103), 10, prefetch);
+  for (auto [prefetch, workers] :
+       std::vector<std::pair<int, int>>{{0, 1}, {1, 1}, {2, 1}, {5, 1}, {2, 2}, {5, 3}}) {
+    BOOST_TEST_CONTEXT("prefetch " << prefetch << ", workers " << workers) {
+      auto l = make_loader(data, make_sampler(103), 10, prefetch, workers);
       BOOST_TEST(l->batches_per_epoch() == 11);
       for (int64_t epoch = 0; epoch < 3; ++epoch) {
         l->begin_epoch(epoch);
         std::vector<int64_t> sizes;
         auto seen = drain(*l, &sizes);
         BOOST_TEST((sorted(seen) == iota(103)));
-        BOOST_TEST((seen == make_sampler(103).indices(epoch)));  // the sampler's order
+        BOOST_TEST((seen == make_sampler(103).order(epoch)));  // the sampler's order
         BOOST_TEST(sizes.size() == 11u);
         BOOST_TEST(sizes.back() == 3);  // the last, partial batch
         BOOST_TEST(l->next() == nullptr);  // and the end stays the end
@@ -256,7 +364,7 @@ BOOST_AUTO_TEST_CASE(every_sample_is_seen_once_per_epoch_with_and_without_prefet
 BOOST_AUTO_TEST_CASE(drop_last_skips_the_partial_batch) {
   auto data = std::make_shared<index_dataset>(103, 2);
   for (int prefetch : {0, 2}) {
-    auto l = make_loader(data, make_sampler(103), 10, prefetch, true);
+    auto l = make_loader(data, make_sampler(103, 1, 0, true), 10, prefetch);
     BOOST_TEST(l->batches_per_epoch() == 10);
     l->begin_epoch(0);
     std::vector<int64_t> sizes;
@@ -299,8 +407,8 @@ BOOST_AUTO_TEST_CASE(batch_buffers_are_reused_across_steps_and_epochs) {
     while (const batch* b = l->next())
       buffers.insert(b->features.data());
   }
-  // prefetch queued + one being filled + one held by the consumer.
-  BOOST_TEST(buffers.size() <= 4u);
+  // prefetch ring entries + one held by the consumer.
+  BOOST_TEST(buffers.size() <= 3u);
 }
 
 BOOST_AUTO_TEST_CASE(next_before_any_epoch_returns_null) {
@@ -347,11 +455,96 @@ BOOST_AUTO_TEST_CASE(begin_epoch_mid_epoch_restarts_cleanly) {
         BOOST_TEST_REQUIRE(l->next() != nullptr);
       BOOST_TEST(finishes_within([&] { l->begin_epoch(1); }, 5000ms));
       auto seen = drain(*l);
-      BOOST_TEST((seen == make_sampler(97).indices(1)));
+      BOOST_TEST((seen == make_sampler(97).order(1)));
       // And straight back to an epoch already seen, abandoned at its start.
       l->begin_epoch(0);
       l->begin_epoch(0);
-      BOOST_TEST((drain(*l) == make_sampler(97).indices(0)));
+      BOOST_TEST((drain(*l) == make_sampler(97).order(0)));
+    }
+  }
+}
+
+// Adds a draw of the sample's generator to every feature: what a sample
+// gets says which generator the loader seeded for it.
+class add_noise final : public dtrain::data::transform {
+public:
+  std::string name() const override { return "add_noise"; }
+  void apply(float* features, const std::vector<int64_t>& shape,
+             dtrain::rng& gen) const override {
+    for (int64_t i = 0; i < shape.at(0); ++i)
+      features[i] += gen.uniform();
+  }
+};
+
+// sample -> its features' first value, over an epoch of every rank.
+std::map<int64_t, float> transformed(int ranks, int64_t position, int workers) {
+  auto data = std::make_shared<index_dataset>(200, 1);
+  std::map<int64_t, float> out;
+  for (int rank = 0; rank < ranks; ++rank) {
+    auto l = make_loader(data, make_sampler(200, ranks, rank), 12 / ranks, 2, workers,
+                         {std::make_shared<add_noise>()});
+    l->begin_epoch(3, position);
+    while (const batch* b = l->next()) {
+      auto x = b->features.to_vector();
+      for (size_t i = 0; i < b->samples.size(); ++i)
+        out[b->samples[i]] = x[3 * i];
+    }
+  }
+  return out;
+}
+
+BOOST_AUTO_TEST_CASE(transforms_draw_per_sample_whatever_the_ranks_or_resume) {
+  auto one = transformed(1, 0, 1);
+  BOOST_TEST_REQUIRE(one.size() == 200u);
+  for (auto& [sample, value] : one) {
+    BOOST_TEST_REQUIRE(value >= static_cast<float>(sample));  // noise was added
+    BOOST_TEST_REQUIRE(value < static_cast<float>(sample) + 1.0f);
+  }
+  BOOST_TEST(transformed(3, 0, 2) == one);
+  auto resumed = transformed(2, 96, 1);  // the last 104 samples of the epoch
+  BOOST_TEST(resumed.size() == 104u);
+  for (auto& [sample, value] : resumed)
+    BOOST_TEST_REQUIRE(value == one.at(sample));
+}
+
+// Fails to gather sample `bad`, naming it.
+class failing_dataset final : public dtrain::data::dataset {
+public:
+  explicit failing_dataset(int64_t bad) : bad_(bad) {}
+  int64_t size() const override { return 100; }
+  int64_t feature_count() const override { return 1; }
+  int64_t target_count() const override { return 1; }
+  std::string name() const override { return "failing"; }
+  dtrain::status gather(const int64_t* indices, int64_t n, float* features,
+                        float* targets) const override {
+    for (int64_t i = 0; i < n; ++i) {
+      if (indices[i] == bad_)
+        return dtrain::corrupt_data("file.bin: record " + std::to_string(bad_) + " is torn");
+      features[i] = targets[i] = 0;
+    }
+    return dtrain::status::ok();
+  }
+
+private:
+  int64_t bad_;
+};
+
+BOOST_AUTO_TEST_CASE(a_failed_gather_ends_the_epoch_with_the_datasets_error) {
+  for (int prefetch : {0, 3}) {
+    BOOST_TEST_CONTEXT("prefetch " << prefetch) {
+      auto l = make_loader(std::make_shared<failing_dataset>(42), make_sampler(100, 1, 0, false,
+                                                                               0, false),
+                           10, prefetch, 2);
+      l->begin_epoch(0);
+      int batches = 0;
+      while (l->next() != nullptr)
+        ++batches;
+      BOOST_TEST(batches == 4);  // samples 0..39
+      BOOST_TEST(l->error().code() == error_code::corrupt_data);
+      BOOST_TEST(l->error().message().find("record 42") != std::string::npos);
+      BOOST_TEST(l->next() == nullptr);
+      l->begin_epoch(1);  // a new epoch starts clean
+      BOOST_TEST(l->error().is_ok());
     }
   }
 }
@@ -360,6 +553,10 @@ BOOST_AUTO_TEST_CASE(invalid_loader_options_are_refused) {
   auto data = std::make_shared<index_dataset>(10, 1);
   loader_options options;
   options.batch_size = 0;
+  BOOST_TEST(loader::create(data, make_sampler(10), options).error().code() ==
+             error_code::invalid_argument);
+  options = {};
+  options.workers = 0;
   BOOST_TEST(loader::create(data, make_sampler(10), options).error().code() ==
              error_code::invalid_argument);
   options = {};
@@ -402,7 +599,7 @@ BOOST_AUTO_TEST_CASE(cuda_loader_delivers_the_same_batches_on_the_device,
     BOOST_TEST(first->features.is_cuda());
     BOOST_TEST(first->targets.is_cuda());
     l.begin_epoch(4);
-    BOOST_TEST((drain(l) == make_sampler(50).indices(4)));
+    BOOST_TEST((drain(l) == make_sampler(50).order(4)));
   }
 }
 

@@ -2,12 +2,31 @@
 # dtrain_core. Included by libdtrain/CMakeLists.txt after dtrain_core exists.
 
 # ---- the lead: sources from an experiment's data: section ----
+target_sources(dtrain_core PRIVATE
+  dtrain/datasets/source.cpp
+  dtrain/train/file_data.cpp
+  dtrain/train/file_transforms.cpp
+  dtrain/experiments/data_reading.cpp)
 
 
 # ---- tables: CSV/TSV, NumPy .npy/.npz ----
+target_sources(dtrain_core PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/csv.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csv_columns.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/csv_text.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/npy.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/npy_format.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/npz.cpp)
 
 
 # ---- images: image folders, image decoding, transforms ----
+find_package(PNG REQUIRED)
+find_package(JPEG REQUIRED)
+target_sources(dtrain_core PRIVATE
+  dtrain/datasets/image_decode.cpp
+  dtrain/datasets/image_folder.cpp
+  dtrain/data/transforms.cpp)
+target_link_libraries(dtrain_core PRIVATE PNG::PNG JPEG::JPEG)
 
 
 # ---- hdf5 and record shards ----

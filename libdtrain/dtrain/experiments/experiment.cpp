@@ -1,4 +1,5 @@
 #include "dtrain/experiments/experiment.hpp"
+#include "dtrain/experiments/data_reading.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -179,7 +180,7 @@ result<experiment> read_experiment(const YAML::Node& root) {
                                            "global_batch_size", "epochs", "searcher",
                                            "optimizations", "checkpoint_storage",
                                            "reproducibility", "seed", "max_restarts",
-                                           "max_failures", "plugins"}));
+                                           "max_failures", "plugins", "data"}));
   experiment exp;
   DTRAIN_RETURN_IF_ERROR(require(top, "name"));
   DTRAIN_RETURN_IF_ERROR(read_string(top, "name", exp.name));
@@ -199,6 +200,8 @@ result<experiment> read_experiment(const YAML::Node& root) {
   DTRAIN_RETURN_IF_ERROR(read_aliased(top, exp));
   if (const YAML::Node* node = top.find("hyperparameters"))
     DTRAIN_RETURN_IF_ERROR(read_hyperparameters(*node, exp));
+  if (const YAML::Node* node = top.find("data"))
+    DTRAIN_RETURN_IF_ERROR(read_data_section(*node, exp));
   DTRAIN_RETURN_IF_ERROR(check_consistency(exp));
   DTRAIN_RETURN_IF_ERROR(check_pbt_mutations(exp));
   exp.sweep.max_epochs = exp.epochs;

@@ -11,6 +11,7 @@
 #include "dtrain/nn/layers.hpp"
 #include "dtrain/nn/linear.hpp"
 #include "dtrain/optim/factory.hpp"
+#include "dtrain/train/file_data.hpp"
 #include "dtrain/train/objective.hpp"
 
 namespace dtrain::train {
@@ -78,8 +79,10 @@ class linear_regression_operator final : public training_operator {
 public:
   status setup(const hyperparameters& hp, replica_context& ctx, operator_parts& parts) override {
     DTRAIN_RETURN_IF_ERROR(hp.check_known({"samples", "features", "planted", "noise", "lr",
-                                           "optimizer", "milestones", "gamma"},
+                                           "optimizer", "milestones", "gamma", file_data_keys()},
                                           "operator 'linear_regression'"));
+    if (has_file_data(hp))
+      return setup_from_files(hp, ctx, parts);
     data::linear_regression_options lo;
     DTRAIN_ASSIGN_OR_RETURN(lo.samples, hp.get_int("samples", 10000));
     DTRAIN_ASSIGN_OR_RETURN(lo.features, hp.get_int("features", 10));
@@ -99,6 +102,27 @@ public:
     parts.loss = std::make_unique<nn::mse_loss>();
     parts.train_data = set;
     parts.validation_data = set;  // as the tutorial: "valid" is the same loader
+    parts.classification = false;
+    return status::ok();
+  }
+
+private:
+  // A linear model of the data: section's rows onto its targets.
+  status setup_from_files(const hyperparameters& hp, replica_context& ctx,
+                          operator_parts& parts) {
+    for (const char* key : {"samples", "features", "planted", "noise"})
+      if (hp.contains(key))
+        return invalid_argument(std::string("operator 'linear_regression': hyperparameter '") +
+                                key + "' makes synthetic data, but a data: section is given");
+    DTRAIN_RETURN_IF_ERROR(use_file_data(hp, false, "operator 'linear_regression'", parts));
+    const int64_t inputs = parts.train_data->feature_count();
+    auto net = std::make_unique<nn::sequential>();
+    net->add(std::make_unique<nn::linear>(inputs, parts.train_data->target_count()));
+    DTRAIN_ASSIGN_OR_RETURN(parts.model, nn::model::create(std::move(net), {inputs, ctx.where(),
+                                                                           ctx.seed()}));
+    DTRAIN_ASSIGN_OR_RETURN(auto schedule, read_schedule(hp, "multistep", {3, 6}));
+    DTRAIN_RETURN_IF_ERROR(build_optimization(hp, "adam", schedule, 0, parts));
+    parts.loss = std::make_unique<nn::mse_loss>();
     parts.classification = false;
     return status::ok();
   }
@@ -147,10 +171,27 @@ result<nn::mlp_spec> read_mlp(const hyperparameters& hp) {
   return spec;
 }
 
-// The rest of a Fashion-MNIST classifier once its model is built: epochs,
-// the optimizer and schedule (adam, cosine over the epochs), cross-entropy,
-// and the shared train/test splits of data_dir.
-status finish_fashion_mnist_classifier(const hyperparameters& hp, operator_parts& parts) {
+// A classifier's data: the data: section's sets when there is one (opened
+// before the model, whose shape they give), else Fashion-MNIST of data_dir.
+status classifier_data(const hyperparameters& hp, const std::string& owner,
+                       operator_parts& parts) {
+  if (has_file_data(hp)) {
+    if (hp.contains("data_dir"))
+      return invalid_argument(owner + ": hyperparameter 'data_dir' names Fashion-MNIST, but a "
+                              "data: section is given");
+    return use_file_data(hp, true, owner, parts);
+  }
+  DTRAIN_ASSIGN_OR_RETURN(std::string dir,
+                          hp.get_string("data_dir", data::default_fashion_mnist_dir()));
+  DTRAIN_ASSIGN_OR_RETURN(auto splits, shared_fashion_mnist(dir));
+  parts.train_data = splits.train;
+  parts.validation_data = splits.test;
+  return status::ok();
+}
+
+// The rest of a classifier once its model is built: epochs, the optimizer
+// and schedule (adam, cosine over the epochs), cross-entropy.
+status finish_classifier(const hyperparameters& hp, operator_parts& parts) {
   DTRAIN_ASSIGN_OR_RETURN(int64_t epochs, hp.get_int("epochs", 15));
   if (epochs < 1)
     return invalid_argument("hyperparameter 'epochs': " + std::to_string(epochs) +
@@ -158,11 +199,6 @@ status finish_fashion_mnist_classifier(const hyperparameters& hp, operator_parts
   DTRAIN_ASSIGN_OR_RETURN(auto schedule, read_schedule(hp, "cosine", {}));
   DTRAIN_RETURN_IF_ERROR(build_optimization(hp, "adam", schedule, epochs, parts));
   parts.loss = std::make_unique<nn::cross_entropy_loss>();
-  DTRAIN_ASSIGN_OR_RETURN(std::string dir,
-                          hp.get_string("data_dir", data::default_fashion_mnist_dir()));
-  DTRAIN_ASSIGN_OR_RETURN(auto splits, shared_fashion_mnist(dir));
-  parts.train_data = splits.train;
-  parts.validation_data = splits.test;
   parts.classification = true;
   return status::ok();
 }
@@ -174,13 +210,17 @@ public:
     DTRAIN_RETURN_IF_ERROR(hp.check_known({"hidden", "activation", "dropout", "optimizer", "lr",
                                            "momentum", "weight_decay", "nesterov", "schedule",
                                            "epochs", "milestones", "gamma", "warmup",
-                                           "data_dir"},
+                                           "data_dir", file_data_keys()},
                                           "operator 'mlp_classifier'"));
     DTRAIN_ASSIGN_OR_RETURN(auto spec, read_mlp(hp));
+    DTRAIN_RETURN_IF_ERROR(classifier_data(hp, "operator 'mlp_classifier'", parts));
+    spec.inputs = parts.train_data->feature_count();
+    if (parts.train_data->class_count() > 0)
+      spec.outputs = parts.train_data->class_count();
     DTRAIN_ASSIGN_OR_RETURN(parts.model, nn::model::create(nn::make_mlp(spec),
                                                            {spec.inputs, ctx.where(),
                                                             ctx.seed()}));
-    return finish_fashion_mnist_classifier(hp, parts);
+    return finish_classifier(hp, parts);
   }
 };
 
@@ -217,14 +257,34 @@ public:
     DTRAIN_RETURN_IF_ERROR(hp.check_known({"conv", "kernel", "pool", "hidden", "activation",
                                            "dropout", "optimizer", "lr", "momentum",
                                            "weight_decay", "nesterov", "schedule", "epochs",
-                                           "milestones", "gamma", "warmup", "data_dir"},
+                                           "milestones", "gamma", "warmup", "data_dir",
+                                           file_data_keys()},
                                           "operator 'cnn_classifier'"));
     DTRAIN_ASSIGN_OR_RETURN(auto spec, read_cnn(hp));
+    DTRAIN_RETURN_IF_ERROR(classifier_data(hp, "operator 'cnn_classifier'", parts));
+    DTRAIN_RETURN_IF_ERROR(image_input(*parts.train_data, spec));
     DTRAIN_ASSIGN_OR_RETURN(auto net, nn::make_cnn(spec));
     DTRAIN_ASSIGN_OR_RETURN(parts.model,
                             nn::model::create(std::move(net), {spec.input.features(),
                                                                ctx.where(), ctx.seed()}));
-    return finish_fashion_mnist_classifier(hp, parts);
+    return finish_classifier(hp, parts);
+  }
+
+private:
+  // The network's input and outputs from the data: images {C, H, W}.
+  static status image_input(const data::dataset& set, nn::cnn_spec& spec) {
+    const std::vector<int64_t> shape = set.sample_shape();
+    if (shape.size() != 3)
+      return shape_mismatch("operator 'cnn_classifier' needs images (channels, height, width); "
+                            "data.train (" + set.name() + ") has samples of " +
+                            std::to_string(shape.size()) + " axes (" +
+                            std::to_string(set.feature_count()) +
+                            " values); a table's rows are viewed as images with "
+                            "data.train.shape: [C, H, W]");
+    spec.input = {shape[0], shape[1], shape[2]};
+    if (set.class_count() > 0)
+      spec.outputs = set.class_count();
+    return status::ok();
   }
 };
 

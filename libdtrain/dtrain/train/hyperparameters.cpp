@@ -97,8 +97,15 @@ result<std::vector<int64_t>> hyperparameters::get_int_list(const std::string& ke
 
 status hyperparameters::check_known(const std::vector<std::string>& known,
                                     const std::string& owner) const {
+  // "data.*" in `known` stands for every key that begins "data.".
+  auto matches = [](const std::string& key, const std::string& pattern) {
+    if (pattern.size() > 1 && pattern.compare(pattern.size() - 2, 2, ".*") == 0)
+      return key.compare(0, pattern.size() - 1, pattern, 0, pattern.size() - 1) == 0;
+    return key == pattern;
+  };
   for (auto& [key, value] : values_) {
-    if (std::find(known.begin(), known.end(), key) != known.end())
+    if (std::any_of(known.begin(), known.end(),
+                    [&](const std::string& k) { return matches(key, k); }))
       continue;
     std::string list;
     for (auto& k : known)

@@ -33,7 +33,8 @@ public:
                                             std::vector<int64_t> fallback) const;
 
   /// Keys not in `known`: an error naming the first unknown one and the
-  /// accepted keys (operators call it so a typo never passes silently).
+  /// accepted keys (operators call it so a typo never passes silently). An
+  /// entry ending in ".*" accepts every key with that prefix ("data.*").
   status check_known(const std::vector<std::string>& known, const std::string& owner) const;
 
 private:

@@ -8,6 +8,7 @@
 #include "dtrain/comm/communicator.hpp"
 #include "dtrain/core/status.hpp"
 #include "dtrain/data/dataset.hpp"
+#include "dtrain/data/transform.hpp"
 #include "dtrain/data/loader.hpp"
 #include "dtrain/nn/loss.hpp"
 #include "dtrain/nn/model.hpp"
@@ -68,6 +69,20 @@ struct operator_parts {
   /// batch (torch.nn.SyncBatchNorm), reduced over the group's communicator,
   /// instead of each replica's own.
   bool sync_batch_norm = false;
+  /// Applied to every training sample in the loader's workers, seeded per
+  /// (epoch, sample) (data/transform.hpp); validation samples get
+  /// validation_transforms (normalisation only, typically).
+  data::transform_list train_transforms;
+  data::transform_list validation_transforms;
+  /// Loader threads that read, decode and transform ahead (more for data
+  /// decoded from files, as images are).
+  int loader_workers = 1;
+  /// For training data streamed from shard files: the first sample of each
+  /// shard and the shuffle buffer in samples (data::shard_options'
+  /// block_starts and window), so that an epoch reads a few shards at a
+  /// time. Empty: one permutation of the whole set.
+  std::vector<int64_t> train_block_starts;
+  int64_t shuffle_window = 0;
 };
 
 /// One named metric of one batch, reported by a step beside its loss: the
@@ -121,12 +136,13 @@ struct step_context {
   /// an override calling one can add a metric without a second forward.
   const tensor* output = nullptr;
   /// Training only: what the loss's gradient must be multiplied by, the
-  /// current loss scale of fp16 training (loss_scaler.hpp); 1 for every
-  /// other precision. The framework has already passed it to `loss`
+  /// current loss scale of fp16 training (loss_scaler.hpp; 1 for every
+  /// other precision) times the batch's weight (data::batch::weight: 1
+  /// unless the epoch's short last step splits unevenly). The framework has already passed it to `loss`
   /// (loss_function::set_grad_multiplier), so a gradient from loss.grad() is
   /// scaled; a step that computes its loss gradient otherwise multiplies it
   /// by this. Never multiply the reported loss. The
-  /// framework divides the synced gradient by it before the optimizer, and
+  /// framework divides the synced gradient by the loss scale before the optimizer, and
   /// skips the optimizer step when that gradient is not finite.
   float loss_scale = 1.0f;
 

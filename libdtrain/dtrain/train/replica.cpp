@@ -12,6 +12,7 @@
 #include "dtrain/optim/factory.hpp"
 #include "dtrain/train/step_totals.hpp"
 #include "dtrain/plugin/loader.hpp"
+#include "dtrain/train/file_data.hpp"
 #include "dtrain/train/supervised.hpp"
 
 namespace dtrain::train {
@@ -200,15 +201,20 @@ status replica_runner::build() {
   // Prefetch about 4096 samples ahead (2 to 64 batches): tiny batches need
   // depth, or the loader thread is woken for every step.
   lo.prefetch = static_cast<int>(std::clamp<int64_t>(4096 / batch_size_, options_.prefetch, 64));
+  lo.workers = std::max(1, parts_.loader_workers);
   lo.where = ctx_->where();
+  lo.transforms = parts_.train_transforms;
+  lo.transform_seed = options_.seed;
   DTRAIN_ASSIGN_OR_RETURN(auto shard, data::shard_sampler::create(
                                           {parts_.train_data->size(), world, ctx_->rank(),
-                                           true, false, options_.seed}));
+                                           true, false, options_.seed,
+                                           parts_.train_block_starts, parts_.shuffle_window}));
   DTRAIN_ASSIGN_OR_RETURN(train_loader_, data::loader::create(parts_.train_data, shard, lo));
   if (parts_.validation_data) {
     DTRAIN_ASSIGN_OR_RETURN(auto all, data::shard_sampler::create(
                                           {parts_.validation_data->size(), 1, 0, false, false,
                                            options_.seed}));
+    lo.transforms = parts_.validation_transforms;
     DTRAIN_ASSIGN_OR_RETURN(validation_loader_,
                             data::loader::create(parts_.validation_data, all, lo));
   }
@@ -256,15 +262,12 @@ void replica_runner::report_progress(int64_t done, int64_t resumed_at,
 result<epoch_metrics> replica_runner::train_epoch() {
   auto start = clock_type::now();
   const float lr = parts_.schedule->lr(epoch_);
-  train_loader_->begin_epoch(epoch_);
-  // A preempted epoch resumes where it stopped: the same order, minus the
-  // batches already trained.
-  int64_t batch_index = 0;
-  for (; batch_index < resume_batch_ && train_loader_->next() != nullptr; ++batch_index) {
-  }
-  resume_batch_ = 0;
-  DTRAIN_RETURN_IF_ERROR(train_loader_->error());
-  const int64_t resumed_at = batch_index;
+  // A preempted epoch resumes where it stopped: the same order, from the
+  // first sample the group had not trained (whatever its size was then).
+  train_loader_->begin_epoch(epoch_, resume_position_);
+  resume_position_ = 0;
+  const int64_t resumed_at = train_loader_->position() / train_loader_->global_batch();
+  int64_t batch_index = resumed_at;
   nn::model& model = *parts_.model;
   nn::accuracy_counter counter;
   step_totals totals;
@@ -286,13 +289,15 @@ result<epoch_metrics> replica_runner::train_epoch() {
     auto mb = sync_->begin_micro_batch();
     step_context sc{model,   *batch, *parts_.loss,          *ctx_,          counter,
                     epoch_ + 1, parts_.classification, mb.accumulate, sync_.get()};
-    sc.loss_scale = scaler_.scale();
+    // The batch's weight evens out an unevenly split last step (loader.hpp).
+    sc.loss_scale = scaler_.scale() * batch->weight;
     // Set here too, so that a custom step computing its gradient through
     // ctx.loss gets it scaled without knowing about fp16.
     parts_.loss->set_grad_multiplier(sc.loss_scale);
     DTRAIN_ASSIGN_OR_RETURN(step_result r, run_step(sc, true));
-    if (status s = totals.add(r, batch->size()); !s)
-      return s.with_context(step_error_context(true));
+    if (batch->weight > 0)  // a filler row (weight 0) trains nothing
+      if (status s = totals.add(r, batch->size()); !s)
+        return s.with_context(step_error_context(true));
     const auto sync_start = clock_type::now();
     DTRAIN_ASSIGN_OR_RETURN(bool synced, sync_->finish());
     allreduce_seconds += std::chrono::duration<double>(clock_type::now() - sync_start).count();
@@ -317,7 +322,7 @@ result<epoch_metrics> replica_runner::train_epoch() {
   DTRAIN_RETURN_IF_ERROR(train_loader_->error().with_context(
       "replica " + std::to_string(ctx_->rank()) + ", epoch " + std::to_string(epoch_ + 1)));
   if (preempted) {
-    resume_batch_ = batch_index;
+    resume_position_ = train_loader_->position();
     preempt_.store(false);  // answered; a new request starts over
   } else {
     ++epoch_;
@@ -338,7 +343,7 @@ result<epoch_metrics> replica_runner::train_epoch() {
   m.samples_per_second = m.seconds > 0 ? static_cast<double>(m.samples) / m.seconds : 0;
   m.lr = lr;
   m.preempted = preempted;
-  m.resume_batch = resume_batch_;
+  m.resume_batch = preempted ? batch_index : 0;
   return m;
 }
 
@@ -394,33 +399,16 @@ result<epoch_metrics> replica_runner::validate() {
   return m;
 }
 
-namespace {
-
-result<const data::dataset*> input_set(const operator_parts& parts, const std::string& input,
-                                       const std::string& op) {
-  const data::dataset* set = input == "validation" ? parts.validation_data.get()
-                           : input == "train"      ? parts.train_data.get()
-                                                   : nullptr;
-  if (input != "validation" && input != "train")
-    return invalid_argument("predict: input '" + input + "' is not 'validation' or 'train' "
-                            "(the operator's own sets)");
-  if (set == nullptr)
-    return not_found("predict: operator '" + op + "' set no " + input + " data");
-  return set;
-}
-
-} // namespace
-
 result<int64_t> replica_runner::input_rows(const std::string& input) const {
-  DTRAIN_ASSIGN_OR_RETURN(const data::dataset* set,
-                          input_set(parts_, input, options_.operator_name));
+  DTRAIN_ASSIGN_OR_RETURN(auto set,
+                          prediction_input(parts_, input, "operator '" + options_.operator_name + "'"));
   return set->size();
 }
 
 result<replica_runner::prediction> replica_runner::predict(const std::string& input,
                                                            int64_t begin, int64_t end) {
-  DTRAIN_ASSIGN_OR_RETURN(const data::dataset* set,
-                          input_set(parts_, input, options_.operator_name));
+  DTRAIN_ASSIGN_OR_RETURN(auto set,
+                          prediction_input(parts_, input, "operator '" + options_.operator_name + "'"));
   if (begin < 0 || end > set->size() || begin > end)
     return invalid_argument("predict: rows [" + std::to_string(begin) + ", " +
                             std::to_string(end) + ") are outside " + set->name() + " (" +
@@ -440,6 +428,7 @@ result<replica_runner::prediction> replica_runner::predict(const std::string& in
     std::vector<float> y(static_cast<size_t>(n * out.target_width));
     DTRAIN_RETURN_IF_ERROR(set->gather(indices.data(), n, x.data(), y.data())
                                .with_context("predict, rows from " + std::to_string(at)));
+    apply_validation_transforms(*set, x, n);
     if (ctx_->where().is_cuda())
       x = x.to(ctx_->where());
     DTRAIN_ASSIGN_OR_RETURN(const tensor* o, parts_.model->forward(x, false));
@@ -452,6 +441,16 @@ result<replica_runner::prediction> replica_runner::predict(const std::string& in
     out.targets.insert(out.targets.end(), y.begin(), y.end());
   }
   return out;
+}
+
+void replica_runner::apply_validation_transforms(const data::dataset& set, tensor& x,
+                                                 int64_t rows) const {
+  const std::vector<int64_t> shape = set.sample_shape();
+  const int64_t width = set.feature_count();
+  rng unused(0);  // validation transforms draw nothing
+  for (int64_t i = 0; i < rows; ++i)
+    for (const auto& t : parts_.validation_transforms)
+      t->apply(x.data() + i * width, shape, unused);
 }
 
 const tensor& replica_runner::parameters() const { return parts_.model->parameters(); }

@@ -164,6 +164,9 @@ private:
   /// skipped (a resumed epoch), `elapsed` seconds since the epoch began.
   void report_progress(int64_t done, int64_t resumed_at, const step_totals& totals,
                        double elapsed) const;
+  /// parts_.validation_transforms on `rows` rows of x (a prediction's input,
+  /// normalised as validation is).
+  void apply_validation_transforms(const data::dataset& set, tensor& x, int64_t rows) const;
   /// The model's non-parameter state (BatchNorm's running statistics),
   /// averaged over the group: see train_epoch().
   status average_model_buffers();
@@ -188,7 +191,7 @@ private:
   loss_scaler scaler_;
   int64_t batch_size_ = 0;
   int64_t epoch_ = 0;
-  int64_t resume_batch_ = 0;   // batches of epoch_ + 1 already trained
+  int64_t resume_position_ = 0;  // samples of epoch_ + 1 the group already trained
   std::string last_checkpoint_;
   std::atomic<bool> preempt_{false};
 };

@@ -11,7 +11,10 @@
 namespace dtrain::train {
 
 namespace {
-// Manifest metric recording how far into the next epoch a preempted group got.
+// Manifest metric recording how far into the next epoch a preempted group
+// got, in samples of the epoch's global order (any group size resumes it).
+const char* const resume_position_key = "dtrain.resume_position";
+// What checkpoints before that recorded instead: batches of the global batch.
 const char* const resume_batch_key = "dtrain.resume_batch";
 // Manifest metrics holding fp16's loss scaler (doubles hold its float scale
 // and its counts exactly), so that a restored group scales and skips as the
@@ -232,8 +235,8 @@ status replica_runner::commit_checkpoint(const std::string& root,
   m.epoch = epoch_;
   m.step = parts_.optimizer->steps();
   m.metrics = metrics;
-  if (resume_batch_ > 0)  // a preempted epoch: where to pick it up
-    m.metrics[resume_batch_key] = static_cast<double>(resume_batch_);
+  if (resume_position_ > 0)  // a preempted epoch: where to pick it up
+    m.metrics[resume_position_key] = static_cast<double>(resume_position_);
   if (scaler_.enabled()) {
     const loss_scaler::state st = scaler_.saved();
     m.metrics[loss_scale_key] = st.scale;
@@ -304,8 +307,11 @@ status replica_runner::load_checkpoint(const std::string& dir) {
   DTRAIN_RETURN_IF_ERROR(op_->load_state(m.extra).with_context("checkpoint " + dir));
   parts_.optimizer->set_steps(m.step);
   epoch_ = m.epoch;
-  auto resume = m.metrics.find(resume_batch_key);
-  resume_batch_ = resume == m.metrics.end() ? 0 : static_cast<int64_t>(resume->second);
+  resume_position_ = 0;
+  if (auto at = m.metrics.find(resume_position_key); at != m.metrics.end())
+    resume_position_ = static_cast<int64_t>(at->second);
+  else if (auto old = m.metrics.find(resume_batch_key); old != m.metrics.end())
+    resume_position_ = static_cast<int64_t>(old->second) * train_loader_->global_batch();
   DTRAIN_RETURN_IF_ERROR(restore_scaler(m).with_context("checkpoint " + dir));
   last_checkpoint_ = dir;
   return status::ok();

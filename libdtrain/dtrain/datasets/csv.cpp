@@ -1,0 +1,462 @@
+#include "dtrain/datasets/csv.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <string_view>
+#include <utility>
+
+#include "dtrain/datasets/csv_columns.hpp"
+#include "dtrain/datasets/csv_text.hpp"
+
+namespace dtrain::data {
+
+using namespace csv_detail;
+
+namespace {
+
+enum class missing_mode { error, mean, zero };
+
+// The cells of a table as they are read, before categories and labels can
+// be numbered (that needs every row).
+struct table_cells {
+  int64_t rows = 0;
+  float_buffer numeric;            // [rows, plan.numeric], missing cells 0
+  std::vector<int32_t> category;   // [rows, plan.categorical], interned ids, -1 missing
+  std::vector<interned_values> categories;  // one per categorical column
+  std::vector<float> regression;   // [rows, plan.targets] (regression only)
+  std::vector<int32_t> label;      // [rows] interned label ids (classification only)
+  interned_values labels;
+  std::vector<int64_t> missing;    // offsets into `numeric` of missing cells (mean)
+  std::vector<int64_t> missing_per_column;
+};
+
+// The common cell: a bare integer of up to 9 digits, optionally negative.
+// Converting the integer rounds as from_chars would (to nearest, ties to
+// even), so the result is the same, sooner.
+inline bool quick_number(std::string_view cell, float& out) {
+  const char* p = cell.data();
+  const char* end = p + cell.size();
+  const bool negative = p != end && *p == '-';
+  p += negative;
+  if (p == end || end - p > 9)
+    return false;
+  int32_t value = 0;
+  for (; p != end; ++p) {
+    const unsigned digit = static_cast<unsigned char>(*p) - '0';
+    if (digit > 9)
+      return false;
+    value = value * 10 + static_cast<int32_t>(digit);
+  }
+  out = static_cast<float>(negative ? -value : value);
+  return true;
+}
+
+// Everything the row loop needs, read-only.
+struct table_reader {
+  const csv_options& options;
+  const std::string& path;
+  const column_plan& plan;
+  missing_mode missing;
+  std::vector<std::string_view> markers;
+
+  bool is_missing(std::string_view cell) const {
+    cell = trim(cell);
+    for (std::string_view marker : markers)
+      if (cell == marker)
+        return true;
+    return false;
+  }
+
+  status push(table_cells& t, float value) const;
+  status numeric_cell(std::string_view cell, int64_t row, size_t column, table_cells& t) const;
+  status categorical_cell(std::string_view cell, int64_t row, size_t column,
+                          table_cells& t) const;
+  status target_cell(std::string_view cell, int64_t row, size_t column, table_cells& t) const;
+  status add_row(const std::vector<std::string_view>& fields, int64_t row,
+                 table_cells& t) const;
+};
+
+status table_reader::push(table_cells& t, float value) const {
+  if (t.numeric.push_back(value))
+    return status::ok();
+  return resource_exhausted(path + ": no memory for " + std::to_string(t.numeric.size()) +
+                            " more floats");
+}
+
+status table_reader::numeric_cell(std::string_view cell, int64_t row, size_t column,
+                                  table_cells& t) const {
+  float value = 0;
+  // The common cell, a bare number, goes straight to from_chars.
+  const char* end = cell.data() + cell.size();
+  if (!cell.empty()) {
+    auto [stop, ec] = std::from_chars(cell.data(), end, value, std::chars_format::general);
+    if (ec == std::errc() && stop == end && !std::isnan(value))
+      return push(t, value);
+  }
+  std::string_view text = trim(cell);
+  if (parse_float(text, value) && !std::isnan(value))
+    return push(t, value);
+  if (!is_missing(text)) {
+    if (parse_float(text, value))  // a NaN the markers do not call missing
+      return push(t, value);
+    return corrupt_data(cell_error(path, row, plan.names[column],
+                                   quote_cell(cell) + " is not a number"));
+  }
+  if (missing == missing_mode::error)
+    return corrupt_data(cell_error(path, row, plan.names[column],
+                                   "missing value " + quote_cell(cell) +
+                                       " (set missing: mean or zero to fill it)"));
+  if (missing == missing_mode::mean)
+    t.missing.push_back(static_cast<int64_t>(t.numeric.size()));
+  ++t.missing_per_column[static_cast<size_t>(plan.slot[column])];
+  return push(t, 0.0f);
+}
+
+status table_reader::categorical_cell(std::string_view cell, int64_t row, size_t column,
+                                      table_cells& t) const {
+  std::string_view text = trim(cell);
+  const auto& given = options.categorical.at(plan.names[column]);
+  bool listed = std::find(given.begin(), given.end(), text) != given.end();
+  if (!listed && is_missing(text)) {
+    if (missing == missing_mode::error)
+      return corrupt_data(cell_error(path, row, plan.names[column],
+                                     "missing category " + quote_cell(cell) +
+                                         " (set missing: zero for an all-zero one-hot)"));
+    t.category.push_back(-1);
+    return status::ok();
+  }
+  auto& values = t.categories[static_cast<size_t>(plan.slot[column])];
+  t.category.push_back(values.id_of(text, row));
+  return status::ok();
+}
+
+status table_reader::target_cell(std::string_view cell, int64_t row, size_t column,
+                                 table_cells& t) const {
+  std::string_view text = trim(cell);
+  if (is_missing(text))
+    return corrupt_data(cell_error(path, row, plan.names[column],
+                                   "missing target " + quote_cell(cell)));
+  if (options.classification) {
+    t.label.push_back(t.labels.id_of(text, row));
+    return status::ok();
+  }
+  float value = 0;
+  if (!parse_float(text, value))
+    return corrupt_data(cell_error(path, row, plan.names[column],
+                                   quote_cell(cell) + " is not a number (a regression target)"));
+  t.regression.push_back(value);
+  return status::ok();
+}
+
+status table_reader::add_row(const std::vector<std::string_view>& fields, int64_t row,
+                             table_cells& t) const {
+  if (fields.size() != plan.names.size())
+    return corrupt_data(path + ": row " + std::to_string(row) + " has " +
+                        std::to_string(fields.size()) + " fields, the " +
+                        (options.header ? "header has " : "first row has ") +
+                        std::to_string(plan.names.size()));
+  for (size_t c = 0; c < fields.size(); ++c) {
+    status s;
+    float value;
+    switch (plan.roles[c]) {
+      case role::numeric:
+        if (quick_number(fields[c], value) && t.numeric.push_back(value))
+          continue;
+        s = numeric_cell(fields[c], row, c, t);
+        break;
+      case role::categorical: s = categorical_cell(fields[c], row, c, t); break;
+      case role::target: s = target_cell(fields[c], row, c, t); break;
+      case role::ignored: break;
+    }
+    if (!s)
+      return s;
+  }
+  ++t.rows;
+  return status::ok();
+}
+
+// Category numbers for one categorical column: remap[id] is the one-hot
+// position of interned value id; `names` the categories in order.
+struct category_map {
+  std::vector<int32_t> remap;
+  std::vector<std::string> names;
+};
+
+result<category_map> number_categories(const interned_values& seen,
+                                       const std::vector<std::string>& given,
+                                       const std::string& path, const std::string& column) {
+  category_map map;
+  map.names = given;
+  if (given.empty()) {
+    map.names = seen.values;
+    std::sort(map.names.begin(), map.names.end());
+  }
+  for (size_t i = 0; i < map.names.size(); ++i)
+    if (std::find(map.names.begin(), map.names.begin() + static_cast<std::ptrdiff_t>(i),
+                  map.names[i]) != map.names.begin() + static_cast<std::ptrdiff_t>(i))
+      return invalid_argument(path + ": categorical column '" + column + "' lists category " +
+                              quote_cell(map.names[i]) + " twice");
+  for (size_t id = 0; id < seen.values.size(); ++id) {
+    auto it = std::find(map.names.begin(), map.names.end(), seen.values[id]);
+    if (it == map.names.end())
+      return corrupt_data(cell_error(path, seen.first_row[id], column,
+                                     "unknown category " + quote_cell(seen.values[id]) +
+                                         " (not in the column's category list)"));
+    map.remap.push_back(static_cast<int32_t>(it - map.names.begin()));
+  }
+  return map;
+}
+
+// Replaces each interned label id by its class index: by name in the given
+// class names (else an integer index into them), as integers when every
+// label is one, else by sorted label text.
+result<std::vector<float>> number_labels(const interned_values& seen, const csv_options& options,
+                                         const std::string& path, const std::string& column,
+                                         std::vector<std::string>& class_names,
+                                         int64_t& class_count) {
+  std::vector<float> index(seen.values.size());
+  const auto& given = options.class_names;
+  std::vector<float> numbers(seen.values.size());
+  bool all_numbers = true;
+  for (size_t id = 0; id < seen.values.size(); ++id)
+    all_numbers = all_numbers && parse_float(seen.values[id], numbers[id]);
+  if (given.empty() && !all_numbers) {
+    class_names = seen.values;
+    std::sort(class_names.begin(), class_names.end());
+  } else {
+    class_names = given;
+  }
+  constexpr float largest_class = 1 << 24;  // exact in a float
+  float top = -1;
+  for (size_t id = 0; id < seen.values.size(); ++id) {
+    auto named = std::find(class_names.begin(), class_names.end(), seen.values[id]);
+    if (named != class_names.end()) {
+      index[id] = static_cast<float>(named - class_names.begin());
+      continue;
+    }
+    float n = numbers[id];
+    bool integer = all_numbers || parse_float(seen.values[id], n);
+    integer = integer && n >= 0 && n < largest_class && n == std::floor(n);
+    if (!integer || (!given.empty() && n >= static_cast<float>(given.size())))
+      return corrupt_data(cell_error(
+          path, seen.first_row[id], column,
+          "label " + quote_cell(seen.values[id]) +
+              (given.empty() ? " is not a class index (an integer >= 0); set classification: "
+                               "false for regression targets"
+                             : " is not in class_names, nor an index into them")));
+    index[id] = n;
+    top = std::max(top, n);
+  }
+  class_count = class_names.empty() ? static_cast<int64_t>(top) + 1
+                                    : static_cast<int64_t>(class_names.size());
+  return index;
+}
+
+}  // namespace
+
+namespace {
+
+// Fills each missing cell with its column's mean over the rows that have a
+// value (double sums: 70,000 float rows would lose digits).
+void fill_means(table_cells& t, size_t width) {
+  if (t.missing.empty())
+    return;
+  std::vector<double> sums(width, 0.0);
+  for (int64_t r = 0; r < t.rows; ++r)
+    for (size_t c = 0; c < width; ++c)
+      sums[c] += t.numeric[static_cast<size_t>(r) * width + c];  // missing cells hold 0
+  for (int64_t cell : t.missing) {
+    size_t c = static_cast<size_t>(cell) % width;
+    int64_t present = t.rows - t.missing_per_column[c];
+    t.numeric[static_cast<size_t>(cell)] =
+        present > 0 ? static_cast<float>(sums[c] / static_cast<double>(present)) : 0.0f;
+  }
+}
+
+// The feature matrix [rows, F]: numeric columns as read, categorical ones
+// one-hot at their place in file order. Without categorical columns the
+// numeric cells already are that matrix and are handed over, not copied.
+result<tensor> feature_tensor(table_cells& t, const column_plan& plan,
+                              const std::vector<category_map>& maps,
+                              std::vector<std::string>& names) {
+  const int64_t numeric = static_cast<int64_t>(plan.numeric.size());
+  if (plan.categorical.empty()) {
+    for (int32_t c : plan.numeric)
+      names.push_back(plan.names[static_cast<size_t>(c)]);
+    std::shared_ptr<float> owner = t.numeric.release();
+    float* data = owner.get();
+    return tensor::over(data, {t.rows, numeric}, std::move(owner));
+  }
+  for (size_t c = 0; c < plan.names.size(); ++c) {
+    if (plan.roles[c] == role::numeric)
+      names.push_back(plan.names[c]);
+    if (plan.roles[c] == role::categorical)
+      for (const std::string& category : maps[static_cast<size_t>(plan.slot[c])].names)
+        names.push_back(plan.names[c] + "=" + category);
+  }
+  const int64_t width = static_cast<int64_t>(names.size());
+  auto out = tensor::try_zeros({t.rows, width});
+  if (!out)
+    return out.error();
+  const size_t cats = plan.categorical.size();
+  for (int64_t r = 0; r < t.rows; ++r) {
+    float* row = out->data() + r * width;
+    size_t at = 0;
+    for (size_t c = 0; c < plan.names.size(); ++c) {
+      const int32_t slot = plan.slot[c];
+      if (plan.roles[c] == role::numeric) {
+        row[at++] = t.numeric[static_cast<size_t>(r * numeric + slot)];
+      } else if (plan.roles[c] == role::categorical) {
+        const category_map& map = maps[static_cast<size_t>(slot)];
+        int32_t id = t.category[static_cast<size_t>(r) * cats + static_cast<size_t>(slot)];
+        if (id >= 0)
+          row[at + static_cast<size_t>(map.remap[static_cast<size_t>(id)])] = 1.0f;
+        at += map.names.size();
+      }
+    }
+  }
+  return std::move(*out);
+}
+
+result<missing_mode> parse_missing(const std::string& mode, const std::string& path) {
+  if (mode == "error")
+    return missing_mode::error;
+  if (mode == "mean")
+    return missing_mode::mean;
+  if (mode == "zero")
+    return missing_mode::zero;
+  return invalid_argument(path + ": missing: '" + mode + "' is not one of error, mean, zero");
+}
+
+char pick_delimiter(const csv_options& options) {
+  if (options.delimiter != 0)
+    return options.delimiter;
+  auto ends_with = [&](const char* tail) {
+    std::string_view p(options.path), t(tail);
+    return p.size() >= t.size() && p.substr(p.size() - t.size()) == t;
+  };
+  return ends_with(".tsv") || ends_with(".tab") || ends_with(".TSV") ? '\t' : ',';
+}
+
+// Reads every data row into cells; `first` is the first record when it is
+// data (no header).
+status read_rows(record_reader& records, std::vector<std::string_view>& fields,
+                 const table_reader& reader, size_t text_bytes, table_cells& t) {
+  // A number and its delimiter take two bytes or more: this reservation
+  // (address space; pages come as they are written) seldom needs to grow.
+  if (!t.numeric.reserve(text_bytes / 2 + 1024))
+    return resource_exhausted(reader.path + ": no address space for " +
+                              std::to_string(text_bytes / 2) + " floats");
+  t.missing_per_column.assign(reader.plan.numeric.size(), 0);
+  t.categories.resize(reader.plan.categorical.size());
+  if (!reader.options.header) {
+    status s = reader.add_row(fields, records.row(), t);
+    if (!s)
+      return s;
+  }
+  for (;;) {
+    auto more = records.next(fields);
+    if (!more)
+      return more.error();
+    if (!*more)
+      return status::ok();
+    status s = reader.add_row(fields, records.row(), t);
+    if (!s)
+      return s;
+  }
+}
+
+// Numbers the categories and labels that reading has collected, and puts
+// the dataset together.
+result<std::shared_ptr<const dataset>> build_dataset(table_cells& t, const table_reader& reader) {
+  const column_plan& plan = reader.plan;
+  const std::string& path = reader.path;
+  std::vector<category_map> maps;
+  for (int32_t c : plan.categorical) {
+    const std::string& column = plan.names[static_cast<size_t>(c)];
+    auto map = number_categories(t.categories[maps.size()], reader.options.categorical.at(column),
+                                 path, column);
+    if (!map)
+      return map.error();
+    maps.push_back(std::move(*map));
+  }
+  if (reader.missing == missing_mode::mean)
+    fill_means(t, plan.numeric.size());
+  std::vector<std::string> feature_names, class_names;
+  auto features = feature_tensor(t, plan, maps, feature_names);
+  if (!features)
+    return features.error();
+  int64_t class_count = 0;
+  tensor targets;
+  if (reader.options.classification) {
+    auto index = number_labels(t.labels, reader.options, path,
+                               plan.names[static_cast<size_t>(plan.targets[0])], class_names,
+                               class_count);
+    if (!index)
+      return index.error();
+    std::vector<float> labels(t.label.size());
+    for (size_t r = 0; r < labels.size(); ++r)
+      labels[r] = (*index)[static_cast<size_t>(t.label[r])];
+    targets = tensor::from_vector(labels, {t.rows});
+  } else {
+    targets = tensor::from_vector(t.regression,
+                                  {t.rows, static_cast<int64_t>(plan.targets.size())});
+  }
+  std::string name = path + " (" + std::to_string(t.rows) + " rows)";
+  auto rows = tensor_dataset::create(std::move(*features), std::move(targets), name);
+  if (!rows)
+    return rows.error();
+  return std::shared_ptr<const dataset>(std::make_shared<csv_dataset>(
+      std::move(*rows), name, std::move(feature_names), std::move(class_names), class_count));
+}
+
+} // namespace
+
+csv_dataset::csv_dataset(std::shared_ptr<tensor_dataset> rows, std::string name,
+                         std::vector<std::string> feature_names,
+                         std::vector<std::string> class_names, int64_t class_count)
+  : rows_(std::move(rows)),
+    name_(std::move(name)),
+    feature_names_(std::move(feature_names)),
+    class_names_(std::move(class_names)),
+    class_count_(class_count) {}
+
+result<std::shared_ptr<const dataset>> read_csv(const csv_options& options) {
+  const std::string& path = options.path;
+  auto missing = parse_missing(options.missing, path);
+  if (!missing)
+    return missing.error();
+  const char delimiter = pick_delimiter(options);
+  if (delimiter == '"' || delimiter == '\n' || delimiter == '\r')
+    return invalid_argument(path + ": delimiter '" + std::string(1, delimiter) +
+                            "' cannot separate fields (it quotes or ends rows)");
+  auto file = mapped_text::open(path);
+  if (!file)
+    return file.error();
+  record_reader records(file->text(), delimiter, path);
+  std::vector<std::string_view> fields;
+  auto first = records.next(fields);
+  if (!first)
+    return first.error();
+  if (!*first)
+    return corrupt_data(path + ": empty file (no rows)");
+  std::vector<std::string> names;
+  for (size_t c = 0; c < fields.size(); ++c)
+    names.push_back(options.header ? std::string(trim(fields[c])) : std::to_string(c));
+  auto plan = plan_columns(std::move(names), options, path);
+  if (!plan)
+    return plan.error();
+  table_reader reader{options, path, *plan, *missing, {}};
+  for (const std::string& marker : options.missing_markers)
+    reader.markers.emplace_back(marker);
+  table_cells cells;
+  status read = read_rows(records, fields, reader, file->text().size(), cells);
+  if (!read)
+    return read;
+  if (cells.rows == 0)
+    return corrupt_data(path + ": has a header but no data rows");
+  return build_dataset(cells, reader);
+}
+
+} // namespace dtrain::data
