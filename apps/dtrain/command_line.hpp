@@ -36,6 +36,7 @@ void add_cert_command(CLI::App& app, command_list& out);
 void add_dashboard_token_command(CLI::App& app, command_list& out);
 void add_predict_command(CLI::App& app, command_list& out);
 void add_launch_command(CLI::App& app, command_list& out);
+void add_data_command(CLI::App& app, command_list& out);
 
 /// `dtrain launch [OPTIONS] [--] COMMAND...`: drops the "--" that ends
 /// launch's own options from `args` (CLI11 refuses what follows a "--" in

@@ -25,7 +25,7 @@ int run_command_line(int argc, char** argv) {
   for (auto add : {add_start_command, add_status_command, add_stop_command, add_train_command,
                    add_tune_command, add_experiments_command, add_report_command,
                    add_logs_command, add_cert_command, add_dashboard_token_command,
-                   add_predict_command, add_launch_command})
+                   add_predict_command, add_launch_command, add_data_command})
     add(app, commands);
   std::vector<char*> args(argv, argv + argc);
   drop_launch_separator(args);

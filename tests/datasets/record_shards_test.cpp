@@ -193,6 +193,14 @@ BOOST_AUTO_TEST_CASE(the_source_is_read_in_bounded_chunks) {
   BOOST_TEST(open_ok(tmp.file("set"))->size() == 100000);
 }
 
+BOOST_AUTO_TEST_CASE(a_shard_directory_is_told_from_other_directories) {
+  temp_dir tmp;
+  BOOST_TEST(!dtrain::data::is_shard_directory(tmp.path()));
+  write_ok(fake_images(3), tmp.file("set"), 1024, "raw");
+  BOOST_TEST(dtrain::data::is_shard_directory(tmp.file("set")));
+  BOOST_TEST(!dtrain::data::is_shard_directory(tmp.file("set") + "/index.bin"));
+}
+
 BOOST_AUTO_TEST_CASE(an_empty_source_gives_an_empty_set) {
   temp_dir tmp;
   write_ok(fake_images(0), tmp.file("set"), 1024, "deflate");

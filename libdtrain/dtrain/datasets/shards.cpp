@@ -205,6 +205,12 @@ status shard_dataset::gather(const int64_t* indices, int64_t n, float* features,
   return status::ok();
 }
 
+bool is_shard_directory(const std::string& dir) {
+  struct stat st {};
+  const std::string index = dir + "/" + shard_format::index_name;
+  return ::stat(index.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 result<std::shared_ptr<const dataset>> open_shards(const std::string& dir) {
   const std::string index_path = dir + "/" + shard_format::index_name;
   result<std::string> bytes = read_index_file(index_path);

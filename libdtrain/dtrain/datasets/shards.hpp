@@ -114,6 +114,11 @@ private:
   std::vector<std::unique_ptr<mapping>> maps_;
 };
 
+/// Whether `dir` looks like a record-shard set: it holds an `index.bin` file
+/// (nothing is read or checked; open_shards does that). For telling a shard
+/// directory from an image folder.
+bool is_shard_directory(const std::string& dir);
+
 /// Opens the record shards in `dir` written by write_shards: reads and
 /// checks the index, then opens and mmaps every shard file (nothing else is
 /// read until gather touches a shard). Errors: not_found naming the index or
