@@ -292,6 +292,7 @@ BOOST_AUTO_TEST_CASE(small_fashion_mnist_split_loads_scaled_to_unit_range) {
   const auto& data = **got;
   BOOST_TEST(data.size() == 2);
   BOOST_TEST(data.feature_count() == 784);
+  BOOST_TEST(data.class_count() == 10);  // a classifier takes its outputs from it
   BOOST_TEST(data.target_count() == 1);
   auto x = data.features().to_vector();
   BOOST_TEST(x[0] == 0.0f);

@@ -22,7 +22,8 @@ int64_t row_width(const tensor& t) {
 
 result<std::shared_ptr<tensor_dataset>> tensor_dataset::create(tensor features,
                                                               tensor targets,
-                                                              std::string name) {
+                                                              std::string name,
+                                                              int64_t class_count) {
   const std::string what = "tensor_dataset '" + name + "': ";
   if (!features.defined() || features.dim() < 1)
     return shape_mismatch(what + "features must have a sample axis, got shape " +
@@ -39,15 +40,17 @@ result<std::shared_ptr<tensor_dataset>> tensor_dataset::create(tensor features,
                           ") and targets (on " + targets.where().to_string() +
                           ") must be host tensors");
   return std::shared_ptr<tensor_dataset>(
-      new tensor_dataset(std::move(features), std::move(targets), std::move(name)));
+      new tensor_dataset(std::move(features), std::move(targets), std::move(name), class_count));
 }
 
-tensor_dataset::tensor_dataset(tensor features, tensor targets, std::string name)
+tensor_dataset::tensor_dataset(tensor features, tensor targets, std::string name,
+                               int64_t class_count)
   : features_(std::move(features)),
     targets_(std::move(targets)),
     feature_count_(row_width(features_)),
     target_count_(row_width(targets_)),
-    name_(std::move(name)) {}
+    name_(std::move(name)),
+    class_count_(class_count) {}
 
 status tensor_dataset::gather(const int64_t* indices, int64_t n, float* features,
                               float* targets) const {

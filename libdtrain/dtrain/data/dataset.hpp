@@ -52,13 +52,17 @@ public:
   /// Fails with shape_mismatch, naming the dataset and the shapes, when a
   /// tensor is undefined or has no sample axis, the row counts differ, or a
   /// tensor is not on the host.
+  /// `class_count`: the classes of class-index targets (0: regression or
+  /// unknown), as class_count() reports it.
   static result<std::shared_ptr<tensor_dataset>> create(tensor features, tensor targets,
-                                                        std::string name);
+                                                        std::string name,
+                                                        int64_t class_count = 0);
 
   int64_t size() const override { return features_.size(0); }
   int64_t feature_count() const override { return feature_count_; }
   int64_t target_count() const override { return target_count_; }
   std::string name() const override { return name_; }
+  int64_t class_count() const override { return class_count_; }
   status gather(const int64_t* indices, int64_t n, float* features,
                 float* targets) const override;
 
@@ -66,13 +70,14 @@ public:
   const tensor& targets() const { return targets_; }
 
 private:
-  tensor_dataset(tensor features, tensor targets, std::string name);
+  tensor_dataset(tensor features, tensor targets, std::string name, int64_t class_count);
 
   tensor features_;
   tensor targets_;
   int64_t feature_count_;
   int64_t target_count_;
   std::string name_;
+  int64_t class_count_;
 };
 
 } // namespace dtrain::data

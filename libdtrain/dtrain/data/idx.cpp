@@ -274,7 +274,7 @@ result<std::shared_ptr<tensor_dataset>> load_fashion_mnist(const std::string& di
   std::string name = std::string("fashion-mnist ") +
                      (which == split::train ? "train" : "test") + " (" +
                      std::to_string(n) + ")";
-  return tensor_dataset::create(std::move(features), std::move(targets), std::move(name));
+  return tensor_dataset::create(std::move(features), std::move(targets), std::move(name), 10);
 }
 
 std::string default_fashion_mnist_dir() {
