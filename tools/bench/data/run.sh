@@ -10,7 +10,9 @@
 # 3. training: `dtrain train` on the Fashion-MNIST MLP and CNN from CSV, PNG,
 #    .npy (and the MLP from shards, dropped from the page cache first) and on
 #    the built-in in-memory baselines, shortened to MLP_EPOCHS / CNN_EPOCHS
-#    epochs (a copy of each YAML with its epochs replaced); prints the median
+#    epochs (a copy of each YAML with its epochs replaced), the sources
+#    taking turns for MLP_ROUNDS / CNN_ROUNDS rounds (so that a change of the
+#    machine's load does not fall on one source only); prints the median
 #    samples/s of the epochs and file/memory ratios, and the first epoch's
 #    ratio (the only cold one of the shards run: the page cache refills);
 # 4. the scikit-learn tables through dtrain (full YAMLs) and
@@ -18,6 +20,7 @@
 #
 # Environment: BUILD (default ROOT/build; needs bin/dtrain and
 # bin/dtrain-bench-loader), WORKERS (2), MLP_EPOCHS (3), CNN_EPOCHS (2),
+# MLP_ROUNDS (3), CNN_ROUNDS (1),
 # LOG (where the raw outputs go; default a new /tmp/dtrain-bench-data.XXXX),
 # STEPS ("prepare loader train tables", any subset).
 # Every step runs under `timeout`. The load average is printed before and
@@ -31,6 +34,8 @@ BUILD=${BUILD:-$ROOT/build}
 WORKERS=${WORKERS:-2}
 MLP_EPOCHS=${MLP_EPOCHS:-3}
 CNN_EPOCHS=${CNN_EPOCHS:-2}
+MLP_ROUNDS=${MLP_ROUNDS:-3}
+CNN_ROUNDS=${CNN_ROUNDS:-1}
 STEPS=${STEPS:-prepare loader train tables}
 LOG=${LOG:-$(mktemp -d /tmp/dtrain-bench-data.XXXX)}
 PY=/usr/bin/python3
@@ -91,56 +96,62 @@ shortened() {
   echo "$out"
 }
 
-# `dtrain train` on $1, its output in $LOG/NAME.log.
+# `dtrain train` on $1, its output in $LOG/NAME.log (NAME.rR.log for round R).
 train() {
   local name
-  name=$(basename "$1" .yaml)
+  name=$(basename "$1" .yaml)${2:+.r$2}
   echo "   $name (load $(load))"
   timeout 1800 "$DTRAIN" train "$1" > "$LOG/$name.log" 2>&1 ||
     { tail -20 "$LOG/$name.log"; echo "run.sh: dtrain train $1 failed" >&2; exit 1; }
 }
 
 if want train; then
-  echo "== training runs: MLP $MLP_EPOCHS epochs, CNN $CNN_EPOCHS epochs (load $(load))"
+  echo "== training runs: MLP $MLP_EPOCHS epochs x $MLP_ROUNDS rounds, CNN $CNN_EPOCHS epochs" \
+       "x $CNN_ROUNDS rounds (load $(load))"
   for model in mlp cnn; do
-    epochs=$MLP_EPOCHS
-    [[ $model == cnn ]] && epochs=$CNN_EPOCHS
-    for src in memory csv png npy shards; do
-      yaml=$HERE/experiments/fmnist_${model}_$src.yaml
-      [[ -f $yaml ]] || continue
-      if [[ $src == shards ]]; then
-        [[ -d $DATADIR/fmnist/shards-train ]] ||
-          "$LOADER" "$DATADIR" --formats shards --nranks 1 --epochs 1 --resume-trials 1 > /dev/null
-        "$LOADER" --evict "$DATADIR/fmnist/shards-train"
-      fi
-      train "$(shortened "$yaml" "$epochs")"
+    epochs=$MLP_EPOCHS rounds=$MLP_ROUNDS
+    [[ $model == cnn ]] && epochs=$CNN_EPOCHS rounds=$CNN_ROUNDS
+    for round in $(seq 1 "$rounds"); do
+      for src in memory csv png npy shards; do
+        yaml=$HERE/experiments/fmnist_${model}_$src.yaml
+        [[ -f $yaml ]] || continue
+        if [[ $src == shards ]]; then
+          [[ -d $DATADIR/fmnist/shards-train ]] ||
+            "$LOADER" "$DATADIR" --formats shards --nranks 1 --epochs 1 --resume-trials 1 > /dev/null
+          "$LOADER" --evict "$DATADIR/fmnist/shards-train"
+        fi
+        train "$(shortened "$yaml" "$epochs")" "$round"
+      done
     done
   done
   "$PY" - "$LOG" "$MLP_EPOCHS" "$CNN_EPOCHS" <<'EOF'
-import re, statistics, sys
+import glob, re, statistics, sys
 log, epochs = sys.argv[1], {"mlp": sys.argv[2], "cnn": sys.argv[3]}
 ep = re.compile(r"epoch (\d+)/\d+ .* ([\d.]+) samples/s")
 acc = re.compile(r"^validation: loss ([\d.]+), accuracy ([\d.]+)")
-print("\ntraining from files vs from memory (samples/s: median of the epochs):")
+print("\ntraining from files vs from memory (samples/s: median of all epochs of all rounds;"
+      " first epochs: median of each run's epoch 1, the only cold one of the shards runs):")
 for model in ("mlp", "cnn"):
     rows = {}
     for src in ("memory", "csv", "png", "npy", "shards"):
-        try:
-            text = open(f"{log}/fmnist_{model}_{src}-e{epochs[model]}.log").read().splitlines()
-        except FileNotFoundError:
-            continue
-        rates = [float(m[2]) for m in map(ep.search, text) if m]
-        a = [m[2] for m in map(acc.match, text) if m]
+        runs = sorted(glob.glob(f"{log}/fmnist_{model}_{src}-e{epochs[model]}.r*.log"))
+        rates, firsts, a = [], [], []
+        for run in runs:
+            text = open(run).read().splitlines()
+            r = [float(m[2]) for m in map(ep.search, text) if m]
+            rates += r
+            firsts += r[:1]
+            a += [m[2] for m in map(acc.match, text) if m][-1:]
         if rates:
-            rows[src] = (statistics.median(rates), rates, a[-1] if a else "?")
-    base = rows.get("memory", (0, [0]))
-    for src, (med, rates, a) in rows.items():
+            rows[src] = (statistics.median(rates), statistics.median(firsts), rates, a)
+    base = rows.get("memory", (0, 0))
+    for src, (med, first, rates, a) in rows.items():
         ratio = f"{med / base[0]:.3f}" if base[0] else "-"
-        first = f"{rates[0] / base[1][0]:.3f}" if base[1][0] else "-"
+        first_ratio = f"{first / base[1]:.3f}" if base[1] else "-"
         label = "shards (cold)" if src == "shards" else src
         print(f"  {model} {label:14} {med:>9,.0f} samples/s  file/memory {ratio} "
-              f"(epoch 1: {first})  accuracy {a} after {epochs[model]} epochs  (epochs: "
-              + " ".join(f"{r:,.0f}" for r in rates) + ")")
+              f"(first epochs: {first_ratio})  accuracy {'/'.join(a)} after {epochs[model]} "
+              f"epochs\n      epochs: " + " ".join(f"{r:,.0f}" for r in rates))
 EOF
   echo "== training runs: done, load $(load)"
 fi
