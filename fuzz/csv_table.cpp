@@ -61,7 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& ds = **set;
   // Every row, 64 at a time; a row must gather (the table is in memory).
   const int64_t n = ds.size(), chunk = 64;
-  std::vector<float> x(static_cast<size_t>(chunk * ds.feature_count()));
+  std::vector<float> x(static_cast<size_t>(chunk * std::max<int64_t>(ds.feature_count(), 1)));
   std::vector<float> y(static_cast<size_t>(chunk * std::max<int64_t>(ds.target_count(), 1)));
   std::vector<int64_t> idx(static_cast<size_t>(chunk));
   for (int64_t at = 0; at < n; at += chunk) {
