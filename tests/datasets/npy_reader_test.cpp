@@ -354,6 +354,21 @@ BOOST_AUTO_TEST_CASE(damaged_npz_archives_are_refused_naming_the_file) {
   expect_error(options, error_code::corrupt_data, {dir.file("a.npz"), "array 'x'"});
 }
 
+// Found with fuzz/npy_file's regression input: a deflated member's size
+// sized the buffer before a byte was inflated (4 GB from a 300-byte file).
+BOOST_AUTO_TEST_CASE(a_deflated_member_claiming_more_than_deflate_can_pack_is_refused) {
+  dtrain::testing::temp_dir dir;
+  std::string deflated = zip({{"x.npy", npy("<f4", "(2,)", raw<float>({1, 2}))}}, true);
+  const size_t central = deflated.find(std::string("PK\x01\x02", 4));
+  BOOST_TEST_REQUIRE(central != std::string::npos);
+  const std::string claim("\x00\x00\x00\xf0", 4);  // 0xf0000000 bytes, little-endian
+  deflated.replace(central + 24, 4, claim);
+  dtrain::testing::write_file(dir.file("a.npz"), deflated);
+  npy_options options;
+  options.features = dir.file("a.npz");
+  expect_error(options, error_code::corrupt_data, {dir.file("a.npz"), "at most 1032:1"});
+}
+
 BOOST_AUTO_TEST_CASE(missing_file_is_not_found) {
   dtrain::testing::temp_dir dir;
   npy_options options;
