@@ -7,10 +7,12 @@
 #include <string>
 
 #include "dtrain/experiments/experiment.hpp"
+#include "fuzz_util.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   auto exp = dtrain::experiments::parse_experiment(text, "fuzz.yaml");
+  dtrain::fuzz::show(exp.is_ok() ? "accepted" : exp.error().to_string());
   if (!exp.is_ok())
     return 0;
   const std::string yaml = dtrain::experiments::to_yaml(*exp);

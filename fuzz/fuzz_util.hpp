@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -47,6 +48,14 @@ inline void write_file(const std::string& path, const uint8_t* data, size_t size
     at += static_cast<size_t>(n);
   }
   ::close(fd);
+}
+
+/// With DTRAIN_FUZZ_SHOW set, prints what a reader made of the input (to
+/// check that seeds are accepted: `DTRAIN_FUZZ_SHOW=1 bin/fuzz_NAME corpus/NAME/*`).
+inline void show(const std::string& text) {
+  static const bool on = std::getenv("DTRAIN_FUZZ_SHOW") != nullptr;
+  if (on)
+    std::fprintf(stderr, "fuzz: %s\n", text.c_str());
 }
 
 } // namespace dtrain::fuzz

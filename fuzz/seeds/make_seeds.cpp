@@ -6,7 +6,7 @@
 // of rank 0 of 1 in chunks of 8 bytes, after the two bytes the harness
 // reads its buffer counts from; store_open: stores of a sweep run to its
 // end and of one cut short (with a failure event), compacted to 512-byte
-// pages so that they stay small.
+// pages so that they stay small. The file readers' seeds: make_data_seeds.cpp.
 #include <sqlite3.h>
 
 #include <cmath>
@@ -185,6 +185,8 @@ std::string with(std::string yaml, const std::string& searcher, const std::strin
 
 } // namespace
 
+void data_seeds(const std::string& out);  // make_data_seeds.cpp
+
 int main(int argc, char** argv) {
   if (argc != 2)
     die("usage: make_seeds DIR");
@@ -205,5 +207,6 @@ int main(int argc, char** argv) {
     compact(tmp + "/experiments.db", out + "/store_open/" + r.name);
   }
   fs::remove_all(tmp);
+  data_seeds(out);
   return 0;
 }

@@ -236,6 +236,15 @@ BOOST_AUTO_TEST_CASE(unknown_category_names_row_column_and_value) {
   expect_error(options, error_code::corrupt_data, {"row 4, column 'c'", "unknown category 'pink'"});
 }
 
+// Found by fuzz/csv_table: the table read as a dataset of no features.
+BOOST_AUTO_TEST_CASE(categorical_columns_without_a_category_leave_no_feature_and_are_refused) {
+  dtrain::testing::temp_dir dir;
+  auto options = table(dir, "t.csv", "c,y\n,0\nNA,1\n");
+  options.categorical["c"] = {};
+  options.missing = "mean";
+  expect_error(options, error_code::corrupt_data, {"t.csv", "no feature is left"});
+}
+
 BOOST_AUTO_TEST_CASE(missing_value_under_error_names_row_and_column) {
   dtrain::testing::temp_dir dir;
   expect_error(table(dir, "t.csv", "a,b,y\n1,2,0\n3,NA,1\n"), error_code::corrupt_data,

@@ -2,6 +2,8 @@
 // libpng and libjpeg, read back as CHW floats in class order, resampled,
 // and every malformed file reported as a status naming it.
 #include <png.h>
+#include <sys/resource.h>
+#include <zlib.h>
 
 #include <cstdio>  // before jpeglib.h, which needs FILE
 #include <jpeglib.h>
@@ -427,6 +429,39 @@ BOOST_AUTO_TEST_CASE(png_variants_decode_to_8_bit_grey_or_rgb) {
                                            clear.data(), 2));
   BOOST_TEST(see_through.channels == 3);
   BOOST_TEST(see_through.pixels == mapped.pixels, boost::test_tools::per_element());
+}
+
+// The process's peak resident memory in MiB.
+long peak_mib() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024;
+}
+
+// Found by fuzz/image_decode (a timeout): a 25-byte JPEG claiming 8132 x
+// 31240 pixels had its 254 MB buffer zero-filled before the first scanline
+// failed; a PNG of 60 bytes, 768 MB. The buffer now grows with the rows.
+BOOST_AUTO_TEST_CASE(a_file_cut_short_does_not_pay_for_the_size_its_header_claims) {
+  const unsigned char jpeg[] = {0xff, 0xd8, 0xff, 0xc0, 0x00, 0x0b, 0x08, 0x1f, 0xc4,
+                                0x7a, 0x08, 0x01, 0x01, 0x11, 0x0b, 0xff, 0xda, 0x00,
+                                0x08, 0x01, 0x01, 0x00, 0x3f, 0x00, 0xdb};
+  // A PNG signature, an IHDR of 16000 x 16000 8-bit RGB, an IDAT cut short.
+  std::string png("\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR", 16);
+  const std::string ihdr = std::string("IHDR") + std::string("\x00\x00\x3e\x80", 4) +
+                           std::string("\x00\x00\x3e\x80", 4) + std::string("\x08\x02\x00\x00\x00", 5);
+  const uint32_t crc = static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(ihdr.data()), static_cast<uInt>(ihdr.size())));
+  png += ihdr.substr(4);
+  for (int i = 3; i >= 0; --i)
+    png += static_cast<char>((crc >> (8 * i)) & 0xff);
+  png += std::string("\x00\x00\x00\x10IDAT\x78\x9c", 10);  // an IDAT of 16 bytes, cut at 2
+  const long before = peak_mib();
+  auto a = decode_image(jpeg, sizeof jpeg, "claims.jpg");
+  BOOST_TEST(a.error().code() == error_code::corrupt_data);
+  auto b = decode_image(reinterpret_cast<const unsigned char*>(png.data()), png.size(), "claims.png");
+  BOOST_TEST(b.error().code() == error_code::corrupt_data);
+  BOOST_TEST(b.error().message().find("claims.png") != std::string::npos, b.error().message());
+  BOOST_TEST(peak_mib() - before < 64, "peak grew by " << peak_mib() - before << " MiB");
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_gather_from_four_threads_matches_one_thread) {

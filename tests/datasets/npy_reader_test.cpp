@@ -293,6 +293,15 @@ BOOST_AUTO_TEST_CASE(bad_magic_is_refused_naming_the_file) {
   expect_bad_file(dir, npy("<f4", "(1,)", raw<float>({1}), 7), {"version 7"});
 }
 
+// Found reading the code (fuzz/npy_file times out on it): a 129-byte file
+// of shape (2^62, 0) was 2^62
+// records of no features (a gather of every record never ends).
+BOOST_AUTO_TEST_CASE(features_of_no_values_per_record_are_refused) {
+  dtrain::testing::temp_dir dir;
+  expect_bad_file(dir, npy("<f4", "(3, 0)", ""), {"records of no values"});
+  expect_bad_file(dir, npy("<f4", "(4611686018427387904, 2, 0)", ""), {"records of no values"});
+}
+
 BOOST_AUTO_TEST_CASE(truncated_header_or_data_is_refused) {
   dtrain::testing::temp_dir dir;
   std::string whole = npy("<f4", "(4, 2)", raw<float>({1, 2, 3, 4, 5, 6, 7, 8}));
@@ -352,6 +361,21 @@ BOOST_AUTO_TEST_CASE(damaged_npz_archives_are_refused_naming_the_file) {
   deflated[60] = static_cast<char>(deflated[60] ^ 0x55);  // inside the deflated data
   dtrain::testing::write_file(dir.file("a.npz"), deflated);
   expect_error(options, error_code::corrupt_data, {dir.file("a.npz"), "array 'x'"});
+}
+
+// Found with fuzz/npy_file's regression input: a deflated member's size
+// sized the buffer before a byte was inflated (4 GB from a 353-byte file).
+BOOST_AUTO_TEST_CASE(a_deflated_member_claiming_more_than_deflate_can_pack_is_refused) {
+  dtrain::testing::temp_dir dir;
+  std::string deflated = zip({{"x.npy", npy("<f4", "(2,)", raw<float>({1, 2}))}}, true);
+  const size_t central = deflated.find(std::string("PK\x01\x02", 4));
+  BOOST_TEST_REQUIRE(central != std::string::npos);
+  const std::string claim("\x00\x00\x00\xf0", 4);  // 0xf0000000 bytes, little-endian
+  deflated.replace(central + 24, 4, claim);
+  dtrain::testing::write_file(dir.file("a.npz"), deflated);
+  npy_options options;
+  options.features = dir.file("a.npz");
+  expect_error(options, error_code::corrupt_data, {dir.file("a.npz"), "at most 1032:1"});
 }
 
 BOOST_AUTO_TEST_CASE(missing_file_is_not_found) {

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "dtrain/datasets/shard_index.hpp"
 #include "dtrain/datasets/shards.hpp"
 #include "support/test_util.hpp"
 
@@ -268,6 +269,64 @@ BOOST_AUTO_TEST_CASE(a_damaged_or_missing_index_is_refused_naming_it) {
   auto missing = open_shards(tmp.file("nothing-here"));
   BOOST_TEST(missing.error().code() == error_code::not_found);
   BOOST_TEST(missing.error().message().find("nothing-here/index.bin") != std::string::npos);
+}
+
+// Found by fuzz/shard_index: counts whose sums and products overflowed
+// int64 (undefined behaviour; as it wrapped, a checked bound could pass).
+BOOST_AUTO_TEST_CASE(index_counts_that_would_overflow_are_refused) {
+  namespace format = dtrain::data::shard_format;
+  format::index idx;
+  idx.encoding = "raw";
+  idx.size = 1;
+  idx.feature_count = 1;
+  idx.sample_shape = {1};
+  idx.target_count = int64_t{1} << 62;
+  idx.shards = {{format::shard_file_name(0), 1, 8, 0}};
+  auto huge_targets = format::decode(format::encode(idx), "set/index.bin");
+  BOOST_TEST_REQUIRE(!huge_targets.is_ok());
+  BOOST_TEST(huge_targets.error().code() == error_code::corrupt_data);
+  BOOST_TEST(huge_targets.error().message().find("targets per record") != std::string::npos,
+             huge_targets.error().message());
+  // -1, then -3, then -3 * 0x5555555555555555, which wrapped around to 1.
+  idx.target_count = 0;
+  idx.sample_shape = {-1, 3, 0x5555555555555555};
+  auto negative_axis = format::decode(format::encode(idx), "set/index.bin");
+  BOOST_TEST_REQUIRE(!negative_axis.is_ok());
+  BOOST_TEST(negative_axis.error().message().find("does not multiply") != std::string::npos,
+             negative_axis.error().message());
+  idx.sample_shape = {1};
+  idx.size = INT64_MAX;
+  idx.shards = {{"a", INT64_MAX, 8, 0}, {"b", 1, 8, 0}};
+  auto too_many = format::decode(format::encode(idx), "set/index.bin");
+  BOOST_TEST_REQUIRE(!too_many.is_ok());
+  BOOST_TEST(too_many.error().message().find("more than the index's") != std::string::npos,
+             too_many.error().message());
+}
+
+// Found by reading the code behind fuzz/shard_index: 8 * (records + 1)
+// wrapped around, so a deflate shard claiming 2^61 - 1 records passed the
+// size check and its offset table was read past the end of the mapping.
+BOOST_AUTO_TEST_CASE(an_offset_table_larger_than_its_shard_is_refused_before_it_is_read) {
+  namespace format = dtrain::data::shard_format;
+  temp_dir tmp;
+  std::filesystem::create_directories(tmp.file("set"));
+  const int64_t records = (int64_t{1} << 61) - 1;
+  format::index idx;
+  idx.encoding = "deflate";
+  idx.size = records;
+  idx.feature_count = 1;
+  idx.sample_shape = {1};
+  // One page of zeros (an offset table ending in 0); its zlib crc32 is 0xc71c0011.
+  idx.shards = {{format::shard_file_name(0), records, 4096, 0xc71c0011u}};
+  dtrain::testing::write_file(tmp.file("set") + "/" + format::index_name, format::encode(idx));
+  dtrain::testing::write_file(tmp.file("set") + "/" + format::shard_file_name(0),
+                              std::string(4096, '\0'));
+  auto set = open_ok(tmp.file("set"));
+  const int64_t first = 0;
+  std::vector<float> x(1), y(1);
+  const status s = set->gather(&first, 1, x.data(), y.data());
+  BOOST_TEST(s.code() == error_code::corrupt_data);
+  BOOST_TEST(s.message().find("too small for its offset table") != std::string::npos, s.message());
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_gathers_from_four_threads_agree_with_the_source) {

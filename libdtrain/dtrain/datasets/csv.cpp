@@ -197,6 +197,9 @@ result<std::shared_ptr<const dataset>> build_dataset(table_cells& t, const table
   auto features = feature_tensor(t, plan, maps, feature_names);
   if (!features)
     return features.error();
+  if (feature_names.empty())  // categorical columns whose every cell is missing
+    return corrupt_data(path + ": no feature is left: the categorical columns have no "
+                               "category (every cell is missing; give a category list)");
   int64_t class_count = 0;
   tensor targets;
   if (reader.options.classification) {

@@ -90,10 +90,21 @@ bool png_header_phase(png_job* job) {
   return true;
 }
 
-bool png_pixels_phase(png_job* job, png_bytepp rows) {
+// `rows` (an interlaced image, whose passes need every row at once) point
+// into `pixels`; else `pixels` grows row by row, so that a file cut short
+// costs the rows it holds, not the size its header claims.
+bool png_pixels_phase(png_job* job, std::vector<uint8_t>* pixels, png_bytepp rows,
+                      size_t stride, int64_t height) {
   if (setjmp(png_jmpbuf(job->png)))
     return false;
-  png_read_image(job->png, rows);
+  if (rows != nullptr) {
+    png_read_image(job->png, rows);
+  } else {
+    for (int64_t y = 0; y < height; ++y) {
+      pixels->resize(static_cast<size_t>(y + 1) * stride);
+      png_read_row(job->png, pixels->data() + static_cast<size_t>(y) * stride, nullptr);
+    }
+  }
   // Reads up to IEND, so a file cut after its last IDAT is caught too.
   png_read_end(job->png, nullptr);
   return true;
@@ -130,11 +141,18 @@ public:
   }
 
   status pixels(image& out, const std::string& what) {
-    out.pixels.resize(static_cast<size_t>(out.height * out.width * out.channels));
-    std::vector<png_bytep> rows(static_cast<size_t>(out.height));
-    for (int64_t y = 0; y < out.height; ++y)
-      rows[static_cast<size_t>(y)] = out.pixels.data() + y * out.width * out.channels;
-    if (!png_pixels_phase(&job_, rows.data()))
+    const auto stride = static_cast<size_t>(out.width * out.channels);
+    out.pixels.clear();
+    out.pixels.reserve(stride * static_cast<size_t>(out.height));  // not yet touched
+    std::vector<png_bytep> rows;
+    if (png_get_interlace_type(job_.png, job_.info) != PNG_INTERLACE_NONE) {
+      out.pixels.resize(stride * static_cast<size_t>(out.height));
+      rows.resize(static_cast<size_t>(out.height));
+      for (int64_t y = 0; y < out.height; ++y)
+        rows[static_cast<size_t>(y)] = out.pixels.data() + static_cast<size_t>(y) * stride;
+    }
+    if (!png_pixels_phase(&job_, &out.pixels, rows.empty() ? nullptr : rows.data(), stride,
+                          out.height))
       return corrupt_data(what + ": bad PNG: " + job_.message);
     return status::ok();
   }
@@ -195,7 +213,9 @@ bool jpeg_header_phase(jpeg_job* job, const unsigned char* data, size_t size) {
   return true;
 }
 
-bool jpeg_pixels_phase(jpeg_job* job, unsigned char* pixels) {
+// `pixels` grows row by row (its capacity reserved), so that damaged data
+// costs the rows decoded before it, not the size the header claims.
+bool jpeg_pixels_phase(jpeg_job* job, std::vector<uint8_t>* pixels) {
   if (setjmp(job->jump))
     return false;
   jpeg_decompress_struct* cinfo = &job->cinfo;
@@ -203,7 +223,9 @@ bool jpeg_pixels_phase(jpeg_job* job, unsigned char* pixels) {
   size_t stride = static_cast<size_t>(cinfo->output_width) *
                   static_cast<size_t>(cinfo->output_components);
   while (cinfo->output_scanline < cinfo->output_height) {
-    JSAMPROW row = pixels + static_cast<size_t>(cinfo->output_scanline) * stride;
+    const size_t at = static_cast<size_t>(cinfo->output_scanline) * stride;
+    pixels->resize(at + stride);
+    JSAMPROW row = pixels->data() + at;
     jpeg_read_scanlines(cinfo, &row, 1);
   }
   jpeg_finish_decompress(cinfo);
@@ -238,8 +260,9 @@ public:
   }
 
   status pixels(image& out, const std::string& what) {
-    out.pixels.resize(static_cast<size_t>(out.height * out.width * out.channels));
-    if (!jpeg_pixels_phase(&job_, out.pixels.data()))
+    out.pixels.clear();
+    out.pixels.reserve(static_cast<size_t>(out.height * out.width * out.channels));
+    if (!jpeg_pixels_phase(&job_, &out.pixels))
       return corrupt_data(what + ": bad JPEG: " + job_.message);
     if (job_.cinfo.output_components != out.channels)
       return corrupt_data(what + ": bad JPEG: decoded " +

@@ -129,6 +129,9 @@ result<std::shared_ptr<const dataset>> open_arrays(const npy_options& options) {
   auto features = open_array(options.features, npz ? &archive : nullptr, options.features_key);
   if (!features)
     return features.error();
+  if (features->row_elements == 0)  // (N, 0): N records from no bytes, N up to 2^63
+    return corrupt_data(features->what + ": records of no values (shape [" +
+                        std::to_string(features->rows()) + ", ..., 0])");
   npy_array targets;
   const bool has_targets = !options.targets.empty();
   if (has_targets) {

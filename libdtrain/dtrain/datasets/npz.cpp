@@ -130,6 +130,12 @@ result<byte_view> inflate_member(const unsigned char* data, const entry& e,
   if (e.uncompressed > std::numeric_limits<size_t>::max() / 2)
     return corrupt_data(what + ": deflated member claims " + std::to_string(e.uncompressed) +
                         " bytes");
+  // Deflate packs at most 1032:1: a larger claim is damage, refused before
+  // the buffer it would size is allocated.
+  if (e.uncompressed / 1032 > e.compressed)
+    return corrupt_data(what + ": deflated member claims " + std::to_string(e.uncompressed) +
+                        " bytes from " + std::to_string(e.compressed) +
+                        " compressed (deflate packs at most 1032:1)");
   std::shared_ptr<unsigned char[]> out;
   try {
     out.reset(new unsigned char[std::max<uint64_t>(e.uncompressed, 1)]);

@@ -114,15 +114,21 @@ status check_counts(const index& idx, const std::string& path) {
                         std::to_string(idx.target_count) + ")");
   int64_t product = 1;
   for (int64_t d : idx.sample_shape)
-    product = d > 0 && product <= (int64_t{1} << 40) / d ? product * d : -1;
+    product = product > 0 && d > 0 && product <= (int64_t{1} << 40) / d ? product * d : -1;
   if (product != idx.feature_count)
     return corrupt_data(path + ": the sample shape does not multiply to " +
                         std::to_string(idx.feature_count) + " features");
+  if (idx.target_count > (int64_t{1} << 40))
+    return corrupt_data(path + ": " + std::to_string(idx.target_count) +
+                        " targets per record is not believable");
   int64_t records = 0;
   for (const shard_entry& e : idx.shards) {
     if (e.records <= 0 || e.bytes <= 0 || e.file.empty() ||
         e.file.find('/') != std::string::npos || e.file[0] == '.')
       return corrupt_data(path + ": bad entry for shard '" + e.file + "'");
+    if (e.records > idx.size - records)  // (checked before adding: no overflow)
+      return corrupt_data(path + ": the shards hold more than the index's " +
+                          std::to_string(idx.size) + " records");
     records += e.records;
   }
   if (records != idx.size)

@@ -83,10 +83,11 @@ uint32_t crc_of(const unsigned char* data, size_t n) {
 // strictly and ends where the table begins.
 status check_offset_table(const unsigned char* data, size_t size, int64_t records,
                           const std::string& path) {
-  const uint64_t table = 8 * (static_cast<uint64_t>(records) + 1);
-  if (table > size)
+  // (compared before multiplying: 8 * (records + 1) may wrap around)
+  if (static_cast<uint64_t>(records) + 1 > size / 8)
     return corrupt_data(path + ": too small for its offset table of " +
-                        std::to_string(records + 1) + " entries");
+                        std::to_string(static_cast<uint64_t>(records) + 1) + " entries");
+  const uint64_t table = 8 * (static_cast<uint64_t>(records) + 1);
   const unsigned char* at = data + size - table;
   uint64_t previous = load_u64(at);
   if (previous != 0)
@@ -232,7 +233,9 @@ result<std::shared_ptr<const dataset>> open_shards(const std::string& dir) {
   int64_t start = 0;
   for (const shard_format::shard_entry& e : idx->shards) {
     const std::string path = dir + "/" + e.file;
-    if (idx->encoding == "raw" && e.bytes != e.records * record_bytes)
+    // (bytes / record_bytes: records * record_bytes may overflow)
+    if (idx->encoding == "raw" &&
+        (e.bytes % record_bytes != 0 || e.bytes / record_bytes != e.records))
       return corrupt_data(index_path + ": shard " + e.file + " of " + std::to_string(e.records) +
                           " raw records cannot be " + std::to_string(e.bytes) + " bytes");
     auto m = std::make_unique<shard_dataset::mapping>();

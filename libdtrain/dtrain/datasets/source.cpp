@@ -295,7 +295,8 @@ status check_source(const source_spec& spec, const std::string& what) {
   if (value_of(spec, "path").empty())
     return invalid_argument(what + ": no path (the " + format->second + " source's file or folder)");
   for (const auto& [key, value] : spec) {
-    auto matches = [&](const std::string& p) { return key_matches(key, p); };
+    // (an init-capture: C++17 lambdas cannot capture a structured binding; clang refuses)
+    auto matches = [&key = key](const std::string& p) { return key_matches(key, p); };
     if (std::any_of(common_keys.begin(), common_keys.end(), matches) ||
         std::any_of(keys->second.begin(), keys->second.end(), matches))
       continue;

@@ -105,7 +105,7 @@ status hyperparameters::check_known(const std::vector<std::string>& known,
   };
   for (auto& [key, value] : values_) {
     if (std::any_of(known.begin(), known.end(),
-                    [&](const std::string& k) { return matches(key, k); }))
+                    [&, &key = key](const std::string& k) { return matches(key, k); }))
       continue;
     std::string list;
     for (auto& k : known)
