@@ -32,26 +32,48 @@ bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// A table as the test wrote it: features row by row, and labels.
+struct table {
+  std::vector<float> x;
+  std::vector<int> y;
+};
+
 // A CSV of `rows` samples of 3 classes (drawn at random, so the file's
 // order is no class order): 4 features, normal around a class mean (classes
-// 6 standard deviations apart), then the label. The labels, in file order.
-std::vector<int> write_gaussians(const std::string& path, int rows, uint32_t seed) {
+// 6 standard deviations apart), then the label. What it holds.
+table write_gaussians(const std::string& path, int rows, uint32_t seed) {
   const double means[3][4] = {{0, 0, 0, 0}, {6, 0, 3, 0}, {0, 6, -3, 2}};
   std::mt19937 gen(seed);
   std::uniform_int_distribution<int> pick(0, 2);
   std::normal_distribution<double> noise(0.0, 1.0);
-  std::ostringstream out;
-  out << "x0,x1,x2,x3,label\n";
-  std::vector<int> labels;
+  std::string text = "x0,x1,x2,x3,label\n";
+  table t;
   for (int i = 0; i < rows; ++i) {
     const int c = pick(gen);
-    labels.push_back(c);
-    for (double m : means[c])
-      out << m + noise(gen) << ",";
-    out << c << "\n";
+    t.y.push_back(c);
+    for (double m : means[c]) {
+      const std::string value = std::to_string(m + noise(gen));
+      t.x.push_back(std::stof(value));
+      text += value + ",";
+    }
+    text += std::to_string(c) + "\n";
   }
-  dtrain::testing::write_file(path, out.str());
-  return labels;
+  dtrain::testing::write_file(path, text);
+  return t;
+}
+
+// An .npy file (format 1.0) of little-endian float32 `values` of `shape`.
+void write_npy(const std::string& path, const std::vector<float>& values,
+               const std::string& shape) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append(63 - (10 + header.size()) % 64, ' ');
+  header += '\n';
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header;
+  bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  dtrain::testing::write_file(path, bytes);
 }
 
 // A 2-slot mlp_classifier experiment on DIR's train.csv (or `train_path`)
@@ -107,7 +129,8 @@ BOOST_AUTO_TEST_CASE(train_and_predict_a_csv_table_from_an_experiment_file) {
   home_dir home;
   temp_dir dir;
   write_gaussians(dir.file("train.csv"), 600, 1);
-  const std::vector<int> labels = write_gaussians(dir.file("test.csv"), 200, 2);
+  const table test = write_gaussians(dir.file("test.csv"), 200, 2);
+  const std::vector<int>& labels = test.y;
   const std::string file = experiment(dir, dir.file("train.csv"));
 
   auto trained = run_dtrain({"train", file, "--embedded"}, dir.file("train.log"),
@@ -178,6 +201,21 @@ BOOST_AUTO_TEST_CASE(train_and_predict_a_csv_table_from_an_experiment_file) {
   BOOST_TEST_REQUIRE(tsv_rows.size() == rows.size());
   for (size_t i = 0; i < rows.size(); ++i)
     BOOST_TEST((tsv_rows[i] == rows[i]), "row " << i);
+  // The same rows as NumPy arrays: the experiment's CSV keys (target:
+  // label) do not apply to them; --input-set names the targets' file.
+  write_npy(dir.file("test_x.npy"), test.x, "(200, 4)");
+  write_npy(dir.file("test_y.npy"), std::vector<float>(test.y.begin(), test.y.end()), "(200,)");
+  auto npy = run_dtrain({"predict", file, "--embedded", "--checkpoint", checkpoints, "--input",
+                         dir.file("test_x.npy"), "--input-set",
+                         "targets=" + dir.file("test_y.npy"), "--output", dir.file("npy-out.csv")},
+                        dir.file("npy.log"), milliseconds(120000));
+  BOOST_TEST_REQUIRE(npy.code == 0, npy.log);
+  const auto npy_rows = csv_rows(dir.file("npy-out.csv"), tsv_header);
+  BOOST_TEST_REQUIRE(npy_rows.size() == rows.size());
+  for (size_t i = 0; i < rows.size(); ++i)
+    BOOST_TEST((std::vector<std::string>(npy_rows[i].begin(), npy_rows[i].begin() + 3) ==
+                std::vector<std::string>(rows[i].begin(), rows[i].begin() + 3)),
+               "row " << i);
   with_tsv.back() = "colour=red";
   auto unknown = run_dtrain(with_tsv, dir.file("unknown.log"), milliseconds(120000));
   BOOST_TEST(unknown.code != 0);
