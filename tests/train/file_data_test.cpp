@@ -356,6 +356,55 @@ BOOST_AUTO_TEST_CASE(standardize_and_normalize_hold_the_statistics_computed_by_h
   }
 }
 
+// The image transforms of the train set only, in torchvision's order; a
+// flip probability reads the same written as 1 or 1.0.
+BOOST_AUTO_TEST_CASE(crop_and_flip_apply_to_training_images_and_flip_takes_a_probability) {
+  temp_dir dir;
+  const std::string path = write_table(dir, "img.csv", 10, 4, 2);
+  const config image = {{"data.train.format", "csv"}, {"data.train.path", path},
+                        {"data.train.shape", "1,2,2"}};
+  auto names = [&](const std::string& crop, const std::string& flip) {
+    config hp = image;
+    if (!crop.empty())
+      hp["data.random_crop"] = crop;
+    if (!flip.empty())
+      hp["data.horizontal_flip"] = flip;
+    train::operator_parts parts;
+    status s = set_up("mlp_classifier", hp, parts);
+    BOOST_TEST_REQUIRE(s.is_ok(), s.to_string());
+    BOOST_TEST(parts.validation_transforms.empty());
+    std::string out;
+    for (const auto& t : parts.train_transforms)
+      out += (out.empty() ? "" : " ") + t->name();
+    return out;
+  };
+  BOOST_TEST(names("", "true") == "horizontal_flip(p 0.5)");
+  BOOST_TEST(names("", "1.0") == "horizontal_flip(p 1)");
+  BOOST_TEST(names("", "1") == "horizontal_flip(p 1)");
+  BOOST_TEST(names("", "0.25") == "horizontal_flip(p 0.25)");
+  BOOST_TEST(names("", "false") == "");
+  BOOST_TEST(names("", "0") == "");
+  const std::string both = names("1", "true");
+  BOOST_TEST((both.rfind("random_crop", 0) == 0 && has(both, "horizontal_flip")), both);
+  // Bad values and flat rows are refused by name.
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"data.horizontal_flip", "1.5"}, {"data.horizontal_flip", "often"},
+      {"data.random_crop", "-1"}};
+  for (const auto& [key, value] : bad) {
+    config hp = image;
+    hp[key] = value;
+    train::operator_parts parts;
+    status s = set_up("mlp_classifier", hp, parts);
+    BOOST_TEST((!s.is_ok() && has(s.message(), key)), key << "=" << value << ": " << s.to_string());
+  }
+  train::operator_parts flat;
+  status s = set_up("mlp_classifier",
+                    {{"data.train.format", "csv"}, {"data.train.path", path},
+                     {"data.random_crop", "2"}},
+                    flat);
+  BOOST_TEST((!s.is_ok() && has(s.message(), "random_crop")), s.to_string());
+}
+
 BOOST_AUTO_TEST_CASE(a_prediction_input_of_another_width_is_a_shape_mismatch_naming_both) {
   temp_dir dir;
   const std::string train = write_table(dir, "train.csv", 20, 4, 2);
