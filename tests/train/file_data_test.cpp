@@ -249,6 +249,19 @@ BOOST_AUTO_TEST_CASE(a_cnn_on_flat_rows_is_a_shape_mismatch_until_shape_is_given
              s.to_string());
 }
 
+// Without a data: section the classifiers keep their Fashion-MNIST (whose
+// rows are flat: the CNN views them as 1x28x28 images, as before).
+BOOST_AUTO_TEST_CASE(without_a_data_section_the_classifiers_keep_fashion_mnist) {
+  for (const std::string op : {"mlp_classifier", "cnn_classifier"}) {
+    train::operator_parts parts;
+    status s = set_up(op, {{"hidden", "8"}, {"data_dir", testing::fashion_mnist_dir()}}, parts);
+    BOOST_TEST_REQUIRE(s.is_ok(), op << ": " << s.to_string());
+    BOOST_TEST(parts.train_data->size() == 60000);
+    BOOST_TEST(parts.validation_data->size() == 10000);
+    BOOST_TEST(output_width(*parts.model, 2, 784) == 10, op);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_validation_set_of_another_width_is_an_error_naming_both) {
   temp_dir dir;
   const std::string train = write_table(dir, "train.csv", 20, 4, 2);
