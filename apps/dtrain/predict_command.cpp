@@ -39,10 +39,20 @@ struct predict_command_options {
   security::tls_files tls;
 };
 
+// Whether one reader reads both formats (csv and tsv, npy and npz), so that
+// one's reader keys (a target column, an array name) apply to the other.
+bool same_reader(const std::string& a, const std::string& b) {
+  auto reader = [](const std::string& f) -> std::string {
+    return f == "tsv" ? "csv" : f == "npz" ? "npy" : f;
+  };
+  return reader(a) == reader(b);
+}
+
 // What the replicas read: the operator's own set, or a file as a data
 // source: the experiment's data.validation keys (or data.train's: the same
-// target column, shape and scale as in training), with the path and format
-// of --input and the keys of --input-set on top.
+// target column, shape and scale as in training; of another reader's
+// format, only shape and scale), with the path and format of --input and
+// the keys of --input-set on top.
 result<std::string> input_of(const predict_command_options& o,
                              const experiments::experiment& e) {
   if (o.input == "validation" || o.input == "train") {
@@ -53,11 +63,20 @@ result<std::string> input_of(const predict_command_options& o,
   data::source_spec spec = data::sub_spec(e.hyperparameters, "data.validation");
   if (spec.empty())
     spec = data::sub_spec(e.hyperparameters, "data.train");
-  spec["path"] = o.input;
-  spec["format"] = o.input_format.empty() ? data::format_of_path(o.input) : o.input_format;
-  if (spec["format"].empty())
+  const std::string format =
+      o.input_format.empty() ? data::format_of_path(o.input) : o.input_format;
+  if (format.empty())
     return invalid_argument("--input " + o.input + ": no format known for this name (give "
                             "--input-format csv|tsv|npy|npz|images|hdf5|shards|idx)");
+  if (!same_reader(spec["format"], format)) {
+    data::source_spec common;
+    for (const char* key : {"shape", "scale"})
+      if (spec.count(key))
+        common[key] = spec[key];
+    spec = common;
+  }
+  spec["path"] = o.input;
+  spec["format"] = format;
   for (const std::string& kv : o.input_set) {
     const size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0)

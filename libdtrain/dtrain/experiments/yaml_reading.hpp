@@ -50,10 +50,12 @@ inline status wrong_type(const std::string& path, const std::string& expected,
   return invalid_argument(path + ": expected " + expected + ", got " + describe(node));
 }
 
+// Empty items keep their separators: ["", ""] is ",", so that a list read
+// back from to_yaml (a value with commas is written as a list) is the value.
 inline std::string join(const std::vector<std::string>& items, const std::string& sep) {
   std::string out;
-  for (const auto& item : items)
-    out += (out.empty() ? "" : sep) + item;
+  for (size_t i = 0; i < items.size(); ++i)
+    out += (i == 0 ? "" : sep) + items[i];
   return out;
 }
 

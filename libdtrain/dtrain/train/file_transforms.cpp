@@ -10,12 +10,18 @@ namespace dtrain::train {
 
 namespace {
 
-// data.horizontal_flip: true (0.5), false (0) or a probability.
+// data.horizontal_flip: true (0.5), false (0) or a probability. A number
+// is a probability first, so that 1 means 1 as 1.0 does.
 result<double> flip_probability(const hyperparameters& hp) {
-  auto on = hp.get_bool("data.horizontal_flip", false);
-  if (on)
-    return *on ? 0.5 : 0.0;
-  DTRAIN_ASSIGN_OR_RETURN(double p, hp.get_double("data.horizontal_flip", 0.0));
+  auto number = hp.get_double("data.horizontal_flip", 0.0);
+  if (!number) {
+    auto on = hp.get_bool("data.horizontal_flip", false);
+    if (on)
+      return *on ? 0.5 : 0.0;
+    return invalid_argument("data.horizontal_flip: '" + hp.values().at("data.horizontal_flip") +
+                            "' is not true, false or a probability in [0, 1]");
+  }
+  const double p = *number;
   if (!(p >= 0.0 && p <= 1.0))
     return invalid_argument("data.horizontal_flip: " + std::to_string(p) +
                             " is not true, false or a probability in [0, 1]");
