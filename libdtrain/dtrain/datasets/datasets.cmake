@@ -4,6 +4,7 @@
 # ---- the lead: sources from an experiment's data: section ----
 target_sources(dtrain_core PRIVATE
   dtrain/datasets/source.cpp
+  dtrain/datasets/cached.cpp
   dtrain/train/file_data.cpp
   dtrain/train/file_transforms.cpp
   dtrain/experiments/data_reading.cpp)

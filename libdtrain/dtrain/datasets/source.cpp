@@ -9,6 +9,7 @@
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/data/idx.hpp"
+#include "dtrain/datasets/cached.hpp"
 #include "dtrain/datasets/csv.hpp"
 #include "dtrain/datasets/hdf5.hpp"
 #include "dtrain/datasets/image_folder.hpp"
@@ -21,7 +22,8 @@ namespace dtrain::data {
 namespace {
 
 // Keys every format takes.
-const std::vector<std::string> common_keys = {"format", "path", "shape", "scale"};
+const std::vector<std::string> common_keys = {"format", "path", "shape", "scale", "cache",
+                                              "cache_mb"};
 
 // The keys each format takes beyond the common ones ('*' ends a prefix:
 // categorical.* is any categorical.COLUMN).
@@ -317,16 +319,24 @@ result<std::shared_ptr<const dataset>> open_source(const source_spec& spec,
   const train::hyperparameters hp = prefixed(spec, what);
   DTRAIN_ASSIGN_OR_RETURN(auto shape, hp.get_int_list(what + ".shape", {}));
   DTRAIN_ASSIGN_OR_RETURN(double scale, hp.get_double(what + ".scale", 1.0));
+  DTRAIN_ASSIGN_OR_RETURN(bool cache, hp.get_bool(what + ".cache", false));
+  DTRAIN_ASSIGN_OR_RETURN(int64_t cache_mb, hp.get_int(what + ".cache_mb", 8192));
   auto opened = open_reader(spec, what, classification);
   if (!opened)
     return opened.error().with_context(what);
-  if (shape.empty() && scale == 1.0)
-    return opened;
-  std::shared_ptr<const dataset> base = std::move(opened).value();
-  if (shape.empty())
-    shape = base->sample_shape();
-  auto viewed = view_dataset(std::move(base), std::move(shape), static_cast<float>(scale));
-  return viewed ? viewed : viewed.error().with_context(what);
+  std::shared_ptr<const dataset> set = std::move(opened).value();
+  if (!shape.empty() || scale != 1.0) {
+    if (shape.empty())
+      shape = set->sample_shape();
+    auto viewed = view_dataset(std::move(set), std::move(shape), static_cast<float>(scale));
+    if (!viewed)
+      return viewed.error().with_context(what);
+    set = std::move(viewed).value();
+  }
+  if (!cache)
+    return set;
+  auto cached = cache_in_memory(std::move(set), cache_mb << 20);
+  return cached ? cached : cached.error().with_context(what);
 }
 
 result<std::shared_ptr<const dataset>> view_dataset(std::shared_ptr<const dataset> base,

@@ -28,8 +28,10 @@ namespace dtrain::data {
 ///
 /// and for every format: `shape` (the sample shape to view rows as, e.g.
 /// [1, 28, 28] for image rows read from a table; its product must be the
-/// row width) and `scale` (multiplies every feature, e.g. 0.00392156 for
-/// 8-bit pixels).
+/// row width), `scale` (multiplies every feature, e.g. 0.00392156 for
+/// 8-bit pixels) and `cache` (true: keep every sample in memory as floats
+/// once read, so that only the first epoch reads and decodes; at most
+/// `cache_mb`, default 8192, else an error naming the size).
 using source_spec = std::map<std::string, std::string>;
 
 /// Checks `spec`'s format and keys without touching a file (an unknown
