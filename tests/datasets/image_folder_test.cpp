@@ -21,6 +21,7 @@
 
 #include "dtrain/datasets/image_decode.hpp"
 #include "dtrain/datasets/image_folder.hpp"
+#include "support/png_writer.hpp"
 #include "support/test_util.hpp"
 
 namespace {
@@ -37,16 +38,8 @@ using pixels = std::vector<uint8_t>;
 
 // A PNG of HWC 8-bit pixels, 1 or 3 channels (libpng's simplified writer).
 std::string png_bytes(int width, int height, int channels, const pixels& px) {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  image.width = static_cast<png_uint_32>(width);
-  image.height = static_cast<png_uint_32>(height);
-  image.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
-  png_alloc_size_t size = 0;
-  BOOST_REQUIRE(png_image_write_to_memory(&image, nullptr, &size, 0, px.data(), 0, nullptr));
-  std::string out(size, '\0');
-  BOOST_REQUIRE(png_image_write_to_memory(&image, out.data(), &size, 0, px.data(), 0, nullptr));
-  out.resize(size);
+  std::string out = dtrain::testing::png_bytes(width, height, channels, px.data());
+  BOOST_REQUIRE(!out.empty());
   return out;
 }
 

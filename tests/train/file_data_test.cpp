@@ -448,6 +448,27 @@ BOOST_AUTO_TEST_CASE(a_prediction_input_of_another_width_is_a_shape_mismatch_nam
   BOOST_TEST((!other.is_ok() && has(other.error().message(), "'test'")));
 }
 
+// Replicas of one process share a source's one read; a failed open is not
+// kept, so a file that appears later is read.
+BOOST_AUTO_TEST_CASE(a_source_is_opened_once_per_process_and_a_failed_open_is_not_kept) {
+  temp_dir dir;
+  const data::source_spec spec = {{"format", "csv"}, {"path", dir.file("late.csv")}};
+  auto first = train::shared_source(spec, "data.train", true);
+  BOOST_TEST((!first.is_ok() && has(first.error().message(), dir.file("late.csv"))));
+  write_table(dir, "late.csv", 6, 2, 2);
+  auto second = train::shared_source(spec, "data.train", true);
+  BOOST_TEST_REQUIRE(second.is_ok(), second.error().to_string());
+  BOOST_TEST((*second)->size() == 6);
+  auto third = train::shared_source(spec, "data.train", true);
+  BOOST_TEST_REQUIRE(third.is_ok());
+  BOOST_TEST(third->get() == second->get());
+  // Regression targets are another open of the same file.
+  auto values = train::shared_source(spec, "data.train", false);
+  BOOST_TEST_REQUIRE(values.is_ok(), values.error().to_string());
+  BOOST_TEST(values->get() != second->get());
+  BOOST_TEST((*values)->class_count() == 0);
+}
+
 BOOST_AUTO_TEST_CASE(a_source_travels_as_text_and_back) {
   const data::source_spec spec = {{"format", "csv"},
                                   {"path", "/data/a b=c.csv"},
