@@ -450,7 +450,7 @@ BOOST_AUTO_TEST_CASE(a_prediction_input_of_another_width_is_a_shape_mismatch_nam
 
 // Replicas of one process share a source's one read; a failed open is not
 // kept, so a file that appears later is read.
-BOOST_AUTO_TEST_CASE(a_source_is_opened_once_per_process_and_a_failed_open_is_not_kept) {
+BOOST_AUTO_TEST_CASE(a_source_is_opened_once_while_in_use_and_a_failed_open_is_not_kept) {
   temp_dir dir;
   const data::source_spec spec = {{"format", "csv"}, {"path", dir.file("late.csv")}};
   auto first = train::shared_source(spec, "data.train", true);
@@ -467,6 +467,13 @@ BOOST_AUTO_TEST_CASE(a_source_is_opened_once_per_process_and_a_failed_open_is_no
   BOOST_TEST_REQUIRE(values.is_ok(), values.error().to_string());
   BOOST_TEST(values->get() != second->get());
   BOOST_TEST((*values)->class_count() == 0);
+  // Once no one holds it, the set is read again: a changed file is seen.
+  second = dtrain::status(dtrain::error_code::aborted, "released");
+  third = dtrain::status(dtrain::error_code::aborted, "released");
+  write_table(dir, "late.csv", 9, 2, 2);
+  auto fourth = train::shared_source(spec, "data.train", true);
+  BOOST_TEST_REQUIRE(fourth.is_ok(), fourth.error().to_string());
+  BOOST_TEST((*fourth)->size() == 9);
 }
 
 BOOST_AUTO_TEST_CASE(a_source_travels_as_text_and_back) {

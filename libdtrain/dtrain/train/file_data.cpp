@@ -28,20 +28,26 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 } // namespace
 
-// The lock is held while opening, so that concurrent first calls wait for
-// one read instead of all reading.
+// The cache holds weak references: a set lives while a replica of this
+// process uses it, and the next trainer after it reads the file again (a
+// long-lived node neither keeps every set it ever read nor misses a changed
+// file). The lock is held while opening, so that concurrent first calls
+// wait for one read instead of all reading.
 result<std::shared_ptr<const data::dataset>> shared_source(const data::source_spec& spec,
                                                            const std::string& what,
                                                            bool classification) {
   static std::mutex mutex;
-  static std::map<std::pair<data::source_spec, bool>, std::shared_ptr<const data::dataset>> cache;
+  static std::map<std::pair<data::source_spec, bool>, std::weak_ptr<const data::dataset>> cache;
   std::lock_guard<std::mutex> lock(mutex);
+  for (auto it = cache.begin(); it != cache.end();)  // forget the sets no one uses
+    it = it->second.expired() ? cache.erase(it) : std::next(it);
   auto key = std::make_pair(spec, classification);
   auto it = cache.find(key);
   if (it != cache.end())
-    return it->second;
+    if (auto live = it->second.lock())
+      return live;
   DTRAIN_ASSIGN_OR_RETURN(auto set, data::open_source(spec, what, classification));
-  cache.emplace(std::move(key), set);
+  cache[std::move(key)] = set;
   return set;
 }
 

@@ -28,22 +28,31 @@ result<double> flip_probability(const hyperparameters& hp) {
   return p;
 }
 
-// The train set's statistics, once per process, set and kind: replicas that
-// are threads of one process share the one pass.
-result<data::moments> shared_moments(const data::dataset& set, bool per_feature,
-                                     bool per_channel) {
+// The train set's statistics, once per set and kind while the set lives:
+// replicas that are threads of one process share the one pass. An entry
+// holds a weak reference to its set, so a set freed and another allocated
+// at its address never gets the old numbers.
+result<data::moments> shared_moments(const std::shared_ptr<const data::dataset>& owner,
+                                     bool per_feature, bool per_channel) {
+  struct entry {
+    std::weak_ptr<const data::dataset> set;
+    data::moments values;
+  };
   static std::mutex mutex;
-  static std::map<std::tuple<const data::dataset*, bool, bool>, data::moments> cache;
+  static std::map<std::tuple<const data::dataset*, bool, bool>, entry> cache;
   std::lock_guard<std::mutex> lock(mutex);
+  for (auto it = cache.begin(); it != cache.end();)
+    it = it->second.set.expired() ? cache.erase(it) : std::next(it);
+  const data::dataset& set = *owner;
   auto key = std::make_tuple(&set, per_feature, per_channel);
-  if (auto it = cache.find(key); it != cache.end())
-    return it->second;
+  if (auto it = cache.find(key); it != cache.end() && it->second.set.lock() == owner)
+    return it->second.values;
   auto computed = per_feature ? data::compute_standardization(set)
                               : data::compute_normalization(set, per_channel);
   if (!computed)
     return computed.error().with_context("data.train statistics for " +
                                          std::string(per_feature ? "standardize" : "normalize"));
-  cache.emplace(key, *computed);
+  cache[key] = entry{owner, *computed};
   return computed;
 }
 
@@ -89,7 +98,8 @@ status add_file_transforms(const hyperparameters& hp, operator_parts& parts) {
   const bool standardize = hp.get_bool("data.standardize", false).value();
   if (!normalize && !standardize)
     return status::ok();
-  DTRAIN_ASSIGN_OR_RETURN(auto m, shared_moments(train, standardize, shape.size() == 3));
+  DTRAIN_ASSIGN_OR_RETURN(auto m, shared_moments(parts.train_data, standardize,
+                                                 shape.size() == 3));
   std::shared_ptr<const data::transform> scaling;
   if (standardize) {
     DTRAIN_ASSIGN_OR_RETURN(auto s, data::standardize::create(m.mean, m.std));
