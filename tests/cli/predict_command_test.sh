@@ -34,7 +34,7 @@ grep -q "accuracy $validation" "$tmp/predict.log" || fail "predict did not print
 
 "$dtrain" predict "$tmp/fm.yaml" --embedded --checkpoint "$ckpt" --input test \
   --output "$tmp/x.csv" > "$tmp/bad.log" 2>&1 && fail "--input test was accepted"
-grep -q "input 'test' is not 'validation' or 'train'" "$tmp/bad.log" || fail "bad input: $(cat "$tmp/bad.log")"
+grep -q -- "--input test: no format known for this name" "$tmp/bad.log" || fail "bad input: $(cat "$tmp/bad.log")"
 "$dtrain" predict "$tmp/fm.yaml" --embedded --checkpoint "$tmp/nowhere" \
   --output "$tmp/x.csv" > "$tmp/none.log" 2>&1 && fail "a missing checkpoint was accepted"
 grep -q "$tmp/nowhere" "$tmp/none.log" || fail "missing checkpoint: $(cat "$tmp/none.log")"
