@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
 
 namespace dtrain::data::csv_detail {
@@ -25,38 +26,8 @@ size_t mapping_bytes(size_t floats) {
 } // namespace
 
 result<mapped_text> mapped_text::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return os_error("cannot open", path, errno);
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || S_ISDIR(info.st_mode)) {
-    int err = S_ISDIR(info.st_mode) ? EISDIR : errno;
-    ::close(fd);
-    return os_error("cannot read", path, err);
-  }
-  mapped_text out;
-  if (info.st_size > 0) {
-    const size_t size = static_cast<size_t>(info.st_size);
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-    int err = errno;
-    if (p == MAP_FAILED) {
-      ::close(fd);
-      return os_error("cannot map", path, err);
-    }
-    ::madvise(p, size, MADV_SEQUENTIAL);
-    out.text_ = std::string_view(static_cast<const char*>(p), size);
-  }
-  ::close(fd);
-  return out;
-}
-
-mapped_text::mapped_text(mapped_text&& other) noexcept : text_(other.text_) {
-  other.text_ = {};
-}
-
-mapped_text::~mapped_text() {
-  if (!text_.empty())
-    ::munmap(const_cast<char*>(text_.data()), text_.size());
+  DTRAIN_ASSIGN_OR_RETURN(mapped_file file, mapped_file::open(path, /*sequential=*/true));
+  return mapped_text(std::move(file));
 }
 
 float_buffer float_buffer::window(float* data, size_t capacity) {

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "dtrain/core/mapped_file.hpp"
 #include "dtrain/core/status.hpp"
 
 /// The text layer of the CSV reader (internal to datasets/): reading a file
@@ -15,20 +16,20 @@
 /// columns or numbers.
 namespace dtrain::data::csv_detail {
 
-/// The bytes of a file, mapped read-only (and populated up front: one
-/// fault per page would cost more than the parse on a virtual machine).
-/// `text` is empty for an empty file. Moves; unmaps on destruction.
+/// The bytes of a file, mapped read-only for one pass (mapped_file's
+/// sequential: populated up front, since one fault per page would cost
+/// more than the parse on a virtual machine). `text` is empty for an empty
+/// file.
 class mapped_text {
 public:
   static result<mapped_text> open(const std::string& path);
-  mapped_text(mapped_text&& other) noexcept;
-  mapped_text& operator=(mapped_text&&) = delete;
-  ~mapped_text();
-  std::string_view text() const { return text_; }
+  std::string_view text() const {
+    return {reinterpret_cast<const char*>(file_.data), file_.size};
+  }
 
 private:
-  mapped_text() = default;
-  std::string_view text_;
+  explicit mapped_text(mapped_file file) : file_(std::move(file)) {}
+  mapped_file file_;
 };
 
 /// A growable array of floats in its own anonymous mapping, advised to use

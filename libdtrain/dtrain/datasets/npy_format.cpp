@@ -9,7 +9,9 @@
 #include <cstring>
 #include <limits>
 
+#include "dtrain/core/check.hpp"
 #include "dtrain/core/files.hpp"
+#include "dtrain/core/mapped_file.hpp"
 
 namespace dtrain::data::npy_detail {
 
@@ -164,29 +166,10 @@ void convert(const unsigned char* src, int64_t count, float* out) {
 } // namespace
 
 result<byte_view> map_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return os_error("cannot open", path, errno);
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || S_ISDIR(info.st_mode)) {
-    int err = S_ISDIR(info.st_mode) ? EISDIR : errno;
-    ::close(fd);
-    return os_error("cannot read", path, err);
-  }
-  if (info.st_size == 0) {
-    ::close(fd);
+  DTRAIN_ASSIGN_OR_RETURN(mapped_file file, mapped_file::open(path));
+  if (file.size == 0)
     return corrupt_data(path + ": empty file");
-  }
-  const size_t size = static_cast<size_t>(info.st_size);
-  void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int err = errno;
-  ::close(fd);  // the mapping keeps the file
-  if (mapped == MAP_FAILED)
-    return os_error("cannot map", path, err);
-  std::shared_ptr<const void> owner(mapped, [size](const void* p) {
-    ::munmap(const_cast<void*>(p), size);
-  });
-  return byte_view{owner, static_cast<const unsigned char*>(mapped), size};
+  return byte_view{file.owner, file.data, file.size};
 }
 
 result<npy_array> parse_npy(byte_view file, const std::string& what) {

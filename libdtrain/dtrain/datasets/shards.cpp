@@ -15,21 +15,19 @@
 #include <utility>
 
 #include "dtrain/core/files.hpp"
+#include "dtrain/core/check.hpp"
+#include "dtrain/core/mapped_file.hpp"
 #include "dtrain/datasets/shard_index.hpp"
 
 namespace dtrain::data {
 
 /// One shard's read-only mapping and the outcome of its one-time check.
 struct shard_dataset::mapping {
-  const unsigned char* data = nullptr;
-  size_t size = 0;
+  mapped_file file;
+  const unsigned char* data = nullptr;  // file.data
+  size_t size = 0;                      // file.size
   std::once_flag checked;
   status outcome;  // written once inside call_once, read after it
-
-  ~mapping() {
-    if (data != nullptr)
-      ::munmap(const_cast<unsigned char*>(data), size);
-  }
 };
 
 namespace {
@@ -103,29 +101,16 @@ status check_offset_table(const unsigned char* data, size_t size, int64_t record
   return status::ok();
 }
 
-// Maps the shard `entry` names under `dir` after checking its size.
-status map_shard(const shard_format::shard_entry& entry, const std::string& path,
-                 const unsigned char** data) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return os_error("cannot open shard", path, errno);
-  struct stat st {};
-  status s;
-  if (::fstat(fd, &st) != 0)
-    s = os_error("cannot stat shard", path, errno);
-  else if (st.st_size != entry.bytes)
-    s = corrupt_data(path + ": shard is " + std::to_string(st.st_size) +
-                     " bytes, the index says " + std::to_string(entry.bytes) +
-                     (st.st_size < entry.bytes ? " (truncated)" : ""));
-  if (s) {
-    void* addr = ::mmap(nullptr, static_cast<size_t>(entry.bytes), PROT_READ, MAP_PRIVATE, fd, 0);
-    if (addr == MAP_FAILED)
-      s = os_error("cannot mmap shard", path, errno);
-    else
-      *data = static_cast<const unsigned char*>(addr);
-  }
-  ::close(fd);  // the mapping keeps the file alive
-  return s;
+// Maps the shard `entry` names, checking its size against the index's.
+result<mapped_file> map_shard(const shard_format::shard_entry& entry, const std::string& path) {
+  auto file = mapped_file::open(path);
+  if (!file)
+    return status(file.error().code(), "shard: " + file.error().message());
+  if (static_cast<int64_t>(file->size) != entry.bytes)
+    return corrupt_data(path + ": shard is " + std::to_string(file->size) +
+                        " bytes, the index says " + std::to_string(entry.bytes) +
+                        (static_cast<int64_t>(file->size) < entry.bytes ? " (truncated)" : ""));
+  return file;
 }
 
 } // namespace
@@ -239,9 +224,9 @@ result<std::shared_ptr<const dataset>> open_shards(const std::string& dir) {
       return corrupt_data(index_path + ": shard " + e.file + " of " + std::to_string(e.records) +
                           " raw records cannot be " + std::to_string(e.bytes) + " bytes");
     auto m = std::make_unique<shard_dataset::mapping>();
-    if (status s = map_shard(e, path, &m->data); !s)
-      return s;
-    m->size = static_cast<size_t>(e.bytes);
+    DTRAIN_ASSIGN_OR_RETURN(m->file, map_shard(e, path));
+    m->data = m->file.data;
+    m->size = m->file.size;
     set->maps_.push_back(std::move(m));
     set->shards_.push_back({path, e.records, e.bytes, e.crc32});
     set->starts_.push_back(start);
