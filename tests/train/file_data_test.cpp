@@ -146,6 +146,9 @@ BOOST_AUTO_TEST_CASE(a_data_section_becomes_data_hyperparameters_and_round_trips
                        {"data.shuffle_window", "100"}};
   BOOST_TEST((parsed->hyperparameters == want));
   const std::string yaml = experiments::to_yaml(*parsed);
+  // Written back as a data: section, not as dotted hyperparameters.
+  BOOST_TEST(yaml.find("\ndata:") != std::string::npos, yaml);
+  BOOST_TEST(yaml.find("data.train") == std::string::npos, yaml);
   auto again = experiments::parse_experiment(yaml, "again.yaml");
   BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string() + "\n" + yaml);
   BOOST_TEST((again->hyperparameters == want), yaml);

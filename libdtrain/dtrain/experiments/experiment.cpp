@@ -1,5 +1,6 @@
 #include "dtrain/experiments/experiment.hpp"
 #include "dtrain/experiments/data_reading.hpp"
+#include "dtrain/train/file_data.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -367,14 +368,67 @@ void emit_searcher(YAML::Emitter& out, const experiment& exp) {
   out << YAML::EndMap;
 }
 
+// The data.* keys go back into a data: section when they form a valid one
+// (else, as any odd key, they stay among the hyperparameters): data.A.B: V
+// is written as data: {A: {B: V}}, which reads back to the same keys.
+bool writes_data_section(const experiment& exp) {
+  const train::hyperparameters hp(exp.hyperparameters);
+  return train::has_file_data(hp) && train::check_file_data(hp).is_ok();
+}
+
+struct key_tree {
+  std::string text;  // a leaf's value
+  std::map<std::string, key_tree> children;
+};
+
+void emit_tree(YAML::Emitter& out, const key_tree& node) {
+  if (node.children.empty()) {
+    emit_hyperparameter(out, node.text);
+    return;
+  }
+  out << YAML::BeginMap;
+  for (const auto& [name, child] : node.children) {
+    out << YAML::Key << name << YAML::Value;
+    emit_tree(out, child);
+  }
+  out << YAML::EndMap;
+}
+
+void emit_data(YAML::Emitter& out, const experiment& exp) {
+  if (!writes_data_section(exp))
+    return;
+  key_tree root;
+  for (const auto& [key, text] : exp.hyperparameters) {
+    if (key.rfind("data.", 0) != 0)
+      continue;
+    key_tree* node = &root;
+    for (size_t start = 5;;) {
+      const size_t dot = key.find('.', start);
+      node = &node->children[key.substr(start, dot == std::string::npos ? dot : dot - start)];
+      if (dot == std::string::npos)
+        break;
+      start = dot + 1;
+    }
+    node->text = text;
+  }
+  out << YAML::Key << "data" << YAML::Value;
+  emit_tree(out, root);
+}
+
 void emit_hyperparameters(YAML::Emitter& out, const experiment& exp) {
   out << YAML::Key << "hyperparameters" << YAML::Value;
-  if (exp.hyperparameters.empty() && exp.space.empty()) {
+  const bool data_apart = writes_data_section(exp);
+  auto listed = [&](const std::string& key) { return !data_apart || key.rfind("data.", 0) != 0; };
+  const bool any = std::any_of(exp.hyperparameters.begin(), exp.hyperparameters.end(),
+                               [&](const auto& kv) { return listed(kv.first); });
+  if (!any && exp.space.empty()) {
     out << YAML::Flow << YAML::BeginMap << YAML::EndMap;
     return;
   }
   out << YAML::BeginMap;
   for (const auto& [key, text] : exp.hyperparameters) {
+    if (!listed(key))
+      continue;
     out << YAML::Key << key << YAML::Value;
     emit_hyperparameter(out, text);
   }
@@ -452,6 +506,7 @@ std::string to_yaml(const experiment& exp) {
   out << YAML::Key << "name" << YAML::Value << exp.name;
   out << YAML::Key << "operator" << YAML::Value << exp.operator_name;
   emit_hyperparameters(out, exp);
+  emit_data(out, exp);
   out << YAML::Key << "resources" << YAML::Value << YAML::BeginMap
       << YAML::Key << "slots_per_trial" << YAML::Value << exp.slots_per_trial
       << YAML::Key << "min_slots_per_trial" << YAML::Value << exp.min_slots_per_trial;
