@@ -10,51 +10,18 @@
 
 #include "dtrain/cluster/errors.hpp"
 #include "dtrain/cluster/head_auth.hpp"
+#include "dtrain/cluster/head_table.hpp"
 #include "dtrain/core/check.hpp"
 
 namespace dtrain::actors {
 
 namespace {
 
-enum class node_state { alive, suspect, dead };
-
-struct node_entry {
-  node_info info;
-  node_actor handle;
-  caf::actor_addr addr;
-  node_state state = node_state::alive;
-  bool probing = false;            // a probe chain is under way
-  int32_t cpu_used = 0;
-  std::set<int32_t> gpus_held;     // device indices held by some replica
-  int64_t rss_bytes = -1;          // its process's, as it last said (-1 not yet)
-  std::chrono::steady_clock::time_point heard = std::chrono::steady_clock::now();  // last answer
-  int64_t lost_at = 0;             // unix seconds it stopped being usable (0: usable)
-  bool replaced = false;           // dead, and a node registered at its address since
-};
+using namespace head_detail;
 
 // The most lost nodes a status lists (the newest): a cluster whose nodes
 // come and go for weeks must not answer with all of them.
 constexpr size_t max_lost_listed = 32;
-
-/// What one trainer holds: CPU slots counted per node, GPUs by index.
-struct holding {
-  caf::actor_addr owner;
-  std::map<int32_t, int32_t> cpu;                 // node -> slots
-  std::vector<std::pair<int32_t, int32_t>> gpus;  // (node, device index)
-};
-
-/// A placement: a trainer id and the owner it was placed for. Ids are
-/// meant to be unique (trainer.cpp), but the head does not take that on
-/// trust: a trainer of another driver with the same id is another
-/// placement, which neither a re-placement nor a release of this one frees.
-using placement_key = std::pair<std::string, caf::actor_addr>;
-
-struct head_state {
-  std::vector<node_entry> nodes;
-  std::map<placement_key, holding> trainers;
-};
-
-bool usable(const node_entry& n) { return n.state == node_state::alive; }
 
 const char* state_name(node_state s) {
   switch (s) {
@@ -63,18 +30,6 @@ const char* state_name(node_state s) {
   case node_state::dead: return "dead";
   }
   return "unknown";
-}
-
-// Moves `n` to `to`, keeping when it was lost: the first time it stopped
-// being usable (suspect, then dead, keeps the suspect time).
-void set_state(node_entry& n, node_state to) {
-  if (to == node_state::alive)
-    n.lost_at = 0;
-  else if (n.lost_at == 0)
-    n.lost_at = std::chrono::duration_cast<std::chrono::seconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
-  n.state = to;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -394,6 +349,56 @@ void sweep_idle(head_actor::pointer self, const std::shared_ptr<head_auth>& auth
             [](caf::error&) {});  // the next round asks again
 }
 
+// Whether `handle` may register as node `info` with `session` (the
+// checks of register and rejoin); a refusal is also a line on the head.
+status admissible(head_actor::pointer self, head_auth& auth, const node_info& info,
+                  const node_actor& handle, const std::string& session) {
+  // The session token, not the sender's node id (which a peer can
+  // claim), shows that the registering process proved a node
+  // certificate (head_auth::session).
+  const caf::node_id peer = sender_node(self);
+  if (auto s = auth.allowed_session(session, peer, self->node(), security::role::node,
+                                    "registering node " + info.host);
+      !s) {
+    report_refusal(self, peer, s.message());
+    return s;
+  }
+  DTRAIN_RETURN_IF_ERROR(check_registration(info));
+  // The node actor must live in the process that asks (the one that
+  // proved a node certificate): else a node could enlist any actor of
+  // any process, unproven, as a node, or register a null handle that
+  // placement would hand to trainers.
+  if (!handle || (peer != handle.node() && !(peer == caf::node_id{} && handle.node() == self->node()))) {
+    const std::string text =
+        "registering node " + info.host + ": " +
+        (handle ? "its node actor lives in process " + caf::to_string(handle.node()) +
+                      ", not in the registering process " + caf::to_string(peer)
+                : std::string("no node actor given"));
+    report_refusal(self, peer, text);
+    return invalid_argument(text);
+  }
+  return status::ok();
+}
+
+// Enters an admissible node (head_table.hpp: admit_node, count_hosted),
+// watched from now on; its index.
+int32_t take_node(head_actor::pointer self, head_state& s, head_auth& auth, node_info info,
+                  const node_actor& handle, int32_t previous,
+                  const std::vector<hosted_replica>& hosted) {
+  self->monitor(handle);
+  auth.watch(handle.address());  // its process's proof lives with it
+  // A node back at the address of a dead one (restarted): the dead one
+  // is no longer news.
+  for (auto& old : s.nodes)
+    if (old.state == node_state::dead && !info.address.empty() &&
+        old.info.address == info.address && old.addr != handle.address())
+      old.replaced = true;
+  const int32_t index = admit_node(s, std::move(info), handle, previous);
+  for (const caf::actor& owner : count_hosted(s, index, hosted))
+    self->monitor(owner);  // gone: its units are given back
+  return index;
+}
+
 } // namespace
 
 head_actor::behavior_type head_impl(head_actor::pointer self,
@@ -435,45 +440,16 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
   return {
     [=](register_atom, node_info& info, node_actor& handle,
         const std::string& session) -> caf::result<int32_t> {
-      // The session token, not the sender's node id (which a peer can
-      // claim), shows that the registering process proved a node
-      // certificate (head_auth::session).
-      if (auto s = auth->allowed_session(session, sender_node(self), self->node(), role::node,
-                                         "registering node " + info.host);
-          !s) {
-        report_refusal(self, sender_node(self), s.message());
+      if (status s = admissible(self, *auth, info, handle, session); !s)
         return to_caf(s);
-      }
-      if (auto s = check_registration(info); !s)
+      return take_node(self, *state, *auth, std::move(info), handle, -1, {});
+    },
+    [=](rejoin_atom, node_info& info, node_actor& handle, int32_t previous,
+        const std::vector<hosted_replica>& hosted,
+        const std::string& session) -> caf::result<int32_t> {
+      if (status s = admissible(self, *auth, info, handle, session); !s)
         return to_caf(s);
-      // The node actor must live in the process that asks (the one that
-      // proved a node certificate): else a node could enlist any actor of
-      // any process, unproven, as a node, or register a null handle that
-      // placement would hand to trainers.
-      if (const caf::node_id peer = sender_node(self);
-          !handle || (peer != handle.node() && !(peer == caf::node_id{} && handle.node() == self->node()))) {
-        const std::string text =
-            "registering node " + info.host + ": " +
-            (handle ? "its node actor lives in process " + caf::to_string(handle.node()) +
-                          ", not in the registering process " + caf::to_string(peer)
-                    : std::string("no node actor given"));
-        report_refusal(self, peer, text);
-        return to_caf(invalid_argument(text));
-      }
-      self->monitor(handle);
-      auth->watch(handle.address());  // its process's proof lives with it
-      // A node back at the address of a dead one (restarted): the dead one
-      // is no longer news.
-      for (auto& old : state->nodes)
-        if (old.state == node_state::dead && !info.address.empty() &&
-            old.info.address == info.address)
-          old.replaced = true;
-      node_entry entry;
-      entry.info = std::move(info);
-      entry.handle = handle;
-      entry.addr = handle.address();
-      state->nodes.push_back(std::move(entry));
-      return static_cast<int32_t>(state->nodes.size() - 1);
+      return take_node(self, *state, *auth, std::move(info), handle, previous, hosted);
     },
     [=](place_atom, const std::string& trainer, int32_t n, bool gpu, caf::actor& owner,
         const std::string& session) -> caf::result<std::vector<assignment>> {
