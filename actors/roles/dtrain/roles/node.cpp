@@ -147,13 +147,18 @@ membership rejoin_head(caf::actor_system& sys, const node_options& o, const tls_
   const seconds window = reconnect_window(o);
   const auto start = steady_clock::now();
   const auto deadline = start + window;
+  if (window.count() == 0) {
+    std::fprintf(stderr, "dtrain node %d: the head at %s is gone and this node's reconnect "
+                 "window is 0 s; shutting down\n", was.index, o.address.c_str());
+    return {};
+  }
   std::printf("dtrain node %d: lost the head at %s; its %d replicas keep running; trying to "
               "join again for %lld s\n",
               was.index, o.address.c_str(), hosted_replica_count(),
               static_cast<long long>(window.count()));
   std::fflush(stdout);
   milliseconds backoff{250};
-  status last = status(error_code::unavailable, "no try (the window is 0 s)");
+  status last = status(error_code::unavailable, "no try");
   int tries = 0;
   while (!stop_requested() && steady_clock::now() < deadline) {
     const auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
