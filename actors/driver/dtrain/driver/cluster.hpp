@@ -122,8 +122,6 @@ private:
   mutable std::string session_;
   mutable std::shared_ptr<std::atomic<bool>> head_gone_;  // set when head_ goes down
   mutable caf::actor head_watch_;                         // monitors head_
-  mutable int attachments_ = 0;  // reattaches so far (the store client follows)
-  int experiments_attachment_ = 0;
   node_actor local_node_;
   bool embedded_ = false;
   std::string where_;
