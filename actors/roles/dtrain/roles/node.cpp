@@ -137,16 +137,42 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// The head went away: tries to join it again, with backoff from 250 ms
-// doubling to 5 s, until it answers, reconnect_window(o) has passed or a
-// stop is asked for. The new membership, or one without index (said).
+// Tries to join the head again until `deadline`, with backoff from 250 ms
+// doubling to 5 s, or until a stop is asked for; counts the tries. The new
+// membership, or the last try's error.
+result<membership> retry_join(caf::actor_system& sys, const node_options& o,
+                              const tls_identity& tls, const node_info& info,
+                              const node_actor& node, const membership& was,
+                              const hosted_table& hosted,
+                              std::chrono::steady_clock::time_point deadline, int& tries) {
+  using namespace std::chrono;
+  milliseconds backoff{250};
+  status last = status(error_code::unavailable, "no try");
+  while (!stop_requested() && steady_clock::now() < deadline) {
+    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
+    ++tries;
+    // A short reach: the backoff paces the tries.
+    auto joined = join_once(sys, o, tls, info, node, was, hosted,
+                            std::clamp(left, milliseconds(100), milliseconds(500)),
+                            std::clamp(left, milliseconds(1000), milliseconds(5000)));
+    if (joined)
+      return joined;
+    last = joined.error();
+    std::this_thread::sleep_for(std::min(backoff, duration_cast<milliseconds>(
+                                                      deadline - steady_clock::now())));
+    backoff = std::min(backoff * 2, milliseconds(5000));
+  }
+  return last;
+}
+
+// The head went away: tries to join it again (retry_join) for
+// reconnect_window(o), its replicas running on. The new membership, or one
+// without index (said).
 membership rejoin_head(caf::actor_system& sys, const node_options& o, const tls_identity& tls,
                        const node_info& info, const node_actor& node, const membership& was,
                        const hosted_table& hosted) {
-  using namespace std::chrono;
-  const seconds window = reconnect_window(o);
-  const auto start = steady_clock::now();
-  const auto deadline = start + window;
+  const std::chrono::seconds window = reconnect_window(o);
+  const auto start = std::chrono::steady_clock::now();
   if (window.count() == 0) {
     std::fprintf(stderr, "dtrain node %d: the head at %s is gone and this node's reconnect "
                  "window is 0 s; shutting down\n", was.index, o.address.c_str());
@@ -157,35 +183,22 @@ membership rejoin_head(caf::actor_system& sys, const node_options& o, const tls_
               was.index, o.address.c_str(), hosted_replica_count(),
               static_cast<long long>(window.count()));
   std::fflush(stdout);
-  milliseconds backoff{250};
-  status last = status(error_code::unavailable, "no try");
   int tries = 0;
-  while (!stop_requested() && steady_clock::now() < deadline) {
-    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
-    ++tries;
-    // A short reach: the backoff paces the tries.
-    auto joined = join_once(sys, o, tls, info, node, was, hosted,
-                            std::clamp(left, milliseconds(100), milliseconds(500)),
-                            std::clamp(left, milliseconds(1000), milliseconds(5000)));
-    if (joined) {
-      std::printf("dtrain node %d joined %s again as node %d after %.1f s (%d tries), with %zu "
-                  "hosted replicas\n",
-                  was.index, o.address.c_str(), joined->index, seconds_since(start), tries,
-                  hosted.list().size());
-      std::fflush(stdout);
-      return *joined;
-    }
-    last = joined.error();
-    std::this_thread::sleep_for(std::min(backoff, duration_cast<milliseconds>(
-                                                      deadline - steady_clock::now())));
-    backoff = std::min(backoff * 2, milliseconds(5000));
+  auto joined = retry_join(sys, o, tls, info, node, was, hosted, start + window, tries);
+  if (joined) {
+    std::printf("dtrain node %d joined %s again as node %d after %.1f s (%d tries), with %zu "
+                "hosted replicas\n",
+                was.index, o.address.c_str(), joined->index, seconds_since(start), tries,
+                hosted.list().size());
+    std::fflush(stdout);
+    return *joined;
   }
   if (!stop_requested())
     std::fprintf(stderr, "dtrain node %d: the head at %s did not take this node back within "
                  "its reconnect window of %lld s (%d tries over %.1f s; the last: %s); shutting "
                  "down\n",
                  was.index, o.address.c_str(), static_cast<long long>(window.count()), tries,
-                 seconds_since(start), last.message().c_str());
+                 seconds_since(start), joined.error().message().c_str());
   return {};
 }
 
