@@ -57,6 +57,10 @@ void add_start_command(CLI::App& app, command_list& out) {
                     "cores this node's replicas may use together (default: the host's, shared "
                     "with every replica on the host)");
   start->add_option("--gpus", n.gpus, "GPUs this node offers")->capture_default_str();
+  start->add_option("--reconnect-window", n.reconnect_window,
+                    "node: seconds it keeps trying to join a head it lost, its replicas "
+                    "running on (default: $DTRAIN_RECONNECT_WINDOW_S or 60; 0: stop at once)")
+      ->check(CLI::NonNegativeNumber);
   start->add_option("--port-file", n.port_file, "write HOST:PORT here once listening");
   start->add_option("--store", f->head_role.store_path,
                     "head: its experiment store file (default: $DTRAIN_HOME/experiments.db)");

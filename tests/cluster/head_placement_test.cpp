@@ -118,6 +118,18 @@ struct head_fixture {
     return out;
   }
 
+  /// A node registering again (head_actor.hpp: rejoin) with what it hosts.
+  result<int32_t> rejoin(const node_info& info, const node_actor& handle, int32_t previous,
+                         const std::vector<hosted_replica>& hosted) {
+    caf::scoped_actor self{sys};
+    result<int32_t> out{status(error_code::internal, "no reply")};
+    self->request(head, std::chrono::seconds(5), rejoin_atom::value, info, handle, previous,
+                  hosted, std::string())
+        .receive([&](int32_t i) { out = i; },
+                 [&](caf::error& e) { out = from_caf(e, "rejoin"); });
+    return out;
+  }
+
   void release(const std::string& trainer, const caf::actor& owner = {}) {
     caf::scoped_actor self{sys};
     self->request(head, std::chrono::seconds(5), release_atom::value, trainer, owner, std::string())
@@ -498,6 +510,68 @@ BOOST_FIXTURE_TEST_CASE(probe_messages_from_others_start_no_probe_chain, head_fi
   BOOST_TEST_MESSAGE(asked->load() << " status requests");
   BOOST_TEST(asked->load() >= 1);
   BOOST_TEST(asked->load() <= 4);
+}
+
+// A node that lost the head for a while (a partition) and registers again
+// takes its own entry back: counted once, its slots in use kept, usable.
+BOOST_FIXTURE_TEST_CASE(a_node_registering_again_is_counted_once_and_keeps_its_slots_in_use,
+                        head_fixture) {
+  node_actor a = spawn_fake_node();
+  BOOST_REQUIRE(add_node("a", 2, {}, a).value() == 0);
+  BOOST_REQUIRE(add_node("b", 1, {}).value() == 1);
+  auto owner = sys.spawn([]() -> caf::behavior { return {[](int32_t) {}}; });
+  BOOST_REQUIRE(place("t1", 2, false, owner).is_ok());  // both of a's slots
+  answering->store(false);
+  unreachable(0);
+  BOOST_REQUIRE(status_now().nodes.size() == 1u);
+  node_info info{"a", "", 2, 0, 1, "a", {}, ""};
+  auto again = register_node(info, a);
+  BOOST_REQUIRE_MESSAGE(again.is_ok(), again.error().to_string());
+  BOOST_TEST(*again == 0);
+  auto st = status_now();
+  BOOST_TEST(st.nodes.size() == 2u);
+  BOOST_TEST(st.lost.empty());
+  BOOST_TEST(st.slots_used == (std::vector<int32_t>{2, 0}));
+  BOOST_TEST(st.trainers == (std::vector<std::string>{"t1: 2 replicas"}));
+  // Usable again: once t1 is gone, its slots are placed anew.
+  release("t1", owner);
+  auto placed = place("t2", 3, false);
+  BOOST_REQUIRE_MESSAGE(placed.is_ok(), placed.error().to_string());
+  BOOST_TEST((*placed)[0].node == 0);
+  caf::anon_send_exit(owner, caf::exit_reason::user_shutdown);
+}
+
+// A head restarted with an empty table: the nodes come back at their
+// earlier indices and report the replicas they host, from which the head
+// counts the slots in use and the placement again, monitors its owner and
+// gives the slots back when the owner goes.
+BOOST_FIXTURE_TEST_CASE(a_restarted_head_rebuilds_placements_from_what_its_nodes_report,
+                        head_fixture) {
+  auto owner = sys.spawn([]() -> caf::behavior { return {[](int32_t) {}}; });
+  const hosted_replica r{"t1", owner, -1};
+  node_info b{"b", "", 1, 0, 1, "b", {}, ""};
+  node_info a{"a", "", 1, 0, 1, "a", {}, ""};
+  BOOST_TEST(rejoin(b, spawn_fake_node(), 1, {r}).value() == 1);
+  BOOST_TEST(rejoin(a, spawn_fake_node(), 0, {r}).value() == 0);
+  auto st = status_now();
+  BOOST_TEST(st.node_ids == (std::vector<int32_t>{0, 1}));
+  BOOST_TEST(st.nodes[0].host == "a");
+  BOOST_TEST(st.slots_used == (std::vector<int32_t>{1, 1}));
+  BOOST_TEST(st.trainers == (std::vector<std::string>{"t1: 2 replicas"}));
+  BOOST_TEST(st.lost.empty());  // no padding shows
+  // The slots are taken: another trainer waits.
+  auto full = place("t2", 1, false);
+  BOOST_REQUIRE(!full.is_ok());
+  BOOST_TEST(full.error().code() == error_code::unavailable);
+  // A node reporting again replaces its share, counted once.
+  BOOST_TEST(rejoin(a, nodes.back(), 0, {r}).value() == 0);
+  BOOST_TEST(status_now().slots_used == (std::vector<int32_t>{1, 1}));
+  // The owner goes: its slots come back.
+  caf::anon_send_exit(owner, caf::exit_reason::user_shutdown);
+  BOOST_TEST(eventually([](const cluster_status& s) {
+    return s.trainers.empty() && s.slots_used == std::vector<int32_t>{0, 0};
+  }, milliseconds(5000)));
+  BOOST_TEST(place("t2", 2, false).is_ok());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -197,6 +197,37 @@ mid_epoch_fault hit_mid_epoch_two(trainer& t, lab_cluster& lc, const std::functi
   return out;
 }
 
+// The head's view of the cluster, asked as `dtrain status` asks it (an
+// empty one when the head does not answer).
+cluster_status status_of(cluster& c) {
+  caf::scoped_actor self{c.system()};
+  cluster_status out;
+  self->request(c.head(), std::chrono::seconds(5), status_atom::value, c.session())
+      .receive([&](cluster_status& s) { out = std::move(s); },
+               [&](caf::error& e) { BOOST_TEST_MESSAGE("status: " << caf::to_string(e)); });
+  return out;
+}
+
+// Whether the head lists a usable node on `host` of the lab.
+bool lists_host(cluster& c, const lab_cluster& lc, int host) {
+  for (const auto& n : status_of(c).nodes)
+    if (n.address.rfind(lc.lab.address(host) + ":", 0) == 0)
+      return true;
+  return false;
+}
+
+// Polls until `what` holds or `limit` has passed; whether it held.
+bool eventually(const std::function<bool()>& what, milliseconds limit) {
+  const auto end = clock_type::now() + limit;
+  for (;;) {
+    if (what())
+      return true;
+    if (clock_type::now() >= end)
+      return false;
+    std::this_thread::sleep_for(milliseconds(200));
+  }
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(multi_host)
@@ -287,6 +318,43 @@ BOOST_AUTO_TEST_CASE(a_host_whose_link_is_cut_is_found_by_heartbeats_and_survive
   BOOST_REQUIRE_MESSAGE(last.is_ok(), last.error().to_string());
   BOOST_TEST(last->epoch == fault.epoch2->epoch + 1);
   BOOST_REQUIRE(t->shutdown().is_ok());
+}
+
+BOOST_AUTO_TEST_CASE(a_node_host_cut_off_for_8_s_joins_again_and_takes_replicas) {
+  if (!lab_or_skip())
+    return;
+  setenv("DTRAIN_HANG_TIMEOUT_MS", "2000", 1);  // both sides drop the link after 2 s
+  lab_cluster lc(3);
+  auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
+  BOOST_REQUIRE(status_of(*c).nodes.size() == 2u);
+  const pid_t node_pid = lc.nodes[1]->pid();
+  BOOST_REQUIRE(lc.lab.set_link(1, false));
+  // The head gives the node up once its heartbeats stop...
+  BOOST_TEST(eventually([&] { return !lists_host(*c, lc, 1); }, milliseconds(6000)));
+  std::this_thread::sleep_for(milliseconds(8000) - milliseconds(6000));
+  BOOST_REQUIRE(lc.lab.set_link(1, true));
+  const auto mended = clock_type::now();
+  // ...and the node, which kept running, is back within seconds.
+  BOOST_TEST(eventually([&] { return lists_host(*c, lc, 1); }, milliseconds(10000)));
+  const auto back = std::chrono::duration_cast<milliseconds>(clock_type::now() - mended);
+  BOOST_TEST_MESSAGE("listed again " << back.count() << " ms after the link returned");
+  BOOST_TEST((back < milliseconds(8000)));
+  BOOST_TEST(lc.nodes[1]->running());
+  BOOST_TEST(lc.nodes[1]->pid() == node_pid);
+  const auto st = status_of(*c);
+  BOOST_TEST(st.nodes.size() == 2u);  // counted once
+  BOOST_TEST(st.lost.empty());
+  // It takes replicas again: two replicas need both one-slot nodes.
+  dtrain::testing::temp_dir ckpt;
+  auto t = trainer::create(*c, small_mlp(ckpt.path()));
+  BOOST_REQUIRE_MESSAGE(t.is_ok(), t.error().to_string());
+  BOOST_TEST(lc.host_of((*t)->placement()[0]) + lc.host_of((*t)->placement()[1]) == 3);
+  auto m = (*t)->train();
+  BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
+  require_identical(**t);
+  BOOST_REQUIRE((*t)->shutdown().is_ok());
+  const std::string log = dtrain::testing::read_file(lc.home.file("node1.log"));
+  BOOST_TEST(log.find("joined " + lc.address + " again") != std::string::npos, log);
 }
 
 BOOST_AUTO_TEST_CASE(a_head_address_that_never_answers_is_an_error_within_the_connect_timeout) {

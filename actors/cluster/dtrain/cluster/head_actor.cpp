@@ -11,51 +11,18 @@
 
 #include "dtrain/cluster/errors.hpp"
 #include "dtrain/cluster/head_auth.hpp"
+#include "dtrain/cluster/head_table.hpp"
 #include "dtrain/core/check.hpp"
 
 namespace dtrain::actors {
 
 namespace {
 
-enum class node_state { alive, suspect, dead };
-
-struct node_entry {
-  node_info info;
-  node_actor handle;
-  caf::actor_addr addr;
-  node_state state = node_state::alive;
-  bool probing = false;            // a probe chain is under way
-  int32_t cpu_used = 0;
-  std::set<int32_t> gpus_held;     // device indices held by some replica
-  int64_t rss_bytes = -1;          // its process's, as it last said (-1 not yet)
-  std::chrono::steady_clock::time_point heard = std::chrono::steady_clock::now();  // last answer
-  int64_t lost_at = 0;             // unix seconds it stopped being usable (0: usable)
-  bool replaced = false;           // dead, and a node registered at its address since
-};
+using namespace head_detail;
 
 // The most lost nodes a status lists (the newest): a cluster whose nodes
 // come and go for weeks must not answer with all of them.
 constexpr size_t max_lost_listed = 32;
-
-/// What one trainer holds: CPU slots counted per node, GPUs by index.
-struct holding {
-  caf::actor_addr owner;
-  std::map<int32_t, int32_t> cpu;                 // node -> slots
-  std::vector<std::pair<int32_t, int32_t>> gpus;  // (node, device index)
-};
-
-/// A placement: a trainer id and the owner it was placed for. Ids are
-/// meant to be unique (trainer.cpp), but the head does not take that on
-/// trust: a trainer of another driver with the same id is another
-/// placement, which neither a re-placement nor a release of this one frees.
-using placement_key = std::pair<std::string, caf::actor_addr>;
-
-struct head_state {
-  std::vector<node_entry> nodes;
-  std::map<placement_key, holding> trainers;
-};
-
-bool usable(const node_entry& n) { return n.state == node_state::alive; }
 
 const char* state_name(node_state s) {
   switch (s) {
@@ -66,190 +33,8 @@ const char* state_name(node_state s) {
   return "unknown";
 }
 
-// Moves `n` to `to`, keeping when it was lost: the first time it stopped
-// being usable (suspect, then dead, keeps the suspect time).
-void set_state(node_entry& n, node_state to) {
-  if (to == node_state::alive)
-    n.lost_at = 0;
-  else if (n.lost_at == 0)
-    n.lost_at = std::chrono::duration_cast<std::chrono::seconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
-  n.state = to;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-int32_t capacity(const node_entry& n, bool gpu) {
-  return gpu ? static_cast<int32_t>(n.info.gpu_devices.size()) : n.info.cpu_slots;
-}
-
-int32_t in_use(const node_entry& n, bool gpu) {
-  return gpu ? static_cast<int32_t>(n.gpus_held.size()) : n.cpu_used;
-}
-
-void release(head_state& s, const placement_key& trainer) {
-  auto it = s.trainers.find(trainer);
-  if (it == s.trainers.end())
-    return;
-  for (auto& [node, count] : it->second.cpu)
-    s.nodes[node].cpu_used -= count;
-  for (auto& [node, index] : it->second.gpus)
-    s.nodes[node].gpus_held.erase(index);
-  s.trainers.erase(it);
-}
-
-std::string describe_nodes(const head_state& s, bool gpu) {
-  std::string out;
-  for (size_t i = 0; i < s.nodes.size(); ++i) {
-    auto& n = s.nodes[i];
-    if (!usable(n))
-      continue;
-    out += (out.empty() ? "" : ", ") + std::string("node ") + std::to_string(i) + " (" +
-           n.info.host + ") ";
-    out += gpu && n.info.gpu_devices.empty()
-               ? std::string("no GPUs")
-               : std::to_string(capacity(n, gpu)) + (gpu ? " GPUs" : " slots") + ", " +
-                     std::to_string(in_use(n, gpu)) + " in use";
-  }
-  return out.empty() ? "no live nodes" : out;
-}
-
-// What is missing when a request exceeds what the cluster has in all.
-std::string too_large(const head_state& s, const std::string& trainer, int32_t n, bool gpu,
-                      int64_t total) {
-  std::string text = "trainer " + trainer + " needs " + std::to_string(n) + " " +
-                     (gpu ? "GPUs" : "CPU slots") + " but the cluster has " +
-                     std::to_string(total) + " in all (" + describe_nodes(s, gpu) + ")";
-  if (gpu && total == 0)
-    text += ": no node offers a GPU (a node built without CUDA, or started without --gpus, "
-            "offers none)";
-  return text;
-}
-
-// Takes up to `want` units on node `i` for `h`, appending the assignments
-// (local ranks from `local`).
-void take_on_node(head_state& s, size_t i, bool gpu, int32_t want, holding& h,
-                  std::vector<assignment>& out, int32_t local = 0) {
-  auto& node = s.nodes[i];
-  const auto index = static_cast<int32_t>(i);
-  if (!gpu) {
-    int32_t n = std::min(want, node.info.cpu_slots - node.cpu_used);
-    for (int32_t k = 0; k < n; ++k)
-      out.push_back({index, node.info, local + k, -1});
-    node.cpu_used += n;
-    if (n > 0)
-      h.cpu[index] += n;
-    return;
-  }
-  int32_t taken = 0;
-  for (int32_t device : node.info.gpu_devices) {
-    if (taken == want)
-      break;
-    if (!node.gpus_held.insert(device).second)
-      continue;  // another replica holds it
-    out.push_back({index, node.info, local + taken++, device});
-    h.gpus.emplace_back(index, device);
-  }
-}
-
-caf::result<std::vector<assignment>> place(head_state& s, const std::string& trainer,
-                                           int32_t n, bool gpu, const caf::actor& owner) {
-  const char* unit = gpu ? "GPUs" : "CPU slots";
-  if (n > max_replicas_per_placement)
-    return to_caf(invalid_argument("trainer " + trainer + " asks for " + std::to_string(n) + " " +
-                                   unit + ": at most " +
-                                   std::to_string(max_replicas_per_placement) +
-                                   " replicas are placed at once"));
-  // 64-bit: each node's figures are bounded (check_registration), their
-  // number is not.
-  int64_t total = 0, free = 0;
-  for (auto& node : s.nodes)
-    if (usable(node)) {
-      total += capacity(node, gpu);
-      free += capacity(node, gpu) - in_use(node, gpu);
-    }
-  if (n > total)
-    return to_caf(invalid_argument(too_large(s, trainer, n, gpu, total)));
-  if (n > free) {
-    std::string holders;
-    for (auto& [key, h] : s.trainers)
-      holders += (holders.empty() ? "" : ", ") + key.first;
-    return to_caf(status(error_code::unavailable,
-                         "waiting for " + std::to_string(n) + " " + unit + ": " +
-                             std::to_string(free) + " free, the rest held by " + holders));
-  }
-  std::vector<assignment> out;
-  holding& h = s.trainers[placement_key{trainer, owner.address()}];
-  h.owner = owner.address();
-  for (size_t i = 0; i < s.nodes.size() && static_cast<int32_t>(out.size()) < n; ++i)
-    if (usable(s.nodes[i]))
-      take_on_node(s, i, gpu, n - static_cast<int32_t>(out.size()), h, out);
-  return out;
-}
-
-// Live recovery's re-placement (head_actor.hpp, resize): the trainer keeps
-// `keep` (units it holds, on usable nodes), gives back the rest and gets
-// `extra` more, all or nothing; a failure changes nothing.
-caf::result<std::vector<assignment>> resize(head_state& s, const placement_key& key,
-                                            const std::vector<assignment>& keep, int32_t extra,
-                                            bool gpu, const caf::actor& owner) {
-  auto it = s.trainers.find(key);
-  if (it == s.trainers.end())
-    return to_caf(not_found("trainer " + key.first + " holds no placement to resize"));
-  const holding before = it->second;
-  std::map<int32_t, int32_t> kept_cpu;
-  std::map<int32_t, int32_t> next_local;  // per node: past the kept local ranks
-  for (const assignment& a : keep) {
-    const bool held = gpu ? std::count(before.gpus.begin(), before.gpus.end(),
-                                       std::make_pair(a.node, a.gpu)) > 0
-                          : before.cpu.count(a.node) && ++kept_cpu[a.node] <= before.cpu.at(a.node);
-    if (!held || a.node < 0 || static_cast<size_t>(a.node) >= s.nodes.size())
-      return to_caf(invalid_argument("trainer " + key.first + " keeps a unit on node " +
-                                     std::to_string(a.node) + " that it does not hold"));
-    if (!usable(s.nodes[a.node]))
-      return to_caf(unavailable("trainer " + key.first + " keeps a unit on node " +
-                                std::to_string(a.node) + ", which is no longer usable"));
-    next_local[a.node] = std::max(next_local[a.node], a.local_rank + 1);
-  }
-  release(s, key);
-  holding& h = s.trainers[key];
-  h.owner = owner.address();
-  std::vector<assignment> out;
-  for (const assignment& a : keep) {
-    if (gpu) {
-      s.nodes[a.node].gpus_held.insert(a.gpu);
-      h.gpus.emplace_back(a.node, a.gpu);
-    } else {
-      ++s.nodes[a.node].cpu_used;
-      ++h.cpu[a.node];
-    }
-    out.push_back({a.node, s.nodes[a.node].info, a.local_rank, a.gpu});
-  }
-  int64_t free = 0;
-  for (auto& node : s.nodes)
-    if (usable(node))
-      free += capacity(node, gpu) - in_use(node, gpu);
-  if (extra > free) {
-    release(s, key);  // back to what it held
-    for (auto& [node, count] : before.cpu)
-      s.nodes[node].cpu_used += count;
-    for (auto& [node, index] : before.gpus)
-      s.nodes[node].gpus_held.insert(index);
-    s.trainers[key] = before;
-    return to_caf(status(error_code::unavailable,
-                         "trainer " + key.first + " asks for " + std::to_string(extra) +
-                             " more " + (gpu ? "GPUs" : "CPU slots") + ": " +
-                             std::to_string(free) + " free"));
-  }
-  const size_t wanted = keep.size() + static_cast<size_t>(extra);
-  for (size_t i = 0; i < s.nodes.size() && out.size() < wanted; ++i)
-    if (usable(s.nodes[i]))
-      take_on_node(s, i, gpu, static_cast<int32_t>(wanted - out.size()), h, out,
-                   next_local[static_cast<int32_t>(i)]);
-  return out;
 }
 
 // A node must offer as many GPUs as it lists, each index once, and figures
@@ -458,6 +243,56 @@ void sweep_idle(head_actor::pointer self, const std::shared_ptr<head_auth>& auth
             [](caf::error&) {});  // the next round asks again
 }
 
+// Whether `handle` may register as node `info` with `session` (the
+// checks of register and rejoin); a refusal is also a line on the head.
+status admissible(head_actor::pointer self, head_auth& auth, const node_info& info,
+                  const node_actor& handle, const std::string& session) {
+  // The session token, not the sender's node id (which a peer can
+  // claim), shows that the registering process proved a node
+  // certificate (head_auth::session).
+  const caf::node_id peer = sender_node(self);
+  if (auto s = auth.allowed_session(session, peer, self->node(), security::role::node,
+                                    "registering node " + info.host);
+      !s) {
+    report_refusal(self, peer, s.message());
+    return s;
+  }
+  DTRAIN_RETURN_IF_ERROR(check_registration(info));
+  // The node actor must live in the process that asks (the one that
+  // proved a node certificate): else a node could enlist any actor of
+  // any process, unproven, as a node, or register a null handle that
+  // placement would hand to trainers.
+  if (!handle || (peer != handle.node() && !(peer == caf::node_id{} && handle.node() == self->node()))) {
+    const std::string text =
+        "registering node " + info.host + ": " +
+        (handle ? "its node actor lives in process " + caf::to_string(handle.node()) +
+                      ", not in the registering process " + caf::to_string(peer)
+                : std::string("no node actor given"));
+    report_refusal(self, peer, text);
+    return invalid_argument(text);
+  }
+  return status::ok();
+}
+
+// Enters an admissible node (head_table.hpp: admit_node, count_hosted),
+// watched from now on; its index.
+int32_t take_node(head_actor::pointer self, head_state& s, head_auth& auth, node_info info,
+                  const node_actor& handle, int32_t previous,
+                  const std::vector<hosted_replica>& hosted) {
+  self->monitor(handle);
+  auth.watch(handle.address());  // its process's proof lives with it
+  // A node back at the address of a dead one (restarted): the dead one
+  // is no longer news.
+  for (auto& old : s.nodes)
+    if (old.state == node_state::dead && !info.address.empty() &&
+        old.info.address == info.address && old.addr != handle.address())
+      old.replaced = true;
+  const int32_t index = admit_node(s, std::move(info), handle, previous);
+  for (const caf::actor& owner : count_hosted(s, index, hosted))
+    self->monitor(owner);  // gone: its units are given back
+  return index;
+}
+
 } // namespace
 
 head_actor::behavior_type head_impl(head_actor::pointer self,
@@ -499,45 +334,16 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
   return {
     [=](register_atom, node_info& info, node_actor& handle,
         const std::string& session) -> caf::result<int32_t> {
-      // The session token, not the sender's node id (which a peer can
-      // claim), shows that the registering process proved a node
-      // certificate (head_auth::session).
-      if (auto s = auth->allowed_session(session, sender_node(self), self->node(), role::node,
-                                         "registering node " + info.host);
-          !s) {
-        report_refusal(self, sender_node(self), s.message());
+      if (status s = admissible(self, *auth, info, handle, session); !s)
         return to_caf(s);
-      }
-      if (auto s = check_registration(info); !s)
+      return take_node(self, *state, *auth, std::move(info), handle, -1, {});
+    },
+    [=](rejoin_atom, node_info& info, node_actor& handle, int32_t previous,
+        const std::vector<hosted_replica>& hosted,
+        const std::string& session) -> caf::result<int32_t> {
+      if (status s = admissible(self, *auth, info, handle, session); !s)
         return to_caf(s);
-      // The node actor must live in the process that asks (the one that
-      // proved a node certificate): else a node could enlist any actor of
-      // any process, unproven, as a node, or register a null handle that
-      // placement would hand to trainers.
-      if (const caf::node_id peer = sender_node(self);
-          !handle || (peer != handle.node() && !(peer == caf::node_id{} && handle.node() == self->node()))) {
-        const std::string text =
-            "registering node " + info.host + ": " +
-            (handle ? "its node actor lives in process " + caf::to_string(handle.node()) +
-                          ", not in the registering process " + caf::to_string(peer)
-                    : std::string("no node actor given"));
-        report_refusal(self, peer, text);
-        return to_caf(invalid_argument(text));
-      }
-      self->monitor(handle);
-      auth->watch(handle.address());  // its process's proof lives with it
-      // A node back at the address of a dead one (restarted): the dead one
-      // is no longer news.
-      for (auto& old : state->nodes)
-        if (old.state == node_state::dead && !info.address.empty() &&
-            old.info.address == info.address)
-          old.replaced = true;
-      node_entry entry;
-      entry.info = std::move(info);
-      entry.handle = handle;
-      entry.addr = handle.address();
-      state->nodes.push_back(std::move(entry));
-      return static_cast<int32_t>(state->nodes.size() - 1);
+      return take_node(self, *state, *auth, std::move(info), handle, previous, hosted);
     },
     [=](place_atom, const std::string& trainer, int32_t n, bool gpu, caf::actor& owner,
         const std::string& session) -> caf::result<std::vector<assignment>> {

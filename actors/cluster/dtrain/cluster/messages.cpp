@@ -11,6 +11,8 @@ const caf::atom_value dtrain_category = caf::atom("dtrain");
 void register_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<node_info>("dtrain::node_info");
   cfg.add_message_type<assignment>("dtrain::assignment");
+  cfg.add_message_type<hosted_replica>("dtrain::hosted_replica");
+  cfg.add_message_type<std::vector<hosted_replica>>("std::vector<dtrain::hosted_replica>");
   cfg.add_message_type<replica_spec>("dtrain::replica_spec");
   cfg.add_message_type<train::epoch_metrics>("dtrain::epoch_metrics");
   cfg.add_message_type<predict_chunk>("dtrain::predict_chunk");

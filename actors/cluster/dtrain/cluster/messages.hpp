@@ -70,6 +70,7 @@ using reform_atom = caf::atom_constant<caf::atom("reform")>;
 using sync_atom = caf::atom_constant<caf::atom("sync")>;
 using interrupt_atom = caf::atom_constant<caf::atom("interrupt")>;
 using resize_atom = caf::atom_constant<caf::atom("resize")>;
+using rejoin_atom = caf::atom_constant<caf::atom("rejoin")>;
 
 /// A node as it registers with the head.
 struct node_info {
@@ -118,6 +119,21 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, plugin_credential& x) {
   return f(caf::meta::type_name("plugin_credential"), x.kind, x.challenge,
            x.certificate_pem, x.signature);
+}
+
+/// A replica a node process hosts, as the node reports it when it
+/// registers again (head_actor.hpp: rejoin): the placement it belongs to
+/// (trainer id and owner) and the unit it holds (a CUDA device, or -1 for
+/// a CPU slot).
+struct hosted_replica {
+  std::string trainer;
+  caf::actor owner;
+  int32_t gpu = -1;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, hosted_replica& x) {
+  return f(caf::meta::type_name("hosted_replica"), x.trainer, x.owner, x.gpu);
 }
 
 /// One replica's place: the node (index into the head's table and its
@@ -362,6 +378,9 @@ using node_actor = caf::typed_actor<
 /// (cluster::session(); head_auth.hpp).
 using head_actor = caf::typed_actor<
     caf::replies_to<register_atom, node_info, node_actor, std::string>::with<int32_t>,  // + session token
+    // A node registering again: its index before and the replicas it hosts.
+    caf::replies_to<rejoin_atom, node_info, node_actor, int32_t, std::vector<hosted_replica>,
+                    std::string>::with<int32_t>,
     caf::replies_to<place_atom, std::string, int32_t, bool, caf::actor, std::string>::with<
         std::vector<assignment>>,  // trainer, replicas, gpu, owner, session
     caf::replies_to<release_atom, std::string, caf::actor, std::string>::with<caf::ok_atom>,  // trainer, owner, session

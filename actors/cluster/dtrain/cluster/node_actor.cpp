@@ -161,6 +161,24 @@ result<log_chunk> read_log(const std::string& path, int64_t offset, int32_t max_
 
 } // namespace
 
+void hosted_table::add(const caf::actor_addr& front, hosted_replica r) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  replicas_[front] = std::move(r);
+}
+
+void hosted_table::remove(const caf::actor_addr& front) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  replicas_.erase(front);
+}
+
+std::vector<hosted_replica> hosted_table::list() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<hosted_replica> out;
+  for (const auto& [front, r] : replicas_)
+    out.push_back(r);
+  return out;
+}
+
 std::string node_proof_name(const std::string& host_id, int32_t pid) {
   return host_id + "/" + std::to_string(pid);
 }
@@ -189,6 +207,10 @@ std::string log_proof_purpose(int64_t offset, int32_t max_bytes, const std::stri
 node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> self,
                                     node_options options) {
   self->state.options = std::move(options);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    if (self->state.options.hosted)
+      self->state.options.hosted->remove(dm.source);
+  });
   return {
     [=](spawn_atom, replica_spec& spec, caf::actor& owner, rendezvous_actor& store,
         const plugin_credential& credential) -> caf::result<replica_actor> {
@@ -202,8 +224,14 @@ node_actor::behavior_type node_impl(node_actor::stateful_pointer<node_state> sel
             "replica refused: its spec carries a capability of " +
             std::to_string(spec.capability.size()) + " characters, under the " +
             std::to_string(min_capability_chars) + " it needs (the replica would answer anyone)"));
-      return self->system().spawn(replica_front, std::move(spec), std::move(owner),
-                                  std::move(store));
+      hosted_replica record{spec.trainer, owner, spec.gpu};
+      auto front = self->system().spawn(replica_front, std::move(spec), std::move(owner),
+                                        std::move(store));
+      if (self->state.options.hosted) {
+        self->state.options.hosted->add(front.address(), std::move(record));
+        self->monitor(front);  // its end takes it off the record (down handler)
+      }
+      return front;
     },
     [=](status_atom) -> caf::result<int32_t> { return hosted_replica_count(); },
     [=](rss_atom) -> caf::result<int64_t> {

@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "caf/all.hpp"
@@ -13,6 +16,22 @@ namespace dtrain::actors {
 /// Plugin libraries larger than this are refused (a driver refuses them
 /// before anything is sent, a node when they arrive).
 constexpr size_t max_plugin_bytes = size_t{256} << 20;
+
+/// The replicas a node actor started that still run, with the placement
+/// each belongs to: what a node reports when it registers again
+/// (head_actor.hpp: rejoin). Shared between the node actor, which adds a
+/// replica when it starts it and removes it when it ends, and the node's
+/// process, which reads it (thread-safe).
+class hosted_table {
+public:
+  void add(const caf::actor_addr& front, hosted_replica r);
+  void remove(const caf::actor_addr& front);
+  std::vector<hosted_replica> list() const;
+
+private:
+  mutable std::mutex mutex_;
+  std::map<caf::actor_addr, hosted_replica> replicas_;
+};
 
 /// What a node agent needs to accept plugins (node_info::secret_file and
 /// node_secret.hpp for the same-user rule).
@@ -38,6 +57,9 @@ struct node_options {
   /// log(offset, max_bytes); empty: it keeps none (an embedded cluster's
   /// node), and log answers not_found.
   std::string log_file;
+  /// Where the node records the replicas it hosts (a node process's, for
+  /// registering again); none: it keeps no record (an embedded cluster's).
+  std::shared_ptr<hosted_table> hosted;
 };
 
 /// The fewest hex digits a replica's capability has (128 bits).

@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include "dtrain/cluster/errors.hpp"
@@ -71,24 +73,188 @@ status cluster::attach(const std::string& address, std::chrono::milliseconds tim
   DTRAIN_ASSIGN_OR_RETURN(head_, connect_head(*system_, address, timeout, {}, tls_));
   DTRAIN_ASSIGN_OR_RETURN(session_,
                           authenticate(*system_, head_, tls_, address, std::chrono::seconds(10)));
+  watch_head();
   return status::ok();
 }
+
+// An actor of this process monitors the head: its down message marks it
+// gone, for head() to attach again.
+void cluster::watch_head() const {
+  auto gone = std::make_shared<std::atomic<bool>>(false);
+  head_gone_ = gone;
+  head_watch_ = system_->spawn(
+      [gone](caf::event_based_actor* self, head_actor head) -> caf::behavior {
+        self->monitor(head);
+        self->set_down_handler([=](caf::down_msg&) {
+          gone->store(true);
+          self->quit();
+        });
+        return {[](caf::ok_atom) {}};
+      },
+      head_);
+}
+
+void cluster::reattach_if_gone() const {
+  if (!head_gone_ || !head_gone_->load())
+    return;
+  auto head = connect_head(*system_, where_, reattach_timeout, {}, tls_);
+  result<std::string> session =
+      head ? authenticate(*system_, *head, tls_, where_, std::chrono::seconds(10))
+           : result<std::string>(head.error());
+  if (!session) {
+    std::fprintf(stderr, "dtrain driver: the head at %s went away and is not back: %s\n",
+                 where_.c_str(), session.error().message().c_str());
+    return;
+  }
+  head_ = *head;
+  session_ = std::move(*session);
+  watch_head();
+  std::fprintf(stderr, "dtrain driver: the head at %s went away; attached to it again\n",
+               where_.c_str());
+}
+
+head_actor cluster::head() const {
+  std::lock_guard<std::mutex> lock(head_mutex_);
+  reattach_if_gone();
+  return head_;
+}
+
+std::string cluster::session() const {
+  std::lock_guard<std::mutex> lock(head_mutex_);
+  reattach_if_gone();
+  return session_;
+}
+
+namespace {
+
+using experiments::experiment_store;
+
+// The store of a cluster attached by address (cluster::experiments): every
+// call goes to the experiment service of the head that head() answers now,
+// through a client made anew when that head is another.
+class following_store final : public experiment_store {
+public:
+  following_store(cluster& c, std::string where) : cluster_(c), where_(std::move(where)) {}
+
+  // The client for the head of now, made if need be.
+  result<std::shared_ptr<experiment_store>> current() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const head_actor head = cluster_.head();
+    if (client_ && head == head_)
+      return client_;
+    const std::string session = cluster_.session();
+    result<experiments::experiment_service> service{status(error_code::internal, "no reply")};
+    {
+      caf::scoped_actor self{cluster_.system()};
+      self->request(head, std::chrono::seconds(30), experiments_atom::value, session)
+          .receive([&](experiments::experiment_service& s) { service = std::move(s); },
+                   [&](caf::error& e) { service = from_caf(e, "experiment store at " + where_); });
+    }
+    if (!service)
+      return service.error();
+    client_ = std::make_shared<experiments::service_client>(cluster_.system(), *service, session,
+                                                            where_);
+    head_ = head;
+    return client_;
+  }
+
+  result<int64_t> create_experiment(const experiments::experiment_row& e) override {
+    return with([&](experiment_store& s) { return s.create_experiment(e); });
+  }
+  status update_experiment(const experiments::experiment_row& e) override {
+    return with([&](experiment_store& s) { return s.update_experiment(e); });
+  }
+  result<experiments::experiment_row> experiment(int64_t id) override {
+    return with([&](experiment_store& s) { return s.experiment(id); });
+  }
+  result<std::vector<experiments::experiment_row>> experiments() override {
+    return with([&](experiment_store& s) { return s.experiments(); });
+  }
+  status delete_experiment(int64_t id) override {
+    return with([&](experiment_store& s) { return s.delete_experiment(id); });
+  }
+  status put_trial(const experiments::trial_row& t) override {
+    return with([&](experiment_store& s) { return s.put_trial(t); });
+  }
+  result<std::vector<experiments::trial_row>> trials(int64_t experiment) override {
+    return with([&](experiment_store& s) { return s.trials(experiment); });
+  }
+  status add_metrics(const std::vector<experiments::metric_row>& rows) override {
+    return with([&](experiment_store& s) { return s.add_metrics(rows); });
+  }
+  result<std::vector<experiments::metric_row>> metrics(int64_t experiment,
+                                                       const std::string& trial) override {
+    return with([&](experiment_store& s) { return s.metrics(experiment, trial); });
+  }
+  status put_checkpoint(const experiments::checkpoint_row& c) override {
+    return with([&](experiment_store& s) { return s.put_checkpoint(c); });
+  }
+  result<std::vector<experiments::checkpoint_row>> checkpoints(int64_t experiment,
+                                                               const std::string& trial) override {
+    return with([&](experiment_store& s) { return s.checkpoints(experiment, trial); });
+  }
+  status add_lineage(const experiments::lineage_row& l) override {
+    return with([&](experiment_store& s) { return s.add_lineage(l); });
+  }
+  result<std::vector<experiments::lineage_row>> lineage(int64_t experiment) override {
+    return with([&](experiment_store& s) { return s.lineage(experiment); });
+  }
+  status add_event(const experiments::event_row& e) override {
+    return with([&](experiment_store& s) { return s.add_event(e); });
+  }
+  result<std::vector<experiments::event_row>> events(int64_t experiment,
+                                                     const std::string& trial) override {
+    return with([&](experiment_store& s) { return s.events(experiment, trial); });
+  }
+  status flush() override {
+    return with([&](experiment_store& s) { return s.flush(); });
+  }
+  status flush_experiments(const std::vector<int64_t>& ids) override {
+    return with([&](experiment_store& s) { return s.flush_experiments(ids); });
+  }
+  std::string where() const override { return where_; }
+
+private:
+  template <class F>
+  auto with(F f) -> decltype(f(std::declval<experiment_store&>())) {
+    auto store = current();
+    if (!store)
+      return store.error();
+    return f(**store);
+  }
+
+  cluster& cluster_;
+  std::string where_;
+  std::mutex mutex_;
+  head_actor head_;  // the head client_ was made for
+  std::shared_ptr<experiment_store> client_;
+};
+
+} // namespace
 
 result<std::shared_ptr<experiments::experiment_store>> cluster::experiments() {
   std::lock_guard<std::mutex> lock(experiments_mutex_);
   if (experiments_)
     return experiments_;
-  const std::string where = embedded_ ? store_path_ : "the head " + where_;
+  if (!embedded_) {
+    // It follows the head; asked once now, so that a head that does not
+    // answer is an error here.
+    auto store = std::make_shared<following_store>(*this, "the head " + where_);
+    DTRAIN_RETURN_IF_ERROR(store->current().to_status());
+    experiments_ = std::move(store);
+    return experiments_;
+  }
   result<experiments::experiment_service> service{status(error_code::internal, "no reply")};
   {
     caf::scoped_actor self{*system_};
     self->request(head_, std::chrono::seconds(30), experiments_atom::value, session_)
         .receive([&](experiments::experiment_service& s) { service = std::move(s); },
-                 [&](caf::error& e) { service = from_caf(e, "experiment store at " + where); });
+                 [&](caf::error& e) { service = from_caf(e, "experiment store at " + store_path_); });
   }
   if (!service)
     return service.error();
-  experiments_ = std::make_shared<experiments::service_client>(*system_, *service, session_, where);
+  experiments_ =
+      std::make_shared<experiments::service_client>(*system_, *service, session_, store_path_);
   return experiments_;
 }
 
@@ -141,7 +307,7 @@ result<node_actor> cluster::node_of(const assignment& a, std::chrono::millisecon
     return from_caf(node.error(), what + ": cannot connect to " + a.info.address);
   caf::scoped_actor self{*system_};
   result<node_actor> out{status(error_code::internal, "no reply")};
-  self->request(head_, timeout, caf::get_atom::value, a.node, session_)
+  self->request(head(), timeout, caf::get_atom::value, a.node, session())
       .receive([&](node_actor& n) { out = std::move(n); },
                [&](caf::error& e) { out = from_caf(e, what + ": asking the head for it"); });
   if (out && out->node() != *node)
@@ -172,6 +338,9 @@ cluster::~cluster() {
   }
   experiments_.reset();
   stop_hosted_replicas();
+  if (head_watch_)
+    caf::anon_send_exit(head_watch_, caf::exit_reason::user_shutdown);
+  head_watch_ = nullptr;
   if (head_ && embedded_)
     caf::anon_send_exit(head_, caf::exit_reason::user_shutdown);
   if (local_node_)

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -50,7 +51,13 @@ public:
   cluster& operator=(const cluster&) = delete;
 
   caf::actor_system& system() { return *system_; }
-  head_actor head() const { return head_; }
+  /// The head. When the one attached to went away (its process killed or
+  /// restarted, a partition), a cluster that is not embedded first attaches
+  /// again to the head at the same address (connect and, on TLS, the
+  /// hello/prove exchange anew), waiting for it up to reattach_timeout;
+  /// one that is not back by then leaves the old handle (whose requests
+  /// time out, as they did before), and the next call tries again.
+  head_actor head() const;
   bool embedded() const { return embedded_; }
   /// "embedded" or the head's address.
   const std::string& where() const { return where_; }
@@ -59,7 +66,10 @@ public:
   /// file, or the store of the head this driver attached to), through an
   /// experiments::service_client made once and kept. Errors: the head does
   /// not answer. Store errors come from the store's calls. The client must
-  /// not be used after the cluster is gone.
+  /// not be used after the cluster is gone. Attached to a head by address,
+  /// the store follows the head: each call goes to the service of the head
+  /// that head() answers, so a head that went away and came back (its store
+  /// reopened from disk) gets the calls made after it went.
   result<std::shared_ptr<experiments::experiment_store>> experiments();
 
   /// Starts one replica on the node of `a` through its node actor (node_of),
@@ -89,19 +99,29 @@ public:
   /// handed out when this driver proved its client certificate, or the
   /// embedded head's local one; "" on a plain cluster. Keep it in this
   /// process: whoever holds it acts as this driver.
-  const std::string& session() const { return session_; }
+  std::string session() const;
+
+  /// How long head() waits for a head that went away to come back.
+  static constexpr std::chrono::seconds reattach_timeout{30};
 
 private:
   cluster() = default;
   status start_embedded(const options& o);
   status attach(const std::string& address, std::chrono::milliseconds timeout);
   result<node_actor> reach_node(const assignment& a, const std::string& what);
+  void watch_head() const;
+  void reattach_if_gone() const;
 
   tls_identity tls_;
   std::unique_ptr<system_config> config_;
   std::unique_ptr<caf::actor_system> system_;
-  head_actor head_;
-  std::string session_;  // see session()
+  // The head and the session at it (session()), replaced by a reattach
+  // (head()): guarded by head_mutex_.
+  mutable std::mutex head_mutex_;
+  mutable head_actor head_;
+  mutable std::string session_;
+  mutable std::shared_ptr<std::atomic<bool>> head_gone_;  // set when head_ goes down
+  mutable caf::actor head_watch_;                         // monitors head_
   node_actor local_node_;
   bool embedded_ = false;
   std::string where_;

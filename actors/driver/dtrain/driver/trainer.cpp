@@ -123,6 +123,7 @@ void trainer::recovered(int64_t epoch, int64_t restored_epoch) {
 status trainer::shutdown() {
   if (stopped_.exchange(true))
     return status::ok();
+  drop_newcomers(false);  // the release below gives every slot back
   stop_replicas();
   if (owner_)
     caf::anon_send_exit(owner_, caf::exit_reason::user_shutdown);

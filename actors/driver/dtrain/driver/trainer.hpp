@@ -140,17 +140,36 @@ private:
   bool live() const;
   std::vector<bool> probe_replicas(std::chrono::milliseconds timeout);
   status recover_live(const status& cause);
-  status form_live(const std::vector<size_t>& survivors, std::vector<assignment> placement);
+  /// A replica of the group to be: set up already (a survivor, or a
+  /// newcomer prepared alone), or to spawn (no actor yet).
+  struct member {
+    assignment where;
+    replica_actor actor;
+    std::string capability;
+  };
+  /// Forms generation_'s group from `members` in that order: those with an
+  /// actor move in (reform), the others are spawned and set up; then the
+  /// group agrees on its state (sync).
+  status form_live(std::vector<member> members);
+  /// Spawns newcomers on `placed` (past the group's own units) and sets
+  /// each up alone in the background, so that the group pauses only for
+  /// the join itself.
+  void prepare_newcomers(const std::vector<assignment>& placed);
+  /// Stops newcomers being prepared and (give_back) gives their slots back.
+  void drop_newcomers(bool give_back = true);
   result<std::vector<assignment>> resize_placement(const std::vector<assignment>& keep,
                                                    int extra);
   /// Live growth: asks the head (at most once a second) for the slots
-  /// the group lacks; whether it got some (pending_growth_).
-  bool reserve_growth();
-  /// reserve_growth(), and when it got slots, asks the group to pause at
-  /// its next check (every 16 steps) so that the newcomers join at a step
+  /// the group lacks, and prepares newcomers on those it gets.
+  void reserve_growth();
+  /// Whether prepared newcomers are ready to join (failed ones are
+  /// dropped).
+  bool newcomers_ready();
+  /// reserve_growth(); once newcomers are ready, asks the group to pause
+  /// at its next check (every 16 steps) so that they join at a step
   /// boundary.
   void poll_growth();
-  /// Forms the grown group poll_growth() placed (pending_growth_).
+  /// Forms the grown group with the newcomers poll_growth() prepared.
   status grow_live();
 
   cluster& cluster_;
@@ -186,9 +205,16 @@ private:
   std::vector<plugin_package> plugins_;
   std::vector<std::string> plugin_hashes_;
   std::set<std::string> equipped_nodes_;  // "address pid" of nodes that have plugins_
-  // Live growth placed (the whole group's placement, the present replicas
-  // first), waiting for the group to pause; empty: none.
-  std::vector<assignment> pending_growth_;
+  // Newcomers being set up alone (prepare_newcomers), each with its
+  // setup's outcome to come; and whether they are ready and the group was
+  // asked to pause for them.
+  struct newcomer {
+    member m;
+    std::shared_ptr<std::future<status>> ready;
+  };
+  std::vector<newcomer> joining_;
+  bool pause_asked_ = false;
+  int32_t solo_generation_ = 0;  // newcomers set up alone use -1, -2, ...
   std::atomic<bool> user_preempted_{false};  // preempt() asked since the last train() answer
   bool last_recovery_live_ = false;  // the last recovery kept the survivors' state
   std::string live_note_;  // what the last live recovery did, for its "recovered" event

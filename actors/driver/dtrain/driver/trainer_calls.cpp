@@ -36,7 +36,7 @@ result<metrics_msg> trainer::train() {
       continue;
     }
     metrics_msg m = all->front();
-    if (!pending_growth_.empty()) {
+    if (pause_asked_) {
       // The pause poll_growth() asked for (or the epoch's end, which came
       // first): the newcomers join here, and a paused epoch goes on.
       if (status grown = grow_live(); !grown)

@@ -114,15 +114,17 @@ status trainer::recover_live(const status& cause) {
   for (size_t rank : survivors)
     keep.push_back(placement_[rank]);
   const int have = static_cast<int>(survivors.size());
+  // Only the replacements the group cannot go on without are waited for
+  // here; the others are prepared in the background (poll_growth) and
+  // join at a step boundary.
   const int needed = std::max(0, min_replicas() - have);
+  // Newcomers prepared for the old group start over (the resize below
+  // gives their slots back).
+  drop_newcomers(false);
   auto deadline = clock_type::now() + config_.placement_timeout;
   result<std::vector<assignment>> placed = keep;
   for (;;) {
-    // Replacements that are free now join at once; an elastic group does
-    // not wait for them (poll_growth brings them in later).
-    for (int extra = config_.num_replicas - have; extra >= needed; --extra)
-      if ((placed = resize_placement(keep, extra)).is_ok())
-        break;
+    placed = resize_placement(keep, needed);
     if (placed.is_ok() || needed == 0 || clock_type::now() >= deadline || stopped_)
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
@@ -133,9 +135,15 @@ status trainer::recover_live(const status& cause) {
                                        std::to_string(min_replicas()) + " are needed");
   // A head that cannot be asked (restarting) does not stop the survivors.
   std::vector<assignment> next = placed.is_ok() ? *placed : keep;
+  std::vector<member> members;
+  for (size_t i = 0; i < next.size(); ++i)
+    if (i < survivors.size())
+      members.push_back({next[i], replicas_[survivors[i]], capabilities_[survivors[i]]});
+    else
+      members.push_back({next[i], {}, {}});
   const int before = world_size();
   ++generation_;
-  DTRAIN_RETURN_IF_ERROR(form_live(survivors, std::move(next)));
+  DTRAIN_RETURN_IF_ERROR(form_live(std::move(members)));
   const std::string size = std::to_string(world_size()) + " of " +
                            std::to_string(config_.num_replicas) + " replicas";
   if (world_size() < before)
@@ -147,44 +155,49 @@ status trainer::recover_live(const status& cause) {
   return status::ok();
 }
 
-status trainer::form_live(const std::vector<size_t>& survivors, std::vector<assignment> placement) {
+status trainer::form_live(std::vector<member> members) {
   const auto start = clock_type::now();
-  const size_t world = placement.size();
-  std::vector<replica_actor> replicas;
-  std::vector<std::string> capabilities;
+  const size_t world = members.size();
   std::vector<replica_spec> specs;
+  std::vector<bool> moves;  // set up already: reform, else setup
   for (size_t rank = 0; rank < world; ++rank) {
-    DTRAIN_ASSIGN_OR_RETURN(replica_spec spec, spec_for(rank, world, placement[rank]));
-    if (rank < survivors.size()) {
-      spec.capability = capabilities_[survivors[rank]];
-      replicas.push_back(replicas_[survivors[rank]]);
+    member& m = members[rank];
+    DTRAIN_ASSIGN_OR_RETURN(replica_spec spec, spec_for(rank, world, m.where));
+    moves.push_back(static_cast<bool>(m.actor));
+    if (m.actor) {
+      spec.capability = m.capability;
     } else {
-      if (status equipped = equip_node(placement[rank]); !equipped)
+      if (status equipped = equip_node(m.where); !equipped)
         return equipped;
       auto replica =
-          cluster_.spawn_replica(placement[rank], spec, owner_, store_, std::chrono::seconds(10));
+          cluster_.spawn_replica(m.where, spec, owner_, store_, std::chrono::seconds(10));
       if (!replica)
         return replica.error().with_context("a replacement for rank " + std::to_string(rank));
-      replicas.push_back(std::move(*replica));
+      m.actor = std::move(*replica);
+      m.capability = spec.capability;
     }
-    capabilities.push_back(spec.capability);
     specs.push_back(std::move(spec));
   }
-  replicas_ = replicas;
-  capabilities_ = capabilities;
-  placement_ = std::move(placement);
-  const size_t kept = survivors.size();
-  // Survivors build the new generation's communicator, newcomers set up;
+  replicas_.clear();
+  capabilities_.clear();
+  placement_.clear();
+  for (member& m : members) {
+    replicas_.push_back(m.actor);
+    capabilities_.push_back(m.capability);
+    placement_.push_back(m.where);
+  }
+  auto replicas = replicas_;
+  auto capabilities = capabilities_;
+  const auto timeout = config_.collective_timeout + std::chrono::seconds(30);
+  // Those set up move into the new generation, the others set up in it;
   // all rendezvous together, so every one is asked before any answers.
   auto formed = gather<caf::ok_atom>(
-      config_.collective_timeout + std::chrono::seconds(30),
-      "forming generation " + std::to_string(generation_),
+      timeout, "forming generation " + std::to_string(generation_),
       [=](caf::event_based_actor* self, size_t rank) {
-        return rank < kept
-                   ? self->request(replicas[rank], config_.collective_timeout + std::chrono::seconds(30),
-                                   reform_atom::value, capabilities[rank], specs[rank])
-                   : self->request(replicas[rank], config_.collective_timeout + std::chrono::seconds(30),
-                                   setup_atom::value, capabilities[rank]);
+        return moves[rank] ? self->request(replicas[rank], timeout, reform_atom::value,
+                                           capabilities[rank], specs[rank])
+                           : self->request(replicas[rank], timeout, setup_atom::value,
+                                           capabilities[rank]);
       });
   DTRAIN_RETURN_IF_ERROR(formed.to_status());
   auto synced = ask_all<std::vector<int64_t>>(config_.collective_timeout, "state transfer",
@@ -196,39 +209,93 @@ status trainer::form_live(const std::vector<size_t>& survivors, std::vector<assi
     chief_capability_ = capabilities_.front();
   }
   const std::vector<int64_t>& s = synced->front();
-  if (world > kept || (s.size() == 3 && s[1] > 0))
+  if (s.size() == 3 && s[1] > 0)
     event("transfer", epoch_,
-          std::to_string(world - kept) + " replicas joined; " +
-              (s[1] > 0 ? "rank " + std::to_string(s[0]) + " sent " +
-                              fixed(static_cast<double>(s[1]) / (1 << 20), 1) + " MiB of state in " +
-                              fixed(static_cast<double>(s[2]) / 1e6, 3) + " s"
-                        : std::string("no state to move")) +
-              "; generation " + std::to_string(generation_) + " formed in " +
-              fixed(seconds_since(start), 3) + " s");
+          "rank " + std::to_string(s[0]) + " sent " +
+              fixed(static_cast<double>(s[1]) / (1 << 20), 1) + " MiB of state in " +
+              fixed(static_cast<double>(s[2]) / 1e6, 3) + " s; generation " +
+              std::to_string(generation_) + " (" + std::to_string(world) +
+              " replicas) formed in " + fixed(seconds_since(start), 3) + " s");
   if (user_preempted_)  // the old chief's request went with its group
     (void)preempt();
   return status::ok();
 }
 
-bool trainer::reserve_growth() {
-  if (!live() || world_size() >= config_.num_replicas || !pending_growth_.empty())
-    return false;
+void trainer::prepare_newcomers(const std::vector<assignment>& placed) {
+  const auto timeout = config_.collective_timeout + std::chrono::seconds(30);
+  for (size_t i = placement_.size(); i < placed.size(); ++i) {
+    // Alone in a group of its own (a negative generation no real group
+    // uses): it loads its data and builds its model while the group
+    // trains, then moves into the group's next generation like a survivor.
+    auto spec = spec_for(0, 1, placed[i]);
+    if (!spec)
+      continue;
+    spec->generation = --solo_generation_;
+    if (!equip_node(placed[i]))
+      continue;
+    auto replica = cluster_.spawn_replica(placed[i], *spec, owner_, store_, std::chrono::seconds(10));
+    if (!replica)
+      continue;
+    auto ready = std::make_shared<std::future<status>>(std::async(
+        std::launch::async, [&sys = cluster_.system(), r = *replica, c = spec->capability, timeout] {
+          caf::scoped_actor self{sys};
+          status out(error_code::timeout, "a newcomer's setup: no answer");
+          self->request(r, timeout, setup_atom::value, c)
+              .receive([&](caf::ok_atom) { out = status::ok(); },
+                       [&](caf::error& e) { out = from_caf(e, "a newcomer's setup"); });
+          return out;
+        }));
+    joining_.push_back({member{placed[i], *replica, spec->capability}, std::move(ready)});
+  }
+  if (joining_.empty())  // none could start: give the slots back
+    (void)resize_placement(placement_, 0);
+}
+
+void trainer::drop_newcomers(bool give_back) {
+  for (auto& n : joining_)
+    caf::anon_send_exit(n.m.actor, caf::exit_reason::user_shutdown);
+  if (give_back && !joining_.empty())
+    (void)resize_placement(placement_, 0);
+  joining_.clear();
+  pause_asked_ = false;
+}
+
+void trainer::reserve_growth() {
+  if (!live() || world_size() >= config_.num_replicas || !joining_.empty())
+    return;
   if (clock_type::now() - last_growth_check_ < std::chrono::seconds(1))
-    return false;
+    return;
   last_growth_check_ = clock_type::now();
   auto placed = resize_placement(placement_, config_.num_replicas - world_size());
   for (int extra = config_.num_replicas - world_size() - 1; !placed && extra > 0; --extra)
     placed = resize_placement(placement_, extra);
   if (!placed)
-    return false;  // no free slots yet
-  pending_growth_ = std::move(*placed);
-  note(std::to_string(pending_growth_.size() - placement_.size()) +
-       " slots free; the group grows at its next step boundary");
-  return true;
+    return;  // no free slots yet
+  note(std::to_string(placed->size() - placement_.size()) +
+       " slots free: newcomers set up, then join at a step boundary");
+  prepare_newcomers(*placed);
+}
+
+bool trainer::newcomers_ready() {
+  if (joining_.empty())
+    return false;
+  for (auto& n : joining_)
+    if (n.ready->wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+      return false;
+  bool failed = false;
+  for (auto& n : joining_)
+    if (status s = n.ready->get(); !s) {
+      note("a newcomer failed to set up (" + s.message() + "); trying again later");
+      failed = true;
+    }
+  if (failed)
+    drop_newcomers();
+  return !failed;
 }
 
 void trainer::poll_growth() {
-  if (!reserve_growth())
+  reserve_growth();
+  if (pause_asked_ || !newcomers_ready())
     return;
   // The pause: the chief stops the epoch at its next check, the same step
   // on every replica (replica.hpp); train() forms the grown group there.
@@ -241,17 +308,20 @@ void trainer::poll_growth() {
   }
   if (chief)
     caf::anon_send(chief, preempt_atom::value, capability);
+  pause_asked_ = true;
 }
 
 status trainer::grow_live() {
-  std::vector<assignment> next = std::move(pending_growth_);
-  pending_growth_.clear();
   const int before = world_size();
-  std::vector<size_t> everyone(replicas_.size());
-  for (size_t rank = 0; rank < everyone.size(); ++rank)
-    everyone[rank] = rank;
+  std::vector<member> members;
+  for (size_t rank = 0; rank < replicas_.size(); ++rank)
+    members.push_back({placement_[rank], replicas_[rank], capabilities_[rank]});
+  for (auto& n : joining_)
+    members.push_back(n.m);
+  joining_.clear();
+  pause_asked_ = false;
   ++generation_;
-  DTRAIN_RETURN_IF_ERROR(form_live(everyone, std::move(next)));
+  DTRAIN_RETURN_IF_ERROR(form_live(std::move(members)));
   event("grew", epoch_, "continuing with " + std::to_string(world_size()) + " of " +
                             std::to_string(config_.num_replicas) + " replicas (was " +
                             std::to_string(before) + "), the newcomers given the group's state");

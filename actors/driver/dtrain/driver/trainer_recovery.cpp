@@ -109,8 +109,14 @@ status trainer::recover(status cause) {
 // saves, re-forms with as many replicas as fit, and restores.
 status trainer::maybe_grow() {
   if (live() && world_size() < config_.num_replicas) {
-    // Between epochs: no pause to wait for.
-    if (!reserve_growth())
+    // Between epochs: no pause to wait for, and the newcomers may take
+    // the time they need to set up (bounded by their setup's timeout).
+    reserve_growth();
+    if (joining_.empty())
+      return status::ok();
+    for (auto& n : joining_)
+      n.ready->wait();
+    if (!newcomers_ready())
       return status::ok();
     status grown = grow_live();
     return grown.is_ok() ? grown : recover(grown);

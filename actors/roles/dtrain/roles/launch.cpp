@@ -297,7 +297,10 @@ std::string this_program() {
 // This task's node of one slot, with its share of the node's GPUs.
 result<std::unique_ptr<child>> start_node(const launch_options& o, const launch_plan& p,
                                           const std::string& dtrain) {
-  std::vector<std::string> args{dtrain, "start", "--address", p.address, "--slots", "1"};
+  // No reconnect window: a task's node ends when the head does (the end of
+  // the job, follow_node), not a minute later.
+  std::vector<std::string> args{dtrain, "start", "--address", p.address, "--slots", "1",
+                                "--reconnect-window", "0"};
   if (!o.bind.empty())
     args.insert(args.end(), {"--bind", o.bind});
   std::map<std::string, std::string> env;

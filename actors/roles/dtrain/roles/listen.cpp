@@ -53,7 +53,7 @@ void write_ready_file(const std::string& path, const std::string& text) {
     std::fprintf(stderr, "dtrain: %s\n", s.message().c_str());
 }
 
-void wait_for_stop(caf::actor_system& sys, const caf::actor_addr& watched, const char* what) {
+bool wait_for_stop(caf::actor_system& sys, const caf::actor_addr& watched, const char* what) {
   caf::scoped_actor self{sys};
   if (watched)
     self->monitor(watched);
@@ -62,7 +62,8 @@ void wait_for_stop(caf::actor_system& sys, const caf::actor_addr& watched, const
     self->receive([&](caf::down_msg&) { down = true; },
                   caf::after(std::chrono::milliseconds(100)) >> [] {});
   if (down)
-    std::fprintf(stderr, "dtrain: %s is gone; shutting down\n", what);
+    std::fprintf(stderr, "dtrain: %s is gone\n", what);
+  return down;
 }
 
 } // namespace dtrain::roles

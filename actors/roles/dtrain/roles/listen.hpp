@@ -42,7 +42,8 @@ result<std::pair<std::string, std::string>> choose_addresses(const listen_option
 void write_ready_file(const std::string& path, const std::string& text);
 
 /// Blocks until SIGINT/SIGTERM (install_signal_handlers first), or until
-/// `watched` goes down when given (then says "`what` is gone" on stderr).
-void wait_for_stop(caf::actor_system& sys, const caf::actor_addr& watched, const char* what);
+/// `watched` goes down when given (then says "`what` is gone" on stderr and
+/// returns true; false after a stop).
+bool wait_for_stop(caf::actor_system& sys, const caf::actor_addr& watched, const char* what);
 
 } // namespace dtrain::roles

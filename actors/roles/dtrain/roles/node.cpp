@@ -15,6 +15,7 @@
 #include "dtrain/cluster/node_actor.hpp"
 #include "dtrain/cluster/node_secret.hpp"
 #include "dtrain/cluster/replica_actor.hpp"
+#include "dtrain/cluster/errors.hpp"
 #include "dtrain/cluster/system.hpp"
 #include "dtrain/core/check.hpp"
 #include "dtrain/core/net.hpp"
@@ -84,27 +85,121 @@ actors::node_options actor_options(const node_options& o, const node_secret& sec
   return no;
 }
 
-// Joins the head at o.address: its index there, or -1 (said on stderr).
-int32_t join_head(caf::actor_system& sys, const node_options& o, const tls_identity& tls,
-                  const node_info& info, const node_actor& node, head_actor& head) {
-  auto reached = connect_head(sys, o.address, std::chrono::seconds(10), stop_requested, tls);
-  result<std::string> joined =
-      reached ? authenticate(sys, *reached, tls, o.address, std::chrono::seconds(10))
-              : result<std::string>(reached.error());
+// Where a node stands with the head: its handle and the node's index.
+struct membership {
+  head_actor head;
+  int32_t index = -1;
+};
+
+// One try at joining the head at o.address: reaching it within `reach`,
+// then each step within `timeout`. Registers the first time (`was` has no
+// index), else rejoins, reporting the node's earlier index and the
+// replicas it hosts.
+result<membership> join_once(caf::actor_system& sys, const node_options& o,
+                             const tls_identity& tls, const node_info& info,
+                             const node_actor& node, const membership& was,
+                             const hosted_table& hosted, std::chrono::milliseconds reach,
+                             std::chrono::milliseconds timeout) {
+  DTRAIN_ASSIGN_OR_RETURN(auto head, connect_head(sys, o.address, reach, stop_requested, tls));
+  DTRAIN_ASSIGN_OR_RETURN(auto session, authenticate(sys, head, tls, o.address, timeout));
+  membership out{head, -1};
+  status why = status(error_code::unavailable, "no answer from the head at " + o.address);
+  auto answered = [&](int32_t i) { out.index = i; };
+  auto refused = [&](caf::error& e) {
+    why = from_caf(e, "registering with " + o.address);
+  };
+  caf::scoped_actor self{sys};
+  if (was.index < 0)
+    self->request(head, timeout, register_atom::value, info, node, session)
+        .receive(answered, refused);
+  else
+    self->request(head, timeout, rejoin_atom::value, info, node, was.index, hosted.list(), session)
+        .receive(answered, refused);
+  if (out.index < 0)
+    return why;
+  return out;
+}
+
+// Joins the head at o.address for the first time (within 10 s); the index
+// is -1 when it cannot (said on stderr).
+membership join_head(caf::actor_system& sys, const node_options& o, const tls_identity& tls,
+                     const node_info& info, const node_actor& node, const hosted_table& hosted) {
+  auto joined = join_once(sys, o, tls, info, node, {}, hosted, std::chrono::seconds(10),
+                          std::chrono::seconds(10));
   if (!joined) {
     std::fprintf(stderr, "error: %s\n", joined.error().message().c_str());
-    return -1;
+    return {};
   }
-  head = *reached;
-  int32_t index = -1;
-  caf::scoped_actor self{sys};
-  self->request(head, std::chrono::seconds(10), register_atom::value, info, node, *joined)
-      .receive([&](int32_t i) { index = i; },
-               [&](caf::error& e) {
-                 std::fprintf(stderr, "error: registering with %s: %s\n", o.address.c_str(),
-                              caf::to_string(e).c_str());
-               });
-  return index;
+  return *joined;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Tries to join the head again until `deadline`, with backoff from 250 ms
+// doubling to 5 s, or until a stop is asked for; counts the tries. The new
+// membership, or the last try's error.
+result<membership> retry_join(caf::actor_system& sys, const node_options& o,
+                              const tls_identity& tls, const node_info& info,
+                              const node_actor& node, const membership& was,
+                              const hosted_table& hosted,
+                              std::chrono::steady_clock::time_point deadline, int& tries) {
+  using namespace std::chrono;
+  milliseconds backoff{250};
+  status last = status(error_code::unavailable, "no try");
+  while (!stop_requested() && steady_clock::now() < deadline) {
+    const auto left = duration_cast<milliseconds>(deadline - steady_clock::now());
+    ++tries;
+    // A short reach: the backoff paces the tries.
+    auto joined = join_once(sys, o, tls, info, node, was, hosted,
+                            std::clamp(left, milliseconds(100), milliseconds(500)),
+                            std::clamp(left, milliseconds(1000), milliseconds(5000)));
+    if (joined)
+      return joined;
+    last = joined.error();
+    std::this_thread::sleep_for(std::min(backoff, duration_cast<milliseconds>(
+                                                      deadline - steady_clock::now())));
+    backoff = std::min(backoff * 2, milliseconds(5000));
+  }
+  return last;
+}
+
+// The head went away: tries to join it again (retry_join) for
+// reconnect_window(o), its replicas running on. The new membership, or one
+// without index (said).
+membership rejoin_head(caf::actor_system& sys, const node_options& o, const tls_identity& tls,
+                       const node_info& info, const node_actor& node, const membership& was,
+                       const hosted_table& hosted) {
+  const std::chrono::seconds window = reconnect_window(o);
+  const auto start = std::chrono::steady_clock::now();
+  if (window.count() == 0) {
+    std::fprintf(stderr, "dtrain node %d: the head at %s is gone and this node's reconnect "
+                 "window is 0 s; shutting down\n", was.index, o.address.c_str());
+    return {};
+  }
+  std::printf("dtrain node %d: lost the head at %s; its %d replicas keep running; trying to "
+              "join again for %lld s\n",
+              was.index, o.address.c_str(), hosted_replica_count(),
+              static_cast<long long>(window.count()));
+  std::fflush(stdout);
+  int tries = 0;
+  auto joined = retry_join(sys, o, tls, info, node, was, hosted, start + window, tries);
+  if (joined) {
+    std::printf("dtrain node %d joined %s again as node %d after %.1f s (%d tries), with %zu "
+                "hosted replicas\n",
+                was.index, o.address.c_str(), joined->index, seconds_since(start), tries,
+                hosted.list().size());
+    std::fflush(stdout);
+    return *joined;
+  }
+  if (!stop_requested())
+    std::fprintf(stderr, "dtrain node %d: the head at %s did not take this node back within "
+                 "its reconnect window of %lld s (%d tries over %.1f s; the last: %s); shutting "
+                 "down\n",
+                 was.index, o.address.c_str(), static_cast<long long>(window.count()), tries,
+                 seconds_since(start), joined.error().message().c_str());
+  return {};
 }
 
 // After a stop: the replicas' workers leave before the actor system goes;
@@ -139,9 +234,12 @@ caf::expected<uint16_t> open_port(caf::actor_system& sys, const node_actor& node
 }
 
 // A node that joined: recorded and announced, until it is stopped or the
-// head goes; then its replicas stop. The process's exit code.
-int serve(caf::actor_system& sys, const node_options& o, const node_actor& node,
-          const head_actor& head, const node_info& info, int32_t index, uint16_t port) {
+// head is gone for longer than the reconnect window (rejoin_head); then
+// its replicas stop. The process's exit code.
+int serve(caf::actor_system& sys, const node_options& o, const tls_identity& tls,
+          const node_actor& node, const hosted_table& hosted, membership joined,
+          const node_info& info, uint16_t port) {
+  const int32_t index = joined.index;
   const std::string role = "node-" + std::to_string(port);
   if (status s = write_pid_file(role); !s)
     std::fprintf(stderr, "dtrain node: %s (`dtrain stop` will not find this node)\n",
@@ -153,7 +251,11 @@ int serve(caf::actor_system& sys, const node_options& o, const node_actor& node,
               o.log_file.empty() ? "none" : o.log_file.c_str());
   std::fflush(stdout);
   write_ready_file(o.port_file, info.address);
-  wait_for_stop(sys, head.address(), "the head");
+  while (wait_for_stop(sys, joined.head.address(), "the head")) {
+    joined = rejoin_head(sys, o, tls, info, node, joined, hosted);
+    if (joined.index < 0)
+      break;
+  }
   stop_replicas(node);
   remove_pid_file(role);
   if (live_replica_workers() > 0) {
@@ -166,6 +268,20 @@ int serve(caf::actor_system& sys, const node_options& o, const node_actor& node,
 }
 
 } // namespace
+
+std::chrono::seconds reconnect_window(const node_options& o) {
+  if (o.reconnect_window >= 0)
+    return std::chrono::seconds(o.reconnect_window);
+  if (const char* env = std::getenv("DTRAIN_RECONNECT_WINDOW_S")) {
+    char* end = nullptr;
+    long s = std::strtol(env, &end, 10);
+    if (end != env && *end == 0 && s >= 0)
+      return std::chrono::seconds(s);
+    std::fprintf(stderr, "dtrain node: DTRAIN_RECONNECT_WINDOW_S='%s' is not a number of "
+                 "seconds; using %d\n", env, default_reconnect_window);
+  }
+  return std::chrono::seconds(default_reconnect_window);
+}
 
 int run_node(const node_options& o) {
   auto plan = plan_node(o);
@@ -187,7 +303,10 @@ int run_node(const node_options& o) {
     std::fprintf(stderr, "error: %s\n", secret.error().message().c_str());
     return 1;
   }
-  auto node = spawn_node(sys, actor_options(o, *secret, tls));
+  auto hosted = std::make_shared<hosted_table>();
+  auto node_opts = actor_options(o, *secret, tls);
+  node_opts.hosted = hosted;
+  auto node = spawn_node(sys, std::move(node_opts));
   auto port = open_port(sys, node, plan->bind, o.port, tls.enabled());
   if (!port) {
     std::fprintf(stderr, "error: cannot listen on %s:%u: %s\n", plan->bind.c_str(), o.port,
@@ -201,13 +320,12 @@ int run_node(const node_options& o) {
   node_info info{net::host_name(), reached, o.slots, static_cast<int32_t>(plan->gpus.size()),
                  static_cast<int32_t>(getpid()), net::host_identity(), plan->gpus,
                  secret->path(), cpus};
-  head_actor head;
-  const int32_t index = join_head(sys, o, tls, info, node, head);
-  if (index < 0) {
+  const membership joined = join_head(sys, o, tls, info, node, *hosted);
+  if (joined.index < 0) {
     caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
     return 1;
   }
-  return serve(sys, o, node, head, info, index, *port);
+  return serve(sys, o, tls, node, *hosted, joined, info, *port);
 }
 
 } // namespace dtrain::roles

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -20,13 +21,27 @@ struct node_options : listen_options {
   /// process's log, or a foreground node's copy of its output: output_tee);
   /// empty: none.
   std::string log_file;
+  /// How long (seconds) a node that lost the head tries to join it again,
+  /// its replicas running on meanwhile (`--reconnect-window`); negative:
+  /// $DTRAIN_RECONNECT_WINDOW_S, else default_reconnect_window; 0: it
+  /// stops at once.
+  int reconnect_window = -1;
 };
+
+/// Ray's reconnect window: how long a node waits for a lost head.
+constexpr int default_reconnect_window = 60;
+
+/// o.reconnect_window, or what stands for it (node_options).
+std::chrono::seconds reconnect_window(const node_options& o);
 
 /// Runs a node in this process: loads o.plugins, listens, joins the head
 /// at o.address (within 10 s) and hosts the replicas the head places on
-/// it until SIGINT/SIGTERM (install_signal_handlers first) or until the
-/// head goes; then stops its replicas (waiting up to 3 s for their
-/// workers). It records itself in the pid-file registry (processes.hpp)
+/// it until SIGINT/SIGTERM (install_signal_handlers first). A node that
+/// loses the head (a partition, a head killed) keeps its replicas running
+/// and tries to join again (rejoin, reporting the replicas it hosts), with
+/// backoff from 250 ms doubling to 5 s, for reconnect_window(o); when that
+/// ends first it says so and stops. Stopping, it stops its replicas
+/// (waiting up to 3 s for their workers). It records itself in the pid-file registry (processes.hpp)
 /// and writes o.port_file once it has joined. Returns the process exit
 /// code: 0 after a stop, 2 for options that cannot work (said on stderr,
 /// naming the option), 1 when it cannot listen or join.
