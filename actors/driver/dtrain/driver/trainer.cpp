@@ -49,6 +49,10 @@ trainer_config trainer_config_from(const experiments::experiment& e) {
   t.max_failures = e.max_failures;
   t.checkpoint_dir = e.checkpoint_dir;
   t.checkpoint_keep = e.checkpoint_keep;
+  if (e.checkpoint_every_epochs > 0)
+    t.checkpoint_every = e.checkpoint_every_epochs;
+  t.checkpoint_every_steps = e.checkpoint_every_steps;
+  t.checkpoint_every_seconds = e.checkpoint_every_seconds;
   return t;
 }
 
@@ -61,6 +65,11 @@ result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_confi
   if (config.bucket_bytes < 0 || (config.bucket_bytes > 0 && config.bucket_bytes < 4))
     return invalid_argument("trainer '" + config.name + "': bucket_bytes must be 0 (the default) " +
                             "or at least 4 (one float), got " + std::to_string(config.bucket_bytes));
+  if (config.checkpoint_every_steps < 0 || !(config.checkpoint_every_seconds >= 0))
+    return invalid_argument("trainer '" + config.name + "': checkpoint_every_steps and " +
+                            "checkpoint_every_seconds must be >= 0 (0: off), got " +
+                            std::to_string(config.checkpoint_every_steps) + " and " +
+                            std::to_string(config.checkpoint_every_seconds));
   if (config.operator_name.empty())
     return invalid_argument("trainer '" + config.name + "': no training operator named");
   if (auto p = parse_precision(config.precision); !p.is_ok())
