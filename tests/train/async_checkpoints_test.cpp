@@ -110,6 +110,12 @@ size_t temporary_dirs(const std::string& root) {
   return n;
 }
 
+// What r's asynchronous checkpoints did (all 0 when none ever ran).
+train::async_checkpointer::counts counts_of(const runner_t& r) {
+  return r.async_checkpoints() ? r.async_checkpoints()->counters()
+                               : train::async_checkpointer::counts{};
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(async_checkpoints)
@@ -127,7 +133,7 @@ BOOST_AUTO_TEST_CASE(saves_every_k_steps_restore_to_a_run_that_continues_bit_for
       DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
     if (rank == 0) {
       final_parameters = bytes_of(r.parameters());
-      published = r.async_checkpoints()->counters().published;
+      published = counts_of(r).published;
     }
     return status::ok();
   });
@@ -171,7 +177,7 @@ BOOST_AUTO_TEST_CASE(a_writer_slower_than_the_interval_never_overlaps_saves_and_
       DTRAIN_RETURN_IF_ERROR(expect(m.steps == 235, "an epoch took " +
                                                         std::to_string(m.steps) + " steps, not 235"));
     }
-    counts[static_cast<size_t>(rank)] = r.async_checkpoints()->counters();
+    counts[static_cast<size_t>(rank)] = counts_of(r);
     return status::ok();
   });
   for (const auto& c : counts) {
@@ -226,7 +232,7 @@ BOOST_AUTO_TEST_CASE(a_failed_background_write_leaves_the_previous_checkpoint) {
       DTRAIN_ASSIGN_OR_RETURN(auto m, r.train_epoch());
       steps += m.steps;
     }
-    const auto c = r.async_checkpoints()->counters();
+    const auto c = counts_of(r);
     return expect(steps == 200 && c.started >= 2 && c.failed == c.started &&
                       c.published == 0,
                   "rank " + std::to_string(rank) + ": " + std::to_string(steps) +
@@ -271,7 +277,7 @@ BOOST_AUTO_TEST_CASE(an_abandoned_save_is_never_published) {
     // Once the abandoned write is over, the next epoch's saves publish.
     std::this_thread::sleep_for(milliseconds(500));
     DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
-    const auto c = r.async_checkpoints()->counters();
+    const auto c = counts_of(r);
     return expect(abandoned && c.abandoned == 1 && c.published == c.started - 1 &&
                       c.published >= 1,
                   std::to_string(c.started) + " saves started, " +
@@ -294,7 +300,7 @@ BOOST_AUTO_TEST_CASE(seconds_of_training_are_counted_by_the_chief_and_saves_foll
   run_group(2, rank_mode::threads, options, [&](int, runner_t& r) -> status {
     for (int epoch = 0; epoch < 3; ++epoch)
       DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
-    const auto c = r.async_checkpoints()->counters();
+    const auto c = counts_of(r);
     return expect(c.started >= 3 && c.failed == 0,
                   std::to_string(c.started) + " saves started, " + std::to_string(c.failed) +
                       " failed");
