@@ -4,8 +4,9 @@
 // host memory at a step boundary, written by a background thread) against
 // the synchronous replica_runner::save() of the same state, and the
 // training throughput while asynchronous saves run back to back against
-// training without saves. One replica (world size 1) on Fashion-MNIST;
-// every "epoch" is cut to 16 steps by preemption.
+// training without saves. Two one-replica groups of the same model on
+// Fashion-MNIST, one saving and one not; every "epoch" is cut to 16 steps
+// by preemption.
 //
 //   build/bin/dtrain-bench-checkpoint-stall [--hidden 114000] [--dir /tmp]
 //       [--repeats 3] [--every 4]
@@ -16,9 +17,11 @@
 //   async stall    the snapshot: what the step that takes it is blocked for
 //   snapshot step  that step, whole, minus a step without saves
 //   throughput     samples/s over the steps of epochs with saves in flight,
-//                  against epochs without saves (the drain of the save in
-//                  flight at an epoch's end is not a step and is left out;
-//                  a real epoch is thousands of steps long)
+//                  against epochs without saves (median of the epochs; the
+//                  drain of the save in flight at an epoch's end is not a
+//                  step and is left out: a real epoch is thousands of
+//                  steps long). Epochs of the two kinds alternate, so that
+//                  both see the same load on a shared host.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -140,34 +143,45 @@ int main(int argc, char** argv) {
     log.snapshots.push_back(a ? a->counters().started : 0);
   };
 
-  // Without saves, then synchronous saves, in one replica.
+  // Two replicas of the same model, one saving asynchronously every
+  // `every` steps (always one save in flight), the other not: their epochs
+  // alternate, so that both see the same load on a shared host, and the
+  // one without saves also times synchronous saves.
   auto plain = make_runner(options);
-  log.runner = plain.get();
   const int64_t params = plain->parameters().numel();
   const double state_gib = 3.0 * static_cast<double>(params) * 4 / (1 << 30);
   std::printf("model: %lld parameters, %.2f GiB of state with Adam's moments\n",
               static_cast<long long>(params), state_gib);
-  (void)train_cut_epochs(*plain, log, 1, batch);  // warm up, Adam's state allocated
-  const steps_seen base = train_cut_epochs(*plain, log, repeats, batch);
-  std::vector<double> sync_saves;
-  for (int i = 0; i < repeats; ++i) {
-    const auto start = clock_type::now();
-    die(plain->save(root + "/sync", {}, 1, ""));
-    sync_saves.push_back(seconds_since(start));
-  }
-  plain.reset();
-  std::filesystem::remove_all(root + "/sync");
-
-  // Asynchronous saves every `every` steps: always one in flight.
   options.async_checkpoint.root = root + "/async";
   options.async_checkpoint.every_steps = every;
   options.async_checkpoint.keep_last = 1;
   auto saving = make_runner(options);
+  // Warm-up: Adam's state allocated, the snapshot's pages touched once.
+  log.runner = plain.get();
+  (void)train_cut_epochs(*plain, log, 1, batch);
   log.runner = saving.get();
-  (void)train_cut_epochs(*saving, log, 1, batch);  // the snapshot's pages touched once
+  (void)train_cut_epochs(*saving, log, 1, batch);
   const auto before = saving->async_checkpoints()->counters();
-  const steps_seen async = train_cut_epochs(*saving, log, repeats, batch);
+  steps_seen base, async;
+  std::vector<double> sync_saves, base_rate, async_rate;
+  for (int i = 0; i < repeats; ++i) {
+    log.runner = plain.get();
+    steps_seen b = train_cut_epochs(*plain, log, 1, batch);
+    log.runner = saving.get();
+    steps_seen a = train_cut_epochs(*saving, log, 1, batch);
+    base.plain.insert(base.plain.end(), b.plain.begin(), b.plain.end());
+    async.plain.insert(async.plain.end(), a.plain.begin(), a.plain.end());
+    async.snapshot.insert(async.snapshot.end(), a.snapshot.begin(), a.snapshot.end());
+    base_rate.push_back(b.samples_per_second);
+    async_rate.push_back(a.samples_per_second);
+    const auto start = clock_type::now();
+    die(plain->save(root + "/sync", {}, 1, ""));
+    sync_saves.push_back(seconds_since(start));
+  }
+  base.samples_per_second = median(base_rate);
+  async.samples_per_second = median(async_rate);
   const auto after = saving->async_checkpoints()->counters();
+  plain.reset();
   saving.reset();
   std::filesystem::remove_all(root);
 

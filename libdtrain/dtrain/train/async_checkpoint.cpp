@@ -1,5 +1,9 @@
 #include "dtrain/train/async_checkpoint.hpp"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdio>
 
 #include "dtrain/core/check.hpp"
@@ -258,6 +262,9 @@ void async_checkpointer::wait_writer_idle() {
 }
 
 void async_checkpointer::writer_loop() {
+  // Training comes first: on a busy host the writer takes the cores the
+  // training threads leave (best effort: Linux niceness is per thread).
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
   for (;;) {
     std::shared_ptr<job> j;
     {
