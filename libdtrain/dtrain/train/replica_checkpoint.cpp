@@ -173,15 +173,8 @@ status replica_runner::commit_checkpoint(const std::string& root,
                                          int keep_last, const std::string& best_metric) {
   checkpoint::manifest m = describe_checkpoint(epoch_, resume_position_, metrics);
   DTRAIN_ASSIGN_OR_RETURN(m.shards, decode_shards(shards));
-  DTRAIN_RETURN_IF_ERROR(options_.codec->write_manifest(save.temp, m));
-  DTRAIN_RETURN_IF_ERROR(checkpoint::publish(save));
-  // The checkpoint is complete: failing to delete old ones does not undo it.
-  if (status s = checkpoint::apply_retention(*options_.codec, root, keep_last, best_metric,
-                                             options_.smaller_is_better);
-      !s.is_ok())
-    std::fprintf(stderr, "dtrain: checkpoint retention under %s: %s\n", root.c_str(),
-                 s.to_string().c_str());
-  return status::ok();
+  return commit_manifest(*options_.codec, root, save, m, keep_last, best_metric,
+                         options_.smaller_is_better);
 }
 
 status replica_runner::restore(const std::string& path) {
