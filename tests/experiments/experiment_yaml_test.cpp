@@ -259,6 +259,39 @@ BOOST_AUTO_TEST_CASE(bucket_cap_mb_is_read_written_only_when_set_and_checked) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(min_checkpoint_period_reads_batches_epochs_or_seconds_and_round_trips) {
+  auto plain = parse(minimal());
+  BOOST_TEST_REQUIRE(plain.is_ok(), plain.error().to_string());
+  BOOST_TEST(plain->checkpoint_every_steps == 0);
+  BOOST_TEST(to_yaml(*plain).find("min_checkpoint_period") == std::string::npos);
+  auto steps = parse(minimal("min_checkpoint_period:\n  batches: 500\n"));
+  BOOST_TEST_REQUIRE(steps.is_ok(), steps.error().to_string());
+  BOOST_TEST(steps->checkpoint_every_steps == 500);
+  auto epochs = parse(minimal("min_checkpoint_period:\n  epochs: 2\n"));
+  BOOST_TEST_REQUIRE(epochs.is_ok(), epochs.error().to_string());
+  BOOST_TEST(epochs->checkpoint_every_epochs == 2);
+  auto seconds = parse(minimal("min_checkpoint_period:\n  seconds: 90.5\n"));
+  BOOST_TEST_REQUIRE(seconds.is_ok(), seconds.error().to_string());
+  BOOST_TEST(seconds->checkpoint_every_seconds == 90.5);
+  for (const auto* e : {&*steps, &*epochs, &*seconds}) {
+    auto again = parse_experiment(to_yaml(*e), "again.yaml");
+    BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string());
+    BOOST_TEST(again->checkpoint_every_steps == e->checkpoint_every_steps);
+    BOOST_TEST(again->checkpoint_every_epochs == e->checkpoint_every_epochs);
+    BOOST_TEST(again->checkpoint_every_seconds == e->checkpoint_every_seconds);
+  }
+  BOOST_TEST(error_of(minimal("min_checkpoint_period:\n  records: 100\n")) ==
+             "experiment.yaml: min_checkpoint_period.records: unknown key "
+             "(known: batches, epochs, seconds)");
+  std::string both = error_of(minimal("min_checkpoint_period:\n  batches: 5\n  epochs: 1\n"));
+  BOOST_TEST(both.find("exactly one of batches, epochs and seconds") != std::string::npos, both);
+  for (const char* bad : {"batches: 0", "epochs: -1", "seconds: 0", "seconds: .inf"}) {
+    const std::string message =
+        error_of(minimal(std::string("min_checkpoint_period:\n  ") + bad + "\n"));
+    BOOST_TEST(message.find("min_checkpoint_period.") != std::string::npos, message);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(an_unknown_top_level_key_is_named) {
   const std::string message = error_of(minimal("epoch: 3\n"));
   BOOST_TEST(message.rfind("experiment.yaml: epoch: unknown key (known: ", 0) == 0, message);

@@ -69,6 +69,8 @@ loader::~loader() { stop_workers(); }
 
 int64_t loader::batches_per_epoch() const { return sampler_.steps_from(0, global_batch_); }
 
+int64_t loader::epoch_end() const { return sampler_.epoch_end(global_batch_); }
+
 int64_t loader::position() const {
   const int64_t end = sampler_.epoch_end(global_batch_);
   return std::min(end, start_ + next_step_ * global_batch_);

@@ -102,6 +102,8 @@ public:
   /// Global position after the batches handed out so far: where a resumed
   /// epoch begins.
   int64_t position() const;
+  /// position() once the whole epoch was handed out.
+  int64_t epoch_end() const;
   /// Steps of a whole epoch (from position 0).
   int64_t batches_per_epoch() const;
   /// Samples of the whole group per step.

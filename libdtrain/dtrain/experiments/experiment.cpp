@@ -95,6 +95,26 @@ status read_checkpoint_storage(const YAML::Node& node, experiment& exp) {
   return read_int(s, "save_trial_latest", 0, exp.checkpoint_keep);
 }
 
+// Determined's min_checkpoint_period: exactly one of batches, epochs and
+// (dtrain's) seconds.
+status read_checkpoint_period(const YAML::Node& node, experiment& exp) {
+  DTRAIN_ASSIGN_OR_RETURN(section s, open_section(node, "min_checkpoint_period",
+                                                  {"batches", "epochs", "seconds"}));
+  const int given = (s.find("batches") ? 1 : 0) + (s.find("epochs") ? 1 : 0) +
+                    (s.find("seconds") ? 1 : 0);
+  if (given != 1)
+    return invalid_argument("min_checkpoint_period: give exactly one of batches, epochs and "
+                            "seconds, got " + std::to_string(given));
+  DTRAIN_RETURN_IF_ERROR(read_int(s, "batches", 1, exp.checkpoint_every_steps));
+  DTRAIN_RETURN_IF_ERROR(read_int(s, "epochs", 1, exp.checkpoint_every_epochs));
+  DTRAIN_RETURN_IF_ERROR(read_double(s, "seconds", 0, exp.checkpoint_every_seconds));
+  if (s.find("seconds") && !(exp.checkpoint_every_seconds > 0 &&
+                             std::isfinite(exp.checkpoint_every_seconds)))
+    return invalid_argument(s.path_of("seconds") + ": must be a positive number of seconds, got " +
+                            s.find("seconds")->Scalar());
+  return status::ok();
+}
+
 status read_hyperparameters(const YAML::Node& node, experiment& exp) {
   const std::string path = "hyperparameters";
   if (node.IsNull())
@@ -187,7 +207,8 @@ result<experiment> read_experiment(const YAML::Node& root) {
                                            "global_batch_size", "epochs", "searcher",
                                            "optimizations", "checkpoint_storage",
                                            "reproducibility", "seed", "max_restarts",
-                                           "max_failures", "plugins", "data", "recovery"}));
+                                           "max_failures", "plugins", "data", "recovery",
+                                           "min_checkpoint_period"}));
   experiment exp;
   DTRAIN_RETURN_IF_ERROR(require(top, "name"));
   DTRAIN_RETURN_IF_ERROR(read_string(top, "name", exp.name));
@@ -202,6 +223,8 @@ result<experiment> read_experiment(const YAML::Node& root) {
     DTRAIN_RETURN_IF_ERROR(read_optimizations(*node, exp));
   if (const YAML::Node* node = top.find("checkpoint_storage"))
     DTRAIN_RETURN_IF_ERROR(read_checkpoint_storage(*node, exp));
+  if (const YAML::Node* node = top.find("min_checkpoint_period"))
+    DTRAIN_RETURN_IF_ERROR(read_checkpoint_period(*node, exp));
   // The searcher (in read_aliased) first: it decides what the typed
   // hyperparameters may be.
   DTRAIN_RETURN_IF_ERROR(read_aliased(top, exp));
@@ -506,6 +529,21 @@ std::string searcher_name(const experiment& exp) {
   return exp.sweep.scheduler == "asha" ? "asha" : "random";
 }
 
+// Only when set, so that an experiment that never named it keeps its hash.
+void emit_checkpoint_period(YAML::Emitter& out, const experiment& exp) {
+  if (exp.checkpoint_every_steps <= 0 && exp.checkpoint_every_epochs <= 0 &&
+      exp.checkpoint_every_seconds <= 0)
+    return;
+  out << YAML::Key << "min_checkpoint_period" << YAML::Value << YAML::BeginMap;
+  if (exp.checkpoint_every_steps > 0)
+    out << YAML::Key << "batches" << YAML::Value << exp.checkpoint_every_steps;
+  else if (exp.checkpoint_every_epochs > 0)
+    out << YAML::Key << "epochs" << YAML::Value << exp.checkpoint_every_epochs;
+  else
+    out << YAML::Key << "seconds" << YAML::Value << double_text(exp.checkpoint_every_seconds);
+  out << YAML::EndMap;
+}
+
 std::string to_yaml(const experiment& exp) {
   YAML::Emitter out;
   out << YAML::BeginMap;
@@ -539,6 +577,7 @@ std::string to_yaml(const experiment& exp) {
   if (!exp.checkpoint_dir.empty())
     out << YAML::Key << "host_path" << YAML::Value << exp.checkpoint_dir;
   out << YAML::Key << "save_trial_latest" << YAML::Value << exp.checkpoint_keep << YAML::EndMap;
+  emit_checkpoint_period(out, exp);
   out << YAML::Key << "seed" << YAML::Value << exp.seed;
   out << YAML::Key << "max_restarts" << YAML::Value << exp.max_failures;
   if (exp.recovery != "live")  // the default is not written: the hash stays

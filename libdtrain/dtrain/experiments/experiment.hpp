@@ -100,6 +100,13 @@ struct experiment {
   double bucket_cap_mb = 0;
   std::string checkpoint_dir;                          // checkpoint_storage.host_path; "" = none
   int checkpoint_keep = 1;                             // checkpoint_storage.save_trial_latest, >= 0
+  /// min_checkpoint_period (Determined's; `seconds` is dtrain's own): one
+  /// of {batches: N} (optimizer steps), {epochs: N}, {seconds: S} (of
+  /// training). Steps and seconds save asynchronously during an epoch
+  /// (trainer_config::checkpoint_every_steps). All 0 = not set: every epoch.
+  int checkpoint_every_epochs = 0;
+  int64_t checkpoint_every_steps = 0;
+  double checkpoint_every_seconds = 0;
   uint64_t seed = 0;
   int max_failures = 3;                                // max_restarts, >= 0
   std::string recovery = "live";                       // live | checkpoint (trainer_config::recovery)

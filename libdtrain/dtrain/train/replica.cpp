@@ -346,6 +346,8 @@ result<epoch_metrics> replica_runner::train_epoch() {
         ++steps;
       }
       committed = train_loader_->position();
+      // A step boundary: an asynchronous checkpoint may be due or done.
+      DTRAIN_RETURN_IF_ERROR(async_checkpoint_step());
       // Every replica asks at the same step, so all get the chief's answer.
       if (++syncs % preempt_check_steps == 0) {
         DTRAIN_ASSIGN_OR_RETURN(preempted, ctx_->should_preempt());
@@ -357,6 +359,7 @@ result<epoch_metrics> replica_runner::train_epoch() {
   resume.armed = false;
   DTRAIN_RETURN_IF_ERROR(train_loader_->error().with_context(
       "replica " + std::to_string(ctx_->rank()) + ", epoch " + std::to_string(epoch_ + 1)));
+  DTRAIN_RETURN_IF_ERROR(finish_async_checkpoint());  // the save in flight, published
   if (preempted) {
     resume_position_ = train_loader_->position();
     preempt_.store(false);  // answered; a new request starts over

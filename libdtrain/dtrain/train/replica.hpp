@@ -14,6 +14,7 @@
 #include "dtrain/comm/gradient_sync.hpp"
 #include "dtrain/data/loader.hpp"
 #include "dtrain/tensor/precision.hpp"
+#include "dtrain/train/async_checkpoint.hpp"
 #include "dtrain/train/loss_scaler.hpp"
 #include "dtrain/train/metrics.hpp"
 #include "dtrain/train/operator.hpp"
@@ -60,6 +61,9 @@ struct replica_options {
   precision compute = precision::fp32;
   /// Dynamic loss scaling, used when the model computes in fp16.
   loss_scaler_options loss_scaling;
+  /// Step-granular asynchronous checkpoints taken during train_epoch()
+  /// (async_checkpoint.hpp; needs `codec`); off by default.
+  async_checkpoint_options async_checkpoint;
 };
 
 /// The CAF-free core of a replica: an operator's model, optimizer and data
@@ -183,6 +187,13 @@ public:
   /// fp16's loss scaler (disabled, scale 1, for other precisions).
   const loss_scaler& scaler() const { return scaler_; }
   replica_context& context() { return *ctx_; }
+  /// The asynchronous checkpoints (options.async_checkpoint), or null when
+  /// off or before the first step.
+  const async_checkpointer* async_checkpoints() const { return async_.get(); }
+  /// Forgets the asynchronous save in flight without a collective (it is
+  /// never published): for a group that re-forms after a failure. Every
+  /// surviving replica calls it; new ones start without one.
+  void abandon_async_checkpoint();
   /// Asks the group to stop at the next should_preempt() (chief only).
   void request_preemption() { preempt_.store(true); }
   bool preemption_requested() const { return preempt_.load(); }
@@ -223,6 +234,16 @@ private:
                            const std::map<std::string, double>& metrics, int keep_last,
                            const std::string& best_metric);
   status load_checkpoint(const std::string& dir);
+  /// The manifest of a checkpoint of the current state, but its shards:
+  /// `epoch` epochs done and `resume_position` samples of the next.
+  checkpoint::manifest describe_checkpoint(int64_t epoch, int64_t resume_position,
+                                           const std::map<std::string, double>& metrics);
+  // Asynchronous checkpoints (replica_async_checkpoint.cpp): the hooks of
+  // train_epoch(), at a step boundary after the gradient sync and at the
+  // end of the epoch, and the snapshot they take.
+  status async_checkpoint_step();
+  status finish_async_checkpoint();
+  status take_snapshot(checkpoint_snapshot& s);
   /// fp16's loss scaler from m's metrics; a checkpoint without them (saved
   /// at another precision) leaves the scaler as created.
   status restore_scaler(const checkpoint::manifest& m);
@@ -240,6 +261,7 @@ private:
   bool has_state_ = false;       // trained, restored or synchronized (synchronize_state)
   std::string last_checkpoint_;
   std::atomic<bool> preempt_{false};
+  std::unique_ptr<async_checkpointer> async_;  // last: its writer goes first
 };
 
 /// A replica_context over a communicator. The byte collectives pack bytes

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "dtrain/core/check.hpp"
+#include "dtrain/train/checkpoint_wire.hpp"
 #include "dtrain/train/replica.hpp"
 
 namespace dtrain::train {
@@ -26,83 +27,7 @@ const char* const skipped_steps_key = "dtrain.skipped_steps";
 
 namespace {
 
-using checkpoint::shard_info;
-
-// A status as bytes for the small collectives: empty when ok, else the
-// code's byte (never 0) and the message.
-bytes to_bytes(const status& s) {
-  if (s.is_ok())
-    return {};
-  bytes out(1, static_cast<char>(s.code()));
-  out.insert(out.end(), s.message().begin(), s.message().end());
-  return out;
-}
-
-status from_bytes(const bytes& b) {
-  if (b.empty())
-    return status::ok();
-  return status(static_cast<error_code>(b[0]), std::string(b.begin() + 1, b.end()));
-}
-
-// A value, or the error that stands for it: a 0 byte then the value's
-// bytes, or to_bytes(error).
-bytes value_to_bytes(const result<bytes>& r) {
-  if (!r.is_ok())
-    return to_bytes(r.error());
-  bytes out(1, '\0');
-  out.insert(out.end(), r->begin(), r->end());
-  return out;
-}
-
-result<bytes> value_from_bytes(const bytes& b) {
-  if (b.empty() || b[0] != '\0')
-    return b.empty() ? status(error_code::internal, "an empty reply") : from_bytes(b);
-  return bytes(b.begin() + 1, b.end());
-}
-
-template <class T>
-void put(bytes& out, T v) {
-  const char* p = reinterpret_cast<const char*>(&v);
-  out.insert(out.end(), p, p + sizeof v);
-}
-
-bytes encode(const shard_info& s) {
-  bytes out;
-  put(out, s.rank);
-  put(out, s.size);
-  put(out, s.checksum);
-  out.insert(out.end(), s.file.begin(), s.file.end());
-  return out;
-}
-
-result<shard_info> decode(const bytes& b) {
-  shard_info s;
-  constexpr size_t fixed = sizeof s.rank + sizeof s.size + sizeof s.checksum;
-  if (b.size() < fixed)
-    return status(error_code::internal, "a shard description of " + std::to_string(b.size()) +
-                                            " bytes");
-  std::memcpy(&s.rank, b.data(), sizeof s.rank);
-  std::memcpy(&s.size, b.data() + sizeof s.rank, sizeof s.size);
-  std::memcpy(&s.checksum, b.data() + sizeof s.rank + sizeof s.size, sizeof s.checksum);
-  s.file.assign(b.begin() + fixed, b.end());
-  return s;
-}
-
-// A save's two directories, NUL-separated (no path holds a NUL).
-bytes encode(const checkpoint::pending_save& save) {
-  bytes out(save.dir.begin(), save.dir.end());
-  out.push_back('\0');
-  out.insert(out.end(), save.temp.begin(), save.temp.end());
-  return out;
-}
-
-checkpoint::pending_save decode_pending(const bytes& b) {
-  const auto nul = std::find(b.begin(), b.end(), '\0');
-  checkpoint::pending_save save;
-  save.dir.assign(b.begin(), nul);
-  save.temp.assign(nul == b.end() ? nul : nul + 1, b.end());
-  return save;
-}
+using namespace wire;
 
 // The first failure among every replica's outcome, or ok.
 status first_failure(const std::vector<bytes>& outcomes) {
@@ -218,25 +143,15 @@ result<std::vector<bytes>> replica_runner::write_shard(const std::string& dir) {
   return ctx_->all_gather(value_to_bytes(described));
 }
 
-status replica_runner::commit_checkpoint(const std::string& root,
-                                         const checkpoint::pending_save& save,
-                                         const std::vector<bytes>& shards,
-                                         const std::map<std::string, double>& metrics,
-                                         int keep_last, const std::string& best_metric) {
+checkpoint::manifest replica_runner::describe_checkpoint(
+    int64_t epoch, int64_t resume_position, const std::map<std::string, double>& metrics) {
   checkpoint::manifest m;
-  for (size_t r = 0; r < shards.size(); ++r) {
-    auto described = value_from_bytes(shards[r]);
-    if (!described.is_ok())
-      return described.error().with_context("replica " + std::to_string(r));
-    DTRAIN_ASSIGN_OR_RETURN(shard_info info, decode(*described));
-    m.shards.push_back(std::move(info));
-  }
   m.trial = options_.operator_name;
-  m.epoch = epoch_;
+  m.epoch = epoch;
   m.step = parts_.optimizer->steps();
   m.metrics = metrics;
-  if (resume_position_ > 0)  // a preempted epoch: where to pick it up
-    m.metrics[resume_position_key] = static_cast<double>(resume_position_);
+  if (resume_position > 0)  // an epoch begun: where to pick it up
+    m.metrics[resume_position_key] = static_cast<double>(resume_position);
   if (scaler_.enabled()) {
     const loss_scaler::state st = scaler_.saved();
     m.metrics[loss_scale_key] = st.scale;
@@ -246,16 +161,20 @@ status replica_runner::commit_checkpoint(const std::string& root,
   m.world_size = ctx_->world_size();
   for (auto& [name, buffer] : checkpoint_buffers())
     m.buffers.emplace_back(name, buffer->numel());
-  m.extra = op_->save_state();
-  DTRAIN_RETURN_IF_ERROR(options_.codec->write_manifest(save.temp, m));
-  DTRAIN_RETURN_IF_ERROR(checkpoint::publish(save));
-  // The checkpoint is complete: failing to delete old ones does not undo it.
-  if (status s = checkpoint::apply_retention(*options_.codec, root, keep_last, best_metric,
-                                             options_.smaller_is_better);
-      !s.is_ok())
-    std::fprintf(stderr, "dtrain: checkpoint retention under %s: %s\n", root.c_str(),
-                 s.to_string().c_str());
-  return status::ok();
+  if (ctx_->rank() == 0)  // only the chief's goes into the manifest
+    m.extra = op_->save_state();
+  return m;
+}
+
+status replica_runner::commit_checkpoint(const std::string& root,
+                                         const checkpoint::pending_save& save,
+                                         const std::vector<bytes>& shards,
+                                         const std::map<std::string, double>& metrics,
+                                         int keep_last, const std::string& best_metric) {
+  checkpoint::manifest m = describe_checkpoint(epoch_, resume_position_, metrics);
+  DTRAIN_ASSIGN_OR_RETURN(m.shards, decode_shards(shards));
+  return commit_manifest(*options_.codec, root, save, m, keep_last, best_metric,
+                         options_.smaller_is_better);
 }
 
 status replica_runner::restore(const std::string& path) {

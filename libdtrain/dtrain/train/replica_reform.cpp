@@ -100,6 +100,9 @@ status replica_runner::reform(std::unique_ptr<comm::communicator> comm, int loca
   if (c == nullptr)
     return unavailable("replica " + std::to_string(ctx_->rank()) +
                        ": its context cannot change groups (not a communicator's)");
+  // The old group's save in flight can never be committed (its ranks are
+  // gone): it is dropped, never published.
+  abandon_async_checkpoint();
   sync_.reset();  // hooked to the old communicator, which goes now
   train_loader_.reset();
   // A preemption asked of the old group went with it (the trainer asks

@@ -178,6 +178,14 @@ struct replica_spec {
   std::string precision = "fp32";  // GEMM compute (tensor/precision.hpp)
   int32_t cpus = 0;  // CPU threads (trainer_config::cpus_per_replica); 0: the host's share
   int64_t bucket_bytes = 0;  // gradient sync buckets (trainer_config::bucket_bytes); 0: the default
+  /// Asynchronous checkpoints (trainer_config::checkpoint_every_steps,
+  /// checkpoint_every_seconds) under checkpoint_root (the trainer's
+  /// checkpoint_dir), keeping checkpoint_keep; off when the root is empty
+  /// or both periods are 0.
+  std::string checkpoint_root;
+  int32_t checkpoint_keep = 2;
+  int64_t checkpoint_every_steps = 0;
+  double checkpoint_every_seconds = 0;
   /// The secret every message to the replica carries (replica_actor
   /// below): drawn by its trainer for this replica alone (each rank and
   /// generation its own; security::random_hex, at least 128 bits), covered by
@@ -191,7 +199,8 @@ typename Inspector::result_type inspect(Inspector& f, replica_spec& x) {
            x.local_rank, x.node_rank, x.host, x.bind_address, x.backend, x.gpu, x.timeout_ms, x.operator_name,
            x.plugins, x.config, x.global_batch_size, x.aggregation_frequency, x.average_training_metrics,
            x.compression, x.seed, x.progress_seconds, x.progress_sink, x.precision, x.cpus,
-           x.bucket_bytes, x.capability);
+           x.bucket_bytes, x.checkpoint_root, x.checkpoint_keep, x.checkpoint_every_steps,
+           x.checkpoint_every_seconds, x.capability);
 }
 
 /// A replica's progress and an epoch's metrics go on the wire as the

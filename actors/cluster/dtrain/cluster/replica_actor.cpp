@@ -1,6 +1,8 @@
 #include "dtrain/cluster/replica_actor.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -31,6 +33,15 @@ hosted_set& hosted() {
 }
 
 std::atomic<int> g_live_workers{0};
+
+// FOR TESTS ONLY (async_checkpoint_options::test_write_delay): the
+// environment's DTRAIN_TEST_CHECKPOINT_WRITE_DELAY_MS, so that a test can
+// hold an asynchronous save in flight in node processes; 0 without it.
+std::chrono::milliseconds test_checkpoint_write_delay() {
+  const char* env = std::getenv("DTRAIN_TEST_CHECKPOINT_WRITE_DELAY_MS");
+  const long ms = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
+  return std::chrono::milliseconds(ms > 0 ? ms : 0);
+}
 
 // Lets the front abort the worker's communicator from another thread.
 // Shares the runner between the worker (which uses it) and the front
@@ -144,6 +155,11 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
       caf::anon_send(sink, progress_atom::value, p);
     };
   ro.codec = serialization::default_checkpoint_codec();
+  ro.async_checkpoint.root = spec.checkpoint_root;
+  ro.async_checkpoint.keep_last = spec.checkpoint_keep;
+  ro.async_checkpoint.every_steps = spec.checkpoint_every_steps;
+  ro.async_checkpoint.every_seconds = spec.checkpoint_every_seconds;
+  ro.async_checkpoint.test_write_delay = test_checkpoint_write_delay();
   return train::replica_runner::create(ro, std::move(ctx));
 }
 

@@ -118,6 +118,16 @@ struct trainer_config {
   std::string checkpoint_dir;       // empty: no checkpoints
   int checkpoint_every = 1;         // epochs between checkpoints
   int checkpoint_keep = 2;          // the newest K valid ones are kept
+  /// Step-granular asynchronous checkpoints (Determined's
+  /// min_checkpoint_period; train/async_checkpoint.hpp): every this many
+  /// optimizer steps, and/or every this many seconds of training
+  /// (whichever comes first), the replicas snapshot their state in host
+  /// memory at a step boundary and write it in the background while
+  /// training goes on; at most one save in flight. 0: off. With either
+  /// set, train() no longer saves at the end of an epoch (checkpoint_every
+  /// is ignored) except for a preempted epoch. Needs checkpoint_dir.
+  int64_t checkpoint_every_steps = 0;
+  double checkpoint_every_seconds = 0;
   /// Progress during an epoch this often (0: never): to on_progress when
   /// set (the chief's, or every replica's with progress_all_ranks), else
   /// each replica prints a "[rank R] epoch E step S/T" line on its node.

@@ -50,6 +50,10 @@ trainer_config trainer_config_from(const experiments::experiment& e) {
   t.recovery = e.recovery;
   t.checkpoint_dir = e.checkpoint_dir;
   t.checkpoint_keep = e.checkpoint_keep;
+  if (e.checkpoint_every_epochs > 0)
+    t.checkpoint_every = e.checkpoint_every_epochs;
+  t.checkpoint_every_steps = e.checkpoint_every_steps;
+  t.checkpoint_every_seconds = e.checkpoint_every_seconds;
   return t;
 }
 
@@ -65,6 +69,11 @@ result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_confi
   if (config.recovery != "live" && config.recovery != "checkpoint")
     return invalid_argument("trainer '" + config.name + "': recovery '" + config.recovery +
                             "' is not one of live, checkpoint");
+  if (config.checkpoint_every_steps < 0 || !(config.checkpoint_every_seconds >= 0))
+    return invalid_argument("trainer '" + config.name + "': checkpoint_every_steps and " +
+                            "checkpoint_every_seconds must be >= 0 (0: off), got " +
+                            std::to_string(config.checkpoint_every_steps) + " and " +
+                            std::to_string(config.checkpoint_every_seconds));
   if (config.operator_name.empty())
     return invalid_argument("trainer '" + config.name + "': no training operator named");
   if (auto p = parse_precision(config.precision); !p.is_ok())

@@ -48,7 +48,12 @@ result<metrics_msg> trainer::train() {
     // A recovered group ran the epoch after the checkpoint it restored.
     recovered(m.epoch, m.epoch - 1);
     epoch_ = m.epoch;
-    bool due = config_.checkpoint_every > 0 && m.epoch % config_.checkpoint_every == 0;
+    // Step or seconds periods: the replicas save asynchronously during
+    // the epoch (and publish the save in flight at its end).
+    const bool asynchronous =
+        config_.checkpoint_every_steps > 0 || config_.checkpoint_every_seconds > 0;
+    bool due = !asynchronous && config_.checkpoint_every > 0 &&
+               m.epoch % config_.checkpoint_every == 0;
     if (config_.checkpoint_dir.empty() || !(m.preempted || due))
       return m;
     for (;;) {

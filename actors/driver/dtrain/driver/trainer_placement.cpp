@@ -58,6 +58,10 @@ replica_spec spec_of(const trainer_config& config) {
   spec.cpus = config.cpus_per_replica;
   spec.seed = config.seed;
   spec.progress_seconds = config.progress_seconds;
+  spec.checkpoint_root = config.checkpoint_dir;
+  spec.checkpoint_keep = config.checkpoint_keep;
+  spec.checkpoint_every_steps = config.checkpoint_every_steps;
+  spec.checkpoint_every_seconds = config.checkpoint_every_seconds;
   return spec;
 }
 
