@@ -79,14 +79,18 @@ def torch_run(evs, kills, t0):
     end = next((e for e in reversed(evs) if e["ev"] == "end"), None)
     per_kill = []
     for tk in kills:
-        before = [s for s in steps if s["t"] <= tk]
-        r = before[-1]["restart"] if before else 0
+        # The incarnation running at the kill (possibly still starting up:
+        # then it had committed nothing, and the kill cost no steps), and
+        # the one the kill made the agent start.
+        running = [s for s in starts if s["t_exec"] <= tk]
+        r = running[-1]["restart"] if running else 0
         st = next((s for s in starts if s["restart"] > r), None)
         if st is None:
             per_kill.append({"kill": tk, "failure": False})
             continue
-        nxt = next((s for s in steps if s["restart"] > r), None)
-        last = max((s["step"] for s in steps if s["restart"] == r), default=st["resume_step"])
+        nxt = next((s for s in steps if s["restart"] >= st["restart"]), None)
+        last = max((s["step"] for s in steps if s["restart"] == r and s["t"] <= tk),
+                   default=st["resume_step"])
         k = {"kill": tk, "failure": True, "detect_s": st["t_exec"] - tk,
              "lost": max(0, last - st["resume_step"])}
         if nxt:

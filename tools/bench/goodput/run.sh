@@ -78,7 +78,7 @@ run_dtrain() {  # MODE RECOVERY KILLS(0|1)
     run_dir=$dir
     head_up "$dir" || { lab_down; return 1; }
     local h
-    for h in 1 2 3; do supervise "$h" "$dir" & sup_pids+=($!); done
+    for h in 1 2 3; do supervise "$h" "$dir" 2>> "$dir/supervisor.err" & sup_pids+=($!); done
     for h in 1 2 3; do wait_for_file "$dir/node$h.port" 20 || { log "$mode: node $h did not start"; lab_down; return 1; }; done
     local t0; t0=$(now)
     log "$mode: training $epochs epochs of $model on 3 replicas (recovery: ${recovery:-default})"
