@@ -24,6 +24,7 @@ as a kill but not as a failure.
 import argparse
 import json
 import os
+import re
 import statistics
 
 
@@ -51,6 +52,9 @@ def dtrain_run(evs, kills):
     commits = [(e["t"], e["g"]) for e in evs
                if (e["ev"] == "step" and e["step"] > e["resumed_at"]) or e["ev"] == "epoch"]
     fails = [e["t"] for e in evs if e["ev"] == "event" and e["kind"] == "failure"]
+    # What the trainer says itself (live recovery's events carry "steps lost N").
+    said = [int(m.group(1)) for e in evs if e["ev"] == "event"
+            for m in [re.search(r"steps lost (\d+)", e["message"])] if m]
     per_kill = []
     for i, tk in enumerate(kills):
         tn = kills[i + 1] if i + 1 < len(kills) else float("inf")
@@ -70,7 +74,7 @@ def dtrain_run(evs, kills):
     return {"t0": start["t0"], "t_end": t_end, "g": g_end, "committed": len(commits),
             "val_acc": end["val_acc"] if end else None,
             "finished": bool(end and end["finished"]), "per_kill": per_kill,
-            "failures": len(fails)}
+            "failures": len(fails), "trainer_lost": said}
 
 
 def torch_run(evs, kills, t0):
@@ -126,7 +130,8 @@ def figures(mode, out, batch):
             "lost_median": statistics.median(lost) if lost else None,
             "lost_max": max(lost) if lost else None,
             "to_step_median_s": statistics.median(to_step) if to_step else None,
-            "to_step_max_s": max(to_step) if to_step else None, "per_kill": r["per_kill"]}
+            "to_step_max_s": max(to_step) if to_step else None,
+            "trainer_lost": r.get("trainer_lost", []), "per_kill": r["per_kill"]}
 
 
 def fmt(v, spec):
@@ -189,6 +194,10 @@ def main():
               f"{fmt(r['lost_max'], 'g')} | {fmt(r['to_step_median_s'], '.2f')}, "
               f"{fmt(r['to_step_max_s'], '.2f')} | {r['redone_steps']} | "
               f"{fmt(r['val_acc'], '.4f')} | {r['finished']} |")
+    for r in rows:
+        if r["trainer_lost"]:
+            print(f"{r['mode']}: the trainer's own 'steps lost' per failure: median "
+                  f"{statistics.median(r['trainer_lost'])}, max {max(r['trainer_lost'])}")
     print()
     for line in goals(rows):
         print(line)
