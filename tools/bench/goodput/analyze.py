@@ -62,7 +62,10 @@ def dtrain_run(evs, kills):
         if tf is None:
             per_kill.append({"kill": tk, "failure": False})
             continue
-        before = [g for t, g in commits if t < tf]
+        # Only this attempt's steps: those before an earlier failure were
+        # counted (or redone) there.
+        tp = max((t for t in fails if t < tf), default=float("-inf"))
+        before = [g for t, g in commits if tp < t < tf]
         after = next(((t, g) for t, g in commits if t > tf), None)
         k = {"kill": tk, "failure": True, "detect_s": tf - tk}
         if after:

@@ -15,7 +15,8 @@
 //
 // analyze.py turns these (and the killer's log) into the figures. Also
 // writes the pids of the node processes that host a replica to
-// --placement-file (one a line, replaced atomically after every epoch), so
+// --placement-file (one a line, replaced atomically after every epoch and
+// every trainer event), so
 // that the killer hits a node that matters.
 //
 //   dtrain-bench-goodput --address HOST:PORT --experiment experiments/fashion_mnist.yaml
@@ -146,6 +147,13 @@ status set_recovery(Config& c, const std::string& mode) {
   }
 }
 
+void log_placement(event_log& log, const actors::trainer& t, const std::string& file);
+
+/// The trainer once created, for the event callback (which runs on the
+/// thread of the trainer call that noticed, i.e. main's: trainer_config::
+/// on_event), so that the killer's list follows every shrink and growth.
+const actors::trainer* current_trainer = nullptr;
+
 result<actors::trainer_config> make_config(const options& o, step_logger& steps,
                                            event_log& log) {
   auto e = experiments::load_experiment(o.experiment);
@@ -167,9 +175,11 @@ result<actors::trainer_config> make_config(const options& o, step_logger& steps,
   c.progress_seconds = o.progress_seconds;
   c.on_progress = [&steps](const train::step_progress& p) { steps.on_progress(p); };
   c.on_note = [](const std::string& text) { std::fprintf(stderr, "%s\n", text.c_str()); };
-  c.on_event = [&log](const trainer_event& ev) {
+  c.on_event = [&log, file = o.placement_file](const trainer_event& ev) {
     log.write("event", "\"kind\":" + json_string(ev.kind) + ",\"epoch\":" +
                            std::to_string(ev.epoch) + ",\"message\":" + json_string(ev.message));
+    if (current_trainer != nullptr)
+      log_placement(log, *current_trainer, file);
   };
   return c;
 }
@@ -305,7 +315,9 @@ int run(const options& o) {
     return 1;
   }
   log_placement(log, **t, o.placement_file);
+  current_trainer = t->get();
   int rc = train_to_end(**t, epochs, o, steps, log);
+  current_trainer = nullptr;
   (void)(*t)->shutdown();
   return rc;
 }
