@@ -25,6 +25,8 @@
 # Node hosts: network namespaces 10.213.0.1-4 (head + driver on .1, one node
 # with one slot on each of .2-.4, TLS between them) when run as root with
 # `ip netns`; else (or with -L) loopback processes. torchrun runs on loopback.
+# $GOODPUT_PROGRESS_SECONDS: how often the chief reports (default 0.0001 s:
+# every step; a larger one costs the steps-lost figures their precision).
 # Every process started here is stopped by pid at the end; prints the table
 # of analyze.py and writes OUT/summary.json.
 set -u
@@ -86,7 +88,7 @@ run_dtrain() {  # MODE RECOVERY KILLS(0|1)
         --events "$dir/events.jsonl" --placement-file "$dir/placement" \
         ${recovery:+--recovery "$recovery"} --replicas 3 --min-replicas 2 --global-batch $batch \
         --epochs "$epochs" --checkpoint-dir "$dir/checkpoints" --deadline $((cutoff - 60)) \
-        --t0 "$t0") > "$dir/driver.log" 2>&1 &
+        --progress-seconds "${GOODPUT_PROGRESS_SECONDS:-0.0001}" --t0 "$t0") > "$dir/driver.log" 2>&1 &
     local drv=$!
     local killer=""
     if [ "$kills" = 1 ]; then kill_nodes "$dir" "$drv" & killer=$!; fi
