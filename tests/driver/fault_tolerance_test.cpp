@@ -43,6 +43,7 @@ trainer_config mlp(const std::string& checkpoints) {
   t.placement_timeout = milliseconds(10000);
   t.checkpoint_dir = checkpoints;
   t.max_failures = 2;
+  t.recovery = "checkpoint";  // this file: checkpoint-restart (live_recovery_test.cpp: live)
   return t;
 }
 

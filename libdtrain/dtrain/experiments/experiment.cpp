@@ -155,7 +155,13 @@ status read_aliased(const section& top, experiment& exp) {
 
   DTRAIN_ASSIGN_OR_RETURN(auto restarts, read_optional_int<int>(top, "max_restarts", 0));
   DTRAIN_ASSIGN_OR_RETURN(auto failures, read_optional_int<int>(top, "max_failures", 0));
-  return merge_alias("max_restarts", restarts, "max_failures", failures, exp.max_failures);
+  DTRAIN_RETURN_IF_ERROR(
+      merge_alias("max_restarts", restarts, "max_failures", failures, exp.max_failures));
+  DTRAIN_RETURN_IF_ERROR(read_string(top, "recovery", exp.recovery));
+  if (exp.recovery != "live" && exp.recovery != "checkpoint")
+    return invalid_argument("recovery: '" + exp.recovery +
+                            "' is not one of live (the default), checkpoint");
+  return status::ok();
 }
 
 // Rules across sections, checked once every value is known.
@@ -181,7 +187,7 @@ result<experiment> read_experiment(const YAML::Node& root) {
                                            "global_batch_size", "epochs", "searcher",
                                            "optimizations", "checkpoint_storage",
                                            "reproducibility", "seed", "max_restarts",
-                                           "max_failures", "plugins", "data"}));
+                                           "max_failures", "plugins", "data", "recovery"}));
   experiment exp;
   DTRAIN_RETURN_IF_ERROR(require(top, "name"));
   DTRAIN_RETURN_IF_ERROR(read_string(top, "name", exp.name));
@@ -535,6 +541,8 @@ std::string to_yaml(const experiment& exp) {
   out << YAML::Key << "save_trial_latest" << YAML::Value << exp.checkpoint_keep << YAML::EndMap;
   out << YAML::Key << "seed" << YAML::Value << exp.seed;
   out << YAML::Key << "max_restarts" << YAML::Value << exp.max_failures;
+  if (exp.recovery != "live")  // the default is not written: the hash stays
+    out << YAML::Key << "recovery" << YAML::Value << exp.recovery;
   if (!exp.plugins.empty()) {
     out << YAML::Key << "plugins" << YAML::Value << YAML::BeginSeq;
     for (const auto& plugin : exp.plugins)

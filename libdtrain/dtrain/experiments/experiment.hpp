@@ -35,6 +35,7 @@ namespace dtrain::experiments {
 ///     checkpoint_storage: {host_path: /tmp/ckpt, save_trial_latest: 1}
 ///     seed: 0                          # or reproducibility.experiment_seed
 ///     max_restarts: 3                  # or max_failures (Ray's name)
+///     recovery: live                   # or checkpoint (trainer_config::recovery)
 ///     plugins: [build/libmy_ops.so]    # operator libraries (plugin/plugin.hpp)
 ///
 /// `plugins` lists shared libraries of training operators that the trainer
@@ -101,6 +102,7 @@ struct experiment {
   int checkpoint_keep = 1;                             // checkpoint_storage.save_trial_latest, >= 0
   uint64_t seed = 0;
   int max_failures = 3;                                // max_restarts, >= 0
+  std::string recovery = "live";                       // live | checkpoint (trainer_config::recovery)
   std::vector<std::string> plugins;                    // operator libraries, as written
   /// The typed, searched hyperparameters (never constants); empty unless
   /// has_search.

@@ -23,6 +23,18 @@ using clock_type = std::chrono::steady_clock;
 // Optimizer steps between should_preempt() checks (one tiny broadcast each).
 constexpr int64_t preempt_check_steps = 16;
 
+// Sets `target` to `committed` when it goes out of scope armed: an epoch
+// that returns early from its loop resumes at its last committed step.
+struct resume_on_failure {
+  int64_t& target;
+  const int64_t& committed;
+  bool armed = true;
+  ~resume_on_failure() {
+    if (armed)
+      target = committed;
+  }
+};
+
 } // namespace
 
 // ---- comm_replica_context ---------------------------------------------------
@@ -191,6 +203,25 @@ status replica_runner::build() {
                             options_.config.get_double("lr", optim::default_learning_rate));
     parts_.schedule = optim::constant_lr(static_cast<float>(lr));
   }
+  DTRAIN_RETURN_IF_ERROR(build_group());
+  if (parts_.validation_data) {
+    data::loader_options lo;
+    lo.batch_size = batch_size_;
+    lo.prefetch = static_cast<int>(std::clamp<int64_t>(4096 / batch_size_, options_.prefetch, 64));
+    lo.workers = std::max(1, parts_.loader_workers);
+    lo.where = ctx_->where();
+    lo.transforms = parts_.validation_transforms;
+    lo.transform_seed = options_.seed;
+    DTRAIN_ASSIGN_OR_RETURN(auto all, data::shard_sampler::create(
+                                          {parts_.validation_data->size(), 1, 0, false, false,
+                                           options_.seed}));
+    DTRAIN_ASSIGN_OR_RETURN(validation_loader_,
+                            data::loader::create(parts_.validation_data, all, lo));
+  }
+  return status::ok();
+}
+
+status replica_runner::build_group() {
   const int world = ctx_->world_size();
   batch_size_ = options_.global_batch_size / world;
   if (batch_size_ < 1)
@@ -209,21 +240,15 @@ status replica_runner::build() {
                                           {parts_.train_data->size(), world, ctx_->rank(),
                                            true, false, options_.seed,
                                            parts_.train_block_starts, parts_.shuffle_window}));
+  train_loader_.reset();  // its workers stop before the new one starts
   DTRAIN_ASSIGN_OR_RETURN(train_loader_, data::loader::create(parts_.train_data, shard, lo));
-  if (parts_.validation_data) {
-    DTRAIN_ASSIGN_OR_RETURN(auto all, data::shard_sampler::create(
-                                          {parts_.validation_data->size(), 1, 0, false, false,
-                                           options_.seed}));
-    lo.transforms = parts_.validation_transforms;
-    DTRAIN_ASSIGN_OR_RETURN(validation_loader_,
-                            data::loader::create(parts_.validation_data, all, lo));
-  }
   comm::gradient_sync_options so;
   so.bucket_bytes = options_.bucket_bytes > 0 ? options_.bucket_bytes
                   : ctx_->where().is_cuda()   ? int64_t{25} << 20
                                               : int64_t{4} << 20;
   so.aggregation_frequency = options_.aggregation_frequency;
   so.compress = options_.compress;
+  sync_.reset();  // unhooks the model from the old group's sync first
   DTRAIN_ASSIGN_OR_RETURN(sync_, comm::gradient_sync::create(*parts_.model,
                                                              ctx_->communicator(), so));
   if (parts_.sync_batch_norm && world > 1) {
@@ -233,6 +258,8 @@ status replica_runner::build() {
     parts_.model->set_statistics_reducer([group](tensor& values) {
       return group->all_reduce(values, comm::reduce_op::sum)->wait();
     });
+  } else if (parts_.sync_batch_norm) {
+    parts_.model->set_statistics_reducer({});  // alone now: its own statistics
   }
   return status::ok();
 }
@@ -276,6 +303,13 @@ result<epoch_metrics> replica_runner::train_epoch() {
   const int64_t skipped_before = scaler_.skipped_steps();
   bool preempted = false;
   auto last_report = clock_type::now();
+  has_state_ = true;
+  // A failure inside the loop (a peer gone, the communicator aborted)
+  // leaves the epoch to be trained on from its last committed step: the
+  // model and optimizer are as that step left them (an optimizer step
+  // follows a completed gradient sync, and nothing after it can fail).
+  int64_t committed = train_loader_->position();
+  resume_on_failure resume{resume_position_, committed};
   while (const data::batch* batch = train_loader_->next()) {
     ++batch_index;
     if (options_.progress_seconds > 0 &&
@@ -311,6 +345,7 @@ result<epoch_metrics> replica_runner::train_epoch() {
             parts_.optimizer->step(model.parameters(), model.gradients(), lr));
         ++steps;
       }
+      committed = train_loader_->position();
       // Every replica asks at the same step, so all get the chief's answer.
       if (++syncs % preempt_check_steps == 0) {
         DTRAIN_ASSIGN_OR_RETURN(preempted, ctx_->should_preempt());
@@ -319,6 +354,7 @@ result<epoch_metrics> replica_runner::train_epoch() {
       }
     }
   }
+  resume.armed = false;
   DTRAIN_RETURN_IF_ERROR(train_loader_->error().with_context(
       "replica " + std::to_string(ctx_->rank()) + ", epoch " + std::to_string(epoch_ + 1)));
   if (preempted) {

@@ -135,6 +135,42 @@ public:
   /// The input set's row count (the same errors as predict()).
   result<int64_t> input_rows(const std::string& input) const;
 
+  /// Live recovery (replica_reform.cpp). A train_epoch() that fails in a
+  /// collective (a peer died or hung, or the communicator was aborted)
+  /// keeps this replica's model, optimizer, loss scaler and epoch as they
+  /// were after the last committed step (an optimizer step the whole group
+  /// applied), and its loader position there: the next train_epoch()
+  /// trains the epoch on from that step, redoing only the step in flight.
+  ///
+  /// reform() puts this replica into a new group: `comm` (a communicator
+  /// of the new generation; this replica's rank and world size are its
+  /// own), the replica's new place on its node, a new gradient sync and a
+  /// loader over the new group's shard of the same global order (the
+  /// global batch is kept). Model and optimizer are untouched; a
+  /// preemption requested of the old group is dropped. Errors name
+  /// the replica; after one, reform again or rebuild.
+  status reform(std::unique_ptr<comm::communicator> comm, int local_rank, int node_rank);
+  /// What synchronize_state() did.
+  struct state_sync {
+    int source = -1;          // the rank whose state every rank now holds
+    int64_t bytes = 0;        // state bytes broadcast (0: all already agreed)
+    double seconds = 0;
+  };
+  /// Collective, right after a group formed (create() for a replacement,
+  /// reform() for a survivor): every rank tells where it stands (committed
+  /// optimizer steps, epoch, loader position); when they differ, or a rank
+  /// has no state of its own yet (a replacement), the most advanced rank
+  /// broadcasts its parameters, model buffers, optimizer state, loss
+  /// scaler, epoch, loader position and operator state, bit for bit, and
+  /// every rank continues from there. Equal ranks move nothing.
+  result<state_sync> synchronize_state();
+  /// Whether this replica has trained or restored (a replacement built for
+  /// a running group has not: synchronize_state() gives it the group's).
+  bool has_state() const { return has_state_; }
+  /// Optimizer steps the group committed, over all epochs (never goes
+  /// back, except through restore()).
+  int64_t committed_steps() const;
+
   /// The checkpoint directory of the last successful save() or restore(),
   /// or "".
   const std::string& last_checkpoint() const { return last_checkpoint_; }
@@ -154,6 +190,15 @@ public:
 private:
   replica_runner(const replica_options& options, std::unique_ptr<replica_context> ctx);
   status build();
+  /// The parts that depend on the group (its size and this rank): the
+  /// batch share, the training loader, the gradient sync, SyncBatchNorm's
+  /// reducer. Run by build() and again by reform().
+  status build_group();
+  /// Where this replica stands, for synchronize_state(): committed steps,
+  /// epoch, loader position, has_state.
+  bytes standing() const;
+  /// Receives (or, on `root`, sends) the state synchronize_state() moves.
+  result<int64_t> broadcast_state(int root);
   /// One step of the operator's (train_step, or validation_step when
   /// `training` is false), exceptions caught and errors naming the operator.
   result<step_result> run_step(step_context& ctx, bool training);
@@ -192,6 +237,7 @@ private:
   int64_t batch_size_ = 0;
   int64_t epoch_ = 0;
   int64_t resume_position_ = 0;  // samples of epoch_ + 1 the group already trained
+  bool has_state_ = false;       // trained, restored or synchronized (synchronize_state)
   std::string last_checkpoint_;
   std::atomic<bool> preempt_{false};
 };
@@ -233,6 +279,13 @@ public:
 
   /// Where should_preempt() reads the chief's flag (set by the runner).
   void set_preempt_flag(const std::atomic<bool>* flag) { preempt_ = flag; }
+  /// Moves this replica to a new group (live recovery): its communicator
+  /// and its place on its node (replica_runner::reform()).
+  void replace(std::unique_ptr<comm::communicator> comm, int local_rank, int node_rank) {
+    comm_ = std::move(comm);
+    placement_.local_rank = local_rank;
+    placement_.node_rank = node_rank;
+  }
 
 private:
   /// Every rank's value length (all_gathered); fails on every rank alike

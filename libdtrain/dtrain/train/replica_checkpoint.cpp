@@ -314,6 +314,7 @@ status replica_runner::load_checkpoint(const std::string& dir) {
     resume_position_ = static_cast<int64_t>(old->second) * train_loader_->global_batch();
   DTRAIN_RETURN_IF_ERROR(restore_scaler(m).with_context("checkpoint " + dir));
   last_checkpoint_ = dir;
+  has_state_ = true;
   return status::ok();
 }
 

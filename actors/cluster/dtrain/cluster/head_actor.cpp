@@ -1,5 +1,6 @@
 #include "dtrain/cluster/head_actor.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -128,27 +129,28 @@ std::string too_large(const head_state& s, const std::string& trainer, int32_t n
   return text;
 }
 
-// Takes up to `want` units on node `i` for `h`, appending the assignments.
+// Takes up to `want` units on node `i` for `h`, appending the assignments
+// (local ranks from `local`).
 void take_on_node(head_state& s, size_t i, bool gpu, int32_t want, holding& h,
-                  std::vector<assignment>& out) {
+                  std::vector<assignment>& out, int32_t local = 0) {
   auto& node = s.nodes[i];
   const auto index = static_cast<int32_t>(i);
-  int32_t local = 0;
   if (!gpu) {
     int32_t n = std::min(want, node.info.cpu_slots - node.cpu_used);
-    for (; local < n; ++local)
-      out.push_back({index, node.info, local, -1});
+    for (int32_t k = 0; k < n; ++k)
+      out.push_back({index, node.info, local + k, -1});
     node.cpu_used += n;
     if (n > 0)
       h.cpu[index] += n;
     return;
   }
+  int32_t taken = 0;
   for (int32_t device : node.info.gpu_devices) {
-    if (local == want)
+    if (taken == want)
       break;
     if (!node.gpus_held.insert(device).second)
       continue;  // another replica holds it
-    out.push_back({index, node.info, local++, device});
+    out.push_back({index, node.info, local + taken++, device});
     h.gpus.emplace_back(index, device);
   }
 }
@@ -185,6 +187,68 @@ caf::result<std::vector<assignment>> place(head_state& s, const std::string& tra
   for (size_t i = 0; i < s.nodes.size() && static_cast<int32_t>(out.size()) < n; ++i)
     if (usable(s.nodes[i]))
       take_on_node(s, i, gpu, n - static_cast<int32_t>(out.size()), h, out);
+  return out;
+}
+
+// Live recovery's re-placement (head_actor.hpp, resize): the trainer keeps
+// `keep` (units it holds, on usable nodes), gives back the rest and gets
+// `extra` more, all or nothing; a failure changes nothing.
+caf::result<std::vector<assignment>> resize(head_state& s, const placement_key& key,
+                                            const std::vector<assignment>& keep, int32_t extra,
+                                            bool gpu, const caf::actor& owner) {
+  auto it = s.trainers.find(key);
+  if (it == s.trainers.end())
+    return to_caf(not_found("trainer " + key.first + " holds no placement to resize"));
+  const holding before = it->second;
+  std::map<int32_t, int32_t> kept_cpu;
+  std::map<int32_t, int32_t> next_local;  // per node: past the kept local ranks
+  for (const assignment& a : keep) {
+    const bool held = gpu ? std::count(before.gpus.begin(), before.gpus.end(),
+                                       std::make_pair(a.node, a.gpu)) > 0
+                          : before.cpu.count(a.node) && ++kept_cpu[a.node] <= before.cpu.at(a.node);
+    if (!held || a.node < 0 || static_cast<size_t>(a.node) >= s.nodes.size())
+      return to_caf(invalid_argument("trainer " + key.first + " keeps a unit on node " +
+                                     std::to_string(a.node) + " that it does not hold"));
+    if (!usable(s.nodes[a.node]))
+      return to_caf(unavailable("trainer " + key.first + " keeps a unit on node " +
+                                std::to_string(a.node) + ", which is no longer usable"));
+    next_local[a.node] = std::max(next_local[a.node], a.local_rank + 1);
+  }
+  release(s, key);
+  holding& h = s.trainers[key];
+  h.owner = owner.address();
+  std::vector<assignment> out;
+  for (const assignment& a : keep) {
+    if (gpu) {
+      s.nodes[a.node].gpus_held.insert(a.gpu);
+      h.gpus.emplace_back(a.node, a.gpu);
+    } else {
+      ++s.nodes[a.node].cpu_used;
+      ++h.cpu[a.node];
+    }
+    out.push_back({a.node, s.nodes[a.node].info, a.local_rank, a.gpu});
+  }
+  int64_t free = 0;
+  for (auto& node : s.nodes)
+    if (usable(node))
+      free += capacity(node, gpu) - in_use(node, gpu);
+  if (extra > free) {
+    release(s, key);  // back to what it held
+    for (auto& [node, count] : before.cpu)
+      s.nodes[node].cpu_used += count;
+    for (auto& [node, index] : before.gpus)
+      s.nodes[node].gpus_held.insert(index);
+    s.trainers[key] = before;
+    return to_caf(status(error_code::unavailable,
+                         "trainer " + key.first + " asks for " + std::to_string(extra) +
+                             " more " + (gpu ? "GPUs" : "CPU slots") + ": " +
+                             std::to_string(free) + " free"));
+  }
+  const size_t wanted = keep.size() + static_cast<size_t>(extra);
+  for (size_t i = 0; i < s.nodes.size() && out.size() < wanted; ++i)
+    if (usable(s.nodes[i]))
+      take_on_node(s, i, gpu, static_cast<int32_t>(wanted - out.size()), h, out,
+                   next_local[static_cast<int32_t>(i)]);
   return out;
 }
 
@@ -500,6 +564,16 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
         return *no;
       release(*state, placement_key{trainer, owner.address()});
       return caf::ok_atom::value;
+    },
+    [=](resize_atom, const std::string& trainer, const std::vector<assignment>& keep,
+        int32_t extra, bool gpu, const caf::actor& owner,
+        const std::string& session) -> caf::result<std::vector<assignment>> {
+      if (auto no = refuse<std::vector<assignment>>(self, *auth, session, role::client,
+                                                    "resizing trainer " + trainer))
+        return *no;
+      if (extra < 0 || extra > max_replicas_per_placement)
+        return to_caf(invalid_argument("resize: " + std::to_string(extra) + " more replicas"));
+      return resize(*state, placement_key{trainer, owner.address()}, keep, extra, gpu, owner);
     },
     [=](unreach_atom, int32_t index, const std::string& session) -> caf::result<caf::ok_atom> {
       if (auto no = refuse<caf::ok_atom>(self, *auth, session, role::client,

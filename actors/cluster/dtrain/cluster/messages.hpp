@@ -66,6 +66,10 @@ using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using log_atom = caf::atom_constant<caf::atom("log")>;
 using rss_atom = caf::atom_constant<caf::atom("rss")>;
 using predict_atom = caf::atom_constant<caf::atom("predict")>;
+using reform_atom = caf::atom_constant<caf::atom("reform")>;
+using sync_atom = caf::atom_constant<caf::atom("sync")>;
+using interrupt_atom = caf::atom_constant<caf::atom("interrupt")>;
+using resize_atom = caf::atom_constant<caf::atom("resize")>;
 
 /// A node as it registers with the head.
 struct node_info {
@@ -324,7 +328,16 @@ using replica_actor = caf::typed_actor<
     caf::replies_to<preempt_atom, std::string>::with<caf::ok_atom>,
     caf::replies_to<predict_atom, std::string, std::string, int64_t, int64_t>::with<
         predict_chunk>,  // input, rows
-    caf::replies_to<predict_atom, std::string, std::string>::with<int64_t>>;  // input -> row count
+    caf::replies_to<predict_atom, std::string, std::string>::with<int64_t>,  // input -> row count
+    // Live recovery (replica_actor.hpp): status answers at once, even in an
+    // epoch (is the replica there?); interrupt aborts the collectives in
+    // flight, keeping the replica; reform moves it into a new group (its
+    // spec there); sync agrees on the group's state after it formed:
+    // {source rank, bytes moved, microseconds}.
+    caf::replies_to<status_atom, std::string>::with<int32_t>,
+    caf::replies_to<interrupt_atom, std::string, std::string>::with<caf::ok_atom>,  // why
+    caf::replies_to<reform_atom, std::string, replica_spec>::with<caf::ok_atom>,
+    caf::replies_to<sync_atom, std::string>::with<std::vector<int64_t>>>;
 
 /// A node agent (node_actor.hpp): hosts replicas and the plugins they need.
 /// plugin(hash): the operators of that plugin when it is loaded here, else
@@ -352,6 +365,9 @@ using head_actor = caf::typed_actor<
     caf::replies_to<place_atom, std::string, int32_t, bool, caf::actor, std::string>::with<
         std::vector<assignment>>,  // trainer, replicas, gpu, owner, session
     caf::replies_to<release_atom, std::string, caf::actor, std::string>::with<caf::ok_atom>,  // trainer, owner, session
+    // trainer, assignments it keeps, how many more, gpu, owner, session
+    caf::replies_to<resize_atom, std::string, std::vector<assignment>, int32_t, bool, caf::actor,
+                    std::string>::with<std::vector<assignment>>,
     caf::replies_to<unreach_atom, int32_t, std::string>::with<caf::ok_atom>,
     caf::reacts_to<probe_atom, int32_t>,  // the head's own timer (head_actor.hpp)
     caf::reacts_to<rss_atom>,             // the head's own timer: asks the nodes' RSS

@@ -43,6 +43,19 @@ struct abort_handle {
   std::string why;
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
 
+  // Aborts the collectives of the runner's communicator in flight, keeping
+  // the replica (live recovery: its epoch fails, its state stays). The
+  // communicator's own thread does the breaking (communicator.hpp).
+  void interrupt(const std::string& reason) {
+    std::shared_ptr<train::replica_runner> r;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      r = runner;
+    }
+    if (r)
+      r->context().communicator().abort(reason);
+  }
+
   void abort(const std::string& reason) {
     std::shared_ptr<train::replica_runner> r;
     {
@@ -76,6 +89,9 @@ struct abort_handle {
 };
 
 struct worker_state {
+  // The replica's spec: its group (generation, rank, world) changes when
+  // it is moved into a new one (reform).
+  replica_spec spec;
   std::shared_ptr<train::replica_runner> runner;
   // A CPU replica's share of the host's cores, refreshed before each
   // epoch (concurrent trials come and go).
@@ -85,10 +101,10 @@ struct worker_state {
   std::optional<metrics_msg> last_epoch;
 };
 
-result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sys,
-                                                           const replica_spec& spec,
-                                                           const rendezvous_actor& store,
-                                                           abort_handle& handle) {
+// The communicator of spec's group (its generation's rendezvous prefix).
+result<std::unique_ptr<comm::communicator>> make_group_communicator(
+    caf::actor_system& sys, const replica_spec& spec, const rendezvous_actor& store,
+    abort_handle& handle) {
   comm::group_options go;
   go.rank = spec.rank;
   go.size = spec.world_size;
@@ -100,8 +116,16 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
   go.host = spec.host;
   go.bind_address = spec.bind_address;
   go.timeout = std::chrono::milliseconds(spec.timeout_ms);
-  DTRAIN_ASSIGN_OR_RETURN(auto comm, comm::make_communicator(go));
-  train::comm_replica_context::placement where{spec.local_rank, spec.node_rank, go.where, spec.seed};
+  return comm::make_communicator(go);
+}
+
+result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sys,
+                                                           const replica_spec& spec,
+                                                           const rendezvous_actor& store,
+                                                           abort_handle& handle) {
+  DTRAIN_ASSIGN_OR_RETURN(auto comm, make_group_communicator(sys, spec, store, handle));
+  const device where_to = spec.gpu >= 0 ? device::cuda(spec.gpu) : device::cpu();
+  train::comm_replica_context::placement where{spec.local_rank, spec.node_rank, where_to, spec.seed};
   auto ctx = std::make_unique<train::comm_replica_context>(std::move(comm), where, nullptr);
   train::replica_options ro;
   ro.operator_name = spec.operator_name;
@@ -146,7 +170,8 @@ auto with_runner(replica_actor::stateful_pointer<worker_state> self, int rank, F
 replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<worker_state> self,
                                             replica_spec spec, rendezvous_actor store,
                                             std::shared_ptr<abort_handle> handle) {
-  const int rank = spec.rank;
+  const int rank = spec.rank;  // at spawn, for errors
+  self->state.spec = spec;
   return {
     [=](setup_atom, const std::string& capability) -> caf::result<caf::ok_atom> {
       if (status s = check_owner(spec, capability, "setup"); !s)
@@ -264,6 +289,49 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
         return caf::ok_atom::value;
       });
     },
+    [=](reform_atom, const std::string& capability,
+        replica_spec& next) -> caf::result<caf::ok_atom> {
+      if (status s = check_owner(spec, capability, "reform"); !s)
+        return to_caf(s);
+      if (next.trainer != spec.trainer || next.capability != spec.capability)
+        return to_caf(invalid_argument("reform: replica " + std::to_string(rank) + " of trainer " +
+                                       spec.trainer + " cannot move into another trainer's group"));
+      return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<caf::ok_atom> {
+        auto comm = make_group_communicator(self->system(), next, store, *handle);
+        if (!comm)
+          return to_caf(comm.error().with_context("reform (generation " +
+                                                  std::to_string(next.generation) + ")"));
+        if (status s = r.reform(std::move(*comm), next.local_rank, next.node_rank); !s)
+          return to_caf(s);
+        self->state.spec = std::move(next);
+        return caf::ok_atom::value;
+      });
+    },
+    // The front answers these itself; the worker would only when idle.
+    [=](status_atom, const std::string& capability) -> caf::result<int32_t> {
+      if (status s = check_owner(spec, capability, "status"); !s)
+        return to_caf(s);
+      return self->state.spec.rank;
+    },
+    [=](interrupt_atom, const std::string& capability,
+        const std::string& why) -> caf::result<caf::ok_atom> {
+      if (status s = check_owner(spec, capability, "interrupt"); !s)
+        return to_caf(s);
+      handle->interrupt(why);
+      return caf::ok_atom::value;
+    },
+    [=](sync_atom, const std::string& capability) -> caf::result<std::vector<int64_t>> {
+      if (status s = check_owner(spec, capability, "sync"); !s)
+        return to_caf(s);
+      return with_runner(self, rank,
+                         [&](train::replica_runner& r) -> caf::result<std::vector<int64_t>> {
+        auto done = r.synchronize_state();
+        if (!done)
+          return to_caf(done.error());
+        return std::vector<int64_t>{done->source, done->bytes,
+                                    static_cast<int64_t>(done->seconds * 1e6)};
+      });
+    },
   };
 }
 
@@ -311,6 +379,23 @@ replica_actor::behavior_type replica_front(replica_actor::pointer self, replica_
     },
     [=](predict_atom a, std::string& c, std::string& input) {
       return self->delegate(worker, a, std::move(c), std::move(input));
+    },
+    [=](reform_atom a, std::string& c, replica_spec& next) {
+      return self->delegate(worker, a, std::move(c), std::move(next));
+    },
+    [=](sync_atom a, std::string& c) { return self->delegate(worker, a, std::move(c)); },
+    // Not delegated (the worker is busy in its epoch): whether the replica
+    // is there, and breaking its collectives.
+    [=](status_atom, const std::string& c) -> caf::result<int32_t> {
+      if (status s = check_owner(spec, c, "status"); !s)
+        return to_caf(s);
+      return spec.rank;
+    },
+    [=](interrupt_atom, const std::string& c, const std::string& why) -> caf::result<caf::ok_atom> {
+      if (status s = check_owner(spec, c, "interrupt"); !s)
+        return to_caf(s);
+      handle->interrupt(why);
+      return caf::ok_atom::value;
     },
     // Not delegated: the worker is busy in its epoch; the flag is atomic.
     [=](preempt_atom, const std::string& c) -> caf::result<caf::ok_atom> {

@@ -26,6 +26,15 @@ namespace dtrain::actors {
 /// progress ends at once instead of at its timeout) and takes the worker
 /// down with it. Every front and worker is recorded in the process's hosted
 /// set, so that a node shutting down can end them all first.
+///
+/// Live recovery (the trainer's, trainer_live.cpp): status is answered by
+/// the front at once (the replica's rank), even while its worker is in an
+/// epoch; interrupt aborts the worker's communicator without ending the
+/// replica (the epoch in flight fails, the state of its last committed
+/// step stays); reform(spec) builds a communicator of spec's generation,
+/// rank and world size (spec must carry this replica's capability and
+/// trainer) and moves the runner into that group (replica_runner::reform);
+/// sync runs replica_runner::synchronize_state.
 replica_actor::behavior_type replica_front(replica_actor::pointer self, replica_spec spec,
                                            caf::actor owner, rendezvous_actor store);
 

@@ -107,6 +107,14 @@ struct trainer_config {
   /// non-finite loss, bad input, a model too large for memory) are not
   /// retried: train() fails at once with that cause.
   int max_failures = 3;
+  /// How the group recovers from a failure: "live" (the default): the
+  /// surviving replicas keep their state in memory, re-form without the
+  /// lost ones under a new generation and train on from their last
+  /// committed step (the step in flight is redone); replacements join at a
+  /// step boundary and receive the state from a survivor; no checkpoint is
+  /// read. When no replica survives, or with "checkpoint", the group is
+  /// torn down and restored from the newest checkpoint as described above.
+  std::string recovery = "live";
   std::string checkpoint_dir;       // empty: no checkpoints
   int checkpoint_every = 1;         // epochs between checkpoints
   int checkpoint_keep = 2;          // the newest K valid ones are kept

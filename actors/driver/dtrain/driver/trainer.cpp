@@ -47,6 +47,7 @@ trainer_config trainer_config_from(const experiments::experiment& e) {
   t.bucket_bytes = static_cast<int64_t>(e.bucket_cap_mb * (1 << 20));
   t.seed = e.seed;
   t.max_failures = e.max_failures;
+  t.recovery = e.recovery;
   t.checkpoint_dir = e.checkpoint_dir;
   t.checkpoint_keep = e.checkpoint_keep;
   return t;
@@ -61,6 +62,9 @@ result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_confi
   if (config.bucket_bytes < 0 || (config.bucket_bytes > 0 && config.bucket_bytes < 4))
     return invalid_argument("trainer '" + config.name + "': bucket_bytes must be 0 (the default) " +
                             "or at least 4 (one float), got " + std::to_string(config.bucket_bytes));
+  if (config.recovery != "live" && config.recovery != "checkpoint")
+    return invalid_argument("trainer '" + config.name + "': recovery '" + config.recovery +
+                            "' is not one of live, checkpoint");
   if (config.operator_name.empty())
     return invalid_argument("trainer '" + config.name + "': no training operator named");
   if (auto p = parse_precision(config.precision); !p.is_ok())
@@ -103,6 +107,11 @@ void trainer::recovered(int64_t epoch, int64_t restored_epoch) {
   if (!recovery_pending_)
     return;
   recovery_pending_ = false;
+  if (!live_note_.empty()) {  // trainer_live.cpp says how it went on
+    event("recovered", epoch, live_note_);
+    live_note_.clear();
+    return;
+  }
   event("recovered", epoch,
         "running again with " + std::to_string(world_size()) + " of " +
             std::to_string(config_.num_replicas) + " replicas (generation " +

@@ -130,6 +130,28 @@ private:
   template <class Reply, class Atom, class... Ts>
   result<std::vector<Reply>> ask_all(std::chrono::milliseconds timeout, const std::string& what,
                                      Atom atom, Ts... args);
+  template <class Reply, class Send>
+  result<std::vector<Reply>> gather(std::chrono::milliseconds timeout, const std::string& what,
+                                    Send send, const std::function<void()>& poll = {});
+  /// The replica_spec of rank `rank` at `a` in a group of `world` under
+  /// the current generation (a new capability: set it for a survivor).
+  result<replica_spec> spec_for(size_t rank, size_t world, const assignment& a) const;
+  // Live recovery (trainer_live.cpp).
+  bool live() const;
+  std::vector<bool> probe_replicas(std::chrono::milliseconds timeout);
+  status recover_live(const status& cause);
+  status form_live(const std::vector<size_t>& survivors, std::vector<assignment> placement);
+  result<std::vector<assignment>> resize_placement(const std::vector<assignment>& keep,
+                                                   int extra);
+  /// Live growth: asks the head (at most once a second) for the slots
+  /// the group lacks; whether it got some (pending_growth_).
+  bool reserve_growth();
+  /// reserve_growth(), and when it got slots, asks the group to pause at
+  /// its next check (every 16 steps) so that the newcomers join at a step
+  /// boundary.
+  void poll_growth();
+  /// Forms the grown group poll_growth() placed (pending_growth_).
+  status grow_live();
 
   cluster& cluster_;
   trainer_config config_;
@@ -164,6 +186,12 @@ private:
   std::vector<plugin_package> plugins_;
   std::vector<std::string> plugin_hashes_;
   std::set<std::string> equipped_nodes_;  // "address pid" of nodes that have plugins_
+  // Live growth placed (the whole group's placement, the present replicas
+  // first), waiting for the group to pause; empty: none.
+  std::vector<assignment> pending_growth_;
+  std::atomic<bool> user_preempted_{false};  // preempt() asked since the last train() answer
+  bool last_recovery_live_ = false;  // the last recovery kept the survivors' state
+  std::string live_note_;  // what the last live recovery did, for its "recovered" event
   int plugins_sent_ = 0;
 };
 

@@ -42,17 +42,16 @@ struct gathering {
   bool done = false;
 };
 
-// The collector of ask_all: asks every replica, monitors them, and sets
+// The collector of ask_all and ask_each: sends every replica its request
+// (`send(self, rank)` returns the response handle), monitors them, and sets
 // `promise` once, with every reply in rank order or the first failure.
 // `who(rank)` names a replica in errors.
-template <class Reply, class Atom, class... Ts>
+template <class Reply, class Send>
 caf::behavior gather_replies(caf::event_based_actor* self,
                              std::shared_ptr<std::promise<result<std::vector<Reply>>>> promise,
                              const std::vector<replica_actor>& replicas,
-                             const std::vector<std::string>& capabilities,
-                             std::function<std::string(size_t)> who,
-                             std::chrono::milliseconds timeout, const std::string& what,
-                             Atom atom, Ts... args) {
+                             std::function<std::string(size_t)> who, const std::string& what,
+                             Send send) {
   using outcome = result<std::vector<Reply>>;
   auto st = std::make_shared<gathering<Reply>>();
   st->replies.resize(replicas.size());
@@ -73,16 +72,17 @@ caf::behavior gather_replies(caf::event_based_actor* self,
   });
   for (size_t rank = 0; rank < replicas.size(); ++rank) {
     self->monitor(replicas[rank]);
-    self->request(replicas[rank], timeout, atom, capabilities[rank], args...)
-        .then(
-            [=](Reply& reply) {
-              st->replies[rank] = std::move(reply);
-              st->have[rank] = true;
-              if (--st->left == 0)
-                finish(std::move(st->replies));
-            },
-            [=](caf::error& e) { finish(from_caf(e, what + " on " + who(rank))); });
+    send(self, rank).then(
+        [=](Reply& reply) {
+          st->replies[rank] = std::move(reply);
+          st->have[rank] = true;
+          if (--st->left == 0)
+            finish(std::move(st->replies));
+        },
+        [=](caf::error& e) { finish(from_caf(e, what + " on " + who(rank))); });
   }
+  if (replicas.empty())
+    finish(std::vector<Reply>{});
   return {[](int32_t) {}};
 }
 
@@ -95,6 +95,21 @@ caf::behavior gather_replies(caf::event_based_actor* self,
 template <class Reply, class Atom, class... Ts>
 result<std::vector<Reply>> trainer::ask_all(std::chrono::milliseconds timeout,
                                             const std::string& what, Atom atom, Ts... args) {
+  auto replicas = replicas_;
+  auto capabilities = capabilities_;
+  return gather<Reply>(timeout, what, [=](caf::event_based_actor* self, size_t rank) {
+    return self->request(replicas[rank], timeout, atom, capabilities[rank], args...);
+  });
+}
+
+// The collector of ask_all over the group as it is now, with `send`
+// making each replica's request; bounded by `timeout` (+ 5 s), or by
+// `poll` returning false when given (it is called every second while
+// the group works: live growth asks the head between steps).
+template <class Reply, class Send>
+result<std::vector<Reply>> trainer::gather(std::chrono::milliseconds timeout,
+                                           const std::string& what, Send send,
+                                           const std::function<void()>& poll) {
   if (stopped_)
     return status(error_code::aborted, what + ": the trainer has been shut down");
   if (replicas_.empty())
@@ -105,20 +120,28 @@ result<std::vector<Reply>> trainer::ask_all(std::chrono::milliseconds timeout,
   auto promise = std::make_shared<std::promise<outcome>>();
   auto future = promise->get_future();
   auto replicas = replicas_;
-  auto capabilities = capabilities_;
   auto placement = placement_;
   auto who = [placement](size_t rank) {
     return "replica " + std::to_string(rank) + " (node " + std::to_string(placement[rank].node) +
            ", " + placement[rank].info.host + ")";
   };
   cluster_.system().spawn([=](caf::event_based_actor* self) -> caf::behavior {
-    return trainer_detail::gather_replies<Reply>(self, promise, replicas, capabilities, who,
-                                                 timeout, what, atom, args...);
+    return trainer_detail::gather_replies<Reply>(self, promise, replicas, who, what, send);
   });
-  if (future.wait_for(timeout + std::chrono::seconds(5)) != std::future_status::ready)
-    return status(error_code::timeout, what + ": no answer within " +
-                                           std::to_string(timeout.count()) + " ms");
-  return future.get();
+  const auto deadline = std::chrono::steady_clock::now() + timeout + std::chrono::seconds(5);
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline)
+      return status(error_code::timeout, what + ": no answer within " +
+                                             std::to_string(timeout.count()) + " ms");
+    const auto slice = poll ? std::min<std::chrono::steady_clock::duration>(
+                                  std::chrono::seconds(1), deadline - now)
+                            : deadline - now;
+    if (future.wait_for(slice) == std::future_status::ready)
+      return future.get();
+    if (poll)
+      poll();
+  }
 }
 
 // ask_all, and after a failure of the group, recovery and the same request

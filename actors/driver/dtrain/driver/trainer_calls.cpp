@@ -19,24 +19,51 @@ result<metrics_msg> trainer::train() {
   DTRAIN_RETURN_IF_ERROR(maybe_grow());
   ++epoch_;
   for (;;) {
-    auto all = ask_with_recovery<metrics_msg>(config_.epoch_timeout, "train", train_atom::value);
-    if (!all)
-      return all.error();
+    auto replicas = replicas_;
+    auto capabilities = capabilities_;
+    const auto timeout = config_.epoch_timeout;
+    auto all = gather<metrics_msg>(
+        timeout, "train",
+        [=](caf::event_based_actor* self, size_t rank) {
+          return self->request(replicas[rank], timeout, train_atom::value, capabilities[rank]);
+        },
+        [this] { poll_growth(); });
+    if (!all) {
+      if (stopped_ || trainer_detail::handling_of(all.error()) ==
+                          trainer_detail::handling::return_it)
+        return all.error();
+      DTRAIN_RETURN_IF_ERROR(recover(all.error()));
+      continue;
+    }
     metrics_msg m = all->front();
+    if (!pending_growth_.empty()) {
+      // The pause poll_growth() asked for (or the epoch's end, which came
+      // first): the newcomers join here, and a paused epoch goes on.
+      if (status grown = grow_live(); !grown)
+        DTRAIN_RETURN_IF_ERROR(recover(grown));
+      if (m.preempted && !user_preempted_)
+        continue;
+    }
+    user_preempted_ = false;
     // A recovered group ran the epoch after the checkpoint it restored.
     recovered(m.epoch, m.epoch - 1);
     epoch_ = m.epoch;
     bool due = config_.checkpoint_every > 0 && m.epoch % config_.checkpoint_every == 0;
     if (config_.checkpoint_dir.empty() || !(m.preempted || due))
       return m;
-    auto saved = ask_all<caf::ok_atom>(config_.epoch_timeout, "save to " + config_.checkpoint_dir,
-                                       save_atom::value, config_.checkpoint_dir,
-                                       static_cast<int32_t>(config_.checkpoint_keep));
-    if (saved || stopped_)
-      return saved ? result<metrics_msg>(m) : result<metrics_msg>(saved.error());
-    // The new group restores the newest checkpoint, before this epoch:
-    // the epoch runs again.
-    DTRAIN_RETURN_IF_ERROR(recover(saved.error()));
+    for (;;) {
+      auto saved = ask_all<caf::ok_atom>(config_.epoch_timeout, "save to " + config_.checkpoint_dir,
+                                         save_atom::value, config_.checkpoint_dir,
+                                         static_cast<int32_t>(config_.checkpoint_keep));
+      if (saved || stopped_)
+        return saved ? result<metrics_msg>(m) : result<metrics_msg>(saved.error());
+      DTRAIN_RETURN_IF_ERROR(recover(saved.error()));
+      // A live recovery kept the trained epoch: save it again. A group
+      // restored from the newest checkpoint (before this epoch) runs it
+      // again.
+      if (!last_recovery_live_)
+        break;
+    }
   }
 }
 
@@ -98,6 +125,7 @@ status trainer::preempt() {
   }
   if (stopped_ || !chief)
     return status(error_code::aborted, "preempt: the trainer has been shut down");
+  user_preempted_ = true;
   caf::scoped_actor self{cluster_.system()};
   status out;
   self->request(chief, std::chrono::seconds(10), preempt_atom::value, capability)

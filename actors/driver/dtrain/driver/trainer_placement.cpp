@@ -33,9 +33,13 @@ caf::actor spawn_progress_sink(caf::actor_system& sys, const trainer_config& con
     return {};
   // Detached: the callback may block on a terminal (Ctrl-S), which must
   // not hold a scheduler thread.
-  return sys.spawn<caf::detached>([report = config.on_progress]() -> caf::behavior {
-    return {[=](progress_atom, const progress_msg& m) { report(m); }};
-  });
+  return sys.spawn<caf::detached>(
+      [report = config.on_progress, all = config.progress_all_ranks]() -> caf::behavior {
+        return {[=](progress_atom, const progress_msg& m) {
+          if (all || m.rank == 0)
+            report(m);
+        }};
+      });
 }
 
 // What every replica of a group with `config` is told alike.
@@ -139,6 +143,30 @@ status trainer::equip_node(const assignment& a) {
   return status::ok();
 }
 
+result<replica_spec> trainer::spec_for(size_t rank, size_t world, const assignment& a) const {
+  replica_spec spec = spec_of(config_);
+  spec.trainer = id_;
+  spec.generation = generation_;
+  spec.rank = static_cast<int32_t>(rank);
+  spec.world_size = static_cast<int32_t>(world);
+  spec.local_rank = a.local_rank;
+  spec.node_rank = a.node;
+  spec.host = a.info.host_id.empty() ? a.info.host : a.info.host_id;
+  if (!a.info.address.empty()) {
+    DTRAIN_ASSIGN_OR_RETURN(auto hp, parse_address(a.info.address));
+    spec.bind_address = hp.first;  // the node's address: reachable by its peers
+  }
+  spec.gpu = a.gpu;
+  spec.plugins = plugin_hashes_;
+  // A secret of this replica's own: the node that hosts it learns
+  // nothing that opens the trainer's other replicas, or the next group's.
+  spec.capability = security::random_hex(32);
+  // Every rank reports to the sink; it keeps the chief's (whichever rank
+  // 0 is after a live recovery) unless progress_all_ranks.
+  spec.progress_sink = progress_sink_;
+  return spec;
+}
+
 status trainer::spawn_all() {
   for (size_t rank = 0; rank < placement_.size(); ++rank) {
     const assignment& a = placement_[rank];
@@ -150,27 +178,7 @@ status trainer::spawn_all() {
         unreachable_node_ = a.node;
       return equipped;
     }
-    replica_spec spec = spec_of(config_);
-    spec.trainer = id_;
-    spec.generation = generation_;
-    spec.rank = static_cast<int32_t>(rank);
-    spec.world_size = static_cast<int32_t>(placement_.size());
-    spec.local_rank = a.local_rank;
-    spec.node_rank = a.node;
-    spec.host = a.info.host_id.empty() ? a.info.host : a.info.host_id;
-    if (!a.info.address.empty()) {
-      DTRAIN_ASSIGN_OR_RETURN(auto hp, parse_address(a.info.address));
-      spec.bind_address = hp.first;  // the node's address: reachable by its peers
-    }
-    spec.gpu = a.gpu;
-    spec.plugins = plugin_hashes_;
-    // A secret of this replica's own: the node that hosts it learns
-    // nothing that opens the trainer's other replicas, or the next group's.
-    spec.capability = security::random_hex(32);
-    if (progress_sink_ && (rank == 0 || config_.progress_all_ranks))
-      spec.progress_sink = progress_sink_;
-    else if (progress_sink_)
-      spec.progress_seconds = 0;  // the chief's progress stands for the group
+    DTRAIN_ASSIGN_OR_RETURN(replica_spec spec, spec_for(rank, placement_.size(), a));
     auto replica = cluster_.spawn_replica(a, spec, owner_, store_, std::chrono::seconds(10));
     if (!replica) {
       unreachable_node_ = a.node;

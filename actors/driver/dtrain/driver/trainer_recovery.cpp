@@ -92,7 +92,8 @@ status trainer::recover(status cause) {
       event("gave_up", epoch_, out.to_string());
       return out;
     }
-    status reformed = reform();
+    last_recovery_live_ = live();
+    status reformed = live() ? recover_live(cause) : reform();
     if (reformed.is_ok())
       recovery_pending_ = true;
     else if (placement_failed_ && !stopped_)
@@ -107,6 +108,13 @@ status trainer::recover(status cause) {
 // the cluster has free slots again (checked at most once a second): it
 // saves, re-forms with as many replicas as fit, and restores.
 status trainer::maybe_grow() {
+  if (live() && world_size() < config_.num_replicas) {
+    // Between epochs: no pause to wait for.
+    if (!reserve_growth())
+      return status::ok();
+    status grown = grow_live();
+    return grown.is_ok() ? grown : recover(grown);
+  }
   if (world_size() >= config_.num_replicas || config_.checkpoint_dir.empty())
     return status::ok();
   if (clock_type::now() - last_growth_check_ < std::chrono::seconds(1))
