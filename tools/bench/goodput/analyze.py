@@ -46,6 +46,23 @@ def read_kills(path):
         return [float(l.split()[0]) for l in f if " kill " in l]
 
 
+def stalls(evs, commits, longer=0.5):
+    """Where training stood still: gaps of more than `longer` s between
+    committed steps, by what happened in them (a failure, else a replica
+    joining: grew/transfer, else other, e.g. an epoch end's validation)."""
+    out = {"failure": [0, 0.0], "join": [0, 0.0], "other": [0, 0.0]}
+    events = [(e["t"], e["kind"]) for e in evs if e["ev"] == "event"]
+    for (a, _), (b, _) in zip(commits, commits[1:]):
+        if b - a <= longer:
+            continue
+        kinds = {k for t, k in events if a <= t <= b}
+        what = ("failure" if "failure" in kinds else
+                "join" if kinds & {"grew", "transfer"} else "other")
+        out[what][0] += 1
+        out[what][1] += b - a
+    return out
+
+
 def dtrain_run(evs, kills):
     start = next(e for e in evs if e["ev"] == "start")
     end = next((e for e in reversed(evs) if e["ev"] == "end"), None)
@@ -74,7 +91,7 @@ def dtrain_run(evs, kills):
         per_kill.append(k)
     g_end = end["g"] if end else (commits[-1][1] if commits else 0)
     t_end = end["t"] if end else evs[-1]["t"]
-    return {"t0": start["t0"], "t_end": t_end, "g": g_end, "committed": len(commits),
+    return {"stalls": stalls(evs, commits), "t0": start["t0"], "t_end": t_end, "g": g_end, "committed": len(commits),
             "val_acc": end["val_acc"] if end else None,
             "finished": bool(end and end["finished"]), "per_kill": per_kill,
             "failures": len(fails), "trainer_lost": said}
@@ -134,7 +151,8 @@ def figures(mode, out, batch):
             "lost_max": max(lost) if lost else None,
             "to_step_median_s": statistics.median(to_step) if to_step else None,
             "to_step_max_s": max(to_step) if to_step else None,
-            "trainer_lost": r.get("trainer_lost", []), "per_kill": r["per_kill"]}
+            "trainer_lost": r.get("trainer_lost", []), "stalls": r.get("stalls"),
+            "per_kill": r["per_kill"]}
 
 
 def fmt(v, spec):
@@ -197,6 +215,10 @@ def main():
               f"{fmt(r['lost_max'], 'g')} | {fmt(r['to_step_median_s'], '.2f')}, "
               f"{fmt(r['to_step_max_s'], '.2f')} | {r['redone_steps']} | "
               f"{fmt(r['val_acc'], '.4f')} | {r['finished']} |")
+    for r in rows:
+        if r["stalls"]:
+            print(f"{r['mode']}: training stood still (gaps > 0.5 s between steps): " +
+                  ", ".join(f"{k} {n} x, {sec:.1f} s" for k, (n, sec) in r["stalls"].items()))
     for r in rows:
         if r["trainer_lost"]:
             print(f"{r['mode']}: the trainer's own 'steps lost' per failure: median "
