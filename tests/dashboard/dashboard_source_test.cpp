@@ -74,7 +74,11 @@ head_actor::behavior_type losing_head() {
     [=](register_atom, node_info&, node_actor&, std::string&) -> caf::result<int32_t> {
       return no("the fake head registers nothing");
     },
+    [=](rejoin_atom, node_info&, node_actor&, int32_t, std::vector<hosted_replica>&,
+        std::string&) -> caf::result<int32_t> { return no("the fake head takes no node back"); },
     [=](place_atom, std::string&, int32_t, bool, caf::actor&,
+        std::string&) -> caf::result<std::vector<assignment>> { return no("no placement"); },
+    [=](resize_atom, std::string&, std::vector<assignment>&, int32_t, bool, caf::actor&,
         std::string&) -> caf::result<std::vector<assignment>> { return no("no placement"); },
     [=](release_atom, std::string&, caf::actor&, std::string&) -> caf::result<caf::ok_atom> {
       return caf::ok_atom::value;
