@@ -326,7 +326,11 @@ BOOST_AUTO_TEST_CASE(a_replicas_capability_opens_no_other_replica_nor_the_next_g
   loopback_cluster lc(2);
   dtrain::testing::temp_dir dir;
   auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
-  auto t = actors::trainer::create(*c, regression(2)).value();
+  auto cfg = regression(2);
+  // Checkpoint-restart: the group formed again is all new replicas (a live
+  // recovery keeps a survivor, with its own capability: live_recovery_test).
+  cfg.recovery = "checkpoint";
+  auto t = actors::trainer::create(*c, cfg).value();
   BOOST_REQUIRE(t->train().is_ok());
   BOOST_REQUIRE(t->save(dir.file("ckpt")).is_ok());
   const std::vector<std::string> first = t->replica_capabilities();

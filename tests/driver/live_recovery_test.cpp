@@ -126,6 +126,7 @@ void fail_a_node_live(int sig, int victim_rank) {
   BOOST_REQUIRE(t->train().is_ok());  // epoch 1
   auto victim = lc.node_at(t->placement()[static_cast<size_t>(victim_rank)].info.address);
   BOOST_REQUIRE(victim != nullptr);
+  const std::vector<std::string> before_caps = t->replica_capabilities();
   auto epoch2 = t->train_async();
   const size_t before = log.count();
   for (int i = 0; i < 200 && log.count() < before + 10; ++i)  // well inside epoch 2
@@ -156,6 +157,17 @@ void fail_a_node_live(int sig, int victim_rank) {
   BOOST_REQUIRE(hashes.size() == 3u);
   BOOST_TEST(hashes[0] == hashes[1]);
   BOOST_TEST(hashes[0] == hashes[2]);
+  // The survivors kept their capabilities (in rank order), the lost
+  // replica's opens nothing now, and the replacement has one of its own.
+  const std::vector<std::string> after_caps = t->replica_capabilities();
+  std::vector<std::string> kept;
+  for (size_t r = 0; r < before_caps.size(); ++r)
+    if (static_cast<int>(r) != victim_rank)
+      kept.push_back(before_caps[r]);
+  BOOST_TEST(after_caps[0] == kept[0]);
+  BOOST_TEST(after_caps[1] == kept[1]);
+  for (const std::string& old : before_caps)
+    BOOST_TEST(after_caps[2] != old);
   auto back = log.went_back();
   BOOST_TEST(!back.has_value(), "the chief's step went back: " << back.value_or(""));
   BOOST_TEST(log.has("shrank@2"));

@@ -7,7 +7,8 @@
 // succeeded, which the operator learns when the next step begins or when
 // validation runs (the test validates after every train()): the line is
 // written then. A step whose sync failed (the group lost a replica) is
-// never written, as the group rolls it back. `step_ms` slows each step so
+// never written: the replica goes (checkpoint-restart) or is told the step
+// was abandoned (live recovery, step_abandoned()). `step_ms` slows each step so
 // that a test can preempt an epoch half-way.
 #include <unistd.h>
 
@@ -77,6 +78,9 @@ public:
       std::this_thread::sleep_for(std::chrono::milliseconds(step_ms_));
     return dtrain::train::standard_train_step(ctx);
   }
+
+  // Live recovery trains the failed step's batch again: it never counted.
+  void step_abandoned() override { pending_.clear(); }
 
   dtrain::result<dtrain::train::step_result> validation_step(
       dtrain::train::step_context& ctx) override {

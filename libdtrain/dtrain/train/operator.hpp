@@ -211,6 +211,13 @@ public:
   /// Extra state for checkpoints (e.g. a running statistic); empty by default.
   virtual bytes save_state() const { return {}; }
   virtual status load_state(const bytes& state) { return status::ok(); }
+
+  /// The train_step() in flight did not commit: its gradient sync (or a
+  /// collective after it) failed, and live recovery trains that batch
+  /// again in the re-formed group (replica.hpp). An operator that keeps
+  /// something per step (a log, a running sum) drops that step's share
+  /// here. Called on the training thread; the default does nothing.
+  virtual void step_abandoned() {}
 };
 
 /// The built-in training step, for overrides to build on: forward

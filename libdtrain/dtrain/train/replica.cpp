@@ -23,15 +23,22 @@ using clock_type = std::chrono::steady_clock;
 // Optimizer steps between should_preempt() checks (one tiny broadcast each).
 constexpr int64_t preempt_check_steps = 16;
 
-// Sets `target` to `committed` when it goes out of scope armed: an epoch
-// that returns early from its loop resumes at its last committed step.
+// Sets `target` to `committed` and tells the operator its step in flight
+// is abandoned when it goes out of scope armed: an epoch that returns early
+// from its loop resumes at its last committed step.
 struct resume_on_failure {
   int64_t& target;
   const int64_t& committed;
+  training_operator& op;
   bool armed = true;
   ~resume_on_failure() {
-    if (armed)
-      target = committed;
+    if (!armed)
+      return;
+    target = committed;
+    try {
+      op.step_abandoned();
+    } catch (...) {  // an operator's hook must not take the replica down
+    }
   }
 };
 
@@ -309,7 +316,7 @@ result<epoch_metrics> replica_runner::train_epoch() {
   // model and optimizer are as that step left them (an optimizer step
   // follows a completed gradient sync, and nothing after it can fail).
   int64_t committed = train_loader_->position();
-  resume_on_failure resume{resume_position_, committed};
+  resume_on_failure resume{resume_position_, committed, *op_};
   while (const data::batch* batch = train_loader_->next()) {
     ++batch_index;
     if (options_.progress_seconds > 0 &&
