@@ -144,6 +144,10 @@ void fail_a_node_live(int sig, int victim_rank) {
   BOOST_TEST(m->epoch == 2);  // the epoch went on: not redone from a checkpoint
   BOOST_REQUIRE(t->failures().size() == 1u);
   BOOST_TEST_MESSAGE("failure: " << t->failures()[0].cause);
+  // The replacement has registered: the next epoch boundary (past the
+  // trainer's once-a-second growth check) takes it in, if a step boundary
+  // of epoch 2 did not already.
+  std::this_thread::sleep_for(milliseconds(1100));
   double accuracy = 0;
   for (int64_t done = m->epoch; done < epochs;) {
     auto next = t->train();
