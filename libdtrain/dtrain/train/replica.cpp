@@ -212,13 +212,7 @@ status replica_runner::build() {
   }
   DTRAIN_RETURN_IF_ERROR(build_group());
   if (parts_.validation_data) {
-    data::loader_options lo;
-    lo.batch_size = batch_size_;
-    lo.prefetch = static_cast<int>(std::clamp<int64_t>(4096 / batch_size_, options_.prefetch, 64));
-    lo.workers = std::max(1, parts_.loader_workers);
-    lo.where = ctx_->where();
-    lo.transforms = parts_.validation_transforms;
-    lo.transform_seed = options_.seed;
+    data::loader_options lo = loader_options(parts_.validation_transforms);
     DTRAIN_ASSIGN_OR_RETURN(auto all, data::shard_sampler::create(
                                           {parts_.validation_data->size(), 1, 0, false, false,
                                            options_.seed}));
@@ -228,12 +222,8 @@ status replica_runner::build() {
   return status::ok();
 }
 
-status replica_runner::build_group() {
-  const int world = ctx_->world_size();
-  batch_size_ = options_.global_batch_size / world;
-  if (batch_size_ < 1)
-    return invalid_argument("global_batch_size " + std::to_string(options_.global_batch_size) +
-                            " is smaller than the " + std::to_string(world) + " replicas");
+data::loader_options replica_runner::loader_options(
+    const data::transform_list& transforms) const {
   data::loader_options lo;
   lo.batch_size = batch_size_;
   // Prefetch about 4096 samples ahead (2 to 64 batches): tiny batches need
@@ -241,8 +231,18 @@ status replica_runner::build_group() {
   lo.prefetch = static_cast<int>(std::clamp<int64_t>(4096 / batch_size_, options_.prefetch, 64));
   lo.workers = std::max(1, parts_.loader_workers);
   lo.where = ctx_->where();
-  lo.transforms = parts_.train_transforms;
+  lo.transforms = transforms;
   lo.transform_seed = options_.seed;
+  return lo;
+}
+
+status replica_runner::build_group() {
+  const int world = ctx_->world_size();
+  batch_size_ = options_.global_batch_size / world;
+  if (batch_size_ < 1)
+    return invalid_argument("global_batch_size " + std::to_string(options_.global_batch_size) +
+                            " is smaller than the " + std::to_string(world) + " replicas");
+  data::loader_options lo = loader_options(parts_.train_transforms);
   DTRAIN_ASSIGN_OR_RETURN(auto shard, data::shard_sampler::create(
                                           {parts_.train_data->size(), world, ctx_->rank(),
                                            true, false, options_.seed,

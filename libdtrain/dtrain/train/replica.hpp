@@ -205,6 +205,10 @@ private:
   /// batch share, the training loader, the gradient sync, SyncBatchNorm's
   /// reducer. Run by build() and again by reform().
   status build_group();
+  /// A loader of batch_size_ batches on this replica's device with
+  /// `transforms` (the training or the validation ones).
+  data::loader_options loader_options(
+      const data::transform_list& transforms) const;
   /// Where this replica stands, for synchronize_state(): committed steps,
   /// epoch, loader position, has_state.
   bytes standing() const;
