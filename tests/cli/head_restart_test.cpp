@@ -18,12 +18,14 @@
 
 #include "support/child_process.hpp"
 #include "support/loopback_cluster.hpp"
+#include "support/trainer_runs.hpp"
 #include "support/test_util.hpp"
 #include "dtrain/driver/trainer.hpp"
 #include "dtrain/experiments/store.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;
+using dtrain::testing::status_of;
 using dtrain::testing::child_process;
 using dtrain::testing::loopback_cluster;
 using std::chrono::milliseconds;
@@ -43,17 +45,6 @@ trainer_config small_mlp(const std::string& checkpoints) {
   t.placement_timeout = milliseconds(20000);
   t.checkpoint_dir = checkpoints;
   return t;
-}
-
-// The head's view, asked as `dtrain status` asks it (empty when it does
-// not answer).
-cluster_status status_of(cluster& c) {
-  caf::scoped_actor self{c.system()};
-  cluster_status out;
-  self->request(c.head(), std::chrono::seconds(5), status_atom::value, c.session())
-      .receive([&](cluster_status& s) { out = std::move(s); },
-               [&](caf::error& e) { BOOST_TEST_MESSAGE("status: " << caf::to_string(e)); });
-  return out;
 }
 
 bool eventually(const std::function<bool()>& what, milliseconds limit) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "support/loopback_cluster.hpp"
+#include "support/trainer_runs.hpp"
 #include "dtrain/driver/trainer.hpp"
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/core/threads.hpp"
@@ -23,6 +24,7 @@
 using namespace dtrain;
 using namespace dtrain::actors;
 using dtrain::testing::loopback_cluster;
+using dtrain::testing::train_to_end;
 using std::chrono::milliseconds;
 using clock_type = std::chrono::steady_clock;
 
@@ -45,18 +47,6 @@ trainer_config mlp(const std::string& checkpoints) {
   t.max_failures = 2;
   t.recovery = "checkpoint";  // this file: checkpoint-restart (live_recovery_test.cpp: live)
   return t;
-}
-
-// Trains to `epochs` (by the replicas' epoch count); the final validation accuracy.
-double train_to_end(trainer& t) {
-  for (int64_t done = 0; done < epochs;) {
-    auto m = t.train();
-    BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
-    done = m->epoch;
-  }
-  auto v = t.validate();
-  BOOST_REQUIRE_MESSAGE(v.is_ok(), v.error().to_string());
-  return v->accuracy;
 }
 
 using config_factory = trainer_config (*)(const std::string& checkpoints);
@@ -83,7 +73,7 @@ double fault_free_accuracy(config_factory make) {
     dtrain::testing::temp_dir ckpt;
     auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
     auto t = trainer::create(*c, make(ckpt.path())).value();
-    accuracy[make] = train_to_end(*t);
+    accuracy[make] = train_to_end(*t, epochs);
     BOOST_TEST_MESSAGE("fault-free accuracy " << accuracy[make]);
   }
   return accuracy[make];

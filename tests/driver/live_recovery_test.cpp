@@ -17,10 +17,12 @@
 
 #include "dtrain/driver/trainer.hpp"
 #include "support/loopback_cluster.hpp"
+#include "support/trainer_runs.hpp"
 
 using namespace dtrain;
 using namespace dtrain::actors;
 using dtrain::testing::loopback_cluster;
+using dtrain::testing::train_to_end;
 using std::chrono::milliseconds;
 using clock_type = std::chrono::steady_clock;
 
@@ -45,24 +47,13 @@ trainer_config three_replicas() {
   return t;
 }
 
-double train_to_end(trainer& t) {
-  for (int64_t done = 0; done < epochs;) {
-    auto m = t.train();
-    BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().to_string());
-    done = m->epoch;
-  }
-  auto v = t.validate();
-  BOOST_REQUIRE_MESSAGE(v.is_ok(), v.error().to_string());
-  return v->accuracy;
-}
-
 double fault_free_accuracy() {
   static double accuracy = -1;
   if (accuracy < 0) {
     loopback_cluster lc(3);
     auto c = cluster::connect({lc.address, 0, 0, milliseconds(10000)}).value();
     auto t = trainer::create(*c, three_replicas()).value();
-    accuracy = train_to_end(*t);
+    accuracy = train_to_end(*t, epochs);
     BOOST_TEST_MESSAGE("fault-free accuracy " << accuracy);
     BOOST_REQUIRE(t->shutdown().is_ok());
     lc.stop_all(milliseconds(5000));

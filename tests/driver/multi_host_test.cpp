@@ -22,6 +22,7 @@
 
 #include "support/child_process.hpp"
 #include "support/netns_lab.hpp"
+#include "support/trainer_runs.hpp"
 #include "dtrain/driver/trainer.hpp"
 #include "dtrain/experiments/experiment.hpp"
 #include "dtrain/security/certificates.hpp"
@@ -29,6 +30,7 @@
 
 using namespace dtrain;
 using namespace dtrain::actors;
+using dtrain::testing::status_of;
 using dtrain::testing::child_process;
 using dtrain::testing::netns_lab;
 using std::chrono::milliseconds;
@@ -194,17 +196,6 @@ mid_epoch_fault hit_mid_epoch_two(trainer& t, lab_cluster& lc, const std::functi
   BOOST_REQUIRE(!t.failures().empty());
   out.noticed_after = std::chrono::duration_cast<milliseconds>(t.failures()[0].noticed - hit_at);
   BOOST_TEST_MESSAGE("noticed after " << out.noticed_after.count() << " ms: " << t.failures()[0].cause);
-  return out;
-}
-
-// The head's view of the cluster, asked as `dtrain status` asks it (an
-// empty one when the head does not answer).
-cluster_status status_of(cluster& c) {
-  caf::scoped_actor self{c.system()};
-  cluster_status out;
-  self->request(c.head(), std::chrono::seconds(5), status_atom::value, c.session())
-      .receive([&](cluster_status& s) { out = std::move(s); },
-               [&](caf::error& e) { BOOST_TEST_MESSAGE("status: " << caf::to_string(e)); });
   return out;
 }
 
