@@ -14,7 +14,8 @@
 ///
 /// A checkpoint is a directory. A save writes a new one, under a temporary
 /// name: every rank writes one shard (its slice of each flat buffer:
-/// parameters, optimizer state), in parallel; the chief writes the
+/// parameters, optimizer state; or the pieces of a buffer it holds only
+/// in part), in parallel; the chief writes the
 /// manifest LAST, after collecting every shard's size and checksum, then
 /// renames the directory to its final name (begin_save(), publish()).
 /// Files are written atomically (temporary file, fsync, rename). A
@@ -27,19 +28,51 @@ using bytes = std::vector<char>;
 
 constexpr int32_t schema_version = 1;
 
-/// A flat float buffer to save (every rank holds the whole buffer; rank r
-/// of w writes elements [count*r/w, count*(r+1)/w)).
+/// Elements [begin, begin + count) of a buffer that a rank holds on its
+/// own (ZeRO-sharded optimizer state): `data` points at the first of them,
+/// in memory of its own (not data + begin of a whole buffer). Not owned.
+struct piece {
+  int64_t begin = 0;
+  int64_t count = 0;
+  const float* data = nullptr;
+};
+
+/// A piece to restore into: elements [begin, begin + count) of a buffer go
+/// to data[0, count). Not owned.
+struct target_piece {
+  int64_t begin = 0;
+  int64_t count = 0;
+  float* data = nullptr;
+};
+
+/// A flat float buffer of `count` elements to save; the manifest records
+/// `count` either way. Without pieces every rank holds the whole buffer at
+/// `data` and rank r of w writes elements [count*r/w, count*(r+1)/w).
+/// With pieces, `data` is unused (may be null) and this rank writes exactly
+/// its pieces, at their positions in the buffer: each must lie within
+/// [0, count) and not overlap another of this rank's, and the ranks'
+/// pieces together must cover the buffer once (not checked on writing:
+/// read_buffers refuses a checkpoint whose slices leave a gap or overlap
+/// in what it reads). A rank that holds nothing of the buffer gives one
+/// empty piece ({0, 0, nullptr}): no pieces at all means the whole buffer.
 struct buffer_view {
   std::string name;     // "parameters", "optimizer/exp_avg", ...
   const float* data = nullptr;
   int64_t count = 0;
+  std::vector<piece> pieces{};  // {} keeps {name, data, count} free of warnings
 };
 
-/// A flat float buffer to restore into (the whole buffer, any world size).
+/// A flat float buffer of `count` elements to restore into, whatever the
+/// world size and the pieces it was written in. Without pieces the whole
+/// buffer is filled at `data`. With pieces, `data` is unused (may be null)
+/// and only the pieces are filled; they must lie within [0, count) and not
+/// overlap each other. One empty piece ({0, 0, nullptr}) restores nothing
+/// of the buffer (a rank that owns none of it).
 struct buffer_target {
   std::string name;
   float* data = nullptr;
   int64_t count = 0;
+  std::vector<target_piece> pieces{};
 };
 
 /// What the manifest records of one rank's shard file: enough to tell a
@@ -74,8 +107,11 @@ public:
 
   /// Writes this rank's shard of `buffers` into `dir` (created if missing),
   /// durably (fsync) before returning; the result is what the manifest
-  /// records for it. The buffers are read, never modified, and must stay
-  /// untouched during the call.
+  /// records for it: per buffer, its slice r of w or its pieces (see
+  /// buffer_view). The buffers are read, never modified, and must stay
+  /// untouched during the call. invalid_argument (naming the buffer) for a
+  /// negative count, missing data, or a piece out of range or overlapping
+  /// another.
   virtual result<shard_info> write_shard(const std::string& dir, int rank, int world_size,
                                          const std::vector<buffer_view>& buffers) = 0;
   /// Writes the manifest (last, atomically). Its shards must all exist.
@@ -86,11 +122,18 @@ public:
   virtual result<manifest> read_manifest(const std::string& dir) = 0;
   /// Size and checksum of one shard against the manifest.
   virtual status verify_shard(const std::string& dir, const shard_info& shard) = 0;
-  /// Fills whole buffers from all shards (any world size), verifying each
-  /// shard's checksum first; every target must match a buffer of the same
-  /// name and count in the manifest (buffers without a target are skipped),
-  /// and the shards' slices must cover every target exactly. On error the
-  /// targets' contents are unspecified.
+  /// Fills the targets (whole buffers, or their pieces) from the shards,
+  /// whatever the world size and pieces they were written with, verifying
+  /// each shard's checksum before using it; every target must match a
+  /// buffer of the same name and count in the manifest (buffers without a
+  /// target are skipped; invalid_argument otherwise, and for pieces out of
+  /// range or overlapping). The shards' slices must cover every target
+  /// exactly, each element once: corrupt_data naming the buffer (and the
+  /// piece) and the elements in no shard or in two. A slice is copied in
+  /// part where it meets a piece, so a rank restoring its pieces copies
+  /// only them; a shard none of whose slices meets a piece is neither
+  /// verified nor copied from (verify_shard() checks every shard). On error
+  /// the targets' contents are unspecified.
   virtual status read_buffers(const std::string& dir, const manifest& m,
                               const std::vector<buffer_target>& targets) = 0;
 };
