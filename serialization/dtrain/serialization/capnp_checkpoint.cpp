@@ -58,14 +58,40 @@ std::vector<piece> split(const char* data, size_t n, size_t max_chunk) {
   return out;
 }
 
+// One slice to write: elements [begin, begin + count) of buffer `name`,
+// whose floats start at `data`.
+struct slice_range {
+  const std::string* name;
+  int64_t begin;
+  int64_t count;
+  const float* data;
+};
+
+// What this rank writes of each buffer, in order: slice r of w of a whole
+// buffer, or its non-empty pieces.
+std::vector<slice_range> slice_ranges(const std::vector<buffer_view>& buffers, int rank,
+                                      int world) {
+  std::vector<slice_range> out;
+  for (const auto& b : buffers) {
+    if (b.pieces.empty()) {
+      const int64_t begin = b.count * rank / world, end = b.count * (rank + 1) / world;
+      out.push_back({&b.name, begin, end - begin, b.data + begin});
+      continue;
+    }
+    for (const auto& p : b.pieces)
+      if (p.count > 0)
+        out.push_back({&b.name, p.begin, p.count, p.data});
+  }
+  return out;
+}
+
 void build_slice(capnp::Orphanage orphanage, schema::Slice::Builder slice,
-                 const buffer_view& b, int rank, int world, size_t max_chunk) {
-  const int64_t begin = b.count * rank / world, end = b.count * (rank + 1) / world;
-  slice.setName(capnp::Text::Reader(b.name.data(), b.name.size()));
-  slice.setBegin(begin);
-  slice.setCount(end - begin);
-  const auto pieces = split(reinterpret_cast<const char*>(b.data + begin),
-                            static_cast<size_t>(end - begin) * sizeof(float), max_chunk);
+                 const slice_range& r, size_t max_chunk) {
+  slice.setName(capnp::Text::Reader(r.name->data(), r.name->size()));
+  slice.setBegin(r.begin);
+  slice.setCount(r.count);
+  const auto pieces = split(reinterpret_cast<const char*>(r.data),
+                            static_cast<size_t>(r.count) * sizeof(float), max_chunk);
   auto chunks = slice.initChunks(static_cast<unsigned>(pieces.size()));
   for (unsigned i = 0; i < pieces.size(); ++i) {
     const capnp::Data::Reader bytes(pieces[i].data, pieces[i].size);
@@ -124,13 +150,34 @@ result<written> write_message(const std::string& path, capnp::MessageBuilder& me
   return written{out.bytes_written(), out.crc()};
 }
 
+// A buffer's pieces lie within it, have their data and do not overlap.
+status check_pieces(const buffer_view& b) {
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (const auto& p : b.pieces) {
+    if (p.begin < 0 || p.count < 0 || p.count > b.count - p.begin ||
+        (p.count > 0 && p.data == nullptr))
+      return invalid_argument("buffer '" + b.name + "': piece at " + std::to_string(p.begin) +
+                              " of " + std::to_string(p.count) + " elements is outside its " +
+                              std::to_string(b.count) + " or has no data");
+    if (p.count > 0)
+      spans.emplace_back(p.begin, p.begin + p.count);
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].first < spans[i - 1].second)
+      return invalid_argument("buffer '" + b.name + "': pieces overlap from element " +
+                              std::to_string(spans[i].first));
+  return status::ok();
+}
+
 status check_buffers(const std::vector<buffer_view>& buffers) {
   std::set<std::string> names;
   for (const auto& b : buffers) {
-    if (b.count < 0 || (b.count > 0 && b.data == nullptr))
+    if (b.count < 0 || (b.count > 0 && b.data == nullptr && b.pieces.empty()))
       return invalid_argument("buffer '" + b.name + "' has no data or a negative count");
     if (!names.insert(b.name).second)
       return invalid_argument("buffer '" + b.name + "' is given twice");
+    DTRAIN_RETURN_IF_ERROR(check_pieces(b));
   }
   return status::ok();
 }
@@ -211,10 +258,10 @@ result<checkpoint::shard_info> capnp_codec::write_shard(const std::string& dir, 
     auto shard = message.initRoot<schema::Shard>();
     shard.setRank(rank);
     shard.setWorldSize(world_size);
-    auto slices = shard.initSlices(static_cast<unsigned>(buffers.size()));
-    for (unsigned i = 0; i < buffers.size(); ++i)
-      build_slice(message.getOrphanage(), slices[i], buffers[i], rank, world_size,
-                  max_chunk_bytes_);
+    const auto ranges = slice_ranges(buffers, rank, world_size);
+    auto slices = shard.initSlices(static_cast<unsigned>(ranges.size()));
+    for (unsigned i = 0; i < ranges.size(); ++i)
+      build_slice(message.getOrphanage(), slices[i], ranges[i], max_chunk_bytes_);
     DTRAIN_ASSIGN_OR_RETURN(written w, write_message(path, message, false));
     return checkpoint::shard_info{rank, file, w.size, w.crc};
   } catch (const kj::Exception& e) {
