@@ -182,6 +182,30 @@ BOOST_AUTO_TEST_CASE(a_slice_larger_than_one_chunk_is_split_and_need_not_be_alig
   }
 }
 
+// Buffers without pieces are written as they always were (rank r of w:
+// elements [count*r/w, count*(r+1)/w) of each, in one slice): the sizes
+// and CRC-32s of shards of fixed values were recorded before pieces
+// existed. Small chunks and a slice off the 8-byte grid cover the splitting.
+BOOST_AUTO_TEST_CASE(shards_without_pieces_are_written_byte_for_byte_as_before) {
+  temp_dir root;
+  capnp_codec c(64);
+  std::vector<float> params(1001), state(7);
+  std::iota(params.begin(), params.end(), 0.5f);
+  std::iota(state.begin(), state.end(), -3.0f);
+  std::vector<std::pair<uint64_t, uint64_t>> got;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto info = c.write_shard(root.path(), rank, 2,
+                              {{"parameters", params.data(), 1001},
+                               {"optimizer/exp_avg", state.data(), 7}});
+    BOOST_REQUIRE_MESSAGE(info.is_ok(), info.error().to_string());
+    BOOST_TEST_MESSAGE("rank " << rank << ": " << info->size << " bytes, CRC " << info->checksum);
+    got.emplace_back(info->size, info->checksum);
+  }
+  const std::vector<std::pair<uint64_t, uint64_t>> before = {{3096, 2911199560u},
+                                                              {3128, 2396038624u}};
+  BOOST_TEST((got == before));
+}
+
 BOOST_AUTO_TEST_CASE(shards_without_a_manifest_are_no_checkpoint) {
   temp_dir root;
   capnp_codec c;
@@ -475,6 +499,245 @@ BOOST_AUTO_TEST_CASE(each_save_of_an_epoch_gets_a_new_name_and_publishing_never_
   write_file(root.file("a-file"), "x");
   check_error(ckpt::begin_save(root.file("a-file"), 1).to_status(), error_code::io_error,
               root.file("a-file"));
+}
+
+// ---- buffers held in pieces (ZeRO-sharded optimizer state) ---------------
+
+namespace {
+
+// Per-rank pieces of a 20-element buffer: rank 0 holds [0,3) and [10,14),
+// rank 1 [3,10) and [14,20) (chunks of two buckets, as ZeRO deals them).
+using layout = std::vector<std::vector<std::pair<int64_t, int64_t>>>;  // per rank: begin, end
+const layout two_ranks = {{{0, 3}, {10, 14}}, {{3, 10}, {14, 20}}};
+
+// A rank's pieces of `whole`, each in memory of its own: copies, so the
+// codec can only find the values through the pieces' pointers. Each starts
+// one float past an 8-byte boundary (unaligned, as a slice may be).
+struct held_pieces {
+  std::vector<std::vector<float>> memory;
+  std::vector<ckpt::piece> pieces;
+
+  held_pieces(const std::vector<float>& whole, const std::vector<std::pair<int64_t, int64_t>>& own) {
+    for (const auto& [begin, end] : own) {
+      auto& m = memory.emplace_back(1, 0.0f);
+      m.insert(m.end(), whole.begin() + begin, whole.begin() + end);
+    }
+    for (size_t i = 0; i < own.size(); ++i)
+      pieces.push_back({own[i].first, own[i].second - own[i].first, memory[i].data() + 1});
+    if (pieces.empty())
+      pieces.push_back({0, 0, nullptr});  // holds nothing of the buffer
+  }
+};
+
+// Writes `whole` as `pieces` per rank (and "parameters" the old way next to it).
+status write_pieces(ckpt::codec& c, const std::string& dir, const std::vector<float>& whole,
+                    const layout& pieces, const std::vector<float>& params) {
+  const int world = static_cast<int>(pieces.size());
+  ckpt::manifest m;
+  m.world_size = world;
+  m.buffers = {{"parameters", static_cast<int64_t>(params.size())},
+               {"optimizer/exp_avg", static_cast<int64_t>(whole.size())}};
+  for (int rank = 0; rank < world; ++rank) {
+    held_pieces held(whole, pieces[static_cast<size_t>(rank)]);
+    ckpt::buffer_view state{"optimizer/exp_avg", nullptr, static_cast<int64_t>(whole.size())};
+    state.pieces = held.pieces;
+    auto info = c.write_shard(dir, rank, world,
+                              {{"parameters", params.data(), static_cast<int64_t>(params.size())},
+                               state});
+    DTRAIN_RETURN_IF_ERROR(info.to_status());
+    m.shards.push_back(*info);
+  }
+  return c.write_manifest(dir, m);
+}
+
+// Reads `name` (of `count` elements) of `dir` as `ranges` into pieces of
+// their own (with a guard element after each) and compares with `whole`.
+status expect_pieces(ckpt::codec& c, const std::string& dir, const std::string& name,
+                     const std::vector<float>& whole,
+                     const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  DTRAIN_ASSIGN_OR_RETURN(auto m, c.read_manifest(dir));
+  std::vector<std::vector<float>> memory;
+  ckpt::buffer_target target{name, nullptr, static_cast<int64_t>(whole.size())};
+  for (const auto& [begin, end] : ranges)
+    memory.emplace_back(static_cast<size_t>(end - begin) + 1, -1.0f);
+  for (size_t i = 0; i < ranges.size(); ++i)
+    target.pieces.push_back({ranges[i].first, ranges[i].second - ranges[i].first, memory[i].data()});
+  if (ranges.empty())
+    target.pieces.push_back({0, 0, nullptr});
+  DTRAIN_RETURN_IF_ERROR(c.read_buffers(dir, m, {target}));
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const std::vector<float> want(whole.begin() + ranges[i].first, whole.begin() + ranges[i].second);
+    const std::vector<float> got(memory[i].begin(), memory[i].end() - 1);
+    DTRAIN_RETURN_IF_ERROR(expect(got == want && memory[i].back() == -1.0f,
+                                  "piece at " + std::to_string(ranges[i].first) + " of '" + name +
+                                      "' read back wrong"));
+  }
+  return status::ok();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(pieces_written_by_2_ranks_read_back_whole) {
+  temp_dir root;
+  const auto whole = random_tensor({20}, 31).to_vector(), params = random_tensor({11}, 32).to_vector();
+  for (size_t chunk : {capnp_codec::default_max_chunk_bytes, size_t{8}}) {
+    capnp_codec c(chunk);  // 8 bytes: two floats a chunk, so pieces span chunks
+    const std::string dir = root.file("c" + std::to_string(chunk));
+    BOOST_REQUIRE(write_pieces(c, dir, whole, two_ranks, params).is_ok());
+    auto m = c.read_manifest(dir);
+    BOOST_REQUIRE(m.is_ok());
+    BOOST_TEST((m->buffers[1] == std::pair<std::string, int64_t>{"optimizer/exp_avg", 20}));
+    std::vector<float> got(20, -1.0f), got_params(11, -1.0f);
+    const status s = c.read_buffers(dir, *m, {{"optimizer/exp_avg", got.data(), 20},
+                                              {"parameters", got_params.data(), 11}});
+    BOOST_REQUIRE_MESSAGE(s.is_ok(), s.to_string());
+    BOOST_TEST(got == whole);
+    BOOST_TEST(got_params == params);
+  }
+  // A rank that holds none of the buffer gives one empty piece.
+  capnp_codec c;
+  const layout idle_third = {{{0, 10}}, {{10, 20}}, {}};
+  BOOST_REQUIRE(write_pieces(c, root.file("idle"), whole, idle_third, params).is_ok());
+  const status s = expect_pieces(c, root.file("idle"), "optimizer/exp_avg", whole, {{0, 20}});
+  BOOST_TEST(s.is_ok(), s.to_string());
+}
+
+BOOST_AUTO_TEST_CASE(pieces_read_back_as_the_pieces_of_another_layout) {
+  temp_dir root;
+  const auto whole = random_tensor({20}, 33).to_vector(), params = random_tensor({11}, 34).to_vector();
+  capnp_codec c(8);
+  BOOST_REQUIRE(write_pieces(c, root.path(), whole, two_ranks, params).is_ok());
+  // Three ranks, buckets [0,9) and [9,20): chunks of 3 and of 4 elements,
+  // each cutting across the pieces written and the chunks of their slices.
+  const layout three_ranks = {{{0, 3}, {9, 13}}, {{3, 6}, {13, 17}}, {{6, 9}, {17, 20}}};
+  for (size_t rank = 0; rank < three_ranks.size(); ++rank) {
+    const status s = expect_pieces(c, root.path(), "optimizer/exp_avg", whole, three_ranks[rank]);
+    BOOST_TEST(s.is_ok(), "rank " << rank << " of 3: " << s.to_string());
+  }
+  // A piece inside one slice, one over three slices of both shards, and
+  // the parameters (written the old way) read as pieces.
+  BOOST_TEST(expect_pieces(c, root.path(), "optimizer/exp_avg", whole, {{4, 6}}).is_ok());
+  BOOST_TEST(expect_pieces(c, root.path(), "optimizer/exp_avg", whole, {{2, 15}}).is_ok());
+  BOOST_TEST(expect_pieces(c, root.path(), "parameters", params, {{0, 1}, {4, 7}, {10, 11}}).is_ok());
+  BOOST_TEST(expect_pieces(c, root.path(), "optimizer/exp_avg", whole, {}).is_ok());
+}
+
+BOOST_AUTO_TEST_CASE(whole_buffers_written_the_old_way_read_back_as_pieces) {
+  temp_dir root;
+  capnp_codec c(64);
+  const auto state = model_state::make(35);
+  const auto& params = state.buffers.at("parameters");
+  BOOST_REQUIRE(write_checkpoint(c, root.path(), 3, state).is_ok());
+  // Rank 0 of 3 writes [0,333), rank 1 [333,667), rank 2 [667,1001).
+  const std::vector<std::pair<int64_t, int64_t>> ranges = {{0, 10}, {330, 700}, {990, 1001}};
+  const status s = expect_pieces(c, root.path(), "parameters", params, ranges);
+  BOOST_TEST(s.is_ok(), s.to_string());
+  const status tiny = expect_pieces(c, root.path(), "tiny", state.buffers.at("tiny"), {{1, 2}});
+  BOOST_TEST(tiny.is_ok(), tiny.to_string());
+}
+
+BOOST_AUTO_TEST_CASE(pieces_that_leave_a_gap_or_overlap_are_corrupt_data_naming_buffer_and_piece) {
+  temp_dir root;
+  capnp_codec c;
+  const auto whole = random_tensor({20}, 36).to_vector(), params = random_tensor({4}, 37).to_vector();
+  const layout gap = {{{0, 3}, {10, 14}}, {{3, 9}, {14, 20}}};      // 9 in no shard
+  const layout overlap = {{{0, 3}, {10, 14}}, {{2, 10}, {14, 20}}};  // 2 in both
+  const layout short_end = {{{0, 3}, {10, 14}}, {{3, 10}, {14, 19}}};  // 19 in none
+  BOOST_REQUIRE(write_pieces(c, root.file("gap"), whole, gap, params).is_ok());
+  BOOST_REQUIRE(write_pieces(c, root.file("overlap"), whole, overlap, params).is_ok());
+  BOOST_REQUIRE(write_pieces(c, root.file("short"), whole, short_end, params).is_ok());
+  auto whole_read = [&](const std::string& dir) {
+    std::vector<float> into(20);
+    return c.read_buffers(dir, *c.read_manifest(dir), {{"optimizer/exp_avg", into.data(), 20}});
+  };
+  check_error(whole_read(root.file("gap")), error_code::corrupt_data,
+              "buffer 'optimizer/exp_avg': elements from 9 are in no shard");
+  check_error(whole_read(root.file("overlap")), error_code::corrupt_data,
+              "buffer 'optimizer/exp_avg': elements from 2 are in two shards");
+  check_error(whole_read(root.file("short")), error_code::corrupt_data,
+              "buffer 'optimizer/exp_avg': elements from 19 to 20 are in no shard");
+  check_error(expect_pieces(c, root.file("gap"), "optimizer/exp_avg", whole, {{0, 2}, {8, 12}}),
+              error_code::corrupt_data,
+              "buffer 'optimizer/exp_avg' piece [8, 12): elements from 9 are in no shard");
+  check_error(expect_pieces(c, root.file("overlap"), "optimizer/exp_avg", whole, {{1, 4}}),
+              error_code::corrupt_data,
+              "buffer 'optimizer/exp_avg' piece [1, 4): elements from 2 are in two shards");
+  check_error(expect_pieces(c, root.file("short"), "optimizer/exp_avg", whole, {{15, 20}}),
+              error_code::corrupt_data,
+              "buffer 'optimizer/exp_avg' piece [15, 20): elements from 19 to 20 are in no shard");
+  // Pieces clear of the damage read back: only what is read must be whole.
+  BOOST_TEST(expect_pieces(c, root.file("gap"), "optimizer/exp_avg", whole, {{0, 9}}).is_ok());
+}
+
+BOOST_AUTO_TEST_CASE(pieces_out_of_range_overlapping_or_without_data_are_refused) {
+  temp_dir root;
+  capnp_codec c;
+  std::vector<float> values(20, 1.0f);
+  auto write = [&](std::vector<ckpt::piece> pieces) {
+    ckpt::buffer_view b{"optimizer/exp_avg", nullptr, 20};
+    b.pieces = std::move(pieces);
+    return c.write_shard(root.path(), 0, 1, {b}).to_status();
+  };
+  const float* v = values.data();
+  check_error(write({{15, 6, v}}), error_code::invalid_argument, "'optimizer/exp_avg': piece at 15");
+  check_error(write({{-1, 2, v}}), error_code::invalid_argument, "'optimizer/exp_avg': piece at -1");
+  check_error(write({{0, 2, nullptr}}), error_code::invalid_argument, "'optimizer/exp_avg'");
+  check_error(write({{0, 5, v}, {4, 2, v}}), error_code::invalid_argument,
+              "'optimizer/exp_avg': pieces overlap from element 4");
+  BOOST_REQUIRE(write({{0, 20, v}}).is_ok());
+  ckpt::manifest m;
+  m.buffers = {{"optimizer/exp_avg", 20}};
+  m.shards = {*c.write_shard(root.path(), 0, 1, {{"optimizer/exp_avg", v, 20}})};
+  BOOST_REQUIRE(c.write_manifest(root.path(), m).is_ok());
+  auto read = [&](std::vector<ckpt::target_piece> pieces) {
+    ckpt::buffer_target t{"optimizer/exp_avg", nullptr, 20};
+    t.pieces = std::move(pieces);
+    return c.read_buffers(root.path(), m, {t});
+  };
+  check_error(read({{18, 3, values.data()}}), error_code::invalid_argument,
+              "'optimizer/exp_avg': piece at 18");
+  check_error(read({{0, 1, nullptr}}), error_code::invalid_argument, "'optimizer/exp_avg'");
+  check_error(read({{3, 4, values.data()}, {0, 4, values.data() + 8}}),
+              error_code::invalid_argument, "'optimizer/exp_avg': pieces overlap from element 3");
+}
+
+// Overwrites the first copy of `value`'s bytes in the file at `path`.
+static void damage_value(const std::string& path, float value) {
+  std::string bytes = read_file(path);
+  const std::string pattern(reinterpret_cast<const char*>(&value), sizeof value);
+  const size_t at = bytes.find(pattern);
+  BOOST_REQUIRE(at != std::string::npos);
+  bytes[at] ^= 0x01;
+  write_file(path, bytes);
+}
+
+BOOST_AUTO_TEST_CASE(restoring_pieces_reads_only_the_shards_that_hold_them_and_verifies_those) {
+  temp_dir root;
+  capnp_codec c;
+  const auto whole = random_tensor({20}, 38).to_vector();
+  // Optimizer state alone: shard 1 holds [3,10) and [14,20) only.
+  ckpt::manifest m;
+  m.world_size = 2;
+  m.buffers = {{"optimizer/exp_avg", 20}};
+  for (int rank = 0; rank < 2; ++rank) {
+    held_pieces held(whole, two_ranks[static_cast<size_t>(rank)]);
+    ckpt::buffer_view b{"optimizer/exp_avg", nullptr, 20};
+    b.pieces = held.pieces;
+    m.shards.push_back(*c.write_shard(root.path(), rank, 2, {b}));
+  }
+  BOOST_REQUIRE(c.write_manifest(root.path(), m).is_ok());
+  const std::string shard1 = root.file("shard-1-of-2.capnp");
+  damage_value(shard1, whole[5]);
+  BOOST_REQUIRE(!c.verify_shard(root.path(), m.shards[1]).is_ok());
+  // Rank 0's own pieces come from shard 0 alone: the damage is not met.
+  const status own = expect_pieces(c, root.path(), "optimizer/exp_avg", whole, {{0, 3}, {10, 14}});
+  BOOST_TEST(own.is_ok(), own.to_string());
+  // A piece reaching into shard 1 reads it, so its checksum is checked.
+  check_error(expect_pieces(c, root.path(), "optimizer/exp_avg", whole, {{0, 4}}),
+              error_code::corrupt_data, shard1);
+  std::vector<float> into(20);
+  check_error(c.read_buffers(root.path(), m, {{"optimizer/exp_avg", into.data(), 20}}),
+              error_code::corrupt_data, shard1);
 }
 
 BOOST_AUTO_TEST_CASE(checkpoint_names_order_by_epoch_then_sequence) {
