@@ -113,6 +113,22 @@ status run_one_size(comm::communicator& c, int64_t n, bool exact) {
   DTRAIN_RETURN_IF_ERROR(compare(scatter_out,
                                  [&](int64_t i) { return reduce_ref(size, me * n + i, comm::reduce_op::sum); },
                                  exact, "reduce_scatter" + at));
+  // In place, as ZeRO issues them (NCCL's convention): the output is this
+  // rank's chunk of the input, the input this rank's part of the output.
+  for (auto op : {comm::reduce_op::sum, comm::reduce_op::average}) {
+    tensor whole = filled(me, size * n);
+    DTRAIN_RETURN_IF_ERROR(c.reduce_scatter(whole, whole.view(me * n, {n}), op)->wait());
+    DTRAIN_RETURN_IF_ERROR(compare(whole.view(me * n, {n}),
+                                   [&](int64_t i) { return reduce_ref(size, me * n + i, op); },
+                                   exact, std::string("in-place reduce_scatter ") +
+                                              comm::to_string(op) + at));
+  }
+  tensor gathered_in_place = tensor::full({size * n}, 3.0f);
+  gathered_in_place.view(me * n, {n}).copy_from(in);
+  DTRAIN_RETURN_IF_ERROR(
+      c.all_gather(gathered_in_place.view(me * n, {n}), gathered_in_place)->wait());
+  DTRAIN_RETURN_IF_ERROR(compare(gathered_in_place, [&](int64_t i) { return test_value(int(i / std::max<int64_t>(n, 1)), i % std::max<int64_t>(n, 1)); },
+                                 true, "in-place all_gather" + at));
   return c.barrier()->wait();
 }
 

@@ -30,13 +30,16 @@ train::replica_options small_mlp(int64_t global_batch) {
 }
 
 result<std::unique_ptr<runner_t>> make_runner(int rank, int n, std::shared_ptr<rendezvous::store> store,
-                                              const train::replica_options& options) {
+                                              const train::replica_options& options,
+                                              const std::string& backend) {
   set_blas_threads(1);
   comm::group_options go;
   go.rank = rank;
   go.size = n;
   go.store = std::move(store);
-  go.backend = "shm";
+  go.backend = backend;
+  if (backend == "hierarchical")  // two hosts by name, so both levels run
+    go.host = "host-" + std::to_string(rank % 2);
   go.timeout = std::chrono::milliseconds(20000);
   DTRAIN_ASSIGN_OR_RETURN(auto c, comm::make_communicator(go));
   train::comm_replica_context::placement where;
@@ -47,10 +50,10 @@ result<std::unique_ptr<runner_t>> make_runner(int rank, int n, std::shared_ptr<r
 }
 
 void run_group(int n, rank_mode mode, const train::replica_options& options,
-               const replica_body& body) {
+               const replica_body& body, const std::string& backend) {
   group_stores stores(mode);
   auto outcomes = run_ranks(n, mode, std::chrono::seconds(120), [&](int rank) -> status {
-    DTRAIN_ASSIGN_OR_RETURN(auto runner, make_runner(rank, n, stores.for_rank(), options));
+    DTRAIN_ASSIGN_OR_RETURN(auto runner, make_runner(rank, n, stores.for_rank(), options, backend));
     return body(rank, *runner);
   });
   std::string failed = failures(outcomes);

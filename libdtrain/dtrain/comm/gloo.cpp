@@ -402,7 +402,15 @@ void gloo_communicator::run_collective(const request& r, milliseconds timeout) {
     }
     case op_kind::all_gather: {
       auto opts = options_for<gloo::AllgatherOptions>(settings);
-      opts.setInput(input.data(), count_of(input));
+      // In place (the input is this rank's part of the output), Gloo gets a
+      // copy: it would copy the input onto itself.
+      std::vector<float> own;
+      if (input.data() == output.data() + count_of(input) * static_cast<size_t>(rank())) {
+        own.assign(input.data(), input.data() + input.numel());
+        opts.setInput(own.data(), own.size());
+      } else {
+        opts.setInput(input.data(), count_of(input));
+      }
       opts.setOutput(output.data(), count_of(output));
       gloo::allgather(opts);
       return;

@@ -1,5 +1,7 @@
 #include "dtrain/comm/gradient_sync.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -115,6 +117,10 @@ result<std::unique_ptr<gradient_sync>> gradient_sync::create(
     return invalid_argument("gradient_sync: the " + comm.backend() +
                             " communicator does not take gradients on " +
                             model.gradients().where().to_string());
+  if (options.zero_stage >= 2 && options.compress != compression::none)
+    return invalid_argument("gradient_sync: zero_stage 2 reduce-scatters float32 gradients; "
+                            "it does not combine with gradient compression '" +
+                            std::string(to_string(options.compress)) + "'");
   if (options.compress != compression::none && model.gradients().is_cuda())
     return invalid_argument("gradient_sync: compression is implemented for CPU gradients only");
   // Gradients in the communicator's shared buffer are reduced where they
@@ -125,33 +131,50 @@ result<std::unique_ptr<gradient_sync>> gradient_sync::create(
     DTRAIN_RETURN_IF_ERROR(model.adopt_gradients(std::move(shared)));
   }
   std::unique_ptr<gradient_sync> s(new gradient_sync(model, comm, options));
+  DTRAIN_RETURN_IF_ERROR(s->plan_buckets());
+  gradient_sync* self = s.get();
+  model.set_gradient_ready_hook([self](int64_t offset, int64_t) { self->on_ready(offset); });
+  return s;
+}
+
+status gradient_sync::plan_buckets() {
   // Buckets hold whole parameters, taken from the end of the buffer: a
   // bucket is closed before the parameter that would take it past its
   // size, and a parameter larger than that is a bucket of its own. So no
   // bucket waits for a layer it holds only a slice of (the gradient-ready
   // hook reports whole layers), as PyTorch DDP assigns whole parameters.
+  // Under ZeRO a boundary moves up to a multiple of the group's size, so
+  // that every bucket but the one at the end splits evenly: the bucket
+  // below it takes the first few elements of the parameter it cuts, and
+  // launches after that parameter's layer anyway.
+  const int64_t align = options_.zero_stage > 0 ? comm_.size() : 1;
   std::vector<std::pair<int64_t, int64_t>> ranges;  // the parameters, [begin, end)
-  for (const auto& slot : model.slots())
+  for (const auto& slot : model_.slots())
     if (slot.count > 0)
       ranges.emplace_back(slot.offset, slot.offset + slot.count);
   std::sort(ranges.begin(), ranges.end());
-  if (ranges.empty() && model.parameter_count() > 0)
-    ranges.emplace_back(0, model.parameter_count());
-  int64_t cap = options.first_bucket_bytes / 4;
-  int64_t end = model.parameter_count(), begin = end;
+  if (ranges.empty() && model_.parameter_count() > 0)
+    ranges.emplace_back(0, model_.parameter_count());
+  int64_t cap = options_.first_bucket_bytes / 4;
+  int64_t end = model_.parameter_count(), begin = end;
   for (auto it = ranges.rbegin(); it != ranges.rend(); ++it) {
-    if (begin < end && end - it->first > cap) {
-      s->buckets_.push_back({begin, end, nullptr, {}, {}});
-      end = begin;
-      cap = options.bucket_bytes / 4;
+    const int64_t cut = (begin + align - 1) / align * align;
+    if (begin < end && end - it->first > cap && cut < end) {
+      buckets_.push_back({cut, end, nullptr, {}, {}});
+      end = cut;
+      cap = options_.bucket_bytes / 4;
     }
     begin = it->first;
   }
+  if (options_.zero_stage > 0)
+    begin = 0;  // the layout covers the whole buffer
   if (begin < end)
-    s->buckets_.push_back({begin, end, nullptr, {}, {}});
-  gradient_sync* self = s.get();
-  model.set_gradient_ready_hook([self](int64_t offset, int64_t) { self->on_ready(offset); });
-  return s;
+    buckets_.push_back({begin, end, nullptr, {}, {}});
+  if (options_.zero_stage == 0)
+    return status::ok();
+  DTRAIN_ASSIGN_OR_RETURN(layout_, zero::shard_layout::plan(model_.parameter_count(), comm_.size(),
+                                                            comm_.rank(), bucket_ranges()));
+  return status::ok();
 }
 
 std::vector<std::pair<int64_t, int64_t>> gradient_sync::bucket_ranges() const {
@@ -187,11 +210,24 @@ void gradient_sync::on_ready(int64_t offset) {
     launch(buckets_[next_launch_++]);
     ++early_launches_;
   }
+  // Stage 2: buckets already reduced give their foreign pages back while
+  // backward still writes the earlier layers, so that the whole gradient
+  // is never resident at once.
+  for (size_t i = 0; options_.zero_stage >= 2 && i < next_launch_; ++i) {
+    bucket& b = buckets_[i];
+    // A failed one stays pending: finish() returns its error.
+    if (b.pending && b.pending->completed() && b.pending->wait(milliseconds(0)).is_ok())
+      (void)complete(b);
+  }
 }
 
 void gradient_sync::launch(bucket& b) {
   if (comm_.size() == 1)
     return;  // the mean over one replica is its own gradient
+  if (options_.zero_stage >= 2) {
+    launch_scatter(b, part_of(b));
+    return;
+  }
   tensor grads = model_.gradients().view(b.begin, {b.end - b.begin});
   if (options_.compress == compression::none) {
     b.pending = comm_.all_reduce(grads, reduce_op::average);
@@ -211,11 +247,65 @@ void gradient_sync::launch(bucket& b) {
   b.pending = comm_.all_gather(b.packed, b.gathered);
 }
 
+const zero::bucket_shard& gradient_sync::part_of(const bucket& b) const {
+  // buckets_ runs from the buffer's end, the layout from its start.
+  return layout_.buckets()[buckets_.size() - 1 - static_cast<size_t>(&b - buckets_.data())];
+}
+
+void gradient_sync::launch_scatter(bucket& b, const zero::bucket_shard& part) {
+  const int n = comm_.size();
+  const int64_t mine = part.chunk * comm_.rank();
+  tensor& grads = model_.gradients();
+  if (!part.padded(n)) {  // in place: this rank's chunk lies in the bucket
+    b.pending = comm_.reduce_scatter(grads.view(b.begin, {b.end - b.begin}),
+                                     grads.view(b.begin + mine, {part.chunk}), reduce_op::average);
+    return;
+  }
+  const int64_t len = b.end - b.begin;
+  nn::ensure(b.packed, {part.chunk * n}, grads.where());
+  b.packed.view(0, {len}).copy_from(grads.view(b.begin, {len}));
+  tensor tail = b.packed.view(len, {part.chunk * n - len});
+  ops::fill(tail, 0.0f);
+  b.pending = comm_.reduce_scatter(b.packed, b.packed.view(mine, {part.chunk}), reduce_op::average);
+}
+
+void gradient_sync::release_foreign(const zero::bucket_shard& part) {
+  tensor& grads = model_.gradients();
+  if (!grads.where().is_cpu() || comm_.size() == 1)
+    return;
+  // The parts other ranks own hold this rank's own, unreduced values that
+  // nothing reads again: their whole pages go back to the system until the
+  // next backward writes them (which overwrites: fresh zero pages do). The
+  // shared-memory buffer is a shmem mapping, whose pages MADV_REMOVE frees
+  // (every peer has read this bucket: its reduce-scatter has completed);
+  // an ordinary buffer's MADV_DONTNEED.
+  const uintptr_t page = 4096;
+  auto release = [&](int64_t begin, int64_t end) {
+    auto first = (reinterpret_cast<uintptr_t>(grads.data() + begin) + page - 1) / page * page;
+    auto last = reinterpret_cast<uintptr_t>(grads.data() + end) / page * page;
+    if (last <= first)
+      return;
+    void* at = reinterpret_cast<void*>(first);
+    if (madvise(at, last - first, MADV_REMOVE) != 0)
+      (void)madvise(at, last - first, MADV_DONTNEED);
+  };
+  release(part.begin, part.own_begin);
+  release(part.own_end, part.end);
+}
+
 status gradient_sync::complete(bucket& b) {
   if (!b.pending)
     return status::ok();  // nothing was sent (a group of one)
   status outcome = b.pending->wait();
   b.pending = nullptr;
+  if (outcome && options_.zero_stage >= 2) {
+    const zero::bucket_shard& part = part_of(b);
+    if (part.padded(comm_.size()) && part.own_end > part.own_begin)
+      model_.gradients().view(part.own_begin, {part.own_end - part.own_begin})
+          .copy_from(b.packed.view(part.chunk * comm_.rank(), {part.own_end - part.own_begin}));
+    release_foreign(part);
+    return outcome;
+  }
   if (!outcome || options_.compress == compression::none)
     return outcome;
   const int64_t n = b.end - b.begin, slots = (n + 1) / 2;

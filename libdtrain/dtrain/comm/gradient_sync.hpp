@@ -7,6 +7,7 @@
 
 #include "dtrain/comm/communicator.hpp"
 #include "dtrain/nn/model.hpp"
+#include "dtrain/zero/shard_layout.hpp"
 
 namespace dtrain::comm {
 
@@ -31,6 +32,16 @@ struct gradient_sync_options {
   /// values and summed in float32, in rank order, by every rank: half the
   /// bytes of a float32 ring all-reduce at N = 2, the same at N = 4.
   compression compress = compression::none;
+  /// ZeRO (zero/shard_layout.hpp): from stage 1 on, bucket boundaries are
+  /// multiples of the group's size and layout() says which part of each
+  /// bucket this rank owns; at stage 2 each bucket is reduce-scattered in
+  /// place instead of all-reduced, so that after finish() only the owned
+  /// parts hold the group's mean; in host memory the whole pages of the
+  /// rest are given back to the system as soon as their bucket is reduced
+  /// (they read as zeros until the next backward writes them), so the whole
+  /// gradient is never resident at once. Stage 2 does not combine with
+  /// compression.
+  int zero_stage = 0;
 };
 
 /// Data-parallel gradient averaging over a model's flat gradient buffer.
@@ -82,6 +93,10 @@ public:
   std::vector<std::pair<int64_t, int64_t>> bucket_ranges() const;
   /// Buckets of the last sync launched before backward had finished.
   int launched_during_backward() const { return early_launches_; }
+  /// Who owns which part of every bucket (options.zero_stage >= 1), else null.
+  const zero::shard_layout* layout() const {
+    return options_.zero_stage > 0 ? &layout_ : nullptr;
+  }
 
 private:
   struct bucket {
@@ -93,12 +108,22 @@ private:
   gradient_sync(nn::model& model, communicator& comm, const gradient_sync_options& options);
   void on_ready(int64_t offset);
   void launch(bucket& b);
+  /// Stage 2: the bucket reduce-scattered, in place or through `packed`.
+  void launch_scatter(bucket& b, const zero::bucket_shard& part);
+  const zero::bucket_shard& part_of(const bucket& b) const;
+  /// Stage 2, host memory: frees the pages of a reduced bucket that lie
+  /// wholly in parts other ranks own.
+  void release_foreign(const zero::bucket_shard& part);
   status complete(bucket& b);
+  /// Plans the buckets: whole parameters, or (ZeRO) boundaries at
+  /// multiples of the group's size.
+  status plan_buckets();
 
   nn::model& model_;
   communicator& comm_;
   gradient_sync_options options_;
   std::vector<bucket> buckets_;  // buckets_[0] is at the END of the buffer
+  zero::shard_layout layout_;    // by position: layout_.buckets()[i] is buckets_[size - 1 - i]
   size_t next_launch_ = 0;
   int micro_ = 0;                // micro-batches into the current period
   bool syncing_ = false;

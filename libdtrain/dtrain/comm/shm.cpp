@@ -587,11 +587,38 @@ status shm_communicator::run_gather(const request& r, bool everyone) {
     DTRAIN_RETURN_IF_ERROR(barrier_wait(&r, r.deadline));
     if (everyone || rank() == r.root)
       for (int q = 0; q < size(); ++q)
-        copy_floats(out + q * count + off, slot(h, q), n);
+        if (out + q * count != in)  // in place: this rank's part is there already
+          copy_floats(out + q * count + off, slot(h, q), n);
     if (count == 0)
       break;
   }
   return status::ok();
+}
+
+// The in-place path of reduce_scatter: every rank's input at `at` floats
+// into its shared buffer and its output its own chunk there. Each rank
+// reduces its chunk straight from the ranks' buffers, as all_reduce_shared
+// reduces its part (the same sums in the same order, so the same bits).
+status shm_communicator::reduce_scatter_shared(const request& r, const shared_region& g,
+                                               int64_t at) {
+  const int64_t count = r.output.numel();
+  const int n_ranks = size(), me = rank();
+  float* out = const_cast<float*>(r.output.data());
+  DTRAIN_RETURN_IF_ERROR(barrier_wait(&r, r.deadline));
+  auto part = [&](int q) -> const float* { return g.of(q) + at + me * count; };
+  if (n_ranks == 2) {
+    reduce_parts(out, nullptr, 2, count, r.op, part);  // reads both before it writes
+  } else {
+    // Summed in this rank's slot (the output is one of the parts read).
+    float* scratch = slot(next_half(), me);
+    for (int64_t off = 0; off < count; off += slot_floats_) {
+      const int64_t n = std::min(slot_floats_, count - off);
+      reduce_parts(scratch, nullptr, n_ranks, n, r.op, [&](int q) { return part(q) + off; });
+      copy_floats(out + off, scratch, n);
+    }
+  }
+  // Nobody writes its buffer again before every rank has read its chunk.
+  return barrier_wait(&r, r.deadline);
 }
 
 status shm_communicator::run_reduce_scatter(const request& r) {
@@ -599,17 +626,26 @@ status shm_communicator::run_reduce_scatter(const request& r) {
   float* out = const_cast<float*>(r.output.data());
   const int64_t count = r.output.numel();
   const int n_ranks = size(), me = rank();
+  if (auto g = std::atomic_load(&shared_); g && count > 0) {
+    const float* mine = g->of(me);
+    if (in >= mine && in + count * n_ranks <= mine + g->count && out == in + me * count)
+      return reduce_scatter_shared(r, *g, in - mine);
+  }
+  // In place (the output is this rank's chunk of the input), the chunk is
+  // staged like the others': the sum over more than two ranks writes the
+  // output before it has read every part.
+  const bool in_place = out == in + me * count;
   const int64_t piece = slot_floats_ / n_ranks;  // a slot holds one piece per destination
   for (int64_t off = 0; off < count || (count == 0 && off == 0); off += piece) {
     const int64_t n = std::min(piece, count - off);
     const int h = next_half();
     for (int j = 0; j < n_ranks; ++j)
-      if (j != me)
+      if (j != me || in_place)
         copy_floats(slot(h, me) + j * piece, in + j * count + off, n);
     DTRAIN_RETURN_IF_ERROR(barrier_wait(&r, r.deadline));
     if (n > 0)
       reduce_parts(out + off, nullptr, n_ranks, n, r.op, [&](int q) -> const float* {
-        return q == me ? in + me * count + off : slot(h, q) + me * piece;
+        return q == me && !in_place ? in + me * count + off : slot(h, q) + me * piece;
       });
     if (count == 0)
       break;

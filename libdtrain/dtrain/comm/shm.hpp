@@ -106,6 +106,7 @@ private:
   status run_broadcast(const request& r);
   status run_gather(const request& r, bool everyone);
   status run_reduce_scatter(const request& r);
+  status reduce_scatter_shared(const request& r, const shared_region& g, int64_t at);
 
   std::shared_ptr<rendezvous::store> store_;  // the group's rendezvous, for shared_buffer()
   int shared_calls_ = 0;

@@ -22,6 +22,7 @@
 
 #include "dtrain/experiments/search_reading.hpp"
 #include "dtrain/experiments/yaml_reading.hpp"
+#include "dtrain/zero/shard_layout.hpp"
 
 namespace dtrain::experiments {
 namespace {
@@ -67,7 +68,8 @@ status read_optimizations(const YAML::Node& node, experiment& exp) {
       section s, open_section(node, "optimizations", {"aggregation_frequency",
                                                       "average_training_metrics",
                                                       "gradient_compression", "precision",
-                                                      "bucket_cap_mb"}));
+                                                      "bucket_cap_mb", "zero_stage",
+                                                      "clip_grad_norm"}));
   DTRAIN_RETURN_IF_ERROR(read_int(s, "aggregation_frequency", 1, exp.aggregation_frequency));
   DTRAIN_RETURN_IF_ERROR(read_double(s, "bucket_cap_mb", 0, exp.bucket_cap_mb));
   if (!std::isfinite(exp.bucket_cap_mb))
@@ -80,6 +82,12 @@ status read_optimizations(const YAML::Node& node, experiment& exp) {
     return invalid_argument(s.path_of("bucket_cap_mb") + ": at most 1024 (MiB), got " +
                             s.find("bucket_cap_mb")->Scalar());
   DTRAIN_RETURN_IF_ERROR(read_bool(s, "average_training_metrics", exp.average_training_metrics));
+  DTRAIN_RETURN_IF_ERROR(read_int(s, "zero_stage", 0, exp.zero_stage));
+  DTRAIN_RETURN_IF_ERROR(zero::check_stage(exp.zero_stage, s.path_of("zero_stage")));
+  DTRAIN_RETURN_IF_ERROR(read_double(s, "clip_grad_norm", 0, exp.clip_grad_norm));
+  if (!std::isfinite(exp.clip_grad_norm))
+    return invalid_argument(s.path_of("clip_grad_norm") + ": must be a finite norm, got " +
+                            s.find("clip_grad_norm")->Scalar());
   // The names parse_precision() knows (tensor/precision.hpp).
   DTRAIN_RETURN_IF_ERROR(read_string(s, "precision", exp.precision,
                                      {"fp32", "tf32", "bf16", "fp16"}));
@@ -572,6 +580,10 @@ std::string to_yaml(const experiment& exp) {
     out << YAML::Key << "precision" << YAML::Value << exp.precision;
   if (exp.bucket_cap_mb > 0)
     out << YAML::Key << "bucket_cap_mb" << YAML::Value << exp.bucket_cap_mb;
+  if (exp.zero_stage > 0)
+    out << YAML::Key << "zero_stage" << YAML::Value << exp.zero_stage;
+  if (exp.clip_grad_norm > 0)
+    out << YAML::Key << "clip_grad_norm" << YAML::Value << exp.clip_grad_norm;
   out << YAML::EndMap;
   out << YAML::Key << "checkpoint_storage" << YAML::Value << YAML::BeginMap;
   if (!exp.checkpoint_dir.empty())

@@ -28,6 +28,7 @@ namespace dtrain::experiments {
 ///     global_batch_size: 128           # required
 ///     epochs: 15                       # or searcher.max_length.epochs
 ///     optimizations: {aggregation_frequency: 1, average_training_metrics: true,
+///                     zero_stage: 0, clip_grad_norm: 0,
 ///                     gradient_compression: none,   # or true / false
 ///                     precision: fp32,   # GEMM compute: fp32|tf32|bf16|fp16
 ///                     bucket_cap_mb: 0}  # gradient sync buckets (MiB, as DDP's);
@@ -98,6 +99,12 @@ struct experiment {
   /// optimizations.bucket_cap_mb: the gradient sync's bucket size in MiB
   /// (PyTorch DDP's bucket_cap_mb); 0: the device's default.
   double bucket_cap_mb = 0;
+  /// optimizations.zero_stage: 0, 1 (optimizer state sharded across the
+  /// replicas) or 2 (also the gradients); see zero/shard_layout.hpp.
+  int zero_stage = 0;
+  /// optimizations.clip_grad_norm: the averaged gradient's L2 norm is
+  /// clipped to this (torch's clip_grad_norm_); 0: off.
+  double clip_grad_norm = 0;
   std::string checkpoint_dir;                          // checkpoint_storage.host_path; "" = none
   int checkpoint_keep = 1;                             // checkpoint_storage.save_trial_latest, >= 0
   /// min_checkpoint_period (Determined's; `seconds` is dtrain's own): one

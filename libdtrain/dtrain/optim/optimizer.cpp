@@ -28,10 +28,71 @@ status optimizer::step(tensor& params, const tensor& grads, float lr) {
 }
 
 void optimizer::allocate_state(const tensor& params) {
+  allocate_state(params.numel(), params.where());
+}
+
+void optimizer::allocate_state(int64_t count, device where) {
   if (!state_.empty())
     return;
   for (size_t i = 0; i < state_names().size(); ++i)
-    state_.push_back(tensor::zeros({params.numel()}, params.where()));
+    state_.push_back(tensor::zeros({count}, where));
+}
+
+status optimizer::update_range(tensor&, const tensor&, std::vector<tensor>&, float) {
+  return unavailable(name() + " cannot update a shard of the parameters");
+}
+
+namespace {
+
+// The owned ranges' total, or an error naming the range that does not fit.
+result<int64_t> owned_total(const std::string& who, const tensor& params,
+                            const std::vector<span>& owned) {
+  int64_t total = 0, end = 0;
+  for (const span& r : owned) {
+    if (r.count < 0 || r.begin < end || r.count > params.numel() - r.begin)
+      return invalid_argument(who + ": owned range [" + std::to_string(r.begin) + ", +" +
+                              std::to_string(r.count) + ") overlaps another or lies outside the " +
+                              std::to_string(params.numel()) + " parameters");
+    end = r.begin + r.count;
+    total += r.count;
+  }
+  return total;
+}
+
+} // namespace
+
+status optimizer::step_owned(tensor& params, const tensor& grads, const std::vector<span>& owned,
+                             float lr) {
+  if (!shardable())
+    return unavailable(
+                  name() + " cannot step a shard of the parameters (ZeRO needs one of dtrain's "
+                           "optimizers: sgd, adam, adamw)");
+  if (!params.defined() || !grads.defined() || params.numel() != grads.numel() ||
+      params.where() != grads.where())
+    return invalid_argument(name() + ": parameters and gradients must have the same size "
+                            "and device");
+  DTRAIN_ASSIGN_OR_RETURN(int64_t total, owned_total(name(), params, owned));
+  if (!state_.empty() && (state_[0].numel() != total || state_[0].where() != params.where()))
+    return invalid_argument(name() + ": the owned shard changed since the optimizer's state was "
+                            "made (" + std::to_string(state_[0].numel()) + " elements, now " +
+                            std::to_string(total) + ")");
+  if (!std::isfinite(lr) || lr < 0.0f)
+    return invalid_argument(name() + ": learning rate must be finite and >= 0");
+  allocate_state(total, params.where());
+  int64_t at = 0;
+  std::vector<tensor> state(state_.size());
+  for (const span& r : owned) {
+    if (r.count == 0)
+      continue;
+    tensor p = params.view(r.begin, {r.count});
+    const tensor g = grads.view(r.begin, {r.count});
+    for (size_t i = 0; i < state_.size(); ++i)
+      state[i] = state_[i].view(at, {r.count});
+    DTRAIN_RETURN_IF_ERROR(update_range(p, g, state, lr));
+    at += r.count;
+  }
+  ++steps_;
+  return status::ok();
 }
 
 namespace {
@@ -72,9 +133,14 @@ std::vector<std::pair<std::string, tensor*>> sgd::state_buffers() {
 }
 
 status sgd::update(tensor& params, const tensor& grads, float lr) {
+  return update_range(params, grads, state_, lr);
+}
+
+status sgd::update_range(tensor& params, const tensor& grads, std::vector<tensor>& state,
+                         float lr) {
   sgd_hyper h{lr, options_.momentum, options_.dampening, options_.weight_decay,
               options_.nesterov, steps_ == 0};
-  ops::sgd_update(params, grads, state_.empty() ? nullptr : &state_[0], h);
+  ops::sgd_update(params, grads, state.empty() ? nullptr : &state[0], h);
   return status::ok();
 }
 
@@ -96,6 +162,11 @@ std::vector<std::pair<std::string, tensor*>> adam::state_buffers() {
 }
 
 status adam::update(tensor& params, const tensor& grads, float lr) {
+  return update_range(params, grads, state_, lr);
+}
+
+status adam::update_range(tensor& params, const tensor& grads, std::vector<tensor>& state,
+                          float lr) {
   auto t = static_cast<double>(steps_ + 1);
   adam_hyper h{lr,
                options_.beta1,
@@ -105,7 +176,7 @@ status adam::update(tensor& params, const tensor& grads, float lr) {
                options_.decoupled,
                static_cast<float>(1.0 - std::pow(options_.beta1, t)),
                static_cast<float>(1.0 - std::pow(options_.beta2, t))};
-  ops::adam_update(params, grads, state_[0], state_[1], h);
+  ops::adam_update(params, grads, state[0], state[1], h);
   return status::ok();
 }
 

@@ -12,6 +12,12 @@
 
 namespace dtrain::optim {
 
+/// An element range [begin, begin + count) of a model's flat buffers.
+struct span {
+  int64_t begin = 0;
+  int64_t count = 0;
+};
+
 /// Updates a model's flat parameter buffer from its flat gradient buffer
 /// (nn::model's contract) in one fused pass, on the buffers' device.
 ///
@@ -29,12 +35,28 @@ public:
   /// the same as on every earlier step (an error says what changed).
   status step(tensor& params, const tensor& grads, float lr);
 
+  /// One update of the `owned` ranges of params only, from grads at the
+  /// same offsets (a ZeRO shard: zero/sharded_update.hpp). The state then
+  /// holds sum(count) elements, the ranges' in their order, so each rank
+  /// keeps only its shard's; the update of each element is the same as
+  /// step() makes of it. Ranges must lie inside params, not overlap, and
+  /// be the same on every call (an error says what changed);
+  /// unavailable for an optimizer that cannot update ranges (shardable()).
+  status step_owned(tensor& params, const tensor& grads, const std::vector<span>& owned,
+                    float lr);
+  /// Whether step_owned() works: dtrain's own optimizers; a wrapped
+  /// library's that steps its own parameters does not.
+  virtual bool shardable() const { return false; }
+
   int64_t steps() const { return steps_; }
   /// For restoring from a checkpoint; state buffers are restored by writing
   /// into state_buffers() after allocate_state().
   void set_steps(int64_t steps) { steps_ = steps; }
   /// Allocates the state for parameters like `params` (zeros) if not yet.
   void allocate_state(const tensor& params);
+  /// Allocates `count` elements of state on `where` (zeros) if not yet: a
+  /// shard's (step_owned()).
+  void allocate_state(int64_t count, device where);
   /// Named flat state buffers ("momentum"; "exp_avg", "exp_avg_sq"); empty
   /// before the first step or allocate_state().
   virtual std::vector<std::pair<std::string, tensor*>> state_buffers() = 0;
@@ -44,6 +66,11 @@ protected:
   /// One update of the allocated state; an error (a wrapped library that
   /// failed) leaves steps() unchanged and is returned by step().
   virtual status update(tensor& params, const tensor& grads, float lr) = 0;
+  /// One update of a range: params and grads are views of it, `state` views
+  /// of the state buffers' matching range (state_names() order). For
+  /// step_owned(); only shardable() optimizers implement it.
+  virtual status update_range(tensor& params, const tensor& grads, std::vector<tensor>& state,
+                              float lr);
   std::vector<tensor> state_;
   int64_t steps_ = 0;
 };
@@ -63,11 +90,14 @@ public:
   static result<std::unique_ptr<sgd>> create(const sgd_options& options);
   std::string name() const override { return "sgd"; }
   std::vector<std::pair<std::string, tensor*>> state_buffers() override;
+  bool shardable() const override { return true; }
 
 private:
   explicit sgd(const sgd_options& options) : options_(options) {}
   std::vector<std::string> state_names() const override;
   status update(tensor& params, const tensor& grads, float lr) override;
+  status update_range(tensor& params, const tensor& grads, std::vector<tensor>& state,
+                      float lr) override;
   sgd_options options_;
 };
 
@@ -86,11 +116,14 @@ public:
   static result<std::unique_ptr<adam>> create(const adam_options& options);
   std::string name() const override { return options_.decoupled ? "adamw" : "adam"; }
   std::vector<std::pair<std::string, tensor*>> state_buffers() override;
+  bool shardable() const override { return true; }
 
 private:
   explicit adam(const adam_options& options) : options_(options) {}
   std::vector<std::string> state_names() const override;
   status update(tensor& params, const tensor& grads, float lr) override;
+  status update_range(tensor& params, const tensor& grads, std::vector<tensor>& state,
+                      float lr) override;
   adam_options options_;
 };
 

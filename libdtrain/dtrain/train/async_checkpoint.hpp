@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dtrain/checkpoint/checkpoint.hpp"
+#include "dtrain/optim/optimizer.hpp"
 #include "dtrain/core/status.hpp"
 
 namespace dtrain::train {
@@ -47,6 +48,11 @@ struct checkpoint_snapshot {
     int64_t count = 0;                    // the whole buffer's elements
     int64_t begin = 0, end = 0;           // the slice this rank holds
     std::unique_ptr<float[]> data;        // [count]; only [begin, end) filled
+    int64_t held = 0;                     // floats in data
+    /// A shard of the state (ZeRO): the ranges this rank writes instead of
+    /// [begin, end), packed in order at the start of data (maybe none).
+    bool sharded = false;
+    std::vector<optim::span> pieces;
   };
   std::vector<buffer> buffers;
   int rank = 0, world_size = 1;

@@ -203,6 +203,15 @@ status replica_runner::build() {
     return invalid_argument("setup() must set model, optimizer, loss and train_data");
   if (options_.compute != precision::fp32)
     parts_.model->set_compute_precision(options_.compute);
+  DTRAIN_RETURN_IF_ERROR(zero::check_stage(options_.zero_stage, "zero_stage"));
+  if (options_.zero_stage > 0 && !parts_.optimizer->shardable())
+    return invalid_argument("zero_stage " + std::to_string(options_.zero_stage) +
+                            " shards the optimizer state, which the optimizer '" +
+                            parts_.optimizer->name() +
+                            "' cannot do (dtrain's sgd, adam and adamw can)");
+  if (!(options_.clip_grad_norm >= 0.0f) || !std::isfinite(options_.clip_grad_norm))
+    return invalid_argument("clip_grad_norm must be finite and >= 0 (0: no clipping), got " +
+                            std::to_string(options_.clip_grad_norm));
   scaler_ = loss_scaler(options_.loss_scaling,
                         parts_.model->compute_precision() == precision::fp16);
   if (!parts_.schedule) {
@@ -253,8 +262,11 @@ status replica_runner::build_group() {
   so.bucket_bytes = options_.bucket_bytes > 0 ? options_.bucket_bytes
                   : ctx_->where().is_cuda()   ? int64_t{25} << 20
                                               : int64_t{4} << 20;
+  // DDP's 1 MiB first bucket, or the bucket size when that is smaller.
+  so.first_bucket_bytes = std::min(so.first_bucket_bytes, so.bucket_bytes);
   so.aggregation_frequency = options_.aggregation_frequency;
   so.compress = options_.compress;
+  so.zero_stage = options_.zero_stage;
   sync_.reset();  // unhooks the model from the old group's sync first
   DTRAIN_ASSIGN_OR_RETURN(sync_, comm::gradient_sync::create(*parts_.model,
                                                              ctx_->communicator(), so));
@@ -347,11 +359,8 @@ result<epoch_metrics> replica_runner::train_epoch() {
       // holds alike: all skip or all step together, and their scalers stay
       // identical (a check before the sync would let one replica's overflow
       // skip only that replica's step).
-      if (scaler_.unscale_or_skip(model.gradients())) {
-        DTRAIN_RETURN_IF_ERROR(
-            parts_.optimizer->step(model.parameters(), model.gradients(), lr));
-        ++steps;
-      }
+      DTRAIN_ASSIGN_OR_RETURN(bool stepped, apply_update(lr));
+      steps += stepped ? 1 : 0;
       committed = train_loader_->position();
       // A step boundary: an asynchronous checkpoint may be due or done.
       DTRAIN_RETURN_IF_ERROR(async_checkpoint_step());
@@ -382,6 +391,7 @@ result<epoch_metrics> replica_runner::train_epoch() {
   m.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
   m.allreduce_seconds = allreduce_seconds;
   totals.report(m);
+  report_memory(m);
   if (scaler_.enabled()) {
     m.extra["loss_scale"] = scaler_.scale();
     m.extra["skipped_steps"] = static_cast<double>(scaler_.skipped_steps() - skipped_before);

@@ -64,6 +64,15 @@ struct replica_options {
   /// Step-granular asynchronous checkpoints taken during train_epoch()
   /// (async_checkpoint.hpp; needs `codec`); off by default.
   async_checkpoint_options async_checkpoint;
+  /// ZeRO (zero/shard_layout.hpp): 1 splits the optimizer state across the
+  /// group, 2 also the averaged gradients; 0 keeps everything on every
+  /// replica. Needs one of dtrain's own optimizers. Checkpoints hold the
+  /// whole state whatever the stage, so any stage and group size restores
+  /// them.
+  int zero_stage = 0;
+  /// Clips the averaged gradient to this L2 norm (torch's
+  /// clip_grad_norm_, over the whole gradient at every stage); 0: off.
+  float clip_grad_norm = 0.0f;
 };
 
 /// The CAF-free core of a replica: an operator's model, optimizer and data
@@ -198,6 +207,17 @@ public:
   void request_preemption() { preempt_.store(true); }
   bool preemption_requested() const { return preempt_.load(); }
 
+  /// A buffer a checkpoint holds: the whole of `count` elements, or when
+  /// `sharded` (ZeRO's optimizer state) only the `owned` ranges (maybe
+  /// none), packed in order in `data`.
+  struct state_buffer {
+    std::string name;
+    tensor* data = nullptr;
+    int64_t count = 0;
+    bool sharded = false;
+    std::vector<optim::span> owned;
+  };
+
 private:
   replica_runner(const replica_options& options, std::unique_ptr<replica_context> ctx);
   status build();
@@ -230,8 +250,15 @@ private:
   /// The model's non-parameter state (BatchNorm's running statistics),
   /// averaged over the group: see train_epoch().
   status average_model_buffers();
+  /// After a synced micro-batch: the loss scaler's check, the clip and the
+  /// optimizer's update (of this rank's shard, then gathered, under ZeRO);
+  /// whether the optimizer stepped (fp16 skips overflowing steps).
+  result<bool> apply_update(float lr);
+  /// What the replica holds, from its own accounting (the epoch's
+  /// memory.* metrics).
+  void report_memory(epoch_metrics& m) const;
   // Checkpoints (replica_checkpoint.cpp).
-  std::vector<std::pair<std::string, tensor*>> checkpoint_buffers();
+  std::vector<state_buffer> checkpoint_buffers();
   result<std::vector<bytes>> write_shard(const std::string& dir);
   status commit_checkpoint(const std::string& root, const checkpoint::pending_save& save,
                            const std::vector<bytes>& shards,
@@ -259,6 +286,8 @@ private:
   std::unique_ptr<data::loader> train_loader_, validation_loader_;
   std::unique_ptr<comm::gradient_sync> sync_;
   loss_scaler scaler_;
+  tensor gather_scratch_;        // ZeRO: the padded bucket's all-gather
+  double last_grad_norm_ = 0;    // before clipping, when clipping
   int64_t batch_size_ = 0;
   int64_t epoch_ = 0;
   int64_t resume_position_ = 0;  // samples of epoch_ + 1 the group already trained

@@ -40,9 +40,10 @@ checkpoint_snapshot::buffer& snapshot_buffer(checkpoint_snapshot& s, size_t i,
   if (s.buffers.size() <= i)
     s.buffers.resize(i + 1);
   checkpoint_snapshot::buffer& b = s.buffers[i];
-  if (b.name != name || b.count != count || !b.data) {
+  if (b.name != name || b.held != count || !b.data) {
     b.name = name;
     b.count = count;
+    b.held = count;
     // Not value-initialized: only this rank's slice is ever written, and
     // the pages of the rest are never touched.
     b.data.reset(new float[static_cast<size_t>(std::max<int64_t>(count, 1))]);
@@ -67,8 +68,8 @@ status replica_runner::take_snapshot(checkpoint_snapshot& s) {
   auto buffers = checkpoint_buffers();
   s.buffers.resize(buffers.size());
   for (size_t i = 0; i < buffers.size(); ++i) {
-    const std::string& name = buffers[i].first;
-    tensor source = *buffers[i].second;  // shares the storage: no copy yet
+    const std::string& name = buffers[i].name;
+    tensor source = *buffers[i].data;  // shares the storage: no copy yet
     if (name == "model_buffers" && world > 1) {
       // Each replica moved its own running statistics since the epoch
       // began; the checkpoint holds their average (what the epoch's end
@@ -83,9 +84,13 @@ status replica_runner::take_snapshot(checkpoint_snapshot& s) {
     }
     const int64_t count = source.numel();
     checkpoint_snapshot::buffer& b = snapshot_buffer(s, i, name, count);
-    // The slice the codec writes for this rank (checkpoint::buffer_view).
-    b.begin = count * rank / world;
-    b.end = count * (rank + 1) / world;
+    b.count = buffers[i].count;  // a shard's (ZeRO) is the whole buffer's
+    b.sharded = buffers[i].sharded;
+    b.pieces = buffers[i].owned;
+    // The slice the codec writes for this rank (checkpoint::buffer_view),
+    // or the whole shard this rank holds.
+    b.begin = b.sharded ? 0 : count * rank / world;
+    b.end = b.sharded ? count : count * (rank + 1) / world;
     if (b.end == b.begin)
       continue;
     const tensor slice = source.is_cuda()

@@ -57,20 +57,21 @@ result<std::string> choose_checkpoint(checkpoint::codec& c, const std::string& p
 // The checkpoint holds exactly the model's buffers: the parameters, the
 // model's own state when it has any, and this optimizer's state.
 status check_same_buffers(const checkpoint::manifest& m,
-                          const std::vector<std::pair<std::string, tensor*>>& buffers,
+                          const std::vector<replica_runner::state_buffer>& buffers,
                           const std::string& optimizer, const std::string& dir) {
-  for (const auto& [name, buffer] : buffers) {
+  for (const auto& buffer : buffers) {
     auto it = std::find_if(m.buffers.begin(), m.buffers.end(),
-                           [&](const auto& b) { return b.first == name; });
+                           [&](const auto& b) { return b.first == buffer.name; });
     if (it == m.buffers.end())
-      return invalid_argument("checkpoint " + dir + " holds no '" + name + "' (optimizer '" +
-                              optimizer + "')");
-    if (it->second != buffer->numel())
+      return invalid_argument("checkpoint " + dir + " holds no '" + buffer.name +
+                              "' (optimizer '" + optimizer + "')");
+    if (it->second != buffer.count)
       return invalid_argument("checkpoint " + dir + " holds " + std::to_string(it->second) +
-                              " " + name + ", the model has " + std::to_string(buffer->numel()));
+                              " " + buffer.name + ", the model has " +
+                              std::to_string(buffer.count));
   }
   for (const auto& b : m.buffers)
-    if (std::none_of(buffers.begin(), buffers.end(), [&](const auto& x) { return x.first == b.first; }))
+    if (std::none_of(buffers.begin(), buffers.end(), [&](const auto& x) { return x.name == b.first; }))
       return invalid_argument("checkpoint " + dir + " holds '" + b.first +
                               "', which this model and optimizer '" + optimizer +
                               "' do not have");
@@ -86,17 +87,24 @@ const float* host_data(const tensor& t, std::vector<tensor>& copies) {
 
 } // namespace
 
-std::vector<std::pair<std::string, tensor*>> replica_runner::checkpoint_buffers() {
+std::vector<replica_runner::state_buffer> replica_runner::checkpoint_buffers() {
+  nn::model& model = *parts_.model;
+  const zero::shard_layout* layout = sync_ ? sync_->layout() : nullptr;
   // Allocated first, so that a checkpoint taken before the first step still
-  // holds the (zero) state a restore expects.
-  parts_.optimizer->allocate_state(parameters());
-  std::vector<std::pair<std::string, tensor*>> out{{"parameters", &parts_.model->parameters()}};
+  // holds the (zero) state a restore expects; under ZeRO only this rank's
+  // shard of it.
+  if (layout != nullptr)
+    parts_.optimizer->allocate_state(layout->owned_count(), model.parameters().where());
+  else
+    parts_.optimizer->allocate_state(parameters());
+  std::vector<state_buffer> out{{"parameters", &model.parameters(), model.parameter_count(), false, {}}};
   // Only models with state beyond their parameters (BatchNorm) carry it,
   // so that the checkpoints of the others stay as they were.
-  if (parts_.model->buffer_count() > 0)
-    out.emplace_back("model_buffers", &parts_.model->buffers());
+  if (model.buffer_count() > 0)
+    out.push_back({"model_buffers", &model.buffers(), model.buffer_count(), false, {}});
   for (auto& [name, buffer] : parts_.optimizer->state_buffers())
-    out.emplace_back("optimizer/" + name, buffer);
+    out.push_back({"optimizer/" + name, buffer, model.parameter_count(), layout != nullptr,
+                   layout != nullptr ? layout->owned() : std::vector<optim::span>{}});
   return out;
 }
 
@@ -135,8 +143,18 @@ status replica_runner::save(const std::string& root, const std::map<std::string,
 result<std::vector<bytes>> replica_runner::write_shard(const std::string& dir) {
   std::vector<tensor> copies;  // host copies of device buffers
   std::vector<checkpoint::buffer_view> views;
-  for (auto& [name, buffer] : checkpoint_buffers())
-    views.push_back({name, host_data(*buffer, copies), buffer->numel()});
+  for (auto& b : checkpoint_buffers()) {
+    checkpoint::buffer_view v{b.name, host_data(*b.data, copies), b.count, {}};
+    // A shard of the state (ZeRO): this rank writes exactly its ranges.
+    int64_t at = 0;
+    for (const optim::span& r : b.owned) {
+      v.pieces.push_back({r.begin, r.count, v.data + at});
+      at += r.count;
+    }
+    if (b.sharded && v.pieces.empty())
+      v.pieces.push_back({0, 0, nullptr});  // this rank owns none of it
+    views.push_back(std::move(v));
+  }
   auto mine = options_.codec->write_shard(dir, ctx_->rank(), ctx_->world_size(), views);
   copies.clear();
   result<bytes> described = mine.is_ok() ? result<bytes>(encode(*mine)) : mine.error();
@@ -159,8 +177,8 @@ checkpoint::manifest replica_runner::describe_checkpoint(
     m.metrics[skipped_steps_key] = static_cast<double>(st.skipped_steps);
   }
   m.world_size = ctx_->world_size();
-  for (auto& [name, buffer] : checkpoint_buffers())
-    m.buffers.emplace_back(name, buffer->numel());
+  for (auto& b : checkpoint_buffers())
+    m.buffers.emplace_back(b.name, b.count);
   if (ctx_->rank() == 0)  // only the chief's goes into the manifest
     m.extra = op_->save_state();
   return m;
@@ -213,16 +231,26 @@ status replica_runner::load_checkpoint(const std::string& dir) {
   std::vector<checkpoint::buffer_target> targets;
   std::vector<tensor> staging;  // host buffers for device tensors
   staging.reserve(buffers.size());
-  for (auto& [name, buffer] : buffers) {
-    float* data = buffer->where().is_cpu()
-                      ? buffer->data()
-                      : staging.emplace_back(tensor::empty({buffer->numel()})).data();
-    targets.push_back({name, data, buffer->numel()});
+  for (auto& b : buffers) {
+    float* data = b.data->where().is_cpu()
+                      ? b.data->data()
+                      : staging.emplace_back(tensor::empty({b.data->numel()})).data();
+    checkpoint::buffer_target t{b.name, data, b.count, {}};
+    // A shard of the state (ZeRO): only this rank's ranges are read, from
+    // whichever shards of whichever group size hold them.
+    int64_t at = 0;
+    for (const optim::span& r : b.owned) {
+      t.pieces.push_back({r.begin, r.count, data + at});
+      at += r.count;
+    }
+    if (b.sharded && t.pieces.empty())
+      t.pieces.push_back({0, 0, nullptr});  // this rank owns none of it
+    targets.push_back(std::move(t));
   }
   DTRAIN_RETURN_IF_ERROR(c.read_buffers(dir, m, targets));
   for (size_t i = 0, s = 0; i < buffers.size(); ++i)
-    if (!buffers[i].second->where().is_cpu())
-      buffers[i].second->copy_from(staging[s++]);
+    if (!buffers[i].data->where().is_cpu())
+      buffers[i].data->copy_from(staging[s++]);
   DTRAIN_RETURN_IF_ERROR(op_->load_state(m.extra).with_context("checkpoint " + dir));
   parts_.optimizer->set_steps(m.step);
   epoch_ = m.epoch;

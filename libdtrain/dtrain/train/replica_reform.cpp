@@ -143,6 +143,12 @@ result<replica_runner::state_sync> replica_runner::synchronize_state() {
   // group whose ranks all stand at the same step already agrees.
   if (out.source < 0 || (agree && ranks.front().has_state))
     return out;
+  // Under ZeRO no rank holds the whole optimizer state: a group that lost
+  // a rank lost its shard, so it restores from a checkpoint instead.
+  if (options_.zero_stage > 0)
+    return unavailable("state transfer: zero_stage " + std::to_string(options_.zero_stage) +
+                       " shards the optimizer state across the group, so no rank can send "
+                       "all of it; restore from a checkpoint");
   DTRAIN_ASSIGN_OR_RETURN(out.bytes, broadcast_state(out.source));
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
@@ -155,11 +161,13 @@ result<int64_t> replica_runner::broadcast_state(int root) {
                                                       root));
   DTRAIN_ASSIGN_OR_RETURN(scalar_state theirs, decode(meta));
   int64_t moved = static_cast<int64_t>(meta.size());
-  for (auto& [name, buffer] : checkpoint_buffers()) {
-    DTRAIN_RETURN_IF_ERROR(broadcast_buffer(ctx_->communicator(), *buffer, root)
-                               .with_context("state transfer of '" + name + "' from rank " +
+  for (auto& b : checkpoint_buffers()) {
+    if (b.sharded)  // refused before any byte moved (synchronize_state)
+      return status(error_code::internal, "state transfer of the sharded '" + b.name + "'");
+    DTRAIN_RETURN_IF_ERROR(broadcast_buffer(ctx_->communicator(), *b.data, root)
+                               .with_context("state transfer of '" + b.name + "' from rank " +
                                              std::to_string(root)));
-    moved += static_cast<int64_t>(buffer->bytes());
+    moved += static_cast<int64_t>(b.data->bytes());
   }
   if (ctx_->rank() != root) {
     DTRAIN_RETURN_IF_ERROR(op_->load_state(theirs.extra).with_context("state transfer"));

@@ -178,6 +178,8 @@ struct replica_spec {
   std::string precision = "fp32";  // GEMM compute (tensor/precision.hpp)
   int32_t cpus = 0;  // CPU threads (trainer_config::cpus_per_replica); 0: the host's share
   int64_t bucket_bytes = 0;  // gradient sync buckets (trainer_config::bucket_bytes); 0: the default
+  int32_t zero_stage = 0;    // trainer_config::zero_stage
+  double clip_grad_norm = 0; // trainer_config::clip_grad_norm
   /// Asynchronous checkpoints (trainer_config::checkpoint_every_steps,
   /// checkpoint_every_seconds) under checkpoint_root (the trainer's
   /// checkpoint_dir), keeping checkpoint_keep; off when the root is empty
@@ -199,7 +201,7 @@ typename Inspector::result_type inspect(Inspector& f, replica_spec& x) {
            x.local_rank, x.node_rank, x.host, x.bind_address, x.backend, x.gpu, x.timeout_ms, x.operator_name,
            x.plugins, x.config, x.global_batch_size, x.aggregation_frequency, x.average_training_metrics,
            x.compression, x.seed, x.progress_seconds, x.progress_sink, x.precision, x.cpus,
-           x.bucket_bytes, x.checkpoint_root, x.checkpoint_keep, x.checkpoint_every_steps,
+           x.bucket_bytes, x.zero_stage, x.clip_grad_norm, x.checkpoint_root, x.checkpoint_keep, x.checkpoint_every_steps,
            x.checkpoint_every_seconds, x.capability);
 }
 

@@ -145,6 +145,8 @@ result<std::unique_ptr<train::replica_runner>> make_runner(caf::actor_system& sy
   ro.global_batch_size = spec.global_batch_size;
   ro.aggregation_frequency = spec.aggregation_frequency;
   ro.bucket_bytes = spec.bucket_bytes;
+  ro.zero_stage = spec.zero_stage;
+  ro.clip_grad_norm = static_cast<float>(spec.clip_grad_norm);
   ro.average_training_metrics = spec.average_training_metrics;
   DTRAIN_ASSIGN_OR_RETURN(ro.compress, comm::parse_compression(spec.compression));
   DTRAIN_ASSIGN_OR_RETURN(ro.compute, parse_precision(spec.precision));

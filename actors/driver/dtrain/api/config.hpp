@@ -92,6 +92,15 @@ struct trainer_config {
   /// (tensor/precision.hpp; fp16 adds dynamic loss scaling). Storage, the
   /// gradient sync and the optimizer stay float32.
   std::string precision = "fp32";
+  /// ZeRO: 1 shards the optimizer state across the replicas, 2 also the
+  /// averaged gradients (zero/shard_layout.hpp); 0 keeps all of it on each.
+  /// Needs one of dtrain's optimizers (sgd, adam, adamw). A sharded group
+  /// that loses a replica lost that replica's shard, so it always recovers
+  /// from a checkpoint (recovery "live" acts as "checkpoint").
+  int zero_stage = 0;
+  /// Clips the averaged gradient to this L2 norm (torch's
+  /// clip_grad_norm_); 0: off.
+  double clip_grad_norm = 0;
   uint64_t seed = 0;
   std::chrono::milliseconds collective_timeout{60000};
   std::chrono::milliseconds epoch_timeout{600000};

@@ -7,12 +7,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "dtrain/cluster/errors.hpp"
 #include "dtrain/core/net.hpp"
 #include "dtrain/security/certificates.hpp"
 #include "dtrain/tensor/precision.hpp"
+#include "dtrain/zero/shard_layout.hpp"
 
 namespace dtrain::actors {
 
@@ -45,6 +47,8 @@ trainer_config trainer_config_from(const experiments::experiment& e) {
   t.compression = e.gradient_compression;
   t.precision = e.precision;
   t.bucket_bytes = static_cast<int64_t>(e.bucket_cap_mb * (1 << 20));
+  t.zero_stage = e.zero_stage;
+  t.clip_grad_norm = e.clip_grad_norm;
   t.seed = e.seed;
   t.max_failures = e.max_failures;
   t.recovery = e.recovery;
@@ -69,6 +73,11 @@ result<std::unique_ptr<trainer>> trainer::create(cluster& c, const trainer_confi
   if (config.recovery != "live" && config.recovery != "checkpoint")
     return invalid_argument("trainer '" + config.name + "': recovery '" + config.recovery +
                             "' is not one of live, checkpoint");
+  if (status s = zero::check_stage(config.zero_stage, "zero_stage"); !s)
+    return s.with_context("trainer '" + config.name + "'");
+  if (!(config.clip_grad_norm >= 0) || !std::isfinite(config.clip_grad_norm))
+    return invalid_argument("trainer '" + config.name + "': clip_grad_norm must be finite and " +
+                            ">= 0 (0: off), got " + std::to_string(config.clip_grad_norm));
   if (config.checkpoint_every_steps < 0 || !(config.checkpoint_every_seconds >= 0))
     return invalid_argument("trainer '" + config.name + "': checkpoint_every_steps and " +
                             "checkpoint_every_seconds must be >= 0 (0: off), got " +

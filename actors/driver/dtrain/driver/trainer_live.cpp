@@ -35,7 +35,9 @@ std::string fixed(double v, int digits) {
 
 } // namespace
 
-bool trainer::live() const { return config_.recovery != "checkpoint"; }
+// A sharded group (ZeRO) cannot: the lost replica's shard of the optimizer
+// state is nowhere else.
+bool trainer::live() const { return config_.recovery != "checkpoint" && config_.zero_stage == 0; }
 
 std::vector<bool> trainer::probe_replicas(std::chrono::milliseconds timeout) {
   auto alive = std::make_shared<std::vector<int>>(replicas_.size(), -1);  // -1 unknown

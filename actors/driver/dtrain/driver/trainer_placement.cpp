@@ -52,6 +52,8 @@ replica_spec spec_of(const trainer_config& config) {
   spec.global_batch_size = config.global_batch_size;
   spec.aggregation_frequency = config.aggregation_frequency;
   spec.bucket_bytes = config.bucket_bytes;
+  spec.zero_stage = config.zero_stage;
+  spec.clip_grad_norm = config.clip_grad_norm;
   spec.average_training_metrics = config.average_training_metrics;
   spec.compression = config.compression;
   spec.precision = config.precision;

@@ -1,0 +1,316 @@
+// ZeRO stages 1 and 2 (zero/shard_layout.hpp): the layout splits every
+// bucket, sharded training equals unsharded training bit for bit on shm
+// (and to float precision on Gloo and hierarchical groups), each rank keeps
+// 1/N of the optimizer state, and checkpoints restore into any stage and
+// any number of replicas.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dtrain/core/check.hpp"
+#include "dtrain/serialization/capnp_checkpoint.hpp"
+#include "dtrain/zero/shard_layout.hpp"
+#include "support/collective_check.hpp"
+#include "support/replica_group.hpp"
+#include "support/test_util.hpp"
+
+using namespace dtrain;
+using namespace dtrain::testing;
+
+namespace {
+
+// An MLP of 52,650 parameters in 16 KiB buckets: about a dozen buckets,
+// boundaries inside parameters, and for 3 ranks a padded last bucket.
+train::replica_options mlp(const std::string& optimizer, int stage, int64_t batch = 256) {
+  config_map config{{"hidden", "64,32"}, {"data_dir", fashion_mnist_dir()},
+                    {"optimizer", optimizer}, {"lr", optimizer == "sgd" ? "0.05" : "0.002"}};
+  if (optimizer == "sgd")
+    config["momentum"] = "0.9";
+  auto options = options_for("mlp_classifier", config, batch);
+  options.bucket_bytes = 16 << 10;
+  options.zero_stage = stage;
+  return options;
+}
+
+// Trains `epochs` epochs on an n-replica group; rank 0's parameters, after
+// checking that every rank holds the same.
+struct run_outcome {
+  std::vector<float> parameters;
+  std::vector<train::epoch_metrics> metrics;  // per rank, the last epoch
+};
+
+run_outcome train_group(int n, const train::replica_options& options, int epochs,
+                        const std::string& backend = "shm",
+                        rank_mode mode = rank_mode::threads) {
+  temp_dir dir;
+  run_outcome out;
+  out.metrics.resize(static_cast<size_t>(n));
+  run_group(
+      n, mode, options,
+      [&](int rank, runner_t& r) -> status {
+        train::epoch_metrics m;
+        for (int e = 0; e < epochs; ++e) {
+          DTRAIN_ASSIGN_OR_RETURN(m, r.train_epoch());
+        }
+        out.metrics[static_cast<size_t>(rank)] = m;  // threads only
+        const auto bytes = bytes_of(r.parameters());
+        write_file(dir.file("rank" + std::to_string(rank)), std::string(bytes.begin(), bytes.end()));
+        return status::ok();
+      },
+      backend);
+  const std::string first = read_file(dir.file("rank0"));
+  for (int q = 1; q < n; ++q)
+    BOOST_TEST((read_file(dir.file("rank" + std::to_string(q))) == first),
+               "rank " << q << " holds other parameters than rank 0");
+  out.parameters.resize(first.size() / sizeof(float));
+  std::memcpy(out.parameters.data(), first.data(), first.size());
+  return out;
+}
+
+// The largest |a - b| / max(|a|, 1e-3) over the parameters.
+double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  BOOST_REQUIRE_EQUAL(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]) /
+                                std::max(std::fabs(static_cast<double>(a[i])), 1e-3));
+  return worst;
+}
+
+// A checkpoint's buffers, whole, read with the codec.
+std::map<std::string, std::vector<float>> read_checkpoint(const std::string& dir) {
+  auto codec = serialization::default_checkpoint_codec();
+  auto m = codec->read_manifest(dir);
+  BOOST_REQUIRE_MESSAGE(m.is_ok(), m.error().message());
+  std::map<std::string, std::vector<float>> out;
+  std::vector<checkpoint::buffer_target> targets;
+  for (const auto& [name, count] : m->buffers)
+    out[name].resize(static_cast<size_t>(count));
+  for (auto& [name, values] : out)
+    targets.push_back({name, values.data(), static_cast<int64_t>(values.size()), {}});
+  status read = codec->read_buffers(dir, *m, targets);
+  BOOST_REQUIRE_MESSAGE(read.is_ok(), read.message());
+  return out;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(zero_sharding)
+
+BOOST_AUTO_TEST_CASE(the_layout_splits_every_bucket_and_covers_the_buffer_once) {
+  const std::vector<std::pair<int64_t, int64_t>> buckets{{96, 103}, {0, 48}, {48, 96}};
+  std::vector<int> owners(103, 0);
+  int64_t total = 0;
+  for (int r = 0; r < 3; ++r) {
+    auto layout = zero::shard_layout::plan(103, 3, r, buckets);
+    BOOST_REQUIRE_MESSAGE(layout.is_ok(), layout.error().message());
+    total += layout->owned_count();
+    for (const optim::span& s : layout->owned())
+      for (int64_t i = s.begin; i < s.begin + s.count; ++i)
+        ++owners[static_cast<size_t>(i)];
+    BOOST_TEST(layout->buckets().size() == 3u);
+    BOOST_TEST(layout->buckets()[0].chunk == 16);   // 48 / 3
+    BOOST_TEST(layout->buckets()[2].chunk == 3);    // ceil(7 / 3): padded to 9
+    BOOST_TEST(layout->buckets()[2].padded(3));
+    BOOST_TEST(!layout->buckets()[1].padded(3));
+  }
+  BOOST_TEST(total == 103);
+  BOOST_TEST(std::all_of(owners.begin(), owners.end(), [](int c) { return c == 1; }));
+  auto last = zero::shard_layout::plan(103, 3, 2, buckets);
+  BOOST_TEST(last->owned().back().begin == 102);  // rank 2 owns one element of the last bucket
+  BOOST_TEST(last->owned().back().count == 1);
+  auto gap = zero::shard_layout::plan(103, 3, 0, {{0, 48}, {50, 103}});
+  BOOST_REQUIRE(!gap.is_ok());
+  BOOST_TEST(gap.error().message().find("[50, 103)") != std::string::npos, gap.error().message());
+}
+
+BOOST_AUTO_TEST_CASE(stage_3_and_unknown_stages_are_refused_by_name) {
+  status three = zero::check_stage(3, "optimizations.zero_stage");
+  BOOST_TEST(!three.is_ok());
+  BOOST_TEST(three.message().find("optimizations.zero_stage 3") != std::string::npos, three.message());
+  status seven = zero::check_stage(7, "zero_stage");
+  BOOST_TEST(seven.message().find("must be 0, 1 or 2") != std::string::npos, seven.message());
+  group_stores stores(rank_mode::threads);
+  auto r = make_runner(0, 1, stores.for_rank(), mlp("adam", 5));
+  BOOST_REQUIRE(!r.is_ok());
+  BOOST_TEST(r.error().message().find("zero_stage must be 0, 1 or 2, got 5") != std::string::npos,
+             r.error().message());
+}
+
+BOOST_AUTO_TEST_CASE(stages_1_and_2_equal_unsharded_training_bit_for_bit_on_shm) {
+  // One epoch of Fashion-MNIST: 235 or 236 steps of a global batch of 256.
+  for (const std::string opt : {"sgd", "adam"})
+    for (int n : {2, 3}) {
+      const run_outcome plain = train_group(n, mlp(opt, 0), 1);
+      BOOST_TEST(plain.metrics[0].steps >= 200);
+      for (int stage : {1, 2}) {
+        const run_outcome sharded = train_group(n, mlp(opt, stage), 1);
+        BOOST_TEST((sharded.parameters == plain.parameters),
+                   opt << ", " << n << " replicas, stage " << stage << ": differs by up to "
+                       << max_relative_difference(plain.parameters, sharded.parameters));
+        BOOST_TEST(sharded.metrics[0].loss == plain.metrics[0].loss);
+      }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(each_rank_keeps_its_share_of_the_optimizer_state) {
+  const int64_t parameters = 784 * 64 + 64 + 64 * 32 + 32 + 32 * 10 + 10;
+  for (int n : {2, 3}) {
+    for (int stage : {0, 1, 2}) {
+      const run_outcome out = train_group(n, mlp("adam", stage), 1);
+      double total = 0;
+      for (int q = 0; q < n; ++q) {
+        const auto& extra = out.metrics[static_cast<size_t>(q)].extra;
+        const double state = extra.at("memory.optimizer_bytes");
+        const double grads = extra.at("memory.gradients_bytes");
+        BOOST_TEST(extra.at("memory.parameters_bytes") == 4.0 * parameters);
+        total += state;
+        if (stage == 0) {
+          BOOST_TEST(state == 8.0 * parameters);
+          continue;
+        }
+        // Adam's two moments of 1/N of the parameters, give or take the
+        // padded bucket's few elements.
+        BOOST_TEST(std::fabs(state - 8.0 * parameters / n) <= 8.0 * n,
+                   "stage " << stage << " rank " << q << " of " << n << ": " << state);
+        BOOST_TEST(grads == (stage == 2 ? state / 2 : 4.0 * parameters));
+      }
+      if (stage > 0)
+        BOOST_TEST(total == 8.0 * parameters);  // every element's state once
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(node_processes_gloo_and_hierarchical_groups_match_unsharded) {
+  // Processes on shm: the same bits as threads.
+  const run_outcome threads = train_group(2, mlp("adam", 0), 1);
+  const run_outcome processes =
+      train_group(2, mlp("adam", 2), 1, "shm", rank_mode::processes);
+  BOOST_TEST((processes.parameters == threads.parameters));
+  // Gloo's ring reduces each element in an order that depends on where it
+  // lies in its bucket, and ZeRO's bucket boundaries move up to multiples
+  // of the group's size: an element or two near each boundary is summed in
+  // another order than unsharded (a rounding each, grown by 235 steps of
+  // momentum or Adam). Sharding itself changes nothing more: stage 2
+  // (reduce-scatter) equals stage 1 (all-reduce) on the same buckets. The
+  // two-level group, whose leaders reduce whole host sums, is exact.
+  for (const std::string opt : {"sgd", "adam"}) {
+    const run_outcome plain = train_group(3, mlp(opt, 0), 1, "gloo");
+    const run_outcome one = train_group(3, mlp(opt, 1), 1, "gloo");
+    const run_outcome two = train_group(3, mlp(opt, 2), 1, "gloo");
+    const double moved = max_relative_difference(plain.parameters, one.parameters);
+    const double sharded = max_relative_difference(one.parameters, two.parameters);
+    BOOST_TEST_MESSAGE("gloo " << opt << ": stage 1 vs 0 " << moved << ", stage 2 vs 1 " << sharded);
+    BOOST_TEST(moved <= 1e-3, opt << ": " << moved);
+    BOOST_TEST(sharded <= 1e-6, opt << ": " << sharded);
+    const run_outcome h0 = train_group(4, mlp(opt, 0), 1, "hierarchical");
+    const run_outcome h2 = train_group(4, mlp(opt, 2), 1, "hierarchical");
+    BOOST_TEST((h2.parameters == h0.parameters), "hierarchical " << opt << ": "
+                   << max_relative_difference(h0.parameters, h2.parameters));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(clipping_aggregation_and_fp16_scaling_work_under_stage_2) {
+  auto clipped = [](int stage) {
+    auto o = mlp("sgd", stage);
+    o.clip_grad_norm = 0.25f;
+    o.aggregation_frequency = 2;
+    return o;
+  };
+  const run_outcome plain = train_group(2, clipped(0), 1);
+  const run_outcome sharded = train_group(2, clipped(2), 1);
+  // The norm adds the shards' squares in another order: float precision.
+  const double diff = max_relative_difference(plain.parameters, sharded.parameters);
+  BOOST_TEST(diff <= 1e-4, diff);
+  const double norm0 = plain.metrics[0].extra.at("grad_norm");
+  BOOST_TEST(std::fabs(sharded.metrics[0].extra.at("grad_norm") - norm0) <= 1e-4 * norm0);
+  BOOST_TEST(norm0 > 0.25);  // the clip did something
+  const run_outcome unclipped = train_group(2, [] {
+    auto o = mlp("sgd", 0);
+    o.aggregation_frequency = 2;
+    return o;
+  }(), 1);
+  BOOST_TEST(max_relative_difference(plain.parameters, unclipped.parameters) > 1e-3);
+  // fp16 compute with dynamic loss scaling: the overflow check and the
+  // unscale of each shard agree with the unsharded run.
+  auto half = [](int stage) {
+    auto o = mlp("adam", stage);
+    o.compute = precision::fp16;
+    o.loss_scaling.growth_interval = 50;
+    return o;
+  };
+  const run_outcome h0 = train_group(2, half(0), 1);
+  const run_outcome h2 = train_group(2, half(2), 1);
+  BOOST_TEST((h2.parameters == h0.parameters));
+  BOOST_TEST(h2.metrics[0].extra.at("loss_scale") == h0.metrics[0].extra.at("loss_scale"));
+}
+
+BOOST_AUTO_TEST_CASE(checkpoints_restore_into_any_stage_and_replica_count) {
+  temp_dir dir;
+  struct group { int stage, n; };
+  const std::vector<group> sources{{2, 2}, {1, 3}, {0, 1}};
+  const std::vector<group> targets{{0, 1}, {1, 1}, {2, 1}, {0, 2}, {1, 2},
+                                   {2, 2}, {0, 3}, {1, 3}, {2, 3}};
+  int saved = 0;
+  for (const group& from : sources) {
+    const std::string root = dir.file("from-" + std::to_string(saved++));
+    run_group(from.n, rank_mode::threads, mlp("adam", from.stage), [&](int, runner_t& r) {
+      DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
+      return r.save(root, {}, 0, "");
+    });
+    const std::string original = checkpoint::newest_valid(*serialization::default_checkpoint_codec(), root).value();
+    const auto expected = read_checkpoint(original);
+    int restored = 0;
+    for (const group& to : targets) {
+      // Restored and saved again in the new layout: the same state, bit
+      // for bit (each rank read and wrote only its own shard of it).
+      const std::string again = dir.file("again-" + std::to_string(saved) + "-" + std::to_string(restored++));
+      run_group(to.n, rank_mode::threads, mlp("adam", to.stage), [&](int, runner_t& r) {
+        DTRAIN_RETURN_IF_ERROR(r.restore(original));
+        return r.save(again, {}, 0, "");
+      });
+      const auto got = read_checkpoint(checkpoint::newest_valid(*serialization::default_checkpoint_codec(), again).value());
+      BOOST_TEST((got == expected), "stage " << from.stage << " x " << from.n << " restored as stage "
+                                             << to.stage << " x " << to.n);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_stage_2_run_of_2_resumes_as_stage_1_of_3_and_unsharded_on_1) {
+  temp_dir dir;
+  const std::string root = dir.file("ckpt");
+  run_group(2, rank_mode::threads, mlp("adam", 2), [&](int, runner_t& r) {
+    DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
+    return r.save(root, {}, 0, "");
+  });
+  // The original run, continued: a second epoch at stage 2 on 2.
+  std::vector<double> accuracy;
+  for (const auto& [stage, n] : std::vector<std::pair<int, int>>{{2, 2}, {1, 3}, {0, 1}}) {
+    double acc = 0;
+    int64_t steps = 0;
+    run_group(n, rank_mode::threads, mlp("adam", stage), [&](int rank, runner_t& r) {
+      DTRAIN_RETURN_IF_ERROR(r.restore(root));
+      DTRAIN_RETURN_IF_ERROR(r.train_epoch().to_status());
+      DTRAIN_ASSIGN_OR_RETURN(auto v, r.validate());
+      if (rank == 0) {
+        acc = v.accuracy;
+        steps = r.epochs_done();
+      }
+      return status::ok();
+    });
+    BOOST_TEST(steps == 2);
+    accuracy.push_back(acc);
+  }
+  BOOST_TEST_MESSAGE("accuracy after resuming: " << accuracy[0] << " (stage 2 x 2), " << accuracy[1]
+                                                 << " (stage 1 x 3), " << accuracy[2] << " (1)");
+  BOOST_TEST(accuracy[0] > 0.8);
+  BOOST_TEST(std::fabs(accuracy[1] - accuracy[0]) <= 0.005);
+  BOOST_TEST(std::fabs(accuracy[2] - accuracy[0]) <= 0.005);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
