@@ -48,7 +48,9 @@ struct Slice {
   chunks @3 :List(Data);
 }
 
-# shard-RANK-of-WORLD.capnp: one rank's slices of every buffer.
+# shard-RANK-of-WORLD.capnp: one rank's slices of every buffer: slice RANK
+# of WORLD of a buffer every rank holds whole, one slice per piece of a
+# buffer the rank holds in pieces (ZeRO-sharded optimizer state).
 struct Shard {
   rank @0 :Int32;
   worldSize @1 :Int32;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <numeric>
+#include <random>
 
 #include <zlib.h>
 
@@ -699,6 +700,43 @@ BOOST_AUTO_TEST_CASE(pieces_out_of_range_overlapping_or_without_data_are_refused
   check_error(read({{0, 1, nullptr}}), error_code::invalid_argument, "'optimizer/exp_avg'");
   check_error(read({{3, 4, values.data()}, {0, 4, values.data() + 8}}),
               error_code::invalid_argument, "'optimizer/exp_avg': pieces overlap from element 3");
+}
+
+// [0, count) cut at random into runs of 1 to 40 elements dealt to `world`
+// ranks at random (a rank may get none): ZeRO's buckets and chunks, and
+// layouts stranger than those.
+static layout random_layout(std::mt19937& rng, int64_t count, int world) {
+  layout out(static_cast<size_t>(world));
+  for (int64_t begin = 0; begin < count;) {
+    const int64_t end = std::min<int64_t>(count, begin + 1 + rng() % 40);
+    out[rng() % out.size()].push_back({begin, end});
+    begin = end;
+  }
+  return out;
+}
+
+BOOST_AUTO_TEST_CASE(random_piece_layouts_read_back_in_any_other_layout) {
+  temp_dir root;
+  std::mt19937 rng(2029);
+  const std::vector<size_t> chunks = {8, 24, 64, 4096};
+  for (int round = 0; round < 40; ++round) {
+    const int64_t count = 1 + rng() % 300, params = 1 + rng() % 50;
+    const auto whole = random_tensor({count}, 100 + round).to_vector();
+    const int written_by = 1 + rng() % 4, read_by = 1 + rng() % 4;
+    capnp_codec c(chunks[rng() % chunks.size()]);
+    const std::string dir = root.file("r" + std::to_string(round));
+    BOOST_REQUIRE(write_pieces(c, dir, whole, random_layout(rng, count, written_by),
+                               random_tensor({params}, 500 + round).to_vector())
+                      .is_ok());
+    for (const auto& own : random_layout(rng, count, read_by)) {
+      const status s = expect_pieces(c, dir, "optimizer/exp_avg", whole, own);
+      BOOST_TEST(s.is_ok(), "round " << round << ": " << s.to_string());
+    }
+    std::vector<float> got(static_cast<size_t>(count));
+    const status s = c.read_buffers(dir, *c.read_manifest(dir),
+                                    {{"optimizer/exp_avg", got.data(), count}});
+    BOOST_TEST((s.is_ok() && got == whole), "round " << round << ": " << s.to_string());
+  }
 }
 
 // Overwrites the first copy of `value`'s bytes in the file at `path`.

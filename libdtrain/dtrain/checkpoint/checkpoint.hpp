@@ -59,7 +59,9 @@ struct buffer_view {
   std::string name;     // "parameters", "optimizer/exp_avg", ...
   const float* data = nullptr;
   int64_t count = 0;
-  std::vector<piece> pieces{};  // {} keeps {name, data, count} free of warnings
+  // The {} spares callers that write {name, data, count} GCC's
+  // -Wmissing-field-initializers.
+  std::vector<piece> pieces{};
 };
 
 /// A flat float buffer of `count` elements to restore into, whatever the
@@ -72,7 +74,7 @@ struct buffer_target {
   std::string name;
   float* data = nullptr;
   int64_t count = 0;
-  std::vector<target_piece> pieces{};
+  std::vector<target_piece> pieces{};  // {}: as buffer_view's
 };
 
 /// What the manifest records of one rank's shard file: enough to tell a

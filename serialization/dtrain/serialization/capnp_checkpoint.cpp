@@ -150,26 +150,6 @@ result<written> write_message(const std::string& path, capnp::MessageBuilder& me
   return written{out.bytes_written(), out.crc()};
 }
 
-// A buffer's pieces lie within it, have their data and do not overlap.
-status check_pieces(const buffer_view& b) {
-  std::vector<std::pair<int64_t, int64_t>> spans;
-  for (const auto& p : b.pieces) {
-    if (p.begin < 0 || p.count < 0 || p.count > b.count - p.begin ||
-        (p.count > 0 && p.data == nullptr))
-      return invalid_argument("buffer '" + b.name + "': piece at " + std::to_string(p.begin) +
-                              " of " + std::to_string(p.count) + " elements is outside its " +
-                              std::to_string(b.count) + " or has no data");
-    if (p.count > 0)
-      spans.emplace_back(p.begin, p.begin + p.count);
-  }
-  std::sort(spans.begin(), spans.end());
-  for (size_t i = 1; i < spans.size(); ++i)
-    if (spans[i].first < spans[i - 1].second)
-      return invalid_argument("buffer '" + b.name + "': pieces overlap from element " +
-                              std::to_string(spans[i].first));
-  return status::ok();
-}
-
 status check_buffers(const std::vector<buffer_view>& buffers) {
   std::set<std::string> names;
   for (const auto& b : buffers) {
@@ -177,7 +157,8 @@ status check_buffers(const std::vector<buffer_view>& buffers) {
       return invalid_argument("buffer '" + b.name + "' has no data or a negative count");
     if (!names.insert(b.name).second)
       return invalid_argument("buffer '" + b.name + "' is given twice");
-    DTRAIN_RETURN_IF_ERROR(check_pieces(b));
+    if (std::string problem = pieces_problem(b.pieces, b.count); !problem.empty())
+      return invalid_argument("buffer '" + b.name + "': " + problem);
   }
   return status::ok();
 }

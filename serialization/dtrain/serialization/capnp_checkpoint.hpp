@@ -31,9 +31,13 @@ namespace dtrain::serialization {
 /// Reading maps the files (mmap) and parses them in place
 /// (FlatArrayMessageReader, traversal limit from the file size);
 /// read_buffers verifies and parses the shards on up to one thread per
-/// core, checks that the slices tile every target, and only then makes the
-/// one copy, from the mappings into the targets (so a bad checkpoint leaves
-/// them untouched).
+/// core, checks that the slices tile every target (or target piece), and
+/// only then makes the one copy, from the mappings into the targets (so a
+/// bad checkpoint leaves them untouched). A buffer a rank writes in pieces
+/// is one slice per piece, at its place in the buffer: the format is the
+/// one old checkpoints have, which could always hold any slices. When
+/// targets have pieces, a shard is first parsed for its slices' places
+/// only, and left unverified and unread if none meets a target range.
 ///
 /// Errors name the file: corrupt_data for contents that are wrong
 /// (including anything Cap'n Proto rejects: its kj::Exception never

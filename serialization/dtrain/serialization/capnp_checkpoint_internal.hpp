@@ -1,7 +1,11 @@
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <capnp/message.h>
 
@@ -25,5 +29,27 @@ status verify_mapped(const mapped_file& file, const checkpoint::shard_info& shar
 /// Reader options for a message of `file_bytes`: a traversal limit from the
 /// size (the default 64 MiB would refuse big shards), the default nesting.
 capnp::ReaderOptions reader_limits(size_t file_bytes);
+
+/// Why `pieces` (checkpoint::piece or target_piece) of a buffer of `count`
+/// elements cannot be written or filled: one outside [0, count) or without
+/// data, or two that overlap; "" when they are fine. Empty pieces never
+/// overlap.
+template <class Piece>
+std::string pieces_problem(const std::vector<Piece>& pieces, int64_t count) {
+  std::vector<std::pair<int64_t, int64_t>> spans;  // begin, end
+  for (const auto& p : pieces) {
+    if (p.begin < 0 || p.count < 0 || p.count > count - p.begin ||
+        (p.count > 0 && p.data == nullptr))
+      return "piece at " + std::to_string(p.begin) + " of " + std::to_string(p.count) +
+             " elements is outside its " + std::to_string(count) + " or has no data";
+    if (p.count > 0)
+      spans.emplace_back(p.begin, p.begin + p.count);
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i)
+    if (spans[i].first < spans[i - 1].second)
+      return "pieces overlap from element " + std::to_string(spans[i].first);
+  return "";
+}
 
 } // namespace dtrain::serialization

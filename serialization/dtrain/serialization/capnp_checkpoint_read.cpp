@@ -57,29 +57,6 @@ manifest decode_manifest(schema::Manifest::Reader in) {
   return m;
 }
 
-// A target's pieces lie within its buffer, have their data and do not
-// overlap.
-status check_pieces(const buffer_target& t) {
-  std::vector<span> spans;
-  for (const auto& p : t.pieces) {
-    if (p.begin < 0 || p.count < 0 || p.count > t.count - p.begin ||
-        (p.count > 0 && p.data == nullptr))
-      return invalid_argument("the target of buffer '" + t.name + "': piece at " +
-                              std::to_string(p.begin) + " of " + std::to_string(p.count) +
-                              " elements is outside its " + std::to_string(t.count) +
-                              " or has no data");
-    if (p.count > 0)
-      spans.emplace_back(p.begin, p.count);
-  }
-  std::sort(spans.begin(), spans.end());
-  for (size_t i = 1; i < spans.size(); ++i)
-    if (spans[i].first < spans[i - 1].first + spans[i - 1].second)
-      return invalid_argument("the target of buffer '" + t.name +
-                              "': pieces overlap from element " +
-                              std::to_string(spans[i].first));
-  return status::ok();
-}
-
 // Each target names a buffer of the manifest with the same count.
 status check_targets(const manifest& m, const std::vector<buffer_target>& targets) {
   for (const auto& t : targets) {
@@ -91,7 +68,8 @@ status check_targets(const manifest& m, const std::vector<buffer_target>& target
       return invalid_argument("the checkpoint's buffer '" + t.name + "' holds " +
                               std::to_string(it->second) + " elements, the target " +
                               std::to_string(t.count));
-    DTRAIN_RETURN_IF_ERROR(check_pieces(t));
+    if (std::string problem = pieces_problem(t.pieces, t.count); !problem.empty())
+      return invalid_argument("the target of buffer '" + t.name + "': " + problem);
   }
   return status::ok();
 }
