@@ -51,7 +51,7 @@ bool same(const experiment& a, const experiment& b) {
     return std::tie(e.name, e.operator_name, e.hyperparameters, e.slots_per_trial, e.use_gpu,
                     e.backend, e.global_batch_size, e.epochs, e.aggregation_frequency,
                     e.average_training_metrics, e.gradient_compression, e.precision,
-                    e.bucket_cap_mb, e.checkpoint_dir,
+                    e.bucket_cap_mb, e.zero_stage, e.clip_grad_norm, e.checkpoint_dir,
                     e.checkpoint_keep, e.seed, e.max_failures, e.plugins);
   };
   return fields(a) == fields(b);
@@ -214,7 +214,7 @@ BOOST_AUTO_TEST_CASE(an_unknown_nested_key_is_named_with_the_known_ones) {
   BOOST_TEST(error_of(minimal("optimizations:\n  aggregation_frequncy: 2\n")) ==
              "experiment.yaml: optimizations.aggregation_frequncy: unknown key (known: "
              "aggregation_frequency, average_training_metrics, bucket_cap_mb, "
-             "gradient_compression, precision)");
+             "clip_grad_norm, gradient_compression, precision, zero_stage)");
 }
 
 BOOST_AUTO_TEST_CASE(precision_defaults_to_fp32_and_reads_each_allowed_value) {
@@ -257,6 +257,33 @@ BOOST_AUTO_TEST_CASE(bucket_cap_mb_is_read_written_only_when_set_and_checked) {
         error_of(minimal(std::string("optimizations:\n  bucket_cap_mb: ") + bad + "\n"));
     BOOST_TEST(message.find("optimizations.bucket_cap_mb") != std::string::npos, message);
   }
+}
+
+BOOST_AUTO_TEST_CASE(zero_stage_and_clip_grad_norm_are_read_written_only_when_set_and_checked) {
+  auto plain = parse_experiment(minimal(""), "experiment.yaml");
+  BOOST_TEST_REQUIRE(plain.is_ok(), plain.error().to_string());
+  BOOST_TEST(plain->zero_stage == 0);
+  BOOST_TEST(plain->clip_grad_norm == 0.0);
+  BOOST_TEST(to_yaml(*plain).find("zero_stage") == std::string::npos);
+  BOOST_TEST(to_yaml(*plain).find("clip_grad_norm") == std::string::npos);
+  auto e = parse_experiment(minimal("optimizations:\n  zero_stage: 2\n  clip_grad_norm: 1.5\n"),
+                            "experiment.yaml");
+  BOOST_TEST_REQUIRE(e.is_ok(), e.error().to_string());
+  BOOST_TEST(e->zero_stage == 2);
+  BOOST_TEST(e->clip_grad_norm == 1.5);
+  auto again = parse_experiment(to_yaml(*e), "again.yaml");
+  BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string());
+  BOOST_TEST(again->zero_stage == 2);
+  BOOST_TEST(again->clip_grad_norm == 1.5);
+  BOOST_TEST(error_of(minimal("optimizations:\n  zero_stage: 3\n")).find(
+                 "optimizations.zero_stage 3 (sharded parameters) is not implemented yet") !=
+             std::string::npos);
+  for (const char* bad : {"-1", "4", "two"})
+    BOOST_TEST(error_of(minimal(std::string("optimizations:\n  zero_stage: ") + bad + "\n"))
+                       .find("optimizations.zero_stage") != std::string::npos, bad);
+  for (const char* bad : {"-0.5", ".nan", "big"})
+    BOOST_TEST(error_of(minimal(std::string("optimizations:\n  clip_grad_norm: ") + bad + "\n"))
+                       .find("optimizations.clip_grad_norm") != std::string::npos, bad);
 }
 
 BOOST_AUTO_TEST_CASE(min_checkpoint_period_reads_batches_epochs_or_seconds_and_round_trips) {

@@ -123,15 +123,9 @@ result<std::unique_ptr<gradient_sync>> gradient_sync::create(
                             std::string(to_string(options.compress)) + "'");
   if (options.compress != compression::none && model.gradients().is_cuda())
     return invalid_argument("gradient_sync: compression is implemented for CPU gradients only");
-  // Gradients in the communicator's shared buffer are reduced where they
-  // are (shared memory: no copy in or out); elsewhere it is a plain tensor.
-  if (comm.size() > 1 && model.gradients().where().is_cpu() &&
-      options.compress == compression::none) {
-    DTRAIN_ASSIGN_OR_RETURN(tensor shared, comm.shared_buffer(model.parameter_count()));
-    DTRAIN_RETURN_IF_ERROR(model.adopt_gradients(std::move(shared)));
-  }
   std::unique_ptr<gradient_sync> s(new gradient_sync(model, comm, options));
   DTRAIN_RETURN_IF_ERROR(s->plan_buckets());
+  DTRAIN_RETURN_IF_ERROR(s->place_gradients());
   gradient_sync* self = s.get();
   model.set_gradient_ready_hook([self](int64_t offset, int64_t) { self->on_ready(offset); });
   return s;
@@ -175,6 +169,79 @@ status gradient_sync::plan_buckets() {
   DTRAIN_ASSIGN_OR_RETURN(layout_, zero::shard_layout::plan(model_.parameter_count(), comm_.size(),
                                                             comm_.rank(), bucket_ranges()));
   return status::ok();
+}
+
+namespace {
+
+constexpr uintptr_t huge_page = uintptr_t{2} << 20;
+
+// `count` zeroed floats of private memory on 2 MiB boundaries, backed by
+// transparent huge pages where the kernel allows (madvise mode): freed
+// and faulted back a huge page at a time, which costs a few percent of
+// what 4 KiB pages cost (ZeRO stage 2 frees and refills its foreign
+// gradient pages every step).
+result<tensor> huge_page_buffer(int64_t count) {
+  const size_t bytes = (static_cast<size_t>(count) * sizeof(float) + huge_page - 1) /
+                       huge_page * huge_page;
+  const size_t mapped = bytes + huge_page;  // room to align
+  void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED)
+    return status(error_code::resource_exhausted,
+                  "gradient_sync: cannot map " + std::to_string(mapped) + " bytes of gradients");
+  auto at = (reinterpret_cast<uintptr_t>(base) + huge_page - 1) / huge_page * huge_page;
+  (void)madvise(reinterpret_cast<void*>(at), bytes, MADV_HUGEPAGE);  // a hint: fine if refused
+  std::shared_ptr<void> owner(base, [mapped](void* p) { munmap(p, mapped); });
+  return tensor::over(reinterpret_cast<float*>(at), {count}, std::move(owner));
+}
+
+} // namespace
+
+status gradient_sync::place_gradients() {
+  if (comm_.size() == 1 || !model_.gradients().where().is_cpu() ||
+      options_.compress != compression::none)
+    return status::ok();
+  // Stage 2 gives back the pages of the chunks other ranks own, a whole
+  // huge page at a time; when a chunk is large enough to hold one, the
+  // gradients live in private huge-page memory (and buckets go through
+  // the communicator's staging). Otherwise they live in the
+  // communicator's shared buffer and are reduced where they are (shared
+  // memory: no copy in or out); elsewhere that is a plain tensor.
+  int64_t widest = 0;
+  for (const auto& b : layout_.buckets())
+    widest = std::max(widest, b.chunk);
+  releasing_ = options_.zero_stage >= 2 &&
+               widest * static_cast<int64_t>(sizeof(float)) >= 2 * static_cast<int64_t>(huge_page);
+  tensor storage;
+  if (releasing_) {
+    DTRAIN_ASSIGN_OR_RETURN(storage, huge_page_buffer(model_.parameter_count()));
+  } else {
+    DTRAIN_ASSIGN_OR_RETURN(storage, comm_.shared_buffer(model_.parameter_count()));
+  }
+  return model_.adopt_gradients(std::move(storage));
+}
+
+int64_t gradient_sync::released_total() const {
+  int64_t total = 0;
+  for (const auto& b : layout_.buckets())
+    total += static_cast<int64_t>(foreign_pages(b, nullptr));
+  return total;
+}
+
+size_t gradient_sync::foreign_pages(const zero::bucket_shard& part, float* base) const {
+  // Whole huge pages of [begin, own_begin) and [own_end, end); `base` null:
+  // only counted (as if the buffer began on a huge page, as it does).
+  auto span = [&](int64_t begin, int64_t end) -> size_t {
+    const uintptr_t origin = reinterpret_cast<uintptr_t>(base);
+    const uintptr_t first = (origin + static_cast<uintptr_t>(begin) * sizeof(float) + huge_page - 1) /
+                            huge_page * huge_page;
+    const uintptr_t last = (origin + static_cast<uintptr_t>(end) * sizeof(float)) / huge_page * huge_page;
+    if (last <= first)
+      return 0;
+    if (base != nullptr)
+      (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    return last - first;
+  };
+  return span(part.begin, part.own_begin) + span(part.own_end, part.end);
 }
 
 std::vector<std::pair<int64_t, int64_t>> gradient_sync::bucket_ranges() const {
@@ -270,27 +337,12 @@ void gradient_sync::launch_scatter(bucket& b, const zero::bucket_shard& part) {
 }
 
 void gradient_sync::release_foreign(const zero::bucket_shard& part) {
-  tensor& grads = model_.gradients();
-  if (!grads.where().is_cpu() || comm_.size() == 1)
-    return;
   // The parts other ranks own hold this rank's own, unreduced values that
-  // nothing reads again: their whole pages go back to the system until the
-  // next backward writes them (which overwrites: fresh zero pages do). The
-  // shared-memory buffer is a shmem mapping, whose pages MADV_REMOVE frees
-  // (every peer has read this bucket: its reduce-scatter has completed);
-  // an ordinary buffer's MADV_DONTNEED.
-  const uintptr_t page = 4096;
-  auto release = [&](int64_t begin, int64_t end) {
-    auto first = (reinterpret_cast<uintptr_t>(grads.data() + begin) + page - 1) / page * page;
-    auto last = reinterpret_cast<uintptr_t>(grads.data() + end) / page * page;
-    if (last <= first)
-      return;
-    void* at = reinterpret_cast<void*>(first);
-    if (madvise(at, last - first, MADV_REMOVE) != 0)
-      (void)madvise(at, last - first, MADV_DONTNEED);
-  };
-  release(part.begin, part.own_begin);
-  release(part.own_end, part.end);
+  // nothing reads again: their whole huge pages go back to the system
+  // until the next backward writes them (which overwrites: fresh zero
+  // pages do).
+  if (releasing_)
+    (void)foreign_pages(part, model_.gradients().data());
 }
 
 status gradient_sync::complete(bucket& b) {

@@ -93,6 +93,9 @@ public:
   std::vector<std::pair<int64_t, int64_t>> bucket_ranges() const;
   /// Buckets of the last sync launched before backward had finished.
   int launched_during_backward() const { return early_launches_; }
+  /// Bytes of gradient memory given back between steps (stage 2 on the
+  /// CPU, chunks large enough to hold whole 2 MiB pages), else 0.
+  int64_t released_bytes() const { return releasing_ ? released_total() : 0; }
   /// Who owns which part of every bucket (options.zero_stage >= 1), else null.
   const zero::shard_layout* layout() const {
     return options_.zero_stage > 0 ? &layout_ : nullptr;
@@ -114,6 +117,11 @@ private:
   /// Stage 2, host memory: frees the pages of a reduced bucket that lie
   /// wholly in parts other ranks own.
   void release_foreign(const zero::bucket_shard& part);
+  /// Bytes of whole huge pages in `part`'s foreign chunks (freed when
+  /// `base` is the gradient buffer's start, only counted when null).
+  size_t foreign_pages(const zero::bucket_shard& part, float* base) const;
+  /// Chooses where the gradients live (see place_gradients() in the .cpp).
+  status place_gradients();
   status complete(bucket& b);
   /// Plans the buckets: whole parameters, or (ZeRO) boundaries at
   /// multiples of the group's size.
@@ -130,6 +138,8 @@ private:
   bool backward_done_ = false;
   bool held_ = false;            // hold() in this micro-batch
   int early_launches_ = 0;
+  bool releasing_ = false;       // stage 2 frees foreign gradient pages
+  int64_t released_total() const;
 };
 
 } // namespace dtrain::comm

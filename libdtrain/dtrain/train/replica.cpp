@@ -259,9 +259,11 @@ status replica_runner::build_group() {
   train_loader_.reset();  // its workers stop before the new one starts
   DTRAIN_ASSIGN_OR_RETURN(train_loader_, data::loader::create(parts_.train_data, shard, lo));
   comm::gradient_sync_options so;
+  // ZeRO stage 2 on the CPU takes 25 MiB too: its chunks then hold whole
+  // 2 MiB pages, which it gives back between steps (gradient_sync.hpp).
   so.bucket_bytes = options_.bucket_bytes > 0 ? options_.bucket_bytes
-                  : ctx_->where().is_cuda()   ? int64_t{25} << 20
-                                              : int64_t{4} << 20;
+                  : ctx_->where().is_cuda() || options_.zero_stage >= 2 ? int64_t{25} << 20
+                                                                        : int64_t{4} << 20;
   // DDP's 1 MiB first bucket, or the bucket size when that is smaller.
   so.first_bucket_bytes = std::min(so.first_bucket_bytes, so.bucket_bytes);
   so.aggregation_frequency = options_.aggregation_frequency;

@@ -40,7 +40,9 @@ struct replica_options {
   comm::compression compress = comm::compression::none;
   /// The gradient sync's bucket size; 0: 4 MiB on the CPU (all-reduces
   /// in shared memory or over Gloo cost little each, and smaller buckets
-  /// overlap more of backward), 25 MiB on a GPU (PyTorch DDP's default).
+  /// overlap more of backward), 25 MiB on a GPU (PyTorch DDP's default)
+  /// and under ZeRO stage 2 (whose chunks then hold whole 2 MiB pages to
+  /// give back).
   int64_t bucket_bytes = 0;
   uint64_t seed = 0;
   int prefetch = 2;

@@ -51,17 +51,15 @@ result<bool> replica_runner::apply_update(float lr) {
 
 void replica_runner::report_memory(epoch_metrics& m) const {
   const nn::model& model = *parts_.model;
-  const zero::shard_layout* layout = sync_->layout();
   const double floats = 4.0;
   const double n = static_cast<double>(model.parameter_count());
-  const double owned = layout != nullptr ? static_cast<double>(layout->owned_count()) : n;
   double state = 0;
   for (const auto& [name, buffer] : parts_.optimizer->state_buffers())
     state += static_cast<double>(buffer->numel());
   m.extra["memory.parameters_bytes"] = n * floats;
-  // Stage 2 keeps its own parts of the gradient; the others' pages are
-  // given back as their buckets are reduced (gradient_sync.hpp).
-  m.extra["memory.gradients_bytes"] = (options_.zero_stage >= 2 ? owned : n) * floats;
+  // Stage 2 gives back the whole pages of the others' parts as their
+  // buckets are reduced (gradient_sync.hpp): what is left between steps.
+  m.extra["memory.gradients_bytes"] = n * floats - static_cast<double>(sync_->released_bytes());
   m.extra["memory.optimizer_bytes"] = state * floats;
   if (options_.clip_grad_norm > 0)
     m.extra["grad_norm"] = last_grad_norm_;

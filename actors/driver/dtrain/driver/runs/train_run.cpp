@@ -23,8 +23,13 @@ std::string epoch_line(int64_t epochs, const metrics_msg& m, const metrics_msg& 
   std::string extra;
   char value[64];
   for (const auto& [name, x] : m.extra) {
-    std::snprintf(value, sizeof value, " %.4f", x);
-    extra += "  " + name + value;
+    // The replica's memory accounting (memory.*_bytes) in MiB.
+    const std::string bytes = "_bytes";
+    const bool sized = name.size() > bytes.size() &&
+                       name.compare(name.size() - bytes.size(), bytes.size(), bytes) == 0;
+    std::snprintf(value, sizeof value, sized ? " %.1f MiB" : " %.4f",
+                  sized ? x / (1 << 20) : x);
+    extra += "  " + (sized ? name.substr(0, name.size() - bytes.size()) : name) + value;
   }
   for (const auto& [name, x] : v.extra) {
     std::snprintf(value, sizeof value, " %.4f", x);
