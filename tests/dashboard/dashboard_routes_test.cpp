@@ -191,6 +191,7 @@ struct fixture {
       rows.push_back({id, "00000", epoch, "step_seconds", 0.032, seq, 0});
       rows.push_back({id, "00000", epoch, "allreduce_seconds", 0.25, seq, 0});
       rows.push_back({id, "00000", epoch, "restarts", 1, seq, 0});
+      rows.push_back({id, "00000", epoch, "memory.optimizer_bytes", 4096, seq, 0});
       (void)source.store_->add_metrics(rows);
       ++seq;
     }
@@ -501,6 +502,9 @@ BOOST_AUTO_TEST_CASE(prometheus_text_has_help_type_and_the_running_trials_sample
   BOOST_TEST(contains(m, "dtrain_trial_allreduce_seconds{experiment=\"1\",trial=\"00000\"} 0.25\n"),
              m);
   BOOST_TEST(contains(m, "dtrain_trial_restarts{experiment=\"1\",trial=\"00000\"} 1\n"), m);
+  BOOST_TEST(contains(m, "# TYPE dtrain_trial_optimizer_state_bytes gauge\n"
+                         "dtrain_trial_optimizer_state_bytes{experiment=\"1\",trial=\"00000\"} 4096\n"),
+             m);
   BOOST_TEST(contains(m, "\ndtrain_trial_restarts_total 1\n"), m);
   BOOST_TEST(contains(m, "dtrain_node_slots_used{node=\"0\",address=\"127.0.0.1:5001\"} 3\n"
                          "dtrain_node_slots_used{node=\"1\",address=\"127.0.0.1:5002\"} 0\n"), m);

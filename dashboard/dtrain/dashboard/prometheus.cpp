@@ -82,6 +82,14 @@ constexpr trial_family trial_families[] = {
     {"restarts", "dtrain_trial_restarts",
      "Recoveries of the running trial's replica group from failures, as of its newest report."},
     {"loss", "dtrain_trial_loss", "Training loss in the running trial's newest report."},
+    // The chief replica's memory accounting (ZeRO shards two of them).
+    {"memory.parameters_bytes", "dtrain_trial_parameter_bytes",
+     "Bytes of parameters one replica of the running trial holds."},
+    {"memory.gradients_bytes", "dtrain_trial_gradient_bytes",
+     "Bytes of gradients one replica of the running trial holds between steps (ZeRO stage 2 "
+     "gives back the other replicas' parts)."},
+    {"memory.optimizer_bytes", "dtrain_trial_optimizer_state_bytes",
+     "Bytes of optimizer state one replica of the running trial holds (ZeRO: its shard)."},
 };
 
 } // namespace
