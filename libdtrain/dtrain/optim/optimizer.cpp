@@ -79,6 +79,13 @@ status optimizer::step_owned(tensor& params, const tensor& grads, const std::vec
   if (!std::isfinite(lr) || lr < 0.0f)
     return invalid_argument(name() + ": learning rate must be finite and >= 0");
   allocate_state(total, params.where());
+  DTRAIN_RETURN_IF_ERROR(update_owned(params, grads, owned, lr));
+  ++steps_;
+  return status::ok();
+}
+
+status optimizer::update_owned(tensor& params, const tensor& grads,
+                               const std::vector<span>& owned, float lr) {
   int64_t at = 0;
   std::vector<tensor> state(state_.size());
   for (const span& r : owned) {
@@ -91,7 +98,6 @@ status optimizer::step_owned(tensor& params, const tensor& grads, const std::vec
     DTRAIN_RETURN_IF_ERROR(update_range(p, g, state, lr));
     at += r.count;
   }
-  ++steps_;
   return status::ok();
 }
 

@@ -71,6 +71,11 @@ protected:
   /// step_owned(); only shardable() optimizers implement it.
   virtual status update_range(tensor& params, const tensor& grads, std::vector<tensor>& state,
                               float lr);
+  /// step_owned()'s update of the allocated shard state: by default
+  /// update_range() of each range; an optimizer that steps its ranges
+  /// together (a wrapped library's) overrides it.
+  virtual status update_owned(tensor& params, const tensor& grads,
+                              const std::vector<span>& owned, float lr);
   std::vector<tensor> state_;
   int64_t steps_ = 0;
 };

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "dtrain/core/check.hpp"
+
 namespace dtrain::libtorch {
 
 namespace {
@@ -159,6 +161,7 @@ result<std::unique_ptr<torch_optimizer>> torch_optimizer::create(
                                 std::to_string(p.numel()) + " elements (a parameter group "
                                 "added after the optimizer was constructed)");
       out->params_.push_back(p);
+      out->group_of_.push_back(out->base_lrs_.size() - 1);
       out->offsets_.push_back(it->second);
       out->keys_.push_back(key_of(p));
     }
@@ -168,7 +171,14 @@ result<std::unique_ptr<torch_optimizer>> torch_optimizer::create(
 }
 
 std::vector<std::pair<std::string, tensor*>> torch_optimizer::state_buffers() {
-  if (!state_.empty())
+  // A shard's state allocated before the first sharded step has nothing of
+  // libtorch's to take in yet (only Adagrad makes state early, and it is
+  // not shardable).
+  int64_t whole = 0;
+  for (size_t i = 0; i < params_.size(); ++i)
+    whole = std::max(whole, offsets_[i] + params_[i].numel());
+  const bool waiting_for_shard = !sharded_ && !state_.empty() && state_[0].numel() < whole;
+  if (!state_.empty() && !waiting_for_shard)
     for (size_t i = 0; i < params_.size(); ++i)
       prepare(i, /*after_step=*/true);  // moves existing state in; makes none
   std::vector<std::pair<std::string, tensor*>> out;
@@ -230,6 +240,86 @@ status torch_optimizer::update(tensor&, const tensor&, float lr) {
     return torch_error(name() + " step", e);
   }
   return status::ok();
+}
+
+namespace {
+
+std::unique_ptr<optim::Optimizer> remake(kind k, std::vector<optim::OptimizerParamGroup> groups,
+                                         const optim::OptimizerOptions& defaults) {
+  switch (k) {
+    case kind::sgd:
+      return std::make_unique<optim::SGD>(std::move(groups),
+                                          static_cast<const optim::SGDOptions&>(defaults));
+    case kind::adam:
+      return std::make_unique<optim::Adam>(std::move(groups),
+                                           static_cast<const optim::AdamOptions&>(defaults));
+    case kind::adamw:
+      return std::make_unique<optim::AdamW>(std::move(groups),
+                                            static_cast<const optim::AdamWOptions&>(defaults));
+    case kind::rmsprop:
+      return std::make_unique<optim::RMSprop>(std::move(groups),
+                                              static_cast<const optim::RMSpropOptions&>(defaults));
+    case kind::adagrad:
+      break;
+  }
+  return nullptr;
+}
+
+} // namespace
+
+status torch_optimizer::reshard(const std::vector<dtrain::optim::span>& owned) {
+  auto& old_groups = opt_->param_groups();
+  std::vector<std::vector<at::Tensor>> members(old_groups.size());
+  std::vector<at::Tensor> pieces;
+  std::vector<int64_t> offsets;
+  std::vector<size_t> group_of;
+  int64_t at = 0;  // where a range's state starts in the shard
+  for (const dtrain::optim::span& r : owned) {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      const int64_t lo = std::max(r.begin, offsets_[i]);
+      const int64_t hi = std::min(r.begin + r.count, offsets_[i] + params_[i].numel());
+      if (hi <= lo)
+        continue;
+      if (!params_[i].grad().defined())
+        return invalid_argument(name() + ": a parameter of " + std::to_string(params_[i].numel()) +
+                                " elements has no gradient to shard");
+      at::Tensor piece = params_[i].detach().view({-1}).narrow(0, lo - offsets_[i], hi - lo);
+      piece.mutable_grad() = params_[i].grad().view({-1}).narrow(0, lo - offsets_[i], hi - lo);
+      members[group_of_[i]].push_back(piece);
+      pieces.push_back(piece);
+      group_of.push_back(group_of_[i]);
+      offsets.push_back(at + (lo - r.begin));
+    }
+    at += r.count;
+  }
+  std::vector<optim::OptimizerParamGroup> groups;
+  for (size_t g = 0; g < old_groups.size(); ++g)
+    groups.emplace_back(members[g], old_groups[g].options().clone());
+  auto made = remake(kind_, std::move(groups), opt_->defaults());
+  if (made == nullptr)
+    return unavailable(name() + " cannot step a shard of the parameters");
+  opt_ = std::move(made);
+  params_ = std::move(pieces);
+  offsets_ = std::move(offsets);
+  group_of_ = std::move(group_of);
+  keys_.clear();
+  for (const auto& p : params_)
+    keys_.push_back(key_of(p));
+  homed_.assign(params_.size(), 0);
+  sharded_ = true;
+  return status::ok();
+}
+
+status torch_optimizer::update_owned(tensor& params, const tensor& grads,
+                                     const std::vector<dtrain::optim::span>& owned, float lr) {
+  if (!sharded_) {
+    try {
+      DTRAIN_RETURN_IF_ERROR(reshard(owned));
+    } catch (const std::exception& e) {
+      return torch_error(name() + " shard", e);
+    }
+  }
+  return update(params, grads, lr);
 }
 
 } // namespace dtrain::libtorch

@@ -44,6 +44,9 @@ public:
   ~torch_optimizer() override;
 
   std::string name() const override { return "libtorch " + type_name_; }
+  /// ZeRO: SGD, Adam, AdamW and RMSprop step a shard (Adagrad, which makes
+  /// its state for every parameter in its constructor, does not).
+  bool shardable() const override { return kind_ != kind::adagrad; }
   /// The flat state buffers; libtorch state that exists but is not in them
   /// yet (Adagrad makes its state in its constructor) is moved in first,
   /// so that a checkpoint saves it and a restore writes where libtorch
@@ -57,6 +60,13 @@ private:
   torch_optimizer(std::unique_ptr<torch::optim::Optimizer> opt, kind k, std::string type_name);
   std::vector<std::string> state_names() const override { return names_; }
   status update(tensor& params, const tensor& grads, float lr) override;
+  /// ZeRO: on the first call, the optimizer is rebuilt over the owned
+  /// ranges (cut at parameter boundaries into views of the parameters and
+  /// their gradients, each in its parameter's group with that group's
+  /// options), its state laid out as the shard's; then update() as ever.
+  status update_owned(tensor& params, const tensor& grads, const std::vector<optim::span>& owned,
+                      float lr) override;
+  status reshard(const std::vector<optim::span>& owned);
   /// Puts parameter i's libtorch state into the flat buffers (homes it), or
   /// makes it from them after a restore.
   void prepare(size_t i, bool after_step);
@@ -70,6 +80,8 @@ private:
   std::vector<std::string> keys_;         // its key in libtorch's state map
   std::vector<char> homed_;
   std::vector<double> base_lrs_;          // each group's rate at create()
+  std::vector<size_t> group_of_;          // each parameter's group
+  bool sharded_ = false;                  // reshard() has run
 };
 
 } // namespace dtrain::libtorch
