@@ -23,7 +23,8 @@ Per rank: optimizer state bytes (the bytes of the optimizer's state tensors
 after the first step; for ZeRO the local optimizer's), parameter and gradient
 bytes, peak RSS (getrusage ru_maxrss and /proc/self/status VmHWM), and the
 median step time (zero_grad + forward + backward + step) over the steps after
-`--warmup`. Prints one line per (mode, N):
+`--warmup`, and of that the optimizer step's (for ZeRO: the local Adam step
+and the broadcasts of the parameters from their owners). Prints one line per (mode, N):
 
   RESULT {"side": "torch", "mode": "zero", "n": 2, ...}
 
@@ -110,19 +111,21 @@ def rank_main(rank, world, mode, args, port, out_dir):
     g = torch.Generator().manual_seed(args.seed + rank)
     batches = [(torch.rand(args.batch, WIDTH, generator=g),
                 torch.randint(0, WIDTH, (args.batch,), generator=g)) for _ in range(4)]
-    times, opt_bytes = [], 0
+    times, step_times, opt_bytes = [], [], 0
     for step in range(args.warmup + args.steps):
         x, y = batches[step % len(batches)]
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=False)
         loss = loss_fn(model(x), y)
         loss.backward()
-        optimizer.step()
+        before_step = time.perf_counter()
+        optimizer.step()  # ZeRO: the local Adam step, then the owners' broadcasts
         elapsed = time.perf_counter() - start
         if step == 0:
             opt_bytes = state_bytes(local)
         if step >= args.warmup:
             times.append(elapsed)
+            step_times.append(time.perf_counter() - before_step)
     dist.barrier()
     figures = {
         "rank": rank,
@@ -133,6 +136,7 @@ def rank_main(rank, world, mode, args, port, out_dir):
         "ru_maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "vm_hwm_bytes": vm_hwm_bytes(),
         "step_ms": statistics.median(times) * 1e3,
+        "optimizer_step_ms": statistics.median(step_times) * 1e3,
         "loss": float(loss),
     }
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
@@ -158,6 +162,7 @@ def run(mode, world, args):
         "peak_rss_bytes": [r["vm_hwm_bytes"] for r in ranks],
         "ru_maxrss_bytes": [r["ru_maxrss_bytes"] for r in ranks],
         "step_ms_per_rank": [r["step_ms"] for r in ranks],
+        "optimizer_step_ms_per_rank": [r["optimizer_step_ms"] for r in ranks],
         "step_ms": step_ms,
         "samples_per_second": world * args.batch / (step_ms / 1e3),
     }
