@@ -14,7 +14,11 @@
 //  - the chief's (rank 0's) memory accounting from the epoch metrics:
 //    memory.parameters_bytes, memory.gradients_bytes, memory.optimizer_bytes
 //    (absent -> -1: a build without the accounting);
-//  - the peak RSS (VmHWM) of each node process hosting a replica;
+//  - the peak RSS (VmHWM) of each node process hosting a replica, and the
+//    peak of its Pss sampled every 100 ms (the shm communicator maps a
+//    shared gradient buffer of N ranks' size in every process: RSS counts
+//    all of it in each, Pss a 1/N share), with RssAnon and RssShmem at the
+//    end;
 //  - the median step time of the chief, from its per-step progress (the
 //    replica's own clock), over the steps after `warmup`, and samples/s
 //    = N x batch / that median. The epoch has one step more than timed
@@ -134,6 +138,12 @@ struct row {
   int stage = 0, n = 0;
   double parameters_bytes = -1, gradients_bytes = -1, optimizer_bytes = -1;
   std::vector<double> peak_rss_bytes;  // per replica, in rank order
+  // At the end, per replica: private (anonymous) and shared-memory pages
+  // resident; the shm communicator's segment counts in every process's RSS.
+  std::vector<double> rss_anon_bytes, rss_shmem_bytes;
+  // Per replica, the peak of its Pss (shared pages split among the
+  // processes mapping them), sampled every 100 ms during the epoch.
+  std::vector<double> peak_pss_bytes;
   std::vector<double> all_steps_ms;    // every step's, warm-up included
   double step_ms = 0, samples_per_second = 0, epoch_samples_per_second = 0, loss = 0;
 };
@@ -216,8 +226,15 @@ result<row> run_stage(const options& o, int stage) {
   DTRAIN_ASSIGN_OR_RETURN(auto c, actors::cluster::connect({nodes.address(), 0, 0,
                                                              std::chrono::milliseconds(20000)}));
   DTRAIN_ASSIGN_OR_RETURN(auto t, actors::trainer::create(*c, config));
-  DTRAIN_ASSIGN_OR_RETURN(auto m, t->train());
   row r;
+  std::vector<int64_t> pids;
+  for (const auto& a : t->placement())
+    pids.push_back(a.info.pid);
+  bench::pss_sampler pss(pids, std::chrono::milliseconds(100));
+  DTRAIN_ASSIGN_OR_RETURN(auto m, t->train());
+  pss.stop();
+  for (int64_t peak : pss.peaks())
+    r.peak_pss_bytes.push_back(static_cast<double>(peak));
   r.stage = stage;
   r.n = o.replicas;
   r.parameters_bytes = extra_or(m, "memory.parameters_bytes");
@@ -229,8 +246,12 @@ result<row> run_stage(const options& o, int stage) {
     if (!nodes.owns(a.info.pid))
       return status(error_code::internal, "replica on pid " + std::to_string(a.info.pid) +
                             ", not a node process this benchmark started");
-    DTRAIN_ASSIGN_OR_RETURN(int64_t hwm, bench::vm_hwm_bytes(a.info.pid));
+    DTRAIN_ASSIGN_OR_RETURN(int64_t hwm, bench::proc_status_bytes(a.info.pid, "VmHWM:"));
+    DTRAIN_ASSIGN_OR_RETURN(int64_t anon, bench::proc_status_bytes(a.info.pid, "RssAnon:"));
+    DTRAIN_ASSIGN_OR_RETURN(int64_t shmem, bench::proc_status_bytes(a.info.pid, "RssShmem:"));
     r.peak_rss_bytes.push_back(static_cast<double>(hwm));
+    r.rss_anon_bytes.push_back(static_cast<double>(anon));
+    r.rss_shmem_bytes.push_back(static_cast<double>(shmem));
   }
   r.all_steps_ms = clock.after(0);
   r.step_ms = bench::median(clock.after(o.warmup));
@@ -252,11 +273,13 @@ void print_result(const options& o, const row& r) {
   std::printf("RESULT {\"side\":\"dtrain\",\"mode\":\"stage%d\",\"n\":%d,\"batch_per_rank\":%lld,"
               "\"steps\":%lld,\"threads_per_rank\":1,\"parameters_bytes\":%.0f,"
               "\"gradients_bytes\":%.0f,\"optimizer_bytes\":%.0f,\"peak_rss_bytes\":%s,"
+              "\"end_rss_anon_bytes\":%s,\"end_rss_shmem_bytes\":%s,\"peak_pss_bytes\":%s,"
               "\"step_ms\":%.3f,\"samples_per_second\":%.3f,\"epoch_samples_per_second\":%.3f,"
               "\"loss\":%.4f,\"all_steps_ms\":%s}\n",
               r.stage, r.n, static_cast<long long>(o.batch), static_cast<long long>(o.steps),
               r.parameters_bytes, r.gradients_bytes, r.optimizer_bytes,
-              json_list(r.peak_rss_bytes).c_str(), r.step_ms, r.samples_per_second,
+              json_list(r.peak_rss_bytes).c_str(), json_list(r.rss_anon_bytes).c_str(),
+              json_list(r.rss_shmem_bytes).c_str(), json_list(r.peak_pss_bytes).c_str(), r.step_ms, r.samples_per_second,
               r.epoch_samples_per_second, r.loss, json_list(r.all_steps_ms).c_str());
   std::fflush(stdout);
 }

@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "dtrain/core/status.hpp"
@@ -110,21 +112,75 @@ private:
   status started_;
 };
 
-/// The peak resident set (VmHWM of /proc/PID/status) of process `pid`, in
-/// bytes; not_found when the process or the line is not there.
-inline result<int64_t> vm_hwm_bytes(int64_t pid) {
+/// A size line of /proc/PID/status (`key` with its colon: "VmHWM:" the
+/// peak resident set, "RssAnon:", "RssShmem:", ...), in bytes; not_found
+/// when the process or the line is not there.
+inline result<int64_t> proc_status_bytes(int64_t pid, const std::string& key) {
   const std::string path = "/proc/" + std::to_string(pid) + "/status";
   std::ifstream f(path);
-  std::string key;
-  while (f >> key) {
-    if (key == "VmHWM:") {
+  std::string word;
+  while (f >> word) {
+    if (word == key) {
       int64_t kib = 0;
       f >> kib;
       return kib * 1024;
     }
-    std::getline(f, key);
+    std::getline(f, word);
   }
-  return not_found(path + ": no VmHWM line (is the process gone?)");
+  return not_found(path + ": no " + key + " line (is the process gone?)");
 }
+
+/// The proportional set size of process `pid` (Pss of
+/// /proc/PID/smaps_rollup: private pages plus each shared page divided by
+/// the processes mapping it), in bytes; -1 when it cannot be read.
+inline int64_t pss_bytes(int64_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::string word;
+  while (f >> word) {
+    if (word == "Pss:") {
+      int64_t kib = -1;
+      f >> kib;
+      return kib < 0 ? -1 : kib * 1024;
+    }
+    std::getline(f, word);
+  }
+  return -1;
+}
+
+/// The peak of each process's Pss, sampled every `period` on a thread of
+/// its own from construction to stop() (or destruction): the kernel keeps
+/// a peak of RSS (VmHWM) but not of Pss. A peak shorter than the period can
+/// be missed. stop() is idempotent; peaks() after stop().
+class pss_sampler {
+public:
+  pss_sampler(std::vector<int64_t> pids, std::chrono::milliseconds period)
+      : pids_(std::move(pids)), peaks_(pids_.size(), -1), thread_([this, period] {
+          while (!done_.load()) {
+            sample();
+            std::this_thread::sleep_for(period);
+          }
+        }) {}
+  ~pss_sampler() { stop(); }
+  void stop() {
+    if (thread_.joinable()) {
+      done_ = true;
+      thread_.join();
+      sample();
+    }
+  }
+  /// Per process, in the order given: the largest Pss seen, -1 if none.
+  const std::vector<int64_t>& peaks() const { return peaks_; }
+
+private:
+  void sample() {
+    for (size_t i = 0; i < pids_.size(); ++i)
+      peaks_[i] = std::max(peaks_[i], pss_bytes(pids_[i]));
+  }
+
+  std::vector<int64_t> pids_;
+  std::vector<int64_t> peaks_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
 
 } // namespace dtrain::bench

@@ -49,6 +49,7 @@ def figures(rs):
         "repeats": len(rs),
         "optimizer": med(opt(r) for r in rs),
         "rss": med(max(r["peak_rss_bytes"]) for r in rs),
+        "pss": med(max(r["peak_pss_bytes"]) if r.get("peak_pss_bytes") else None for r in rs),
         "step_ms": med(r["step_ms"] for r in rs),
         "sps": med(r["samples_per_second"] for r in rs),
         "step_spread": (min(r["step_ms"] for r in rs), max(r["step_ms"] for r in rs)),
@@ -73,16 +74,18 @@ def print_n(n, runs):
     peer = f.get(("torch", "zero"))
     print(f"\nN = {n}")
     print(f"{'configuration':<30} {'rep':>3} {'optim MiB/rank':>14} {'peak RSS MiB/rank':>17} "
-          f"{'RSS/st0':>7} {'step ms (min-max)':>24} {'step/st0':>8} {'samples/s':>9} "
+          f"{'RSS/st0':>7} {'peak PSS MiB':>12} {'PSS/st0':>7} {'step ms (min-max)':>24} {'step/st0':>8} {'samples/s':>9} "
           f"{'/torch ZeRO':>11}")
     for side, mode in ((k[1], k[2]) for k in keys):
         x = f[(side, mode)]
         lo, hi = x["step_spread"]
         rss_rel = ratio(x["rss"], base["rss"]) if base and side == "dtrain" else None
+        pss_rel = ratio(x["pss"], base["pss"]) if base and side == "dtrain" else None
         step_rel = ratio(x["step_ms"], base["step_ms"]) if base and side == "dtrain" else None
         vs_peer = ratio(x["sps"], peer["sps"]) if peer else None
         print(f"{label(side, mode):<30} {x['repeats']:>3} {fmt(x['optimizer'], MIB):>14} "
               f"{fmt(x['rss'], MIB):>17} {fmt(rss_rel, 1, 3):>7} "
+              f"{fmt(x['pss'], MIB):>12} {fmt(pss_rel, 1, 3):>7} "
               f"{fmt(x['step_ms']):>9} ({lo:>6.0f}-{hi:>6.0f}) {fmt(step_rel, 1, 3):>8} "
               f"{fmt(x['sps']):>9} {fmt(vs_peer, 1, 2):>11}")
     return goals(n, f)
@@ -111,6 +114,10 @@ def goals(n, f):
         r = x["rss"] / base["rss"]
         out.append((f"N={n} stage 2: peak RSS/rank {r:.3f} x unsharded (goal <= {limit:.3f})",
                     r <= limit))
+        if x["pss"] is not None and base["pss"] is not None:
+            r = x["pss"] / base["pss"]
+            out.append((f"N={n} stage 2: peak PSS/rank {r:.3f} x unsharded (the same goal on "
+                        "the proportional size)", r <= limit))
     if peer is not None:
         for mode in sorted(m for s, m in f if s == "dtrain"):
             r = f[("dtrain", mode)]["sps"] / peer["sps"]
@@ -131,8 +138,10 @@ def main():
           "cross-entropy, synthetic data")
     if args.setup:
         print(args.setup)
-    print("medians over repeats; peak RSS: max over ranks of VmHWM; optim: max over ranks "
-          "(dtrain: rank 0's accounting); samples/s = N x batch / median step")
+    print("medians over repeats; peak RSS: max over ranks of VmHWM; peak PSS: max over ranks "
+          "of the Pss sampled every 100 ms\n(shared pages split among the processes mapping "
+          "them); optim: max over ranks (dtrain: rank 0's accounting);\nsamples/s = N x batch / "
+          "median step")
     checks = []
     for n in sorted({k[0] for k in runs}):
         checks += print_n(n, runs)

@@ -21,7 +21,8 @@ OPENBLAS_NUM_THREADS=1 set before torch is imported in the ranks).
 
 Per rank: optimizer state bytes (the bytes of the optimizer's state tensors
 after the first step; for ZeRO the local optimizer's), parameter and gradient
-bytes, peak RSS (getrusage ru_maxrss and /proc/self/status VmHWM), and the
+bytes, peak RSS (getrusage ru_maxrss and /proc/self/status VmHWM), the peak
+Pss (/proc/self/smaps_rollup, sampled every 100 ms), and the
 median step time (zero_grad + forward + backward + step) over the steps after
 `--warmup`, and of that the optimizer step's (for ZeRO: the local Adam step
 and the broadcasts of the parameters from their owners). Prints one line per (mode, N):
@@ -40,6 +41,7 @@ import socket
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 # Before torch is imported (here and, through the environment, in the ranks
@@ -92,13 +94,49 @@ def vm_hwm_bytes():
     return 0
 
 
+def pss_bytes():
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return -1
+
+
+class PssSampler:
+    """The peak of this process's Pss (shared pages split among the processes
+    mapping them: the ranks share libtorch's pages), sampled every 100 ms on a
+    thread until stop(); the kernel keeps a peak of RSS only."""
+
+    def __init__(self):
+        self.peak = pss_bytes()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.done.wait(0.1):
+            self.peak = max(self.peak, pss_bytes())
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+        self.peak = max(self.peak, pss_bytes())
+        return self.peak
+
+
 def rank_main(rank, world, mode, args, port, out_dir):
     torch.set_num_threads(1)
+    if args.flush_denormal:
+        torch.set_flush_denormal(True)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world,
                             timeout=__import__("datetime").timedelta(seconds=300))
     torch.manual_seed(args.seed)
+    sampler = PssSampler()
     model = DDP(make_model())
     params = list(model.parameters())
     if mode == "zero":
@@ -127,7 +165,9 @@ def rank_main(rank, world, mode, args, port, out_dir):
             times.append(elapsed)
             step_times.append(time.perf_counter() - before_step)
     dist.barrier()
+    peak_pss = sampler.stop()
     figures = {
+        "peak_pss_bytes": peak_pss,
         "rank": rank,
         "optimizer_bytes": opt_bytes,
         "parameters_bytes": sum(p.numel() * p.element_size() for p in params),
@@ -155,12 +195,13 @@ def run(mode, world, args):
     step_ms = statistics.median(r["step_ms"] for r in ranks)
     return {
         "side": "torch", "mode": mode, "n": world, "batch_per_rank": args.batch,
-        "steps": args.steps, "threads_per_rank": 1,
+        "steps": args.steps, "threads_per_rank": 1, "flush_denormal": args.flush_denormal,
         "optimizer_bytes": [r["optimizer_bytes"] for r in ranks],
         "parameters_bytes": [r["parameters_bytes"] for r in ranks],
         "gradients_bytes": [r["gradients_bytes"] for r in ranks],
         "peak_rss_bytes": [r["vm_hwm_bytes"] for r in ranks],
         "ru_maxrss_bytes": [r["ru_maxrss_bytes"] for r in ranks],
+        "peak_pss_bytes": [r["peak_pss_bytes"] for r in ranks],
         "step_ms_per_rank": [r["step_ms"] for r in ranks],
         "optimizer_step_ms_per_rank": [r["optimizer_step_ms"] for r in ranks],
         "step_ms": step_ms,
@@ -191,6 +232,8 @@ def main():
     p.add_argument("--steps", type=int, default=12, help="timed steps")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first (>= 1)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--flush-denormal", action="store_true",
+                   help="torch.set_flush_denormal(True) in every rank (default: PyTorch's, off)")
     args = p.parse_args()
     if args.warmup < 1 or args.steps < 1 or args.batch < 1:
         sys.exit("torch_zero_peer.py: --warmup, --steps and --batch must be >= 1")
