@@ -212,6 +212,25 @@ double extra_or(const train::epoch_metrics& m, const std::string& key) {
   return it == m.extra.end() ? -1 : it->second;
 }
 
+// Each replica's process figures into `r`, in rank order (the placement's).
+// Each replica's node process is one this program started (one slot each),
+// so its figures are the replica's.
+status read_processes(const actors::trainer& t, const bench::local_nodes& nodes, row& r) {
+  for (const auto& a : t.placement()) {
+    const int64_t pid = a.info.pid;
+    if (!nodes.owns(pid))
+      return status(error_code::internal, "replica on pid " + std::to_string(pid) +
+                                              ", not a node process this benchmark started");
+    DTRAIN_ASSIGN_OR_RETURN(int64_t hwm, bench::proc_status_bytes(pid, "VmHWM:"));
+    DTRAIN_ASSIGN_OR_RETURN(int64_t anon, bench::proc_status_bytes(pid, "RssAnon:"));
+    DTRAIN_ASSIGN_OR_RETURN(int64_t shmem, bench::proc_status_bytes(pid, "RssShmem:"));
+    r.peak_rss_bytes.push_back(static_cast<double>(hwm));
+    r.rss_anon_bytes.push_back(static_cast<double>(anon));
+    r.rss_shmem_bytes.push_back(static_cast<double>(shmem));
+  }
+  return status::ok();
+}
+
 result<row> run_stage(const options& o, int stage) {
   bench::local_nodes nodes("dtrain-bench-zero", o.replicas);
   DTRAIN_RETURN_IF_ERROR(nodes.started());
@@ -226,33 +245,21 @@ result<row> run_stage(const options& o, int stage) {
   DTRAIN_ASSIGN_OR_RETURN(auto c, actors::cluster::connect({nodes.address(), 0, 0,
                                                              std::chrono::milliseconds(20000)}));
   DTRAIN_ASSIGN_OR_RETURN(auto t, actors::trainer::create(*c, config));
-  row r;
   std::vector<int64_t> pids;
   for (const auto& a : t->placement())
     pids.push_back(a.info.pid);
   bench::pss_sampler pss(pids, std::chrono::milliseconds(100));
   DTRAIN_ASSIGN_OR_RETURN(auto m, t->train());
   pss.stop();
-  for (int64_t peak : pss.peaks())
-    r.peak_pss_bytes.push_back(static_cast<double>(peak));
+  row r;
   r.stage = stage;
   r.n = o.replicas;
+  for (int64_t peak : pss.peaks())
+    r.peak_pss_bytes.push_back(static_cast<double>(peak));
+  DTRAIN_RETURN_IF_ERROR(read_processes(*t, nodes, r));
   r.parameters_bytes = extra_or(m, "memory.parameters_bytes");
   r.gradients_bytes = extra_or(m, "memory.gradients_bytes");
   r.optimizer_bytes = extra_or(m, "memory.optimizer_bytes");
-  // Placement is in rank order; each replica's node process is one this
-  // program started (one slot each), so its peak is the replica's.
-  for (const auto& a : t->placement()) {
-    if (!nodes.owns(a.info.pid))
-      return status(error_code::internal, "replica on pid " + std::to_string(a.info.pid) +
-                            ", not a node process this benchmark started");
-    DTRAIN_ASSIGN_OR_RETURN(int64_t hwm, bench::proc_status_bytes(a.info.pid, "VmHWM:"));
-    DTRAIN_ASSIGN_OR_RETURN(int64_t anon, bench::proc_status_bytes(a.info.pid, "RssAnon:"));
-    DTRAIN_ASSIGN_OR_RETURN(int64_t shmem, bench::proc_status_bytes(a.info.pid, "RssShmem:"));
-    r.peak_rss_bytes.push_back(static_cast<double>(hwm));
-    r.rss_anon_bytes.push_back(static_cast<double>(anon));
-    r.rss_shmem_bytes.push_back(static_cast<double>(shmem));
-  }
   r.all_steps_ms = clock.after(0);
   r.step_ms = bench::median(clock.after(o.warmup));
   r.samples_per_second = r.step_ms > 0 ? o.batch * o.replicas / (r.step_ms / 1e3) : 0;
