@@ -70,7 +70,11 @@ run_group() {  # LOG COMMAND...
     kill -KILL -- "-$current" 2>/dev/null  # anything of it still there
     current=""
     sed -n 's/^RESULT //p' "$log_file" >> "$out/results.jsonl"
-    [ "$rc" = 0 ] || log "exit $rc: $* (see $log_file); $(grep -v '^RESULT' "$log_file" | tail -2 | tr '\n' ' ')"
+    if [ "$rc" != 0 ]; then
+        local why
+        why=$(grep -iE 'error|traceback|did not start|no zero_stage' "$log_file" | tail -3)
+        log "exit $rc: $* (see $log_file): ${why:-$(tail -2 "$log_file")}"
+    fi
 }
 
 for r in $(seq 1 "$repeats"); do
