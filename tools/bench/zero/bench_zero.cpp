@@ -63,26 +63,6 @@ struct options {
   uint64_t seed = 0;
 };
 
-// trainer_config::zero_stage arrives with issue 29's ZeRO stages (the lead's
-// part); until then this builds and runs stage 0, today's only one.
-template <class T, class = void>
-struct has_zero_stage : std::false_type {};
-template <class T>
-struct has_zero_stage<T, std::void_t<decltype(std::declval<T&>().zero_stage)>> : std::true_type {};
-
-template <class Config>
-status set_zero_stage(Config& c, int stage) {
-  if constexpr (has_zero_stage<Config>::value) {
-    c.zero_stage = stage;
-    return status::ok();
-  } else {
-    if (stage == 0)
-      return status::ok();
-    return invalid_argument("--stages " + std::to_string(stage) +
-                            ": this build's trainer_config has no zero_stage field (issue 29's "
-                            "ZeRO stages have not landed); only stage 0 runs");
-  }
-}
 
 // An .npy file (format 1.0) of `descr` values of `shape`, the bytes given.
 status write_npy(const std::string& path, const std::string& descr,
@@ -241,7 +221,7 @@ result<row> run_stage(const options& o, int stage) {
   DTRAIN_RETURN_IF_ERROR(write_synthetic(nodes.home(), samples, o.seed, features, targets));
   step_clock clock;
   actors::trainer_config config = make_config(o, features, targets, clock);
-  DTRAIN_RETURN_IF_ERROR(set_zero_stage(config, stage));
+  config.zero_stage = stage;
   DTRAIN_ASSIGN_OR_RETURN(auto c, actors::cluster::connect({nodes.address(), 0, 0,
                                                              std::chrono::milliseconds(20000)}));
   DTRAIN_ASSIGN_OR_RETURN(auto t, actors::trainer::create(*c, config));

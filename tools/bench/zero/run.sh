@@ -10,8 +10,7 @@
 #            [-b BATCH] [-t STEPS] [-w WARMUP] [-o OUT] [-B BUILD] [-T TIMEOUT]
 #   -r  repeats, interleaved (default 3): the table shows medians
 #   -n  world sizes (default "2 4")
-#   -s  dtrain ZeRO stages (default "0 1 2"; a build without
-#       trainer_config::zero_stage runs stage 0 only and says so)
+#   -s  dtrain ZeRO stages (default "0 1 2")
 #   -m  PyTorch modes (default "ddp zero"; "" for none)
 #   -b  samples per rank per step (default 16)
 #   -t  timed steps (default 10), after -w untimed ones (default 3)
