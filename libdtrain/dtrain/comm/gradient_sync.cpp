@@ -201,14 +201,14 @@ status gradient_sync::place_gradients() {
       options_.compress != compression::none)
     return status::ok();
   // Stage 2 gives back the pages of the chunks other ranks own, a whole
-  // huge page at a time; when a chunk is large enough to hold one, the
-  // gradients live in private huge-page memory (and buckets go through
-  // the communicator's staging). Otherwise they live in the
+  // huge page at a time; when a bucket's other chunks span enough to hold
+  // some, the gradients live in private huge-page memory (and buckets go
+  // through the communicator's staging). Otherwise they live in the
   // communicator's shared buffer and are reduced where they are (shared
   // memory: no copy in or out); elsewhere that is a plain tensor.
-  int64_t widest = 0;
+  int64_t widest = 0;  // the most elements of a bucket other ranks own
   for (const auto& b : layout_.buckets())
-    widest = std::max(widest, b.chunk);
+    widest = std::max(widest, b.end - b.begin - b.chunk);
   releasing_ = options_.zero_stage >= 2 &&
                widest * static_cast<int64_t>(sizeof(float)) >= 2 * static_cast<int64_t>(huge_page);
   tensor storage;
