@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "bench_util.hpp"
+#include "local_nodes.hpp"
 #include "dtrain/driver/trainer.hpp"
 #include "dtrain/core/threads.hpp"
 
@@ -112,84 +113,14 @@ double startup_seconds() {
   return t ? s : 0;
 }
 
-// A head and `nodes` one-slot nodes of the dtrain binary beside this one,
-// on loopback, in a DTRAIN_HOME of their own; every process killed by its
-// pid when this ends.
-class node_processes {
-public:
-  explicit node_processes(int nodes = 2) {
-    char self[4096];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = '\0';
-    binary_ = (std::filesystem::path(self).parent_path() / "dtrain").string();
-    home_ = std::filesystem::temp_directory_path() /
-            ("dtrain-bench-trainer-" + std::to_string(getpid()));
-    std::filesystem::create_directories(home_);
-    setenv("DTRAIN_HOME", home_.c_str(), 1);
-    address_ = start({"start", "--head", "--port", "0"}, "head");
-    for (int i = 0; i < nodes; ++i)
-      if (!address_.empty())
-        start({"start", "--address", address_, "--slots", "1"}, "node" + std::to_string(i));
-  }
-  ~node_processes() {
-    for (pid_t pid : pids_)
-      kill(pid, SIGKILL);
-    for (pid_t pid : pids_)
-      waitpid(pid, nullptr, 0);
-    std::error_code ec;
-    std::filesystem::remove_all(home_, ec);
-  }
-  // The head's address; empty when a process did not start.
-  const std::string& address() const { return address_; }
-
-private:
-  // Starts `dtrain ARGS --port-file F` (output to NAME.log); what it wrote
-  // to F within 20 s, or "" (then address_ is cleared: no cluster).
-  std::string start(std::vector<std::string> args, const std::string& name) {
-    const std::string port_file = (home_ / (name + ".address")).string();
-    const std::string log = (home_ / (name + ".log")).string();
-    args.insert(args.begin(), binary_);
-    args.push_back("--port-file");
-    args.push_back(port_file);
-    const pid_t pid = fork();
-    if (pid == 0) {
-      std::FILE* out = std::freopen(log.c_str(), "w", stdout);
-      if (out != nullptr)
-        dup2(fileno(out), STDERR_FILENO);
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(binary_.c_str(), argv.data());
-      _exit(127);
-    }
-    if (pid > 0)
-      pids_.push_back(pid);
-    const auto deadline = clock_type::now() + std::chrono::seconds(20);
-    std::string at;
-    while (pid > 0 && at.empty() && clock_type::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      std::ifstream(port_file) >> at;
-    }
-    if (at.empty()) {
-      std::printf("%s did not start (see %s)\n", name.c_str(), log.c_str());
-      address_.clear();
-    }
-    return at;
-  }
-
-  std::string binary_;
-  std::filesystem::path home_;
-  std::string address_;
-  std::vector<pid_t> pids_;
-};
-
 // The MLP's throughput with `replicas` replicas on a head + as many node
 // processes; 0 if they did not start.
 double node_process_throughput(int replicas = 2) {
-  node_processes nodes(replicas);
-  if (nodes.address().empty())
+  bench::local_nodes nodes("dtrain-bench-trainer", replicas);
+  if (!nodes.started().is_ok()) {
+    std::printf("%s\n", nodes.started().to_string().c_str());
     return 0;
+  }
   auto c = actors::cluster::connect({nodes.address(), 0, 0, std::chrono::milliseconds(10000)});
   if (!c) {
     std::printf("connecting to the node processes: %s\n", c.error().to_string().c_str());
