@@ -36,11 +36,13 @@ struct gradient_sync_options {
   /// multiples of the group's size and layout() says which part of each
   /// bucket this rank owns; at stage 2 each bucket is reduce-scattered in
   /// place instead of all-reduced, so that after finish() only the owned
-  /// parts hold the group's mean; in host memory the whole pages of the
-  /// rest are given back to the system as soon as their bucket is reduced
-  /// (they read as zeros until the next backward writes them), so the whole
-  /// gradient is never resident at once. Stage 2 does not combine with
-  /// compression.
+  /// parts hold the group's mean. In host memory, when the other ranks'
+  /// parts of some bucket span at least two 2 MiB pages, the gradients live
+  /// in private huge-page memory and the whole pages of those parts are
+  /// given back to the system as soon as their bucket is reduced (they read
+  /// as zeros until the next backward writes them), so the whole gradient
+  /// is never resident at once (released_bytes()). Stage 2 does not combine
+  /// with compression.
   int zero_stage = 0;
 };
 
