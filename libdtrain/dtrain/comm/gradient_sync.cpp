@@ -220,8 +220,10 @@ status gradient_sync::place_gradients() {
   return model_.adopt_gradients(std::move(storage));
 }
 
-int64_t gradient_sync::released_total() const {
+int64_t gradient_sync::released_bytes() const {
   int64_t total = 0;
+  if (!releasing_)
+    return total;
   for (const auto& b : layout_.buckets())
     total += static_cast<int64_t>(foreign_pages(b, nullptr));
   return total;

@@ -97,7 +97,7 @@ public:
   int launched_during_backward() const { return early_launches_; }
   /// Bytes of gradient memory given back between steps (stage 2 on the
   /// CPU, chunks large enough to hold whole 2 MiB pages), else 0.
-  int64_t released_bytes() const { return releasing_ ? released_total() : 0; }
+  int64_t released_bytes() const;
   /// Who owns which part of every bucket (options.zero_stage >= 1), else null.
   const zero::shard_layout* layout() const {
     return options_.zero_stage > 0 ? &layout_ : nullptr;
@@ -141,7 +141,6 @@ private:
   bool held_ = false;            // hold() in this micro-batch
   int early_launches_ = 0;
   bool releasing_ = false;       // stage 2 frees foreign gradient pages
-  int64_t released_total() const;
 };
 
 } // namespace dtrain::comm

@@ -44,7 +44,6 @@ result<shard_layout> shard_layout::plan(int64_t count, int ranks, int rank,
                               std::to_string(end) + ") does not follow the one ending at " +
                               std::to_string(at));
     bucket_shard b = split(begin, end, ranks, rank);
-    b.state_offset = out.owned_count_;
     out.owned_count_ += b.own_end - b.own_begin;
     out.buckets_.push_back(b);
     at = end;
@@ -55,15 +54,11 @@ result<shard_layout> shard_layout::plan(int64_t count, int ranks, int rank,
   return out;
 }
 
-std::vector<optim::span> shard_layout::owned() const { return owned_by(rank_); }
-
-std::vector<optim::span> shard_layout::owned_by(int rank) const {
+std::vector<optim::span> shard_layout::owned() const {
   std::vector<optim::span> out;
-  for (const bucket_shard& b : buckets_) {
-    const bucket_shard theirs = split(b.begin, b.end, ranks_, rank);
-    if (theirs.own_end > theirs.own_begin)
-      out.push_back({theirs.own_begin, theirs.own_end - theirs.own_begin});
-  }
+  for (const bucket_shard& b : buckets_)
+    if (b.own_end > b.own_begin)
+      out.push_back({b.own_begin, b.own_end - b.own_begin});
   return out;
 }
 

@@ -34,7 +34,6 @@ struct bucket_shard {
   int64_t begin = 0, end = 0;
   int64_t chunk = 0;
   int64_t own_begin = 0, own_end = 0;  // this rank's part
-  int64_t state_offset = 0;            // where its state lies in the rank's shard
   bool padded(int ranks) const { return chunk * ranks != end - begin; }
 };
 
@@ -57,8 +56,6 @@ public:
   std::vector<optim::span> owned() const;
   /// Elements this rank owns (its optimizer state per state buffer).
   int64_t owned_count() const { return owned_count_; }
-  /// Another rank's parts in the same layout.
-  std::vector<optim::span> owned_by(int rank) const;
 
 private:
   int64_t count_ = 0;
