@@ -290,16 +290,9 @@ void async_checkpointer::run(job& j) {
     if (!j.cancelled.load()) {
       const checkpoint_snapshot& s = *j.snapshot;
       std::vector<checkpoint::buffer_view> views;
-      for (const auto& b : s.buffers) {
-        views.push_back({b.name, b.data.get(), b.count, {}});  // the codec reads [begin, end)
-        int64_t at = 0;
-        for (const optim::span& r : b.pieces) {  // or exactly these ranges
-          views.back().pieces.push_back({r.begin, r.count, b.data.get() + at});
-          at += r.count;
-        }
-        if (b.sharded && b.pieces.empty())
-          views.back().pieces.push_back({0, 0, nullptr});  // owns none of it
-      }
+      for (const auto& b : s.buffers)  // the codec reads [begin, end), or exactly the pieces
+        views.push_back({b.name, b.data.get(), b.count,
+                         wire::pieces_of<checkpoint::piece>(b.pieces, b.data.get(), b.sharded)});
       j.written = codec_->write_shard(j.save.temp, s.rank, s.world_size, views);
       if (options_.test_write_delay.count() > 0)
         std::this_thread::sleep_for(options_.test_write_delay);

@@ -12,6 +12,7 @@
 
 #include "dtrain/checkpoint/checkpoint.hpp"
 #include "dtrain/core/status.hpp"
+#include "dtrain/optim/optimizer.hpp"
 
 namespace dtrain::train::wire {
 
@@ -106,6 +107,23 @@ inline result<std::vector<checkpoint::shard_info>> decode_shards(const std::vect
       return info.error().with_context("replica " + std::to_string(r));
     out.push_back(std::move(*info));
   }
+  return out;
+}
+
+/// The pieces (checkpoint::piece or target_piece) of a buffer this rank
+/// holds only in part (ZeRO): the `owned` ranges, packed in order from
+/// `data`; one empty piece when it owns none (no pieces at all would mean
+/// the whole buffer). Nothing for a buffer held whole (`sharded` false).
+template <class Piece, class Float>
+std::vector<Piece> pieces_of(const std::vector<optim::span>& owned, Float* data, bool sharded) {
+  std::vector<Piece> out;
+  int64_t at = 0;
+  for (const optim::span& r : owned) {
+    out.push_back({r.begin, r.count, data + at});
+    at += r.count;
+  }
+  if (sharded && out.empty())
+    out.push_back({0, 0, nullptr});
   return out;
 }
 

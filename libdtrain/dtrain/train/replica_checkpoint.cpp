@@ -144,16 +144,10 @@ result<std::vector<bytes>> replica_runner::write_shard(const std::string& dir) {
   std::vector<tensor> copies;  // host copies of device buffers
   std::vector<checkpoint::buffer_view> views;
   for (auto& b : checkpoint_buffers()) {
-    checkpoint::buffer_view v{b.name, host_data(*b.data, copies), b.count, {}};
+    const float* data = host_data(*b.data, copies);
     // A shard of the state (ZeRO): this rank writes exactly its ranges.
-    int64_t at = 0;
-    for (const optim::span& r : b.owned) {
-      v.pieces.push_back({r.begin, r.count, v.data + at});
-      at += r.count;
-    }
-    if (b.sharded && v.pieces.empty())
-      v.pieces.push_back({0, 0, nullptr});  // this rank owns none of it
-    views.push_back(std::move(v));
+    views.push_back({b.name, data, b.count,
+                     wire::pieces_of<checkpoint::piece>(b.owned, data, b.sharded)});
   }
   auto mine = options_.codec->write_shard(dir, ctx_->rank(), ctx_->world_size(), views);
   copies.clear();
@@ -235,17 +229,10 @@ status replica_runner::load_checkpoint(const std::string& dir) {
     float* data = b.data->where().is_cpu()
                       ? b.data->data()
                       : staging.emplace_back(tensor::empty({b.data->numel()})).data();
-    checkpoint::buffer_target t{b.name, data, b.count, {}};
     // A shard of the state (ZeRO): only this rank's ranges are read, from
     // whichever shards of whichever group size hold them.
-    int64_t at = 0;
-    for (const optim::span& r : b.owned) {
-      t.pieces.push_back({r.begin, r.count, data + at});
-      at += r.count;
-    }
-    if (b.sharded && t.pieces.empty())
-      t.pieces.push_back({0, 0, nullptr});  // this rank owns none of it
-    targets.push_back(std::move(t));
+    targets.push_back({b.name, data, b.count,
+                       wire::pieces_of<checkpoint::target_piece>(b.owned, data, b.sharded)});
   }
   DTRAIN_RETURN_IF_ERROR(c.read_buffers(dir, m, targets));
   for (size_t i = 0, s = 0; i < buffers.size(); ++i)
