@@ -350,8 +350,17 @@ status wait_for_tasks(actors::cluster& c, const launch_plan& p, child& head, chi
   }
 }
 
-// Rank 0: the driver, watched until it exits; why it was stopped ("" when
-// it was not) and its exit status.
+// "" while every task's node is in the cluster; otherwise what left.
+std::string node_left(actors::cluster& c, const launch_plan& p) {
+  auto hosts = nodes_by_host(c);
+  if (!hosts || count(*hosts) >= p.env.world_size)
+    return "";
+  return "a task's node left the cluster (" + std::to_string(count(*hosts)) + " of " +
+         std::to_string(p.env.world_size) + " remain)";
+}
+
+// Rank 0: the driver, watched until it exits; why the job failed ("" when
+// the driver ended on its own, for reasons of its own) and its exit status.
 std::pair<std::string, int> drive(const launch_options& o, const launch_plan& p,
                                   actors::cluster& c, child& head, child& node,
                                   const std::string& dtrain) {
@@ -367,12 +376,16 @@ std::pair<std::string, int> drive(const launch_options& o, const launch_plan& p,
       lost = "stopped by a signal";
     else if (!head.running() || !node.running())
       lost = std::string("rank 0's ") + (head.running() ? "node" : "head") + " exited";
-    else if (auto hosts = nodes_by_host(c); hosts && count(*hosts) < p.env.world_size)
-      lost = "a task's node left the cluster (" + std::to_string(count(*hosts)) + " of " +
-             std::to_string(p.env.world_size) + " remain)";
-    else
+    else if (lost = node_left(c, p); lost.empty())
       std::this_thread::sleep_for(milliseconds(500));
   }
+  // A driver that failed on its own may have failed because a task's node
+  // left between two polls (its trainer learns of a lost replica before
+  // this loop does): name that cause rather than a bare exit code.
+  if (!lost.empty())
+    lost += "; the driver was stopped";
+  else if (int rc = *(*driver)->exit_status(); rc != 0 && !(lost = node_left(c, p)).empty())
+    lost += "; the driver exited with " + std::to_string(rc);
   (*driver)->stop(milliseconds(10000));
   return {lost, *(*driver)->exit_status()};
 }
@@ -396,7 +409,7 @@ int lead(const launch_options& o, const launch_plan& p, child& head, child& node
   node.stop(milliseconds(5000));
   head.stop(milliseconds(5000));
   if (!lost.empty())
-    return fail(lost + "; the driver was stopped");
+    return fail(lost);
   std::printf("dtrain launch: the driver exited with %d\n", rc);
   return rc;
 }
