@@ -275,9 +275,11 @@ BOOST_AUTO_TEST_CASE(zero_stage_and_clip_grad_norm_are_read_written_only_when_se
   BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string());
   BOOST_TEST(again->zero_stage == 2);
   BOOST_TEST(again->clip_grad_norm == 1.5);
-  BOOST_TEST(error_of(minimal("optimizations:\n  zero_stage: 3\n")).find(
-                 "optimizations.zero_stage 3 (sharded parameters) is not implemented yet") !=
-             std::string::npos);
+  auto three = parse_experiment(minimal("optimizations:\n  zero_stage: 3\n"), "three.yaml");
+  BOOST_TEST_REQUIRE(three.is_ok(), three.error().to_string());
+  BOOST_TEST(three->zero_stage == 3);
+  BOOST_TEST(error_of(minimal("optimizations:\n  zero_stage: 4\n"))
+                 .find("optimizations.zero_stage must be 0, 1, 2 or 3, got 4") != std::string::npos);
   for (const char* bad : {"-1", "4", "two"})
     BOOST_TEST(error_of(minimal(std::string("optimizations:\n  zero_stage: ") + bad + "\n"))
                        .find("optimizations.zero_stage") != std::string::npos, bad);

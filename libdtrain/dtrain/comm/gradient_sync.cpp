@@ -1,12 +1,11 @@
 #include "dtrain/comm/gradient_sync.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/tensor/ops.hpp"
+#include "dtrain/zero/huge_pages.hpp"
 
 namespace dtrain::comm {
 
@@ -171,30 +170,6 @@ status gradient_sync::plan_buckets() {
   return status::ok();
 }
 
-namespace {
-
-constexpr uintptr_t huge_page = uintptr_t{2} << 20;
-
-// `count` zeroed floats of private memory on 2 MiB boundaries, backed by
-// transparent huge pages where the kernel allows (madvise mode): freed
-// and faulted back a huge page at a time, which costs a few percent of
-// what 4 KiB pages cost (ZeRO stage 2 frees and refills its foreign
-// gradient pages every step).
-result<tensor> huge_page_buffer(int64_t count) {
-  const size_t bytes = (static_cast<size_t>(count) * sizeof(float) + huge_page - 1) /
-                       huge_page * huge_page;
-  const size_t mapped = bytes + huge_page;  // room to align
-  void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (base == MAP_FAILED)
-    return status(error_code::resource_exhausted,
-                  "gradient_sync: cannot map " + std::to_string(mapped) + " bytes of gradients");
-  auto at = (reinterpret_cast<uintptr_t>(base) + huge_page - 1) / huge_page * huge_page;
-  (void)madvise(reinterpret_cast<void*>(at), bytes, MADV_HUGEPAGE);  // a hint: fine if refused
-  std::shared_ptr<void> owner(base, [mapped](void* p) { munmap(p, mapped); });
-  return tensor::over(reinterpret_cast<float*>(at), {count}, std::move(owner));
-}
-
-} // namespace
 
 status gradient_sync::place_gradients() {
   if (comm_.size() == 1 || !model_.gradients().where().is_cpu() ||
@@ -210,10 +185,10 @@ status gradient_sync::place_gradients() {
   for (const auto& b : layout_.buckets())
     widest = std::max(widest, b.end - b.begin - b.chunk);
   releasing_ = options_.zero_stage >= 2 &&
-               widest * static_cast<int64_t>(sizeof(float)) >= 2 * static_cast<int64_t>(huge_page);
+               widest * static_cast<int64_t>(sizeof(float)) >= 2 * static_cast<int64_t>(zero::huge_page_bytes);
   tensor storage;
   if (releasing_) {
-    DTRAIN_ASSIGN_OR_RETURN(storage, huge_page_buffer(model_.parameter_count()));
+    DTRAIN_ASSIGN_OR_RETURN(storage, zero::huge_page_buffer(model_.parameter_count(), "gradients"));
   } else {
     DTRAIN_ASSIGN_OR_RETURN(storage, comm_.shared_buffer(model_.parameter_count()));
   }
@@ -225,26 +200,10 @@ int64_t gradient_sync::released_bytes() const {
   if (!releasing_)
     return total;
   for (const auto& b : layout_.buckets())
-    total += static_cast<int64_t>(foreign_pages(b, nullptr));
+    total += static_cast<int64_t>(zero::foreign_pages(b, nullptr, false));
   return total;
 }
 
-size_t gradient_sync::foreign_pages(const zero::bucket_shard& part, float* base) const {
-  // Whole huge pages of [begin, own_begin) and [own_end, end); `base` null:
-  // only counted (as if the buffer began on a huge page, as it does).
-  auto span = [&](int64_t begin, int64_t end) -> size_t {
-    const uintptr_t origin = reinterpret_cast<uintptr_t>(base);
-    const uintptr_t first = (origin + static_cast<uintptr_t>(begin) * sizeof(float) + huge_page - 1) /
-                            huge_page * huge_page;
-    const uintptr_t last = (origin + static_cast<uintptr_t>(end) * sizeof(float)) / huge_page * huge_page;
-    if (last <= first)
-      return 0;
-    if (base != nullptr)
-      (void)madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
-    return last - first;
-  };
-  return span(part.begin, part.own_begin) + span(part.own_end, part.end);
-}
 
 std::vector<std::pair<int64_t, int64_t>> gradient_sync::bucket_ranges() const {
   std::vector<std::pair<int64_t, int64_t>> out;
@@ -344,7 +303,7 @@ void gradient_sync::release_foreign(const zero::bucket_shard& part) {
   // until the next backward writes them (which overwrites: fresh zero
   // pages do).
   if (releasing_)
-    (void)foreign_pages(part, model_.gradients().data());
+    (void)zero::foreign_pages(part, model_.gradients().data(), true);
 }
 
 status gradient_sync::complete(bucket& b) {

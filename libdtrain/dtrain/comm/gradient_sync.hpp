@@ -119,9 +119,6 @@ private:
   /// Stage 2, host memory: frees the pages of a reduced bucket that lie
   /// wholly in parts other ranks own.
   void release_foreign(const zero::bucket_shard& part);
-  /// Bytes of whole huge pages in `part`'s foreign chunks (freed when
-  /// `base` is the gradient buffer's start, only counted when null).
-  size_t foreign_pages(const zero::bucket_shard& part, float* base) const;
   /// Chooses where the gradients live (see place_gradients() in the .cpp).
   status place_gradients();
   status complete(bucket& b);

@@ -168,7 +168,21 @@ result<const tensor*> model::forward(const tensor& x, bool training) {
                             " but the model is on " + options_.where.to_string());
   forward_context ctx{training, hash64(options_.seed ^ 0x5eedd00dULL, passes_++),
                       options_.compute};
-  const tensor& out = layers_->forward(x, ctx);
+  const tensor* h = &x;
+  if (window_ == nullptr) {
+    h = &layers_->forward(x, ctx);
+  } else {
+    for (size_t i = 0; i < layers_->layer_count(); ++i) {
+      if (status s = window_->acquire(i, false); !s.is_ok()) {
+        have_activations_ = false;
+        return s.with_context("before layer " + std::to_string(i + 1) + " " +
+                              layers_->layer(i).describe());
+      }
+      h = &layers_->layer(i).forward(*h, ctx);
+      window_->release(i, false);
+    }
+  }
+  const tensor& out = *h;
   if (status s = layers_->last_status(); !s.is_ok()) {
     have_activations_ = false;
     return s;
@@ -189,25 +203,49 @@ status model::backward(const tensor& grad_output, bool accumulate) {
   have_activations_ = false;
   const tensor* g = &grad_output;
   for (size_t i = layers_->layer_count(); i-- > 0;) {
+    if (window_ != nullptr)
+      if (status s = window_->acquire(i, true); !s.is_ok())
+        return s.with_context("before the backward of layer " + std::to_string(i + 1) + " " +
+                              layers_->layer(i).describe());
     g = &layers_->layer(i).backward(*g, {i > 0, accumulate, options_.compute});
     auto [first, end] = layer_ranges_[i];
     if (hook_ && end > first)
       hook_(first, end - first);
+    if (window_ != nullptr)
+      window_->release(i, true);
   }
   return layers_->last_status();
 }
 
 void model::zero_grad() { ops::fill(grads_, 0.0f); }
 
+namespace {
+
+status check_storage(const tensor& storage, const tensor& now, const char* what) {
+  if (storage.defined() && storage.numel() == now.numel() && storage.where() == now.where())
+    return status::ok();
+  return invalid_argument(std::string("adopt_") + what + ": the model has " +
+                          std::to_string(now.numel()) + " " + what + " on " +
+                          now.where().to_string() + ", the storage " +
+                          (storage.defined() ? std::to_string(storage.numel()) + " floats on " +
+                                                   storage.where().to_string()
+                                             : std::string("is undefined")));
+}
+
+} // namespace
+
 status model::adopt_gradients(tensor storage) {
-  if (!storage.defined() || storage.numel() != grads_.numel() || storage.where() != grads_.where())
-    return invalid_argument("adopt_gradients: the model has " + std::to_string(grads_.numel()) +
-                            " gradients on " + grads_.where().to_string() + ", the storage " +
-                            (storage.defined() ? std::to_string(storage.numel()) + " floats on " +
-                                                     storage.where().to_string()
-                                               : std::string("is undefined")));
+  DTRAIN_RETURN_IF_ERROR(check_storage(storage, grads_, "gradients"));
   storage.copy_from(grads_);
   grads_ = storage.reshape({grads_.numel()});
+  bind_layers();
+  return status::ok();
+}
+
+status model::adopt_parameters(tensor storage) {
+  DTRAIN_RETURN_IF_ERROR(check_storage(storage, params_, "parameters"));
+  storage.copy_from(params_);
+  params_ = storage.reshape({params_.numel()});
   bind_layers();
   return status::ok();
 }

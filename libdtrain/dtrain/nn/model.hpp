@@ -31,6 +31,22 @@ struct parameter_slot {
   int64_t count = 0;
 };
 
+/// What makes a layer's parameters present while it computes (ZeRO stage
+/// 3, zero/parameter_shards.hpp: each rank keeps its own part of
+/// parameters() and the others' parts are gathered for a layer and let go
+/// after it). model::forward and model::backward call acquire(i) before
+/// layer i computes (forward: first layer to last; backward: last to
+/// first) and release(i) after it (in backward, after the gradient-ready
+/// hook). Between the two calls, layer_range(i) of parameters() must hold
+/// the model's values; elsewhere it may hold anything.
+class parameter_window {
+public:
+  virtual ~parameter_window() = default;
+  /// An error (a failed all-gather) ends the pass with it.
+  virtual status acquire(size_t layer, bool backward) = 0;
+  virtual void release(size_t layer, bool backward) = 0;
+};
+
 /// A network ready to train: a flat list of layers and the memory of all
 /// their parameters.
 ///
@@ -114,6 +130,15 @@ public:
   /// rebinds the layers to it; views of the old gradients() stay valid
   /// but are no longer the model's.
   status adopt_gradients(tensor storage);
+  /// As adopt_gradients, for the parameters.
+  status adopt_parameters(tensor storage);
+  /// Calls `window` around every layer's forward and backward (null: none,
+  /// the default); the caller keeps it alive while it is set.
+  void set_parameter_window(parameter_window* window) { window_ = window; }
+  size_t layer_count() const { return layer_ranges_.size(); }
+  /// [first, end) of layer i's parameters in parameters() (first == end
+  /// for a layer without any).
+  std::pair<int64_t, int64_t> layer_range(size_t i) const { return layer_ranges_[i]; }
   /// Synchronized BatchNorm: every batch_norm layer's training statistics
   /// become the group's, reduced through `reduce` (module.hpp); empty: each
   /// replica's own (the default).
@@ -161,6 +186,7 @@ private:
   bool have_activations_ = false;
   int64_t last_batch_ = -1;
   gradient_ready_hook hook_;
+  parameter_window* window_ = nullptr;
 };
 
 } // namespace dtrain::nn

@@ -47,6 +47,10 @@ public:
   /// Whether step_owned() works: dtrain's own optimizers; a wrapped
   /// library's that steps its own parameters does not.
   virtual bool shardable() const { return false; }
+  /// Whether step_owned() reads and writes the parameters inside the owned
+  /// ranges only, so that the rest of them need not be memory during the
+  /// step (ZeRO stage 3): dtrain's own optimizers.
+  virtual bool shards_parameters() const { return false; }
 
   int64_t steps() const { return steps_; }
   /// For restoring from a checkpoint; state buffers are restored by writing
@@ -96,6 +100,7 @@ public:
   std::string name() const override { return "sgd"; }
   std::vector<std::pair<std::string, tensor*>> state_buffers() override;
   bool shardable() const override { return true; }
+  bool shards_parameters() const override { return true; }
 
 private:
   explicit sgd(const sgd_options& options) : options_(options) {}
@@ -122,6 +127,7 @@ public:
   std::string name() const override { return options_.decoupled ? "adamw" : "adam"; }
   std::vector<std::pair<std::string, tensor*>> state_buffers() override;
   bool shardable() const override { return true; }
+  bool shards_parameters() const override { return true; }
 
 private:
   explicit adam(const adam_options& options) : options_(options) {}

@@ -292,7 +292,7 @@ void async_checkpointer::run(job& j) {
       std::vector<checkpoint::buffer_view> views;
       for (const auto& b : s.buffers)  // the codec reads [begin, end), or exactly the pieces
         views.push_back({b.name, b.data.get(), b.count,
-                         wire::pieces_of<checkpoint::piece>(b.pieces, b.data.get(), b.sharded)});
+                         wire::pieces_of<checkpoint::piece>(b.pieces, b.data.get(), b.sharded, b.packed)});
       j.written = codec_->write_shard(j.save.temp, s.rank, s.world_size, views);
       if (options_.test_write_delay.count() > 0)
         std::this_thread::sleep_for(options_.test_write_delay);

@@ -50,9 +50,11 @@ struct checkpoint_snapshot {
     std::unique_ptr<float[]> data;        // [count]; only [begin, end) filled
     int64_t held = 0;                     // floats in data
     /// A shard of the state (ZeRO): the ranges this rank writes instead of
-    /// [begin, end), packed in order at the start of data (maybe none).
+    /// [begin, end), packed in order at the start of data (maybe none), or
+    /// not `packed`, each at its own position (stage 3's parameters).
     bool sharded = false;
     std::vector<optim::span> pieces;
+    bool packed = true;
   };
   std::vector<buffer> buffers;
   int rank = 0, world_size = 1;

@@ -112,14 +112,17 @@ inline result<std::vector<checkpoint::shard_info>> decode_shards(const std::vect
 
 /// The pieces (checkpoint::piece or target_piece) of a buffer this rank
 /// holds only in part (ZeRO): the `owned` ranges, packed in order from
-/// `data`; one empty piece when it owns none (no pieces at all would mean
-/// the whole buffer). Nothing for a buffer held whole (`sharded` false).
+/// `data` (optimizer state) or, when not `packed`, each at its own
+/// position in a buffer of the whole count (stage 3's parameters); one
+/// empty piece when it owns none (no pieces at all would mean the whole
+/// buffer). Nothing for a buffer held whole (`sharded` false).
 template <class Piece, class Float>
-std::vector<Piece> pieces_of(const std::vector<optim::span>& owned, Float* data, bool sharded) {
+std::vector<Piece> pieces_of(const std::vector<optim::span>& owned, Float* data, bool sharded,
+                             bool packed) {
   std::vector<Piece> out;
   int64_t at = 0;
   for (const optim::span& r : owned) {
-    out.push_back({r.begin, r.count, data + at});
+    out.push_back({r.begin, r.count, data + (packed ? at : r.begin)});
     at += r.count;
   }
   if (sharded && out.empty())

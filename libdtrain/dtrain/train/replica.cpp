@@ -177,7 +177,8 @@ replica_runner::replica_runner(const replica_options& options,
   : options_(options), ctx_(std::move(ctx)) {}
 
 replica_runner::~replica_runner() {
-  sync_.reset();  // unhooks the model before it goes
+  shards_.reset();  // both unhook the model before it goes
+  sync_.reset();
 }
 
 result<std::unique_ptr<replica_runner>> replica_runner::create(
@@ -209,6 +210,14 @@ status replica_runner::build() {
                             " shards the optimizer state, which the optimizer '" +
                             parts_.optimizer->name() +
                             "' cannot do (dtrain's sgd, adam and adamw can)");
+  if (options_.zero_stage >= 3 && !parts_.model->where().is_cpu())
+    return invalid_argument("zero_stage 3 shards the parameters in host memory only; the model "
+                            "is on " + parts_.model->where().to_string() +
+                            " (stages 1 and 2 run there)");
+  if (options_.zero_stage >= 3 && !parts_.optimizer->shards_parameters())
+    return invalid_argument("zero_stage 3 needs an optimizer that reads only its own parts of "
+                            "the parameters; '" + parts_.optimizer->name() +
+                            "' does not (dtrain's sgd, adam and adamw do; stages 1 and 2 take it)");
   if (!(options_.clip_grad_norm >= 0.0f) || !std::isfinite(options_.clip_grad_norm))
     return invalid_argument("clip_grad_norm must be finite and >= 0 (0: no clipping), got " +
                             std::to_string(options_.clip_grad_norm));
@@ -269,9 +278,14 @@ status replica_runner::build_group() {
   so.aggregation_frequency = options_.aggregation_frequency;
   so.compress = options_.compress;
   so.zero_stage = options_.zero_stage;
-  sync_.reset();  // unhooks the model from the old group's sync first
+  shards_.reset();  // both unhook the model from the old group first
+  sync_.reset();
   DTRAIN_ASSIGN_OR_RETURN(sync_, comm::gradient_sync::create(*parts_.model,
                                                              ctx_->communicator(), so));
+  if (options_.zero_stage >= 3) {
+    DTRAIN_ASSIGN_OR_RETURN(shards_, zero::parameter_shards::create(
+                                         *parts_.model, ctx_->communicator(), *sync_->layout()));
+  }
   if (parts_.sync_batch_norm && world > 1) {
     // Issued on this thread between the gradient sync's own collectives,
     // in the same order on every replica.
@@ -512,6 +526,20 @@ void replica_runner::apply_validation_transforms(const data::dataset& set, tenso
 }
 
 const tensor& replica_runner::parameters() const { return parts_.model->parameters(); }
+
+result<std::vector<float>> replica_runner::parameter_values() {
+  if (!shards_)
+    return parts_.model->parameters().to_vector();
+  status gathered = shards_->gather_all();
+  std::vector<float> out;
+  if (gathered)
+    out = parts_.model->parameters().to_vector();
+  shards_->reshard();
+  if (!gathered)
+    return gathered.with_context("replica " + std::to_string(ctx_->rank()) +
+                                 ": gathering the sharded parameters");
+  return out;
+}
 
 const tensor& replica_runner::model_buffers() const { return parts_.model->buffers(); }
 

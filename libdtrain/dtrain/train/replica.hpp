@@ -18,6 +18,7 @@
 #include "dtrain/train/loss_scaler.hpp"
 #include "dtrain/train/metrics.hpp"
 #include "dtrain/train/operator.hpp"
+#include "dtrain/zero/parameter_shards.hpp"
 
 namespace dtrain::train {
 
@@ -67,8 +68,9 @@ struct replica_options {
   /// (async_checkpoint.hpp; needs `codec`); off by default.
   async_checkpoint_options async_checkpoint;
   /// ZeRO (zero/shard_layout.hpp): 1 splits the optimizer state across the
-  /// group, 2 also the averaged gradients; 0 keeps everything on every
-  /// replica. Needs one of dtrain's own optimizers. Checkpoints hold the
+  /// group, 2 also the averaged gradients, 3 also the parameters
+  /// (zero/parameter_shards.hpp; host memory only); 0 keeps everything on
+  /// every replica. Needs a shardable optimizer (stage 3: dtrain's own). Checkpoints hold the
   /// whole state whatever the stage, so any stage and group size restores
   /// them.
   int zero_stage = 0;
@@ -190,7 +192,13 @@ public:
   /// or "".
   const std::string& last_checkpoint() const { return last_checkpoint_; }
 
+  /// The model's flat parameter buffer. At ZeRO stage 3 only this rank's
+  /// parts hold values between passes: see parameter_values().
   const tensor& parameters() const;
+  /// The whole parameters, on the host. At stage 3 every bucket is
+  /// gathered for it, so every replica of the group must ask at once (the
+  /// trainer's parameter_hashes and get_model do).
+  result<std::vector<float>> parameter_values();
   /// The model's non-parameter state (nn::model::buffers()).
   const tensor& model_buffers() const;
   int64_t epochs_done() const { return epoch_; }
@@ -211,13 +219,15 @@ public:
 
   /// A buffer a checkpoint holds: the whole of `count` elements, or when
   /// `sharded` (ZeRO's optimizer state) only the `owned` ranges (maybe
-  /// none), packed in order in `data`.
+  /// none), packed in order in `data` (or, not `packed`, each at its own
+  /// position in `data` of the whole count: stage 3's parameters).
   struct state_buffer {
     std::string name;
     tensor* data = nullptr;
     int64_t count = 0;
     bool sharded = false;
     std::vector<optim::span> owned;
+    bool packed = true;
   };
 
 private:
@@ -287,6 +297,7 @@ private:
   operator_parts parts_;
   std::unique_ptr<data::loader> train_loader_, validation_loader_;
   std::unique_ptr<comm::gradient_sync> sync_;
+  std::unique_ptr<zero::parameter_shards> shards_;  // stage 3
   loss_scaler scaler_;
   tensor gather_scratch_;        // ZeRO: the padded bucket's all-gather
   double last_grad_norm_ = 0;    // before clipping, when clipping

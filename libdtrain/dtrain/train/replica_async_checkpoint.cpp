@@ -87,6 +87,7 @@ status replica_runner::take_snapshot(checkpoint_snapshot& s) {
     b.count = buffers[i].count;  // a shard's (ZeRO) is the whole buffer's
     b.sharded = buffers[i].sharded;
     b.pieces = buffers[i].owned;
+    b.packed = buffers[i].packed;
     // The slice the codec writes for this rank (checkpoint::buffer_view),
     // or the whole shard this rank holds.
     b.begin = b.sharded ? 0 : count * rank / world;

@@ -97,7 +97,12 @@ std::vector<replica_runner::state_buffer> replica_runner::checkpoint_buffers() {
     parts_.optimizer->allocate_state(layout->owned_count(), model.parameters().where());
   else
     parts_.optimizer->allocate_state(parameters());
-  std::vector<state_buffer> out{{"parameters", &model.parameters(), model.parameter_count(), false, {}}};
+  // At stage 3 a rank holds only its own parts of the parameters: it
+  // writes and reads those, as the optimizer state's.
+  const bool sharded = shards_ != nullptr;
+  std::vector<state_buffer> out{{"parameters", &model.parameters(), model.parameter_count(),
+                                 sharded, sharded ? layout->owned() : std::vector<optim::span>{},
+                                 false}};
   // Only models with state beyond their parameters (BatchNorm) carry it,
   // so that the checkpoints of the others stay as they were.
   if (model.buffer_count() > 0)
@@ -147,7 +152,7 @@ result<std::vector<bytes>> replica_runner::write_shard(const std::string& dir) {
     const float* data = host_data(*b.data, copies);
     // A shard of the state (ZeRO): this rank writes exactly its ranges.
     views.push_back({b.name, data, b.count,
-                     wire::pieces_of<checkpoint::piece>(b.owned, data, b.sharded)});
+                     wire::pieces_of<checkpoint::piece>(b.owned, data, b.sharded, b.packed)});
   }
   auto mine = options_.codec->write_shard(dir, ctx_->rank(), ctx_->world_size(), views);
   copies.clear();
@@ -232,12 +237,14 @@ status replica_runner::load_checkpoint(const std::string& dir) {
     // A shard of the state (ZeRO): only this rank's ranges are read, from
     // whichever shards of whichever group size hold them.
     targets.push_back({b.name, data, b.count,
-                       wire::pieces_of<checkpoint::target_piece>(b.owned, data, b.sharded)});
+                       wire::pieces_of<checkpoint::target_piece>(b.owned, data, b.sharded, b.packed)});
   }
   DTRAIN_RETURN_IF_ERROR(c.read_buffers(dir, m, targets));
   for (size_t i = 0, s = 0; i < buffers.size(); ++i)
     if (!buffers[i].data->where().is_cpu())
       buffers[i].data->copy_from(staging[s++]);
+  if (shards_)
+    shards_->reshard();  // only this rank's parts were read
   DTRAIN_RETURN_IF_ERROR(op_->load_state(m.extra).with_context("checkpoint " + dir));
   parts_.optimizer->set_steps(m.step);
   epoch_ = m.epoch;

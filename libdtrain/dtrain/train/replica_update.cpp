@@ -43,6 +43,10 @@ result<bool> replica_runner::apply_update(float lr) {
   }
   DTRAIN_RETURN_IF_ERROR(
       parts_.optimizer->step_owned(model.parameters(), grads, layout->owned(), lr));
+  if (shards_) {  // stage 3: the others' parts are gathered when a layer needs them
+    shards_->reshard();
+    return true;
+  }
   DTRAIN_RETURN_IF_ERROR(zero::gather_parameters(ctx_->communicator(), model.parameters(),
                                                  *layout, gather_scratch_)
                              .with_context("replica " + std::to_string(ctx_->rank())));
@@ -56,7 +60,9 @@ void replica_runner::report_memory(epoch_metrics& m) const {
   double state = 0;
   for (const auto& [name, buffer] : parts_.optimizer->state_buffers())
     state += static_cast<double>(buffer->numel());
-  m.extra["memory.parameters_bytes"] = n * floats;
+  // Stage 3 gives back the whole pages of the others' parts between passes.
+  m.extra["memory.parameters_bytes"] =
+      n * floats - (shards_ ? static_cast<double>(shards_->released_bytes()) : 0.0);
   // Stage 2 gives back the whole pages of the others' parts as their
   // buckets are reduced (gradient_sync.hpp): what is left between steps.
   m.extra["memory.gradients_bytes"] = n * floats - static_cast<double>(sync_->released_bytes());

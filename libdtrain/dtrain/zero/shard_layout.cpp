@@ -5,11 +5,8 @@
 namespace dtrain::zero {
 
 status check_stage(int stage, const std::string& field) {
-  if (stage == 3)
-    return invalid_argument(field + " 3 (sharded parameters) is not implemented yet; stages 1 "
-                                    "(optimizer state) and 2 (also gradients) are");
   if (stage < 0 || stage > max_stage)
-    return invalid_argument(field + " must be 0, 1 or 2, got " + std::to_string(stage));
+    return invalid_argument(field + " must be 0, 1, 2 or 3, got " + std::to_string(stage));
   return status::ok();
 }
 

@@ -15,9 +15,8 @@ namespace dtrain::zero {
 /// What is split: stage 1 the optimizer state, stage 2 also the averaged
 /// gradients (reduce-scattered instead of all-reduced), stage 3 also the
 /// parameters. 0: nothing (every rank holds everything).
-constexpr int max_stage = 2;
-/// A stage this build can run, or invalid_argument naming `field` and what
-/// is possible (stage 3 is rejected with its own reason).
+constexpr int max_stage = 3;
+/// A stage, or invalid_argument naming `field` and what is possible.
 status check_stage(int stage, const std::string& field);
 
 /// One gradient bucket and this rank's part of it.

@@ -69,38 +69,42 @@ float clip_ranges(tensor& grads, const std::vector<optim::span>& ranges, double 
   return static_cast<float>(factor);
 }
 
+comm::work_ptr launch_gather(comm::communicator& group, tensor& params, const bucket_shard& b,
+                             tensor& scratch) {
+  const int n = group.size();
+  const int64_t mine = b.chunk * group.rank();
+  if (!b.padded(n))  // in place: this rank's chunk lies in the bucket
+    return group.all_gather(params.view(b.begin + mine, {b.chunk}),
+                            params.view(b.begin, {b.end - b.begin}));
+  nn::ensure(scratch, {b.chunk * n}, params.where());
+  tensor own = scratch.view(mine, {b.chunk});
+  ops::fill(own, 0.0f);
+  if (b.own_end > b.own_begin)
+    scratch.view(mine, {b.own_end - b.own_begin})
+        .copy_from(params.view(b.own_begin, {b.own_end - b.own_begin}));
+  return group.all_gather(own, scratch);
+}
+
+void finish_gather(tensor& params, const bucket_shard& b, int ranks, const tensor& scratch) {
+  if (b.padded(ranks))
+    params.view(b.begin, {b.end - b.begin}).copy_from(scratch.view(0, {b.end - b.begin}));
+}
+
 status gather_parameters(comm::communicator& group, tensor& params, const shard_layout& layout,
                          tensor& scratch) {
-  const int n = group.size(), me = group.rank();
-  if (n == 1)
+  if (group.size() == 1)
     return status::ok();
   std::vector<comm::work_ptr> pending;
-  const bucket_shard* padded = nullptr;
-  for (const bucket_shard& b : layout.buckets()) {
-    const int64_t mine = b.chunk * me;
-    if (!b.padded(n)) {  // in place: this rank's chunk lies in the bucket
-      pending.push_back(group.all_gather(params.view(b.begin + mine, {b.chunk}),
-                                         params.view(b.begin, {b.end - b.begin})));
-      continue;
-    }
-    padded = &b;
-    nn::ensure(scratch, {b.chunk * n}, params.where());
-    tensor own = scratch.view(mine, {b.chunk});
-    ops::fill(own, 0.0f);
-    if (b.own_end > b.own_begin)
-      scratch.view(mine, {b.own_end - b.own_begin})
-          .copy_from(params.view(b.own_begin, {b.own_end - b.own_begin}));
-    pending.push_back(group.all_gather(own, scratch));
-  }
+  for (const bucket_shard& b : layout.buckets())
+    pending.push_back(launch_gather(group, params, b, scratch));
   status first;
   for (auto& w : pending)
     if (status s = w->wait(); !s && first.is_ok())
       first = s.with_context("gathering the sharded parameters");
   if (!first)
     return first;
-  if (padded != nullptr)
-    params.view(padded->begin, {padded->end - padded->begin})
-        .copy_from(scratch.view(0, {padded->end - padded->begin}));
+  for (const bucket_shard& b : layout.buckets())
+    finish_gather(params, b, group.size(), scratch);
   return status::ok();
 }
 

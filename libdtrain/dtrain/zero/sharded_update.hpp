@@ -45,6 +45,14 @@ result<gradient_state> inspect_gradients(tensor& grads, const std::vector<optim:
 float clip_ranges(tensor& grads, const std::vector<optim::span>& ranges, double norm,
                   float max_norm);
 
+/// One bucket of gather_parameters, issued: in place, or (a padded bucket)
+/// through `scratch`, which then stays untouched until finish_gather().
+comm::work_ptr launch_gather(comm::communicator& group, tensor& params, const bucket_shard& b,
+                             tensor& scratch);
+/// Once launch_gather's work has succeeded: copies a padded bucket out of
+/// `scratch` (nothing to do for the others).
+void finish_gather(tensor& params, const bucket_shard& b, int ranks, const tensor& scratch);
+
 /// After every rank has updated its own parts of `params`: all-gathers
 /// each bucket in place, so that every rank holds all of them again.
 /// All buckets are issued at once and then awaited; a padded bucket goes

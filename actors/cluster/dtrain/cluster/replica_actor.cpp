@@ -286,7 +286,10 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
       if (status s = check_owner(spec, capability, "params"); !s)
         return to_caf(s);
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<std::vector<char>> {
-        auto v = r.parameters().to_vector();
+        auto values = r.parameter_values();
+        if (!values)
+          return to_caf(values.error());
+        const std::vector<float>& v = *values;
         const char* p = reinterpret_cast<const char*>(v.data());
         return std::vector<char>(p, p + v.size() * sizeof(float));
       });
@@ -295,7 +298,10 @@ replica_actor::behavior_type replica_worker(replica_actor::stateful_pointer<work
       if (status s = check_owner(spec, capability, "hash"); !s)
         return to_caf(s);
       return with_runner(self, rank, [&](train::replica_runner& r) -> caf::result<uint64_t> {
-        auto v = r.parameters().to_vector();
+        auto values = r.parameter_values();
+        if (!values)
+          return to_caf(values.error());
+        const std::vector<float>& v = *values;
         return hash::fnv1a(v.data(), v.size() * sizeof(float));
       });
     },

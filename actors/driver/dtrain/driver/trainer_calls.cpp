@@ -103,16 +103,23 @@ status trainer::restore(const std::string& path) {
 result<std::vector<float>> trainer::get_model() {
   if (stopped_ || replicas_.empty())
     return status(error_code::aborted, "get_model: the trainer has been shut down");
+  auto to_floats = [](const std::vector<char>& raw) {
+    std::vector<float> v(raw.size() / sizeof(float));
+    std::memcpy(v.data(), raw.data(), v.size() * sizeof(float));
+    return v;
+  };
+  if (config_.zero_stage >= 3) {
+    // Each replica holds its own parts only: all gather them at once.
+    auto all = ask_all<std::vector<char>>(config_.epoch_timeout, "get_model", params_atom::value);
+    if (!all)
+      return all.error();
+    return to_floats(all->front());
+  }
   caf::scoped_actor self{cluster_.system()};
   result<std::vector<float>> out{status(error_code::internal, "no reply")};
   self->request(replicas_[0], config_.epoch_timeout, params_atom::value, capabilities_[0])
-      .receive(
-          [&](std::vector<char>& raw) {
-            std::vector<float> v(raw.size() / sizeof(float));
-            std::memcpy(v.data(), raw.data(), v.size() * sizeof(float));
-            out = std::move(v);
-          },
-          [&](caf::error& e) { out = from_caf(e, "get_model from replica 0"); });
+      .receive([&](std::vector<char>& raw) { out = to_floats(raw); },
+               [&](caf::error& e) { out = from_caf(e, "get_model from replica 0"); });
   return out;
 }
 
