@@ -107,6 +107,9 @@ int run_predict(const predict_command_options& o) {
   actors::trainer_config tc = actors::trainer_config_from(*e);
   tc.name = e->name + "-predict";
   tc.checkpoint_dir.clear();  // restores from --checkpoint; saves nothing
+  // Each replica predicts its own chunks alone, with the whole model: a
+  // sharded run's checkpoint restores unsharded (docs/zero.md).
+  tc.zero_stage = 0;
   if (o.replicas > 0)
     tc.num_replicas = o.replicas;
   // Each replica's batch: the experiment's share of its global batch.

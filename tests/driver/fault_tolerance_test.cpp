@@ -62,6 +62,14 @@ trainer_config zero_mlp(const std::string& checkpoints) {
   return t;
 }
 
+// And under stage 3: the parameters are sharded too.
+trainer_config zero3_mlp(const std::string& checkpoints) {
+  trainer_config t = zero_mlp(checkpoints);
+  t.name = "faulty-zero3";
+  t.zero_stage = 3;
+  return t;
+}
+
 #ifdef DTRAIN_TEST_TORCH_PLUGIN
 // The same run with a libtorch model (tests/plugins/torch_plugin.cpp),
 // shipped to the nodes as a plugin.
@@ -323,6 +331,10 @@ BOOST_AUTO_TEST_SUITE(zero_model)
 
 BOOST_AUTO_TEST_CASE(a_node_killed_under_stage_2_recovers_from_the_checkpoint_and_grows_back) {
   fail_a_node_mid_epoch(SIGKILL, milliseconds(1000), comeback::elastic, zero_mlp);
+}
+
+BOOST_AUTO_TEST_CASE(a_node_killed_under_stage_3_recovers_from_the_checkpoint_and_grows_back) {
+  fail_a_node_mid_epoch(SIGKILL, milliseconds(1000), comeback::elastic, zero3_mlp);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -65,6 +65,10 @@ public:
   /// The head's HOST:PORT.
   const std::string& address() const { return address_; }
   const std::string home() const { return home_.string(); }
+  /// The node processes' ids (the head's is not among them), in start order.
+  std::vector<pid_t> node_pids() const {
+    return pids_.empty() ? std::vector<pid_t>{} : std::vector<pid_t>(pids_.begin() + 1, pids_.end());
+  }
   /// Whether `pid` is one of the processes this started.
   bool owns(int64_t pid) const {
     return std::find(pids_.begin(), pids_.end(), static_cast<pid_t>(pid)) != pids_.end();

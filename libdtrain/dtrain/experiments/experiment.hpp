@@ -100,7 +100,8 @@ struct experiment {
   /// (PyTorch DDP's bucket_cap_mb); 0: the device's default.
   double bucket_cap_mb = 0;
   /// optimizations.zero_stage: 0, 1 (optimizer state sharded across the
-  /// replicas) or 2 (also the gradients); see zero/shard_layout.hpp.
+  /// replicas), 2 (also the gradients) or 3 (also the parameters); see
+  /// docs/zero.md.
   int zero_stage = 0;
   /// optimizations.clip_grad_norm: the averaged gradient's L2 norm is
   /// clipped to this (torch's clip_grad_norm_); 0: off.

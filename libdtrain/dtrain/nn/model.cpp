@@ -201,6 +201,7 @@ status model::backward(const tensor& grad_output, bool accumulate) {
                           ", " + std::to_string(output_features_) + "], got " +
                           (grad_output.defined() ? shape_string(grad_output.shape()) : "undefined"));
   have_activations_ = false;
+  gradients_written_ = true;
   const tensor* g = &grad_output;
   for (size_t i = layers_->layer_count(); i-- > 0;) {
     if (window_ != nullptr)
@@ -236,7 +237,8 @@ status check_storage(const tensor& storage, const tensor& now, const char* what)
 
 status model::adopt_gradients(tensor storage) {
   DTRAIN_RETURN_IF_ERROR(check_storage(storage, grads_, "gradients"));
-  storage.copy_from(grads_);
+  if (gradients_written_)
+    storage.copy_from(grads_);
   grads_ = storage.reshape({grads_.numel()});
   bind_layers();
   return status::ok();

@@ -126,9 +126,11 @@ public:
   status backward(const tensor& grad_output, bool accumulate = true);
   void zero_grad();
   /// Moves the gradients into `storage` (as many floats, on the model's
-  /// device: a communicator's shared_buffer()), their values copied, and
-  /// rebinds the layers to it; views of the old gradients() stay valid
-  /// but are no longer the model's.
+  /// device, reading as zeros: a communicator's shared_buffer()), their
+  /// values copied, and rebinds the layers to it; views of the old
+  /// gradients() stay valid but are no longer the model's. Before the
+  /// first backward() the gradients are create()'s zeros and nothing is
+  /// copied, so that the storage's pages stay untouched until written.
   status adopt_gradients(tensor storage);
   /// As adopt_gradients, for the parameters.
   status adopt_parameters(tensor storage);
@@ -184,6 +186,7 @@ private:
   std::vector<std::pair<int64_t, int64_t>> layer_ranges_;
   uint64_t passes_ = 0;
   bool have_activations_ = false;
+  bool gradients_written_ = false;  // by a backward() since create()
   int64_t last_batch_ = -1;
   gradient_ready_hook hook_;
   parameter_window* window_ = nullptr;

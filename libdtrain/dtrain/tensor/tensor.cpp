@@ -6,6 +6,7 @@
 #include <limits>
 #include <new>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "dtrain/core/check.hpp"
@@ -137,6 +138,17 @@ tensor tensor::over(float* data, const shape_t& shape, std::shared_ptr<void> own
 }
 
 result<tensor> tensor::try_zeros(const shape_t& shape, device where) {
+  DTRAIN_ASSIGN_OR_RETURN(size_t bytes, checked_bytes(shape));
+  if (!where.is_cuda() && bytes >= (size_t{4} << 20) && bytes <= host_allocation_limit()) {
+    // Fresh anonymous pages read as zeros and cost nothing until written:
+    // no memset making all of a large buffer resident at once (a model's
+    // gradients before its first backward, a sharded state's foreign parts).
+    void* data = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (data != MAP_FAILED) {
+      std::shared_ptr<void> owner(data, [bytes](void* p) { munmap(p, bytes); });
+      return over(static_cast<float*>(data), shape, std::move(owner), where);
+    }
+  }
   DTRAIN_ASSIGN_OR_RETURN(tensor t, try_empty(shape, where));
   if (where.is_cuda())
     cuda::memset_zero(t.data(), t.bytes());

@@ -485,6 +485,10 @@ result<replica_runner::prediction> replica_runner::predict(const std::string& in
     return invalid_argument("predict: rows [" + std::to_string(begin) + ", " +
                             std::to_string(end) + ") are outside " + set->name() + " (" +
                             std::to_string(set->size()) + " rows)");
+  if (shards_)
+    return unavailable("predict: at zero_stage 3 each replica holds only its part of the "
+                       "parameters and cannot compute alone; restore the checkpoint into a "
+                       "trainer at stage 0-2 to predict (dtrain predict does)");
   prediction out;
   out.target_width = set->target_count();
   out.classification = parts_.classification;

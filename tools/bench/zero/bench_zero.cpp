@@ -32,12 +32,16 @@
 //   build/bin/dtrain-bench-zero --replicas 2 [--stages 0 1 2] [--batch 16]
 //       [--steps 12] [--warmup 3]
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <memory>
+#include <thread>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -61,6 +65,77 @@ struct options {
   std::vector<int> stages{0};
   int64_t batch = 16, steps = 12, warmup = 3;
   uint64_t seed = 0;
+  int64_t node_memory_mib = 0;  // 0: no limit
+};
+
+// A memory cgroup per node process: what a replica is given, as a
+// scheduler (Slurm, Kubernetes) gives a job. The kernel kills a process of
+// the group that goes past the limit (OOM). cgroup v2 where its memory
+// controller is enabled, else v1's memory hierarchy; removed on
+// destruction (after its processes are gone).
+class memory_cage {
+public:
+  memory_cage(const std::string& name, int64_t bytes) {
+    namespace fs = std::filesystem;
+    std::ifstream controllers("/sys/fs/cgroup/cgroup.controllers");
+    std::string line;
+    std::getline(controllers, line);
+    v2_ = line.find("memory") != std::string::npos;
+    dir_ = (v2_ ? "/sys/fs/cgroup/" : "/sys/fs/cgroup/memory/") + name;
+    std::error_code ec;
+    fs::create_directory(dir_, ec);
+    if (ec) {
+      made_ = io_error("cannot create the cgroup " + dir_ + ": " + ec.message() +
+                       " (needs root and a writable memory cgroup)");
+      return;
+    }
+    made_ = write(v2_ ? "memory.max" : "memory.limit_in_bytes", std::to_string(bytes));
+    if (made_.is_ok() && !v2_)  // no swap to spill into either
+      (void)write("memory.memsw.limit_in_bytes", std::to_string(bytes));
+  }
+  ~memory_cage() {
+    std::error_code ec;
+    for (int i = 0; i < 50 && std::filesystem::exists(dir_, ec); ++i) {
+      if (rmdir(dir_.c_str()) == 0)
+        break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // processes leaving
+    }
+  }
+  memory_cage(const memory_cage&) = delete;
+  memory_cage& operator=(const memory_cage&) = delete;
+
+  const status& made() const { return made_; }
+  status add(pid_t pid) { return write("cgroup.procs", std::to_string(pid)); }
+  /// Processes of the group the kernel killed for memory so far.
+  int64_t oom_kills() const {
+    std::ifstream f(dir_ + (v2_ ? "/memory.events" : "/memory.oom_control"));
+    std::string key;
+    int64_t value = 0;
+    while (f >> key >> value)
+      if (key == "oom_kill")
+        return value;
+    return 0;
+  }
+  /// The most memory the group held at once (v1; -1 where unknown).
+  int64_t peak_bytes() const {
+    std::ifstream f(dir_ + (v2_ ? "/memory.peak" : "/memory.max_usage_in_bytes"));
+    int64_t value = -1;
+    f >> value;
+    return value;
+  }
+
+private:
+  status write(const std::string& file, const std::string& value) {
+    std::ofstream f(dir_ + "/" + file);
+    f << value;
+    f.flush();
+    if (!f)
+      return io_error("cannot write " + value + " to " + dir_ + "/" + file);
+    return status::ok();
+  }
+  bool v2_ = false;
+  std::string dir_;
+  status made_;
 };
 
 
@@ -118,6 +193,7 @@ struct row {
   int stage = 0, n = 0;
   double parameters_bytes = -1, gradients_bytes = -1, optimizer_bytes = -1;
   std::vector<double> peak_rss_bytes;  // per replica, in rank order
+  std::vector<double> cage_peak_bytes;  // per node's memory cgroup (--node-memory-mib)
   // At the end, per replica: private (anonymous) and shared-memory pages
   // resident; the shm communicator's segment counts in every process's RSS.
   std::vector<double> rss_anon_bytes, rss_shmem_bytes;
@@ -180,7 +256,8 @@ actors::trainer_config make_config(const options& o, const std::string& features
   c.average_training_metrics = false;  // the chief's own memory accounting
   c.seed = o.seed;
   c.max_failures = 0;
-  c.collective_timeout = std::chrono::milliseconds(600000);
+  // A node killed at its memory limit ends the run within two minutes.
+  c.collective_timeout = std::chrono::milliseconds(o.node_memory_mib > 0 ? 120000 : 600000);
   c.epoch_timeout = std::chrono::milliseconds(3600000);
   c.progress_seconds = 1e-6;  // every step
   c.on_progress = [&clock](const train::step_progress& p) { clock.on_progress(p); };
@@ -214,6 +291,21 @@ status read_processes(const actors::trainer& t, const bench::local_nodes& nodes,
 result<row> run_stage(const options& o, int stage) {
   bench::local_nodes nodes("dtrain-bench-zero", o.replicas);
   DTRAIN_RETURN_IF_ERROR(nodes.started());
+  // Each node process in a cage of its own before any replica starts.
+  std::vector<std::unique_ptr<memory_cage>> cages;
+  for (pid_t pid : o.node_memory_mib > 0 ? nodes.node_pids() : std::vector<pid_t>{}) {
+    cages.push_back(std::make_unique<memory_cage>(
+        "dtrain-bench-zero-" + std::to_string(getpid()) + "-" + std::to_string(pid),
+        o.node_memory_mib << 20));
+    DTRAIN_RETURN_IF_ERROR(cages.back()->made());
+    DTRAIN_RETURN_IF_ERROR(cages.back()->add(pid));
+  }
+  auto killed = [&cages] {
+    int64_t n = 0;
+    for (const auto& c : cages)
+      n += c->oom_kills();
+    return n;
+  };
   std::string features, targets;
   // One step more than timed: the chief reports a step's end when it takes
   // the next batch, so the epoch's last step has no progress of its own.
@@ -224,19 +316,33 @@ result<row> run_stage(const options& o, int stage) {
   config.zero_stage = stage;
   DTRAIN_ASSIGN_OR_RETURN(auto c, actors::cluster::connect({nodes.address(), 0, 0,
                                                              std::chrono::milliseconds(20000)}));
-  DTRAIN_ASSIGN_OR_RETURN(auto t, actors::trainer::create(*c, config));
+  auto created = actors::trainer::create(*c, config);
+  if (!created)
+    return created.error().with_context(
+        killed() > 0 ? std::to_string(killed()) + " node(s) killed for memory (OOM) at their " +
+                           std::to_string(o.node_memory_mib) + " MiB limit"
+                     : std::string("creating the trainer"));
+  auto t = std::move(*created);
   std::vector<int64_t> pids;
   for (const auto& a : t->placement())
     pids.push_back(a.info.pid);
   bench::pss_sampler pss(pids, std::chrono::milliseconds(100));
-  DTRAIN_ASSIGN_OR_RETURN(auto m, t->train());
+  auto trained = t->train();
   pss.stop();
+  if (!trained)
+    return trained.error().with_context(
+        killed() > 0 ? std::to_string(killed()) + " node(s) killed for memory (OOM) at their " +
+                           std::to_string(o.node_memory_mib) + " MiB limit"
+                     : std::string("training"));
+  const train::epoch_metrics& m = *trained;
   row r;
   r.stage = stage;
   r.n = o.replicas;
   for (int64_t peak : pss.peaks())
     r.peak_pss_bytes.push_back(static_cast<double>(peak));
   DTRAIN_RETURN_IF_ERROR(read_processes(*t, nodes, r));
+  for (const auto& cage : cages)
+    r.cage_peak_bytes.push_back(static_cast<double>(cage->peak_bytes()));
   r.parameters_bytes = extra_or(m, "memory.parameters_bytes");
   r.gradients_bytes = extra_or(m, "memory.gradients_bytes");
   r.optimizer_bytes = extra_or(m, "memory.optimizer_bytes");
@@ -262,12 +368,14 @@ void print_result(const options& o, const row& r) {
               "\"gradients_bytes\":%.0f,\"optimizer_bytes\":%.0f,\"peak_rss_bytes\":%s,"
               "\"end_rss_anon_bytes\":%s,\"end_rss_shmem_bytes\":%s,\"peak_pss_bytes\":%s,"
               "\"step_ms\":%.3f,\"samples_per_second\":%.3f,\"epoch_samples_per_second\":%.3f,"
-              "\"loss\":%.4f,\"all_steps_ms\":%s}\n",
+              "\"loss\":%.4f,\"all_steps_ms\":%s,\"node_memory_mib\":%lld,"
+              "\"cage_peak_bytes\":%s}\n",
               r.stage, r.n, static_cast<long long>(o.batch), static_cast<long long>(o.steps),
               r.parameters_bytes, r.gradients_bytes, r.optimizer_bytes,
               json_list(r.peak_rss_bytes).c_str(), json_list(r.rss_anon_bytes).c_str(),
               json_list(r.rss_shmem_bytes).c_str(), json_list(r.peak_pss_bytes).c_str(), r.step_ms, r.samples_per_second,
-              r.epoch_samples_per_second, r.loss, json_list(r.all_steps_ms).c_str());
+              r.epoch_samples_per_second, r.loss, json_list(r.all_steps_ms).c_str(),
+              static_cast<long long>(o.node_memory_mib), json_list(r.cage_peak_bytes).c_str());
   std::fflush(stdout);
 }
 
@@ -302,6 +410,9 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed steps first")
       ->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--seed", o.seed, "model and data seed")->capture_default_str();
+  app.add_option("--node-memory-mib", o.node_memory_mib,
+                 "a memory cgroup of this many MiB around each node process (root; 0: none)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   // The node processes inherit these: one BLAS thread, whatever the library.
   setenv("OMP_NUM_THREADS", "1", 1);
@@ -313,6 +424,12 @@ int main(int argc, char** argv) {
     if (!r) {
       std::fprintf(stderr, "dtrain-bench-zero: stage %d, N=%d: %s\n", stage, o.replicas,
                    r.error().to_string().c_str());
+      // A configuration that failed is a figure too (--node-memory-mib:
+      // the one that does not fit).
+      std::printf("RESULT {\"side\":\"dtrain\",\"mode\":\"stage%d\",\"n\":%d,"
+                  "\"node_memory_mib\":%lld,\"failed\":true}\n",
+                  stage, o.replicas, static_cast<long long>(o.node_memory_mib));
+      std::fflush(stdout);
       ++failed;
       continue;
     }

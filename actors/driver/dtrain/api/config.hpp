@@ -93,8 +93,9 @@ struct trainer_config {
   /// gradient sync and the optimizer stay float32.
   std::string precision = "fp32";
   /// ZeRO: 1 shards the optimizer state across the replicas, 2 also the
-  /// averaged gradients (zero/shard_layout.hpp); 0 keeps all of it on each.
-  /// Needs one of dtrain's optimizers (sgd, adam, adamw). A sharded group
+  /// averaged gradients, 3 also the parameters, on the CPU (docs/zero.md);
+  /// 0 keeps all of it on each. Needs one of dtrain's optimizers (sgd,
+  /// adam, adamw; stages 1-2 also the libtorch adapter's). A sharded group
   /// that loses a replica lost that replica's shard, so it always recovers
   /// from a checkpoint (recovery "live" acts as "checkpoint").
   int zero_stage = 0;
