@@ -109,6 +109,17 @@ std::map<std::string, std::vector<float>> read_checkpoint(const std::string& dir
   return out;
 }
 
+// Bytes of `t`'s memory the kernel holds in memory now (mincore).
+result<double> resident_bytes(const tensor& t) {
+  const size_t page = 4096, bytes = static_cast<size_t>(t.numel()) * 4;
+  auto* base = reinterpret_cast<unsigned char*>(const_cast<float*>(t.data()));
+  std::vector<unsigned char> in_core((bytes + page - 1) / page);
+  if (mincore(base, bytes, in_core.data()) != 0)
+    return status(error_code::io_error, "mincore failed");
+  return static_cast<double>(std::count_if(in_core.begin(), in_core.end(),
+                                           [](unsigned char v) { return v & 1; })) * page;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(zero_sharding)
@@ -233,13 +244,7 @@ BOOST_AUTO_TEST_CASE(stage_2_gives_back_the_gradient_pages_other_ranks_own) {
     released[static_cast<size_t>(rank)] = static_cast<double>(sync->released_bytes());
     owned[static_cast<size_t>(rank)] = 4.0 * static_cast<double>(sync->layout()->owned_count());
     // What the kernel says: pages of the buffer still in memory.
-    const size_t page = 4096, bytes = static_cast<size_t>(m->gradients().numel()) * 4;
-    auto* base = reinterpret_cast<unsigned char*>(m->gradients().data());
-    std::vector<unsigned char> in_core((bytes + page - 1) / page);
-    if (mincore(base, bytes, in_core.data()) != 0)
-      return status(error_code::io_error, "mincore failed");
-    resident[static_cast<size_t>(rank)] =
-        static_cast<double>(std::count_if(in_core.begin(), in_core.end(), [](unsigned char v) { return v & 1; })) * page;
+    DTRAIN_ASSIGN_OR_RETURN(resident[static_cast<size_t>(rank)], resident_bytes(m->gradients()));
     return status::ok();
   });
   BOOST_TEST(failures(ranks).empty(), failures(ranks));
@@ -298,13 +303,7 @@ BOOST_AUTO_TEST_CASE(stage_3_holds_its_own_parameters_and_a_layer_or_two_of_the_
     owned[static_cast<size_t>(rank)] = 4.0 * static_cast<double>(sync->layout()->owned_count());
     peak[static_cast<size_t>(rank)] = shards->peak_gathered();
     gathers[static_cast<size_t>(rank)] = shards->gathers();
-    const size_t page = 4096, bytes = static_cast<size_t>(m->parameters().numel()) * 4;
-    auto* base = reinterpret_cast<unsigned char*>(m->parameters().data());
-    std::vector<unsigned char> in_core((bytes + page - 1) / page);
-    if (mincore(base, bytes, in_core.data()) != 0)
-      return status(error_code::io_error, "mincore failed");
-    resident[static_cast<size_t>(rank)] =
-        static_cast<double>(std::count_if(in_core.begin(), in_core.end(), [](unsigned char v) { return v & 1; })) * page;
+    DTRAIN_ASSIGN_OR_RETURN(resident[static_cast<size_t>(rank)], resident_bytes(m->parameters()));
     return status::ok();
   });
   BOOST_TEST(failures(ranks).empty(), failures(ranks));
