@@ -123,14 +123,14 @@ result<std::unique_ptr<gradient_sync>> gradient_sync::create(
   if (options.compress != compression::none && model.gradients().is_cuda())
     return invalid_argument("gradient_sync: compression is implemented for CPU gradients only");
   std::unique_ptr<gradient_sync> s(new gradient_sync(model, comm, options));
-  DTRAIN_RETURN_IF_ERROR(s->plan_buckets());
+  DTRAIN_RETURN_IF_ERROR(s->plan_buckets(s->options_.zero_stage > 0 ? comm.size() : 1));
   DTRAIN_RETURN_IF_ERROR(s->place_gradients());
   gradient_sync* self = s.get();
   model.set_gradient_ready_hook([self](int64_t offset, int64_t) { self->on_ready(offset); });
   return s;
 }
 
-status gradient_sync::plan_buckets() {
+status gradient_sync::plan_buckets(int64_t align) {
   // Buckets hold whole parameters, taken from the end of the buffer: a
   // bucket is closed before the parameter that would take it past its
   // size, and a parameter larger than that is a bucket of its own. So no
@@ -140,7 +140,7 @@ status gradient_sync::plan_buckets() {
   // that every bucket but the one at the end splits evenly: the bucket
   // below it takes the first few elements of the parameter it cuts, and
   // launches after that parameter's layer anyway.
-  const int64_t align = options_.zero_stage > 0 ? comm_.size() : 1;
+  buckets_.clear();
   std::vector<std::pair<int64_t, int64_t>> ranges;  // the parameters, [begin, end)
   for (const auto& slot : model_.slots())
     if (slot.count > 0)
@@ -188,6 +188,11 @@ status gradient_sync::place_gradients() {
                widest * static_cast<int64_t>(sizeof(float)) >= 2 * static_cast<int64_t>(zero::huge_page_bytes);
   tensor storage;
   if (releasing_) {
+    // Boundaries at multiples of N huge pages: every chunk then begins and
+    // ends on a page, and all of the others' chunks can go back (a bucket
+    // grows or shrinks by at most N pages).
+    const int64_t page_floats = static_cast<int64_t>(zero::huge_page_bytes / sizeof(float));
+    DTRAIN_RETURN_IF_ERROR(plan_buckets(comm_.size() * page_floats));
     DTRAIN_ASSIGN_OR_RETURN(storage, zero::huge_page_buffer(model_.parameter_count(), "gradients"));
   } else {
     DTRAIN_ASSIGN_OR_RETURN(storage, comm_.shared_buffer(model_.parameter_count()));
@@ -241,11 +246,28 @@ void gradient_sync::on_ready(int64_t offset) {
   // Stage 2: buckets already reduced give their foreign pages back while
   // backward still writes the earlier layers, so that the whole gradient
   // is never resident at once.
+  size_t in_flight = 0;
   for (size_t i = 0; options_.zero_stage >= 2 && i < next_launch_; ++i) {
     bucket& b = buckets_[i];
     // A failed one stays pending: finish() returns its error.
     if (b.pending && b.pending->completed() && b.pending->wait(milliseconds(0)).is_ok())
       (void)complete(b);
+    in_flight += b.pending != nullptr;
+  }
+  // When pages go back, backward waits for the oldest buckets beyond two
+  // in flight (their reduce-scatters are on the wire already, in order):
+  // otherwise a link slower than backward lets every layer's gradient be
+  // written, whole, before the first bucket is reduced, and the whole
+  // gradient is resident at once after all.
+  constexpr size_t max_in_flight = 2;
+  for (size_t i = 0; releasing_ && in_flight > max_in_flight && i < next_launch_; ++i) {
+    bucket& b = buckets_[i];
+    if (!b.pending)
+      continue;
+    if (!b.pending->wait().is_ok())
+      break;  // finish() returns the error
+    (void)complete(b);
+    --in_flight;
   }
 }
 

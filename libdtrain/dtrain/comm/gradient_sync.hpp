@@ -38,7 +38,9 @@ struct gradient_sync_options {
   /// place instead of all-reduced, so that after finish() only the owned
   /// parts hold the group's mean. In host memory, when the other ranks'
   /// parts of some bucket span at least two 2 MiB pages, the gradients live
-  /// in private huge-page memory and the whole pages of those parts are
+  /// in private huge-page memory, bucket boundaries move up to multiples of
+  /// N pages (so that every chunk is whole pages), the buckets in flight
+  /// are kept to two (backward waits for older ones), and the pages of those parts are
   /// given back to the system as soon as their bucket is reduced (they read
   /// as zeros until the next backward writes them), so the whole gradient
   /// is never resident at once (released_bytes()). Stage 2 does not combine
@@ -122,9 +124,10 @@ private:
   /// Chooses where the gradients live (see place_gradients() in the .cpp).
   status place_gradients();
   status complete(bucket& b);
-  /// Plans the buckets: whole parameters, or (ZeRO) boundaries at
-  /// multiples of the group's size.
-  status plan_buckets();
+  /// Plans the buckets: whole parameters (align 1), or (ZeRO) boundaries
+  /// moved up to multiples of `align` (the group's size, or N huge pages
+  /// when pages go back).
+  status plan_buckets(int64_t align);
 
   nn::model& model_;
   communicator& comm_;

@@ -244,9 +244,10 @@ status model::adopt_gradients(tensor storage) {
   return status::ok();
 }
 
-status model::adopt_parameters(tensor storage) {
+status model::adopt_parameters(tensor storage, bool copy) {
   DTRAIN_RETURN_IF_ERROR(check_storage(storage, params_, "parameters"));
-  storage.copy_from(params_);
+  if (copy)
+    storage.copy_from(params_);
   params_ = storage.reshape({params_.numel()});
   bind_layers();
   return status::ok();

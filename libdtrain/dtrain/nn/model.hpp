@@ -132,8 +132,9 @@ public:
   /// first backward() the gradients are create()'s zeros and nothing is
   /// copied, so that the storage's pages stay untouched until written.
   status adopt_gradients(tensor storage);
-  /// As adopt_gradients, for the parameters.
-  status adopt_parameters(tensor storage);
+  /// As adopt_gradients, for the parameters; with copy = false nothing is
+  /// copied (the caller has put into `storage` what it needs of them).
+  status adopt_parameters(tensor storage, bool copy = true);
   /// Calls `window` around every layer's forward and backward (null: none,
   /// the default); the caller keeps it alive while it is set.
   void set_parameter_window(parameter_window* window) { window_ = window; }

@@ -48,7 +48,12 @@ result<std::unique_ptr<parameter_shards>> parameter_shards::create(nn::model& mo
     if (widest > 0) {
       DTRAIN_ASSIGN_OR_RETURN(tensor storage,
                               huge_page_buffer(model.parameter_count(), "sharded parameters"));
-      DTRAIN_RETURN_IF_ERROR(model.adopt_parameters(std::move(storage)));
+      // Only this rank's parts are copied: the others' pages are never
+      // touched, so the whole model is not held twice while it moves.
+      for (const optim::span& r : layout.owned())
+        if (r.count > 0)
+          storage.view(r.begin, {r.count}).copy_from(model.parameters().view(r.begin, {r.count}));
+      DTRAIN_RETURN_IF_ERROR(model.adopt_parameters(std::move(storage), false));
       s->releasing_ = true;
     }
   }
