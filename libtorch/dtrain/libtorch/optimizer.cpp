@@ -172,8 +172,8 @@ result<std::unique_ptr<torch_optimizer>> torch_optimizer::create(
 
 std::vector<std::pair<std::string, tensor*>> torch_optimizer::state_buffers() {
   // A shard's state allocated before the first sharded step has nothing of
-  // libtorch's to take in yet (only Adagrad makes state early, and it is
-  // not shardable).
+  // libtorch's to take in yet (Adagrad's early state is the whole
+  // parameters', which reshard() replaces).
   int64_t whole = 0;
   for (size_t i = 0; i < params_.size(); ++i)
     whole = std::max(whole, offsets_[i] + params_[i].numel());
@@ -260,7 +260,8 @@ std::unique_ptr<optim::Optimizer> remake(kind k, std::vector<optim::OptimizerPar
       return std::make_unique<optim::RMSprop>(std::move(groups),
                                               static_cast<const optim::RMSpropOptions&>(defaults));
     case kind::adagrad:
-      break;
+      return std::make_unique<optim::Adagrad>(std::move(groups),
+                                              static_cast<const optim::AdagradOptions&>(defaults));
   }
   return nullptr;
 }
@@ -298,6 +299,12 @@ status torch_optimizer::reshard(const std::vector<dtrain::optim::span>& owned) {
   auto made = remake(kind_, std::move(groups), opt_->defaults());
   if (made == nullptr)
     return unavailable(name() + " cannot step a shard of the parameters");
+  // Adagrad makes each piece's state in its constructor, from its initial
+  // accumulator. A group that has stepped (or restored a checkpoint) holds
+  // the real state in the shard's buffers already: those are what
+  // prepare() must make the pieces' state from, not the constructor's.
+  if (kind_ == kind::adagrad && steps_ > 0)
+    made->state().clear();
   opt_ = std::move(made);
   params_ = std::move(pieces);
   offsets_ = std::move(offsets);

@@ -44,9 +44,8 @@ public:
   ~torch_optimizer() override;
 
   std::string name() const override { return "libtorch " + type_name_; }
-  /// ZeRO: SGD, Adam, AdamW and RMSprop step a shard (Adagrad, which makes
-  /// its state for every parameter in its constructor, does not).
-  bool shardable() const override { return kind_ != kind::adagrad; }
+  /// ZeRO: every kind steps a shard, rebuilt over views of its ranges.
+  bool shardable() const override { return true; }
   /// The flat state buffers; libtorch state that exists but is not in them
   /// yet (Adagrad makes its state in its constructor) is moved in first,
   /// so that a checkpoint saves it and a restore writes where libtorch
