@@ -6,11 +6,11 @@
 # Builds nothing: expects build/bin/dtrain and build/bin/dtrain-bench-zero
 # (cmake --build build --target dtrain-bench-zero).
 #
-# usage: tools/bench/zero/run.sh [-r REPEATS] [-n "2 4"] [-s "0 1 2"] [-m "ddp zero"]
+# usage: tools/bench/zero/run.sh [-r REPEATS] [-n "2 4"] [-s "0 1 2 3"] [-m "ddp zero"]
 #            [-b BATCH] [-t STEPS] [-w WARMUP] [-o OUT] [-B BUILD] [-T TIMEOUT]
 #   -r  repeats, interleaved (default 3): the table shows medians
 #   -n  world sizes (default "2 4")
-#   -s  dtrain ZeRO stages (default "0 1 2")
+#   -s  dtrain ZeRO stages (default "0 1 2 3")
 #   -m  PyTorch modes (default "ddp zero"; "" for none)
 #   -b  samples per rank per step (default 16)
 #   -t  timed steps (default 10), after -w untimed ones (default 3)
@@ -27,7 +27,7 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
-repeats=3 worlds="2 4" stages="0 1 2" modes="ddp zero" batch=16 steps=10 warmup=3
+repeats=3 worlds="2 4" stages="0 1 2 3" modes="ddp zero" batch=16 steps=10 warmup=3
 out="" build="$repo/build" limit=1200
 while getopts "r:n:s:m:b:t:w:o:B:T:" opt; do
     case $opt in
