@@ -123,7 +123,7 @@ result<std::unique_ptr<gradient_sync>> gradient_sync::create(
   if (options.compress != compression::none && model.gradients().is_cuda())
     return invalid_argument("gradient_sync: compression is implemented for CPU gradients only");
   std::unique_ptr<gradient_sync> s(new gradient_sync(model, comm, options));
-  DTRAIN_RETURN_IF_ERROR(s->plan_buckets(s->options_.zero_stage > 0 ? comm.size() : 1));
+  DTRAIN_RETURN_IF_ERROR(s->plan_buckets(comm.size()));
   DTRAIN_RETURN_IF_ERROR(s->place_gradients());
   gradient_sync* self = s.get();
   model.set_gradient_ready_hook([self](int64_t offset, int64_t) { self->on_ready(offset); });
@@ -136,10 +136,12 @@ status gradient_sync::plan_buckets(int64_t align) {
   // size, and a parameter larger than that is a bucket of its own. So no
   // bucket waits for a layer it holds only a slice of (the gradient-ready
   // hook reports whole layers), as PyTorch DDP assigns whole parameters.
-  // Under ZeRO a boundary moves up to a multiple of the group's size, so
-  // that every bucket but the one at the end splits evenly: the bucket
-  // below it takes the first few elements of the parameter it cuts, and
-  // launches after that parameter's layer anyway.
+  // A boundary then moves up to a multiple of the group's size, so that
+  // under ZeRO every bucket but the one at the end splits evenly: the
+  // bucket below it takes the first few (< N) elements of the parameter it
+  // cuts, and launches after that parameter's layer anyway. Unsharded
+  // buckets move the same way, so that a ring backend (Gloo) reduces every
+  // element in the same order whatever the stage.
   buckets_.clear();
   std::vector<std::pair<int64_t, int64_t>> ranges;  // the parameters, [begin, end)
   for (const auto& slot : model_.slots())

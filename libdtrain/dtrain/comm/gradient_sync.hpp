@@ -21,7 +21,10 @@ struct gradient_sync_options {
   /// layers, whose gradients backward produces first) is first_bucket_bytes,
   /// so communication starts early (as PyTorch DDP's 1 MiB first bucket).
   /// Buckets hold whole parameters: one is closed before the parameter that
-  /// would take it past its size, and a larger parameter is one of its own.
+  /// would take it past its size, and a larger parameter is one of its own;
+  /// then each boundary moves up to a multiple of the group's size (the
+  /// bucket below takes fewer than N elements of the parameter above), the
+  /// same at every ZeRO stage.
   int64_t bucket_bytes = 25 << 20;
   int64_t first_bucket_bytes = 1 << 20;
   /// Synchronize every k-th micro-batch only; the ones between accumulate
@@ -124,9 +127,8 @@ private:
   /// Chooses where the gradients live (see place_gradients() in the .cpp).
   status place_gradients();
   status complete(bucket& b);
-  /// Plans the buckets: whole parameters (align 1), or (ZeRO) boundaries
-  /// moved up to multiples of `align` (the group's size, or N huge pages
-  /// when pages go back).
+  /// Plans the buckets: whole parameters, boundaries moved up to multiples
+  /// of `align` (the group's size, or N huge pages when pages go back).
   status plan_buckets(int64_t align);
 
   nn::model& model_;
