@@ -289,10 +289,12 @@ status read_processes(const actors::trainer& t, const bench::local_nodes& nodes,
 }
 
 result<row> run_stage(const options& o, int stage) {
+  // Declared before the nodes, so destroyed after them: a cgroup can be
+  // removed only once its processes are gone.
+  std::vector<std::unique_ptr<memory_cage>> cages;
   bench::local_nodes nodes("dtrain-bench-zero", o.replicas);
   DTRAIN_RETURN_IF_ERROR(nodes.started());
   // Each node process in a cage of its own before any replica starts.
-  std::vector<std::unique_ptr<memory_cage>> cages;
   for (pid_t pid : o.node_memory_mib > 0 ? nodes.node_pids() : std::vector<pid_t>{}) {
     cages.push_back(std::make_unique<memory_cage>(
         "dtrain-bench-zero-" + std::to_string(getpid()) + "-" + std::to_string(pid),
