@@ -109,6 +109,33 @@ std::map<std::string, std::vector<float>> read_checkpoint(const std::string& dir
   return out;
 }
 
+// One rank of an n-rank shared-memory group.
+result<std::unique_ptr<comm::communicator>> shm_rank(group_stores& stores, int rank, int n) {
+  comm::group_options go;
+  go.rank = rank;
+  go.size = n;
+  go.store = stores.for_rank();
+  go.backend = "shm";
+  return comm::make_communicator(go);
+}
+
+// 784 -> 2048 -> 2048 -> 10: 5.8 M parameters, 23 MB in float32; the same
+// initial values on every rank.
+result<std::unique_ptr<nn::model>> wide_mlp() {
+  nn::mlp_spec spec{784, {2048, 2048}, 10, ops::activation::relu, 0.0f};
+  return nn::model::create(nn::make_mlp(spec), {784, device::cpu(), 3});
+}
+
+// A batch of 8 inputs and labels of its own for each rank.
+std::pair<tensor, tensor> batch_of(int rank) {
+  tensor x = tensor::empty({8, 784}), y = tensor::empty({8});
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.data()[i] = test_value(rank, i);
+  for (int64_t i = 0; i < 8; ++i)
+    y.data()[i] = static_cast<float>((rank + i) % 10);
+  return {x, y};
+}
+
 // Bytes of `t`'s memory the kernel holds in memory now (mincore).
 result<double> resident_bytes(const tensor& t) {
   const size_t page = 4096, bytes = static_cast<size_t>(t.numel()) * 4;
@@ -214,27 +241,16 @@ BOOST_AUTO_TEST_CASE(each_rank_keeps_its_share_of_the_optimizer_state) {
 BOOST_AUTO_TEST_CASE(stage_2_gives_back_the_gradient_pages_other_ranks_own) {
   // 784 -> 2048 -> 2048 -> 10: 5.8 M parameters, 23 MB of gradients.
   const int n = 2;
-  const std::vector<int64_t> hidden{2048, 2048};
   std::vector<double> released(n, 0), resident(n, 0), owned(n, 0);
   group_stores stores(rank_mode::threads);
   auto ranks = run_ranks(n, rank_mode::threads, std::chrono::seconds(120), [&](int rank) -> status {
-    comm::group_options go;
-    go.rank = rank;
-    go.size = n;
-    go.store = stores.for_rank();
-    go.backend = "shm";
-    DTRAIN_ASSIGN_OR_RETURN(auto c, comm::make_communicator(go));
-    nn::mlp_spec spec{784, hidden, 10, ops::activation::relu, 0.0f};
-    DTRAIN_ASSIGN_OR_RETURN(auto m, nn::model::create(nn::make_mlp(spec), {784, device::cpu(), 3}));
+    DTRAIN_ASSIGN_OR_RETURN(auto c, shm_rank(stores, rank, n));
+    DTRAIN_ASSIGN_OR_RETURN(auto m, wide_mlp());
     comm::gradient_sync_options so;
     so.bucket_bytes = 25 << 20;
     so.zero_stage = 2;
     DTRAIN_ASSIGN_OR_RETURN(auto sync, comm::gradient_sync::create(*m, *c, so));
-    tensor x = tensor::empty({8, 784}), y = tensor::empty({8});
-    for (int64_t i = 0; i < x.numel(); ++i)
-      x.data()[i] = test_value(rank, i);
-    for (int64_t i = 0; i < 8; ++i)
-      y.data()[i] = static_cast<float>((rank + i) % 10);
+    auto [x, y] = batch_of(rank);
     nn::cross_entropy_loss loss;
     (void)sync->begin_micro_batch();
     DTRAIN_ASSIGN_OR_RETURN(const tensor* out, m->forward(x, true));
@@ -262,32 +278,21 @@ BOOST_AUTO_TEST_CASE(stage_3_holds_its_own_parameters_and_a_layer_or_two_of_the_
   // middle one 16 MiB on its own), so a pass holds one or two layers of
   // the others' parameters at a time.
   const int n = 2;
-  const std::vector<int64_t> hidden{2048, 2048};
   std::vector<double> released(n, 0), resident(n, 0), owned(n, 0);
   std::vector<int> peak(n, 0);
   std::vector<int64_t> gathers(n, 0);
   std::vector<bool> same_loss(n, false);
   group_stores stores(rank_mode::threads);
   auto ranks = run_ranks(n, rank_mode::threads, std::chrono::seconds(120), [&](int rank) -> status {
-    comm::group_options go;
-    go.rank = rank;
-    go.size = n;
-    go.store = stores.for_rank();
-    go.backend = "shm";
-    DTRAIN_ASSIGN_OR_RETURN(auto c, comm::make_communicator(go));
-    nn::mlp_spec spec{784, hidden, 10, ops::activation::relu, 0.0f};
-    DTRAIN_ASSIGN_OR_RETURN(auto m, nn::model::create(nn::make_mlp(spec), {784, device::cpu(), 3}));
-    DTRAIN_ASSIGN_OR_RETURN(auto whole, nn::model::create(nn::make_mlp(spec), {784, device::cpu(), 3}));
+    DTRAIN_ASSIGN_OR_RETURN(auto c, shm_rank(stores, rank, n));
+    DTRAIN_ASSIGN_OR_RETURN(auto m, wide_mlp());
+    DTRAIN_ASSIGN_OR_RETURN(auto whole, wide_mlp());
     comm::gradient_sync_options so;
     so.bucket_bytes = 8 << 20;
     so.zero_stage = 3;
     DTRAIN_ASSIGN_OR_RETURN(auto sync, comm::gradient_sync::create(*m, *c, so));
     DTRAIN_ASSIGN_OR_RETURN(auto shards, zero::parameter_shards::create(*m, *c, *sync->layout()));
-    tensor x = tensor::empty({8, 784}), y = tensor::empty({8});
-    for (int64_t i = 0; i < x.numel(); ++i)
-      x.data()[i] = test_value(rank, i);
-    for (int64_t i = 0; i < 8; ++i)
-      y.data()[i] = static_cast<float>((rank + i) % 10);
+    auto [x, y] = batch_of(rank);
     // The sharded model computes what the whole one does, bit for bit.
     nn::cross_entropy_loss loss, reference;
     DTRAIN_ASSIGN_OR_RETURN(const tensor* expected, whole->forward(x, true));
