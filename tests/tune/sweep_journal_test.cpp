@@ -45,12 +45,17 @@ space sweep_space() {
   return s;
 }
 
-// "asha", "median", or "tpe+asha" (TPE suggests from the results so far,
-// so its replay must hear them in the same order).
+// "asha", "median", "tpe+asha" (TPE suggests from the results so far,
+// so its replay must hear them in the same order) or "mvtpe-liar+asha"
+// (multivariate TPE with the constant liar: it also depends on which
+// trials were running at each suggestion, so those runs have three trials
+// at a time).
 sweep_config settings(const std::string& kind) {
-  const bool tpe = kind.rfind("tpe+", 0) == 0;
-  const std::string scheduler = tpe ? kind.substr(4) : kind;
+  const bool tpe = kind.find("tpe") != std::string::npos;
+  const std::string scheduler = tpe ? kind.substr(kind.find('+') + 1) : kind;
   sweep_config c;
+  c.tpe_multivariate = kind.rfind("mvtpe", 0) == 0;
+  c.tpe_constant_liar = kind.find("-liar") != std::string::npos;
   c.metric = "validation_accuracy";
   c.direction = mode::max;
   c.searcher = tpe ? "tpe" : "random";
@@ -65,9 +70,13 @@ sweep_config settings(const std::string& kind) {
   return c;
 }
 
-// Runs the sweep of experiment `id` one trial at a time, resuming it from
-// the store when `resume`, and stops dead (as a killed driver would) after
-// `kill_after` reports (-1: never). Every epoch has a checkpoint.
+// Runs the sweep of experiment `id`, one trial at a time or (the liar's)
+// three, resuming it from the store when `resume`, and stops dead (as a
+// killed driver would) after `kill_after` reports (-1: never). Every epoch
+// has a checkpoint. The next report is always the running trial's with the
+// fewest epochs (ties: the smaller id), and a trial starts whenever fewer
+// run than allowed: an order that depends only on the stored state, so a
+// resumed run goes on exactly as the whole one did.
 outcome run(experiments::experiment_store& db, std::shared_ptr<experiments::experiment_store> shared, int64_t id,
             const std::string& scheduler, bool resume, int kill_after) {
   const space s = sweep_space();
@@ -99,17 +108,23 @@ outcome run(experiments::experiment_store& db, std::shared_ptr<experiments::expe
     BOOST_FAIL("no trial " + tid);
     return trials.front();
   };
+  const size_t at_once = c.tpe_constant_liar ? 3 : 1;
+  std::vector<std::string> active;
+  bool suggesting = true;
   while (true) {
-    std::string tid;
-    if (!unfinished.empty()) {
-      tid = unfinished.front();
-      unfinished.pop_front();
-    } else {
+    while (active.size() < at_once && (!unfinished.empty() || suggesting)) {
+      if (!unfinished.empty()) {
+        active.push_back(unfinished.front());
+        unfinished.pop_front();
+        continue;
+      }
       char buf[16];
       std::snprintf(buf, sizeof buf, "%05lld", static_cast<long long>(next_trial));
       suggestion next = search->suggest(buf);
-      if (next.what != suggestion::kind::trial)
+      if (next.what != suggestion::kind::trial) {
+        suggesting = false;
         break;
+      }
       ++next_trial;
       trial_record r;
       r.id = buf;
@@ -117,28 +132,33 @@ outcome run(experiments::experiment_store& db, std::shared_ptr<experiments::expe
       trials.push_back(r);
       sched->on_add(r.id, r.configuration);
       j.created(trials.back());
-      tid = r.id;
+      active.push_back(r.id);
     }
+    if (active.empty())
+      break;
+    auto next = std::min_element(active.begin(), active.end(), [&](const auto& a, const auto& b) {
+      return std::make_pair(find(a).epochs(), a) < std::make_pair(find(b).epochs(), b);
+    });
+    const std::string tid = *next;
     trial_record& r = find(tid);
     r.status = trial_status::running;
-    for (int64_t epoch = r.epochs() + 1; epoch <= c.max_epochs; ++epoch) {
-      report rep{tid, epoch, {{"validation_accuracy", curve(r.configuration, epoch)}, {"loss", 1.0 / epoch}}};
-      r.history.push_back(rep);
-      j.reported(r, rep);
-      // A trainer's event (informational) as the last row before a kill:
-      // the resumed journal must number after it.
-      if (epoch == 2)
-        j.event(r, epoch, "failure", "failure 1 of at most 3: a replica of " + tid + " died");
-      if (kill_after >= 0 && ++reports > kill_after) {
-        BOOST_TEST_REQUIRE(j.flush().is_ok());
-        return {};  // the driver is gone: nothing else happens
-      }
-      verdict v = judge(*search, *sched, stoppers, c, rep, epoch, 0.0);
-      if (v.ended) {
-        r.status = v.status;
-        j.ended(r, v.status == trial_status::stopped ? trial_end::stopped : trial_end::completed);
-        break;
-      }
+    const int64_t epoch = r.epochs() + 1;
+    report rep{tid, epoch, {{"validation_accuracy", curve(r.configuration, epoch)}, {"loss", 1.0 / epoch}}};
+    r.history.push_back(rep);
+    j.reported(r, rep);
+    // A trainer's event (informational) as the last row before a kill:
+    // the resumed journal must number after it.
+    if (epoch == 2)
+      j.event(r, epoch, "failure", "failure 1 of at most 3: a replica of " + tid + " died");
+    if (kill_after >= 0 && ++reports > kill_after) {
+      BOOST_TEST_REQUIRE(j.flush().is_ok());
+      return {};  // the driver is gone: nothing else happens
+    }
+    verdict v = judge(*search, *sched, stoppers, c, rep, epoch, 0.0);
+    if (v.ended) {
+      r.status = v.status;
+      j.ended(r, v.status == trial_status::stopped ? trial_end::stopped : trial_end::completed);
+      active.erase(next);
     }
   }
   BOOST_TEST_REQUIRE(j.flush().is_ok());
@@ -179,7 +199,7 @@ public:
 BOOST_AUTO_TEST_SUITE(sweep_journal)
 
 BOOST_AUTO_TEST_CASE(a_sweep_killed_anywhere_resumes_to_the_same_trials_and_decisions) {
-  for (const std::string scheduler : {"asha", "median", "tpe+asha"}) {
+  for (const std::string scheduler : {"asha", "median", "tpe+asha", "mvtpe-liar+asha"}) {
     testing::temp_dir dir;
     auto opened = experiments::open_sqlite_store(dir.file("experiments.db"));
     BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());

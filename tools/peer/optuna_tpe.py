@@ -1,7 +1,15 @@
 #!/usr/bin/python3
-"""The Optuna side of tools/bench/bench_tpe.cpp: Optuna 3.1's TPESampler (default
-settings) and RandomSampler on Branin, Hartmann-6 and a noisy Branin, in
-memory, one study per (function, sampler, seed).
+"""The Optuna side of tools/bench/bench_tpe.cpp and bench_tpe_liar.cpp: Optuna
+3.1's TPESampler (default settings, or multivariate, or multivariate with the
+constant liar) and RandomSampler on Branin, Hartmann-6, a noisy Branin and the
+10-D Rosenbrock and Sphere, in memory, one study per (function, sampler,
+seed).
+
+Samplers: tpe (the default TPESampler), random, mvtpe (multivariate=True),
+mvtpe_liar (multivariate=True, constant_liar=True). With --concurrency C > 1
+the trials run C at a time through ask and tell: C asks, then each time the
+oldest running trial is told its value, one more ask, the order
+tools/bench/bench_tpe_liar.cpp drives dtrain's searcher in.
 
 Prints one line per study, for the benchmark to parse:
     result FUNCTION SAMPLER SEED BEST SECONDS
@@ -10,10 +18,12 @@ noisy one, the noiseless value of the trial with the smallest observed
 (noisy) value, which is how the benchmark judges dtrain too.
 
     /usr/bin/python3 tools/peer/optuna_tpe.py [--seeds 20] [--trials 50]
+        [--functions branin,...] [--samplers tpe,random] [--concurrency 1]
 """
 import argparse
 import math
 import time
+import warnings
 
 import numpy as np
 import optuna
@@ -42,6 +52,14 @@ def hartmann6(x):
     return float(-np.sum(HARTMANN_ALPHA * np.exp(-inner)))
 
 
+# The 10-D benchmarks on De Jong's classic domains.
+BOUNDS = {"rosenbrock10": (-2.048, 2.048), "sphere10": (-5.12, 5.12)}
+
+
+def rosenbrock(x):
+    return sum(100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(len(x) - 1))
+
+
 def make_objective(function, seed):
     """The objective and a function of the study giving its judged best."""
     noise = np.random.RandomState(100000 + seed)  # the noisy Branin's noise
@@ -50,6 +68,10 @@ def make_objective(function, seed):
         if function == "hartmann6":
             x = [trial.suggest_float("x%d" % (i + 1), 0.0, 1.0) for i in range(6)]
             value = hartmann6(x)
+        elif function in BOUNDS:
+            low, high = BOUNDS[function]
+            x = [trial.suggest_float("x%d" % (i + 1), low, high) for i in range(10)]
+            value = rosenbrock(x) if function == "rosenbrock10" else sum(v * v for v in x)
         else:
             x1 = trial.suggest_float("x1", -5.0, 10.0)
             x2 = trial.suggest_float("x2", 0.0, 15.0)
@@ -65,23 +87,46 @@ def make_objective(function, seed):
     return objective, judged_best
 
 
+def make_sampler(name, seed):
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed, multivariate=name.startswith("mvtpe"),
+                                      constant_liar=name.endswith("_liar"))
+
+
+def run_study(study, objective, trials, concurrency):
+    """Trials `concurrency` at a time: the oldest running one is told first."""
+    running = []
+    asked = 0
+    while asked < trials or running:
+        if asked < trials and len(running) < concurrency:
+            trial = study.ask()
+            running.append((trial, objective(trial)))
+            asked += 1
+            continue
+        trial, value = running.pop(0)
+        study.tell(trial, value)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--trials", type=int, default=50)
     parser.add_argument("--functions", default="branin,hartmann6,noisy_branin")
+    parser.add_argument("--samplers", default="tpe,random")
+    parser.add_argument("--concurrency", type=int, default=1)
     args = parser.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     print("peer optuna %s" % optuna.__version__, flush=True)
     for function in args.functions.split(","):
-        for name in ("tpe", "random"):
+        for name in args.samplers.split(","):
             for seed in range(args.seeds):
-                sampler = (optuna.samplers.TPESampler(seed=seed) if name == "tpe"
-                           else optuna.samplers.RandomSampler(seed=seed))
-                study = optuna.create_study(sampler=sampler, direction="minimize")
+                study = optuna.create_study(sampler=make_sampler(name, seed),
+                                            direction="minimize")
                 objective, judged_best = make_objective(function, seed)
                 start = time.perf_counter()
-                study.optimize(objective, n_trials=args.trials)
+                run_study(study, objective, args.trials, args.concurrency)
                 took = time.perf_counter() - start
                 print("result %s %s %d %.17g %.6f" % (function, name, seed, judged_best(study),
                                                      took), flush=True)

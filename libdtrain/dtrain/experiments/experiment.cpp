@@ -387,6 +387,9 @@ void emit_searcher(YAML::Emitter& out, const experiment& exp) {
     if (c.searcher == "tpe") {
       out << YAML::Key << "startup_trials" << YAML::Value << c.tpe_startup_trials;
       out << YAML::Key << "ei_candidates" << YAML::Value << c.tpe_ei_candidates;
+      out << YAML::Key << "multivariate" << YAML::Value << c.tpe_multivariate;
+      out << YAML::Key << "group" << YAML::Value << c.tpe_group;
+      out << YAML::Key << "constant_liar" << YAML::Value << c.tpe_constant_liar;
     }
     out << YAML::Key << "scheduler" << YAML::Value << c.scheduler;
     out << YAML::Key << "divisor" << YAML::Value << c.asha.reduction_factor;

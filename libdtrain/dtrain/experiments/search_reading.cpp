@@ -17,7 +17,7 @@ const std::vector<std::string> search_only_keys = {
     "max_trials", "num_samples", "max_concurrent_trials", "scheduler", "divisor",
     "reduction_factor", "grace_period", "rule", "median_warmup_epochs",
     "median_min_completed_trials", "time_budget_seconds", "stop_threshold", "max_failed_trials",
-    "startup_trials", "ei_candidates"};
+    "startup_trials", "ei_candidates", "multivariate", "group", "constant_liar"};
 
 // The pbt scheduler's knobs (read_pbt_knobs); only `scheduler: pbt` takes them.
 const std::vector<std::string> pbt_keys = {"perturbation_interval", "burn_in", "quantile_fraction",
@@ -122,13 +122,20 @@ status read_scheduler_knobs(const section& s, tune::sweep_config& sweep) {
   return read_int(s, "max_failed_trials", -1, sweep.max_failed_trials);
 }
 
-// The TPE searcher's knobs (Optuna's n_startup_trials, n_ei_candidates);
-// an error under any other searcher.
+// The TPE searcher's knobs (Optuna's n_startup_trials, n_ei_candidates,
+// multivariate, group, constant_liar); an error under any other searcher.
 status read_tpe_knobs(const section& s, const std::string& name, tune::sweep_config& sweep) {
-  for (const std::string key : {"startup_trials", "ei_candidates"})
+  for (const std::string key :
+       {"startup_trials", "ei_candidates", "multivariate", "group", "constant_liar"})
     if (name != "tpe" && s.find(key))
       return invalid_argument(s.path_of(key) + ": only the tpe searcher uses it, not " + name);
   DTRAIN_RETURN_IF_ERROR(read_int(s, "startup_trials", 1, sweep.tpe_startup_trials));
+  DTRAIN_RETURN_IF_ERROR(read_bool(s, "multivariate", sweep.tpe_multivariate));
+  DTRAIN_RETURN_IF_ERROR(read_bool(s, "group", sweep.tpe_group));
+  DTRAIN_RETURN_IF_ERROR(read_bool(s, "constant_liar", sweep.tpe_constant_liar));
+  if (sweep.tpe_group && !sweep.tpe_multivariate)
+    return invalid_argument(s.path_of("group") +
+                            ": group splits the multivariate estimator; it needs multivariate: true");
   return read_int(s, "ei_candidates", 1, sweep.tpe_ei_candidates);
 }
 

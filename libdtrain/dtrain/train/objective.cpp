@@ -2,6 +2,7 @@
 // trainer's losses.
 #include "dtrain/train/objective.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -42,16 +43,27 @@ double hartmann6(const std::array<double, 6>& x) {
   return -sum;
 }
 
+double rosenbrock(const double* x, size_t n) {
+  double sum = 0;
+  for (size_t i = 0; i + 1 < n; ++i)
+    sum += 100 * (x[i + 1] - x[i] * x[i]) * (x[i + 1] - x[i] * x[i]) + (1 - x[i]) * (1 - x[i]);
+  return sum;
+}
+
 result<objective_spec> read_objective(const hyperparameters& hp, uint64_t trainer_seed) {
-  DTRAIN_RETURN_IF_ERROR(hp.check_known({"function", "x1", "x2", "x3", "x4", "x5", "x6", "noise"},
-                                        "operator 'objective'"));
+  std::vector<std::string> known = {"function", "noise"};
+  for (size_t i = 0; i < objective_spec{}.x.size(); ++i)
+    known.push_back("x" + std::to_string(i + 1));
+  DTRAIN_RETURN_IF_ERROR(hp.check_known(known, "operator 'objective'"));
   objective_spec spec;
   DTRAIN_ASSIGN_OR_RETURN(spec.function, hp.get_string("function", "quadratic"));
-  if (spec.function != "branin" && spec.function != "hartmann6" &&
-      spec.function != "quadratic" && spec.function != "curve")
+  const std::vector<std::string> functions = {"branin", "hartmann6", "quadratic",
+                                              "curve",  "rosenbrock", "sphere"};
+  if (std::find(functions.begin(), functions.end(), spec.function) == functions.end())
     return invalid_argument("hyperparameter 'function': '" + spec.function +
-                            "' is not one of branin, hartmann6, quadratic, curve");
-  for (size_t i = 0; i < 6; ++i) {
+                            "' is not one of branin, hartmann6, quadratic, curve, rosenbrock, "
+                            "sphere");
+  for (size_t i = 0; i < spec.x.size(); ++i) {
     const std::string key = "x" + std::to_string(i + 1);
     DTRAIN_ASSIGN_OR_RETURN(spec.x[i], hp.get_double(key, 0.0));
     spec.is_set[i] = hp.contains(key);
@@ -80,11 +92,18 @@ double objective_value(const objective_spec& spec, int64_t epoch) {
   if (spec.function == "branin") {
     value = branin(x[0], x[1]);
   } else if (spec.function == "hartmann6") {
-    value = hartmann6(x);
-  } else if (spec.function == "quadratic") {
-    for (size_t i = 0; i < 6; ++i)
+    value = hartmann6({x[0], x[1], x[2], x[3], x[4], x[5]});
+  } else if (spec.function == "quadratic" || spec.function == "sphere") {
+    const double centre = spec.function == "quadratic" ? 0.5 : 0.0;
+    for (size_t i = 0; i < x.size(); ++i)
       if (spec.is_set[i])
-        value += (x[i] - 0.5) * (x[i] - 0.5);
+        value += (x[i] - centre) * (x[i] - centre);
+  } else if (spec.function == "rosenbrock") {
+    std::vector<double> set;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (spec.is_set[i])
+        set.push_back(x[i]);
+    value = rosenbrock(set.data(), set.size());
   } else {  // curve
     value = (x[0] - 0.5) * (x[0] - 0.5) +
             (1 + std::fabs(x[1])) / static_cast<double>(std::max<int64_t>(epoch, 1));

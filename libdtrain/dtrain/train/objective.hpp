@@ -14,16 +14,20 @@
 /// (the functions Optuna and hyperopt are measured on) and for tests that
 /// need a known metric without learning anything.
 ///
-/// Keys: function (branin | hartmann6 | quadratic | curve; default
-/// quadratic), x1 .. x6 (doubles, default 0), noise (the standard
-/// deviation of Gaussian noise added to the value, default 0).
+/// Keys: function (branin | hartmann6 | quadratic | curve | rosenbrock |
+/// sphere; default quadratic), x1 .. x10 (doubles, default 0), noise (the
+/// standard deviation of Gaussian noise added to the value, default 0).
 ///
 ///  - branin(x1, x2), usually on [-5, 10] x [0, 15]: minimum 0.397887 at
 ///    (-pi, 12.275), (pi, 2.275) and (9.42478, 2.475).
 ///  - hartmann6(x1 .. x6) on [0, 1]^6: minimum -3.32237 at (0.20169,
 ///    0.150011, 0.476874, 0.275332, 0.311652, 0.6573).
-///  - quadratic: the sum over the keys x1 .. x6 that are set of
+///  - quadratic: the sum over the keys x1 .. x10 that are set of
 ///    (xi - 0.5)^2; minimum 0.
+///  - rosenbrock: over the keys that are set, in order, the sum of
+///    100 (x(i+1) - xi^2)^2 + (1 - xi)^2, usually on [-5, 10]^d; minimum 0
+///    at (1, ..., 1). sphere: the sum over the keys that are set of xi^2;
+///    minimum 0 at the origin. The benchmarks use d = 10.
 ///  - curve: a learning curve, (x1 - 0.5)^2 + (1 + |x2|) / epoch: it
 ///    approaches (x1 - 0.5)^2 as epochs grow, more slowly for a larger
 ///    |x2|, so curves cross (a trial that starts worse can end better).
@@ -45,14 +49,16 @@ namespace dtrain::train {
 /// The objective's settings, read from hyperparameters.
 struct objective_spec {
   std::string function = "quadratic";
-  std::array<double, 6> x{};
-  std::array<bool, 6> is_set{};
+  std::array<double, 10> x{};
+  std::array<bool, 10> is_set{};
   double noise = 0;
   uint64_t noise_seed = 0;  // from the trainer's seed and the hyperparameters
 };
 
 double branin(double x1, double x2);
 double hartmann6(const std::array<double, 6>& x);
+/// Over the first `n` values of x.
+double rosenbrock(const double* x, size_t n);
 
 /// The keys above, checked (an unknown key, function or a negative noise
 /// is an invalid_argument naming it); `trainer_seed` and every key's text

@@ -201,91 +201,136 @@ std::vector<double> observation_weights(size_t n) {
   return w;
 }
 
-parzen_estimator::parzen_estimator(const dimension& dim, const std::vector<double>& xs)
-  : dim_(dim) {
-  weights_ = observation_weights(xs.size());
+parzen_estimator::parzen_estimator(std::vector<const dimension*> dims,
+                                   const std::vector<std::vector<double>>& rows, bandwidth rule,
+                                   const std::vector<double>& weights) {
+  weights_ = weights.empty() ? observation_weights(rows.size()) : weights;
   weights_.push_back(prior_weight);
   const double total = std::accumulate(weights_.begin(), weights_.end(), 0.0);
   for (double& w : weights_)
     w /= total;
-  if (dim.type == dimension::kind::categorical)
-    fit_categories(xs);
-  else
-    fit_numbers(xs);
+  axes_.resize(dims.size());
+  std::vector<double> xs(rows.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    axes_[d].dim = dims[d];
+    for (size_t i = 0; i < rows.size(); ++i)
+      xs[i] = rows[i][d];
+    if (dims[d]->type == dimension::kind::categorical)
+      fit_categories(axes_[d], xs);
+    else
+      fit_numbers(axes_[d], xs, rule, dims.size());
+  }
 }
 
-double parzen_estimator::sample(rng& r) const {
+parzen_estimator::parzen_estimator(const dimension& dim, const std::vector<double>& xs)
+  : parzen_estimator({&dim}, [&] {
+      std::vector<std::vector<double>> rows;
+      for (double x : xs)
+        rows.push_back({x});
+      return rows;
+    }(), bandwidth::neighbours) {}
+
+std::vector<double> parzen_estimator::sample_point(rng& r) const {
   const size_t j = pick(weights_, r.uniform_double());
-  if (dim_.type == dimension::kind::categorical)
-    return static_cast<double>(pick(categories_[j], r.uniform_double()));
-  const double a = (dim_.low - mus_[j]) / sigmas_[j];
-  const double b = (dim_.high - mus_[j]) / sigmas_[j];
-  const double z = truncated_ppf(r.uniform_double(), a, b);
-  return std::clamp(mus_[j] + sigmas_[j] * z, dim_.low, dim_.high);
+  std::vector<double> out;
+  out.reserve(axes_.size());
+  for (const axis& a : axes_)
+    out.push_back(sample_axis(a, j, r));
+  return out;
 }
 
-double parzen_estimator::log_pdf(double x) const {
+double parzen_estimator::sample_axis(const axis& a, size_t j, rng& r) const {
+  const dimension& dim = *a.dim;
+  if (dim.type == dimension::kind::categorical)
+    return static_cast<double>(pick(a.categories[j], r.uniform_double()));
+  const double lo = (dim.low - a.mus[j]) / a.sigmas[j];
+  const double hi = (dim.high - a.mus[j]) / a.sigmas[j];
+  const double z = truncated_ppf(r.uniform_double(), lo, hi);
+  return std::clamp(a.mus[j] + a.sigmas[j] * z, dim.low, dim.high);
+}
+
+double parzen_estimator::log_pdf(const std::vector<double>& x) const {
   std::vector<double> terms(weights_.size());
-  for (size_t j = 0; j < weights_.size(); ++j)
-    terms[j] = std::log(weights_[j]) + component_log_pdf(j, x);
+  for (size_t j = 0; j < weights_.size(); ++j) {
+    double t = std::log(weights_[j]);
+    for (size_t d = 0; d < axes_.size(); ++d)
+      t += component_log_pdf(axes_[d], j, x[d]);
+    terms[j] = t;
+  }
   return log_sum_exp(terms);
 }
 
 // Each observation's row puts prior_weight / (n + 1) on every category and
 // 1 more on its own; the prior's row is uniform.
-void parzen_estimator::fit_categories(const std::vector<double>& xs) {
-  const size_t k = dim_.categories.size();
+void parzen_estimator::fit_categories(axis& a, const std::vector<double>& xs) const {
+  const size_t k = a.dim->categories.size();
   const double base = prior_weight / static_cast<double>(xs.size() + 1);
-  categories_.assign(xs.size() + 1, std::vector<double>(k, base));
+  a.categories.assign(xs.size() + 1, std::vector<double>(k, base));
   for (size_t j = 0; j < xs.size(); ++j)
-    categories_[j][static_cast<size_t>(xs[j])] += 1;
-  for (auto& row : categories_) {
+    a.categories[j][static_cast<size_t>(xs[j])] += 1;
+  for (auto& row : a.categories) {
     const double total = std::accumulate(row.begin(), row.end(), 0.0);
     for (double& p : row)
       p /= total;
   }
 }
 
-// Optuna's univariate bandwidths: each mean's sigma is the larger gap to
-// its sorted neighbours (the bounds count as neighbours, except that the
-// outermost means look inward only: consider_endpoints=False), clipped to
+// The neighbours rule: each mean's sigma is the larger gap to its sorted
+// neighbours (the bounds count as neighbours, except that the outermost
+// means look inward only: consider_endpoints=False). Scott's rule: the
+// same sigma for every observation. Either is clipped to
 // [range / min(100, n + 1), range] (consider_magic_clip); the prior sits
 // at the centre with sigma = range.
-void parzen_estimator::fit_numbers(const std::vector<double>& xs) {
-  const double range = dim_.high - dim_.low;
-  mus_ = xs;
-  mus_.push_back(0.5 * (dim_.low + dim_.high));
-  std::vector<size_t> order(mus_.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return mus_[a] < mus_[b]; });
-  std::vector<double> s = {dim_.low};
-  for (size_t i : order)
-    s.push_back(mus_[i]);
-  s.push_back(dim_.high);
-  const size_t m = mus_.size();
-  std::vector<double> sorted_sigmas(m);
-  for (size_t i = 0; i < m; ++i)
-    sorted_sigmas[i] = std::max(s[i + 1] - s[i], s[i + 2] - s[i + 1]);
-  if (m >= 2) {
-    sorted_sigmas[0] = s[2] - s[1];
-    sorted_sigmas[m - 1] = s[m] - s[m - 1];
+void parzen_estimator::fit_numbers(axis& a, const std::vector<double>& xs, bandwidth rule,
+                                   size_t n_dims) const {
+  const dimension& dim = *a.dim;
+  const double range = dim.high - dim.low;
+  a.mus = xs;
+  a.mus.push_back(0.5 * (dim.low + dim.high));
+  const size_t m = a.mus.size();
+  a.sigmas.assign(m, 0);
+  if (rule == bandwidth::scott) {
+    const double n = static_cast<double>(std::max<size_t>(xs.size(), 1));
+    const double sigma0 = 0.2 * std::pow(n, -1.0 / (static_cast<double>(n_dims) + 4));
+    std::fill(a.sigmas.begin(), a.sigmas.end(), sigma0 * range);
+  } else {
+    std::vector<size_t> order(m);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return a.mus[x] < a.mus[y]; });
+    std::vector<double> s = {dim.low};
+    for (size_t i : order)
+      s.push_back(a.mus[i]);
+    s.push_back(dim.high);
+    std::vector<double> sorted_sigmas(m);
+    for (size_t i = 0; i < m; ++i)
+      sorted_sigmas[i] = std::max(s[i + 1] - s[i], s[i + 2] - s[i + 1]);
+    if (m >= 2) {
+      sorted_sigmas[0] = s[2] - s[1];
+      sorted_sigmas[m - 1] = s[m] - s[m - 1];
+    }
+    for (size_t i = 0; i < m; ++i)
+      a.sigmas[order[i]] = sorted_sigmas[i];
   }
   const double min_sigma = range / std::min(100.0, 1.0 + static_cast<double>(m));
-  sigmas_.assign(m, 0);
-  for (size_t i = 0; i < m; ++i)
-    sigmas_[order[i]] = std::clamp(sorted_sigmas[i], min_sigma, range);
-  sigmas_[m - 1] = range;  // the prior
+  for (double& sigma : a.sigmas)
+    sigma = std::clamp(sigma, min_sigma, range);
+  a.sigmas[m - 1] = range;  // the prior
+  a.log_accept.resize(m);
+  for (size_t j = 0; j < m; ++j)
+    a.log_accept[j] =
+        log_mass((dim.low - a.mus[j]) / a.sigmas[j], (dim.high - a.mus[j]) / a.sigmas[j]);
 }
 
-double parzen_estimator::component_log_pdf(size_t j, double x) const {
-  if (dim_.type == dimension::kind::categorical)
-    return std::log(categories_[j][static_cast<size_t>(x)]);
-  const double mu = mus_[j], sigma = sigmas_[j];
-  const double accept = log_mass((dim_.low - mu) / sigma, (dim_.high - mu) / sigma);
-  if (dim_.step > 0) {
-    const double lower = std::max(x - 0.5 * dim_.step, dim_.low);
-    const double upper = std::min(x + 0.5 * dim_.step, dim_.high);
+double parzen_estimator::component_log_pdf(const axis& a, size_t j, double x) const {
+  const dimension& dim = *a.dim;
+  if (dim.type == dimension::kind::categorical)
+    return std::log(a.categories[j][static_cast<size_t>(x)]);
+  const double mu = a.mus[j], sigma = a.sigmas[j];
+  const double accept = a.log_accept[j];
+  if (dim.step > 0) {
+    const double lower = std::max(x - 0.5 * dim.step, dim.low);
+    const double upper = std::min(x + 0.5 * dim.step, dim.high);
     return log_mass((lower - mu) / sigma, (upper - mu) / sigma) - accept;
   }
   // The truncated normal's log density as Optuna 3.1 computes it: in

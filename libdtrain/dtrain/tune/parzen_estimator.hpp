@@ -9,9 +9,10 @@
 
 /// The parts of the TPE searcher (tpe.hpp) below the searcher: how one
 /// hyperparameter maps into the space the estimators work in, and the
-/// Parzen estimator over one hyperparameter, as Optuna 3.1 defines them
-/// (samplers/_tpe/parzen_estimator.py, univariate: consider_prior with
-/// prior_weight 1, consider_magic_clip, not consider_endpoints). Internal
+/// Parzen estimator over one or several hyperparameters, as Optuna 3.1
+/// defines them (samplers/_tpe/parzen_estimator.py: consider_prior with
+/// prior_weight 1, consider_magic_clip, not consider_endpoints; univariate
+/// or multivariate). Internal
 /// to dtrain::tune (tests check them against Optuna's numbers). Plain
 /// values; not thread-safe.
 namespace dtrain::tune::detail {
@@ -49,31 +50,63 @@ dimension make_dimension(const std::string& name, const domain& d);
 /// the older ones (all but the newest 25) ramp up linearly from 1/n.
 std::vector<double> observation_weights(size_t n);
 
-/// A mixture over one numeric or categorical dimension: one component per
-/// observation (internal-space points, in chronological order) and the
-/// prior last. Numbers: truncated normals with Optuna's bandwidths;
-/// categories: each observation's row puts prior_weight / (n + 1) on every
-/// category and 1 more on its own. Keeps a reference to `dim`, which must
-/// outlive it.
+/// How the numeric components' bandwidths are chosen.
+enum class bandwidth {
+  /// Optuna's univariate rule: each mean's sigma is the larger gap to its
+  /// sorted neighbours (parzen_estimator.cpp says how the ends are treated).
+  neighbours,
+  /// Optuna's multivariate rule (Scott's rule as BOHB uses it): every
+  /// observation's sigma is 0.2 * n^(-1 / (d + 4)) times the dimension's
+  /// range, n observations over d dimensions.
+  scott,
+};
+
+/// A mixture over one or several dimensions: one component per
+/// observation (a row of internal-space points, one per dimension, in
+/// chronological order) and the prior last. A component is a product over
+/// the dimensions: for numbers a truncated normal with the chosen
+/// bandwidth, clipped to [range / min(100, n + 1), range] (Optuna's
+/// consider_magic_clip); for categories, each observation's row puts
+/// prior_weight / (n + 1) on every category and 1 more on its own. The
+/// prior is centred with sigma = range, uniform over categories. Over one
+/// dimension with the neighbours rule this is Optuna 3.1's independent
+/// estimator; over several with Scott's rule, its multivariate one.
+/// Keeps pointers to the dimensions, which must outlive it.
 class parzen_estimator {
 public:
+  /// Over `dims` (at least one), `rows` observations of dims.size() values
+  /// each, with observation_weights(rows.size()) unless `weights` (one per
+  /// row, not normalized) is given.
+  parzen_estimator(std::vector<const dimension*> dims, const std::vector<std::vector<double>>& rows,
+                   bandwidth rule, const std::vector<double>& weights = {});
+  /// One dimension, the univariate rule: Optuna's independent estimator.
   parzen_estimator(const dimension& dim, const std::vector<double>& xs);
 
-  /// A point of the internal space drawn from the mixture.
-  double sample(rng& r) const;
-  /// The log density (a log mass for stepped domains and categories) at x,
-  /// a point of the internal space as the domain rounds it.
-  double log_pdf(double x) const;
+  /// A point of the internal space drawn from the mixture: one component,
+  /// then each dimension from it, in order.
+  std::vector<double> sample_point(rng& r) const;
+  /// The log density (a log mass along stepped and categorical dimensions)
+  /// at `x`, a point of the internal space as the domains round it.
+  double log_pdf(const std::vector<double>& x) const;
+
+  /// One-dimensional shorthands.
+  double sample(rng& r) const { return sample_point(r).front(); }
+  double log_pdf(double x) const { return log_pdf(std::vector<double>{x}); }
 
 private:
-  void fit_categories(const std::vector<double>& xs);
-  void fit_numbers(const std::vector<double>& xs);
-  double component_log_pdf(size_t j, double x) const;
+  struct axis {
+    const dimension* dim = nullptr;
+    std::vector<double> mus, sigmas;             // numeric: one per component
+    std::vector<double> log_accept;              // numeric: log mass of [low, high]
+    std::vector<std::vector<double>> categories; // categorical: a row per component
+  };
+  void fit_categories(axis& a, const std::vector<double>& xs) const;
+  void fit_numbers(axis& a, const std::vector<double>& xs, bandwidth rule, size_t n_dims) const;
+  double component_log_pdf(const axis& a, size_t j, double x) const;
+  double sample_axis(const axis& a, size_t j, rng& r) const;
 
-  const dimension& dim_;
   std::vector<double> weights_;
-  std::vector<double> mus_, sigmas_;             // numeric
-  std::vector<std::vector<double>> categories_;  // categorical: a row per component
+  std::vector<axis> axes_;
 };
 
 } // namespace dtrain::tune::detail

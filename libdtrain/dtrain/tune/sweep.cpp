@@ -83,6 +83,8 @@ status validate(const sweep_config& c) {
   DTRAIN_RETURN_IF_ERROR(validate_pbt(c.pbt));
   DTRAIN_RETURN_IF_ERROR(at_least("tpe_startup_trials", c.tpe_startup_trials, 1));
   DTRAIN_RETURN_IF_ERROR(at_least("tpe_ei_candidates", c.tpe_ei_candidates, 1));
+  if (c.tpe_group && !c.tpe_multivariate)
+    return invalid_argument("tpe_group: splits the multivariate estimator; needs tpe_multivariate");
   if (!(c.time_budget_seconds >= 0) || std::isinf(c.time_budget_seconds))
     return invalid_argument("time_budget_seconds: must be a finite number of at least 0, got " +
                             to_string(value{c.time_budget_seconds}));
@@ -100,6 +102,9 @@ std::unique_ptr<searcher> make_searcher(const space& s, const sweep_config& c) {
     o.num_samples = c.num_samples;
     o.startup_trials = c.tpe_startup_trials;
     o.ei_candidates = c.tpe_ei_candidates;
+    o.multivariate = c.tpe_multivariate;
+    o.group = c.tpe_group;
+    o.constant_liar = c.tpe_constant_liar;
     o.seed = c.seed;
     return make_tpe(s, o);
   }

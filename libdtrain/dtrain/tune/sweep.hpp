@@ -32,6 +32,9 @@ struct sweep_config {
   pbt_options pbt;                  // direction and seed are taken from above
   int64_t tpe_startup_trials = 10;  // tpe: random trials first (Optuna's n_startup_trials)
   int64_t tpe_ei_candidates = 24;   // tpe: candidates scored per suggestion
+  bool tpe_multivariate = false;    // tpe: one joint estimator (Optuna's multivariate)
+  bool tpe_group = false;           // tpe: split it by the parts trials hold (needs multivariate)
+  bool tpe_constant_liar = false;   // tpe: running trials count as bad observations
   double time_budget_seconds = 0;   // 0: none
   bool has_stop_threshold = false;  // end the sweep when metric reaches stop_threshold
   double stop_threshold = 0;

@@ -1,4 +1,5 @@
-// The TPE searcher (tpe.hpp): Optuna 3.1's TPESampler, independent form.
+// The TPE searcher (tpe.hpp): Optuna 3.1's TPESampler, independent or
+// multivariate, with or without the constant liar.
 // Written from the algorithm as Optuna 3.1 (samplers/_tpe/) defines it:
 // its gamma, its weights, its Parzen bandwidths and prior, its truncated
 // normals; the numerics are our own.
@@ -47,14 +48,18 @@ public:
     suggestion out;
     if (static_cast<int64_t>(order_.size()) >= std::max<int64_t>(options_.num_samples, 0))
       return out;  // finished
+    // Chronological, as Optuna lists trials: the ended ones, and with the
+    // constant liar the running ones too (they only ever count as bad).
     std::vector<const trial_record*> observed;
-    for (const auto& id : order_)
-      if (trials_.at(id).ended)
-        observed.push_back(&trials_.at(id));
+    int64_t ended = 0;
+    for (const auto& id : order_) {
+      const trial_record& t = trials_.at(id);
+      ended += t.ended;
+      if (t.ended || options_.constant_liar)
+        observed.push_back(&t);
+    }
     out.what = suggestion::kind::trial;
-    out.configuration = static_cast<int64_t>(observed.size()) < options_.startup_trials
-                            ? random_draw()
-                            : model_draw(observed);
+    out.configuration = ended < options_.startup_trials ? random_draw() : model_draw(observed);
     trials_[trial_id].configuration = out.configuration;
     order_.push_back(trial_id);
     return out;
@@ -94,8 +99,10 @@ private:
   // Optuna's ordering key, smaller is better: completed trials by value,
   // then stopped ones (the later they stopped the better, then by value),
   // then failed trials, trials without a finite value and trials that
-  // never reported, in trial order.
+  // never reported, then (constant liar) running trials, in trial order.
   std::tuple<int, double, double> rank_key(const trial_record& t) const {
+    if (!t.ended)
+      return {3, 0, 0};
     if (t.how == trial_end::failed || !t.has_value || std::isnan(t.last_value))
       return {2, 0, 0};
     const double loss = options_.direction == mode::min ? t.last_value : -t.last_value;
@@ -105,9 +112,13 @@ private:
   }
 
   config model_draw(const std::vector<const trial_record*>& observed) {
-    // gamma(n) = min(ceil(n / 10), 25) best trials are "below" (good).
+    // gamma(n) = min(ceil(n / 10), 25) best of the n ended trials are
+    // "below" (good); running ones (the liar's) never are.
     const size_t n = observed.size();
-    const size_t n_below = std::min<size_t>((n + 9) / 10, 25);
+    size_t n_ended = 0;
+    for (const auto* t : observed)
+      n_ended += t->ended;
+    const size_t n_below = std::min<size_t>((n_ended + 9) / 10, 25);
     std::vector<size_t> ranked(n);
     std::iota(ranked.begin(), ranked.end(), 0);
     std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
@@ -118,43 +129,62 @@ private:
       is_below[ranked[i]] = true;
 
     config out;
+    std::vector<const dimension*> free;
     for (const auto& dim : dims_) {
-      if (dim.type == dimension::kind::fixed) {
+      if (dim.type == dimension::kind::fixed)
         out[dim.name] = dim.fixed_value;
-        continue;
-      }
-      // Chronological order within each group, as Optuna keeps it (the
-      // weights of older "above" observations ramp down).
-      std::vector<double> below, above;
-      for (size_t i = 0; i < n; ++i) {
-        auto v = observed[i]->configuration.find(dim.name);
-        const double x = v == observed[i]->configuration.end() ? std::nan("")
-                                                               : dim.to_internal(v->second);
-        if (!std::isnan(x))
-          (is_below[i] ? below : above).push_back(x);
-      }
-      out[dim.name] = best_candidate(dim, below, above);
+      else
+        free.push_back(&dim);
     }
+    if (!options_.multivariate) {
+      for (const dimension* dim : free)
+        out[dim->name] =
+            best_candidate({dim}, observed, is_below, detail::bandwidth::neighbours)[0];
+      return out;
+    }
+    // One joint estimator: every trial holds every hyperparameter of a
+    // dtrain space, so Optuna's group decomposition has one part.
+    const auto values = best_candidate(free, observed, is_below, detail::bandwidth::scott);
+    for (size_t d = 0; d < free.size(); ++d)
+      out[free[d]->name] = values[d];
     return out;
   }
 
-  // ei_candidates draws from l (the good trials' estimator), each scored by
-  // log l(x) - log g(x); the first best wins.
-  value best_candidate(const dimension& dim, const std::vector<double>& below,
-                       const std::vector<double>& above) {
-    const parzen_estimator good(dim, below), bad(dim, above);
-    double best_score = -inf, best_x = 0;
+  // ei_candidates draws from l (the good trials' estimator over `dims`),
+  // each scored by log l(x) - log g(x); the first best wins. Trials that
+  // lack one of `dims` (or hold a value from another space) are left out,
+  // as Optuna masks them.
+  std::vector<value> best_candidate(const std::vector<const dimension*>& dims,
+                                    const std::vector<const trial_record*>& observed,
+                                    const std::vector<bool>& is_below, detail::bandwidth rule) {
+    std::vector<std::vector<double>> below, above;
+    for (size_t i = 0; i < observed.size(); ++i) {
+      std::vector<double> row;
+      for (const dimension* dim : dims) {
+        auto v = observed[i]->configuration.find(dim->name);
+        row.push_back(v == observed[i]->configuration.end() ? std::nan("")
+                                                             : dim->to_internal(v->second));
+      }
+      if (std::none_of(row.begin(), row.end(), [](double x) { return std::isnan(x); }))
+        (is_below[i] ? below : above).push_back(std::move(row));
+    }
+    const parzen_estimator good(dims, below, rule), bad(dims, above, rule);
+    double best_score = -inf;
+    std::vector<double> best_x;
     for (int64_t i = 0; i < std::max<int64_t>(options_.ei_candidates, 1); ++i) {
-      double x = good.sample(model_);
-      // Score the point as the domain rounds it.
-      x = dim.to_internal(dim.to_value(x));
+      std::vector<double> x = good.sample_point(model_);
+      for (size_t d = 0; d < dims.size(); ++d)
+        x[d] = dims[d]->to_internal(dims[d]->to_value(x[d]));  // as the domain rounds it
       const double score = good.log_pdf(x) - bad.log_pdf(x);
       if (i == 0 || score > best_score) {
         best_score = score;
-        best_x = x;
+        best_x = std::move(x);
       }
     }
-    return dim.to_value(best_x);
+    std::vector<value> out;
+    for (size_t d = 0; d < dims.size(); ++d)
+      out.push_back(dims[d]->to_value(best_x[d]));
+    return out;
   }
 
   space space_;
