@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dtrain/dashboard/dashboard.hpp"
 #include "dtrain/driver/cluster.hpp"
@@ -43,8 +44,9 @@ struct tune_options {
 
 /// `dtrain experiments ACTION [ID]` (experiments_command.cpp).
 struct experiments_options {
-  std::string action;    // list | show | trials | best | delete
-  int64_t id = 0;        // every action but list
+  std::string action;    // list | show | trials | best | delete | compare
+  int64_t id = 0;        // every action but list and compare
+  std::vector<int64_t> ids;  // compare: the experiments, in order
   std::string address;   // through this head; empty: $DTRAIN_ADDRESS, else the local file
   std::string store;     // a local store file (default: $DTRAIN_HOME/experiments.db)
   bool json = false;     // JSON instead of tables

@@ -1,4 +1,4 @@
-// `dtrain experiments list | show | trials | best | delete`: the experiment
+// `dtrain experiments list | show | trials | best | compare | delete`: the experiment
 // store read (and pruned) from the command line, through the head of a
 // cluster or from the local store file.
 #include "commands.hpp"
@@ -6,6 +6,8 @@
 #include <CLI/CLI.hpp>
 
 #include "command_line.hpp"
+#include "experiments_compare.hpp"
+#include "experiments_text.hpp"
 #include "dtrain/driver/runs/experiment_delete.hpp"
 #include "dtrain/driver/runs/store_access.hpp"
 
@@ -52,75 +54,6 @@ result<opened_store> open_store(const experiments_options& o, bool& elsewhere) {
     elsewhere = !address.empty() && found.source != actors::address_source::local_head;
   }
   return open_experiment_store(address, o.store, o.tls, o.action != "delete");
-}
-
-// ---- values as text ------------------------------------------------------
-
-std::string json_string(const std::string& s) { return json::quoted(s); }
-
-// Strict JSON for scripts (jq, Python, Boost's parser): NaN and the
-// infinities are null here (the store itself keeps them as they were).
-std::string json_number(double x) {
-  if (!std::isfinite(x))
-    return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", x);
-  return buf;
-}
-
-// Hyperparameters are stored as JSON (tune::to_json): inline them as they are.
-std::string json_raw_or_string(const std::string& s) {
-  return !s.empty() && (s[0] == '{' || s[0] == '[') ? s : json_string(s);
-}
-
-std::string number_text(double x) {
-  if (std::isnan(x))
-    return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", x);
-  return buf;
-}
-
-std::string time_text(double unix_seconds) {
-  if (unix_seconds <= 0)
-    return "-";
-  std::time_t t = static_cast<std::time_t>(unix_seconds);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
-}
-
-std::string shortened(const std::string& s, size_t limit) {
-  std::string one_line = s;
-  for (char& c : one_line)
-    if (c == '\n' || c == '\t')
-      c = ' ';
-  return one_line.size() <= limit ? one_line : one_line.substr(0, limit - 3) + "...";
-}
-
-// Rows under a header, each column as wide as its widest cell.
-void print_table(const std::vector<std::string>& header,
-                 const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width(header.size());
-  for (size_t i = 0; i < header.size(); ++i)
-    width[i] = header[i].size();
-  for (auto& r : rows)
-    for (size_t i = 0; i < r.size() && i < width.size(); ++i)
-      width[i] = std::max(width[i], r[i].size());
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string out;
-    for (size_t i = 0; i < cells.size(); ++i) {
-      out += cells[i];
-      if (i + 1 < cells.size())
-        out += std::string(width[i] - cells[i].size() + 2, ' ');
-    }
-    std::printf("%s\n", out.c_str());
-  };
-  line(header);
-  for (auto& r : rows)
-    line(r);
 }
 
 // ---- what the commands compute -------------------------------------------
@@ -439,6 +372,8 @@ int run_experiments(const experiments_options& o) {
     return best(s, o);
   if (o.action == "delete")
     return run_delete(s, o, elsewhere);
+  if (o.action == "compare")
+    return compare_experiments(s, o);
   return fail(invalid_argument("dtrain experiments: unknown action " + o.action));
 }
 
@@ -465,6 +400,11 @@ void add_experiments_command(CLI::App& app, command_list& out) {
   action("best", "an experiment's best trial, its hyperparameters and newest checkpoint", true)
       ->add_option("--metric", o->metric,
                    "rank by this metric's best value (min if its name has \"loss\", else max)");
+  action("compare", "experiments side by side: best configurations and metrics, what their "
+                    "sweeps ran, where their files differ", false)
+      ->add_option("ids", o->ids, "two or more experiment ids")
+      ->required()
+      ->expected(2, -1);
   auto* deleting = action("delete", "delete an experiment's rows and its checkpoint directory "
                                     "(only one that carries the experiment's owner marker)", true);
   deleting->add_flag("--yes", o->yes, "do not ask");

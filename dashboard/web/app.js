@@ -1,8 +1,8 @@
 // The dashboard page: polls the JSON API (docs/dashboard.md) every 2 s and
 // fills the cluster, experiments and trials tables; the selected trials'
 // curves and a sweep's scatter are drawn by charts.js, the node logs by
-// logs.js, a trial's checkpoints and failures by details.js; cells and
-// charts are common.js's. No build step.
+// logs.js, a trial's checkpoints and failures by details.js, experiments
+// compared by compare.js; cells and charts are common.js's. No build step.
 //
 // Stable hooks for people and the browser test (tests/browser): rows carry
 // data-node-address, data-experiment-id, data-trial-id and data-state (lower case);
@@ -246,7 +246,7 @@ function focusedTrial() {
 }
 
 function renderExperiments() {
-  header("experiments", [["id", "id"], ["name", "name"], ["kind", "kind"], ["state", "state"],
+  header("experiments", [["", null], ["id", "id"], ["name", "name"], ["kind", "kind"], ["state", "state"],
     ["metric", "metric"], ["trials", "trials"], ["best", "best"], ["created", "created_at"]]);
   const body = document.querySelector("#experiments tbody");
   body.replaceChildren();
@@ -256,6 +256,17 @@ function renderExperiments() {
     row.dataset.state = lower(e.state);
     row.className = "clickable" + (state.experiment && state.experiment.id === e.id ? " selected" : "");
     row.onclick = () => selectExperiment(e);
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.className = "compare-experiment";
+    box.title = "compare this experiment with the others ticked";
+    box.checked = experimentCompare.isChosen(e.id);
+    box.onclick = (ev) => {
+      ev.stopPropagation();
+      experimentCompare.toggle(e.id);
+      experimentCompare.refresh(experimentRows).catch(showError);
+    };
+    row.appendChild(document.createElement("td")).appendChild(box);
     for (const v of [e.id, e.name, e.kind, e.state, `${e.metric} (${e.minimize ? "min" : "max"})`,
       e.trials, e.best, new Date(e.created_at * 1000).toLocaleString()]) cell(row, v);
     body.appendChild(row);
@@ -367,6 +378,7 @@ async function tick() {
     render();
     await refreshCurves();
     await trialDetails.refresh(focusedTrial());
+    await experimentCompare.refresh(experimentRows);
     const s = document.getElementById("status");
     s.textContent = "updated " + new Date().toLocaleTimeString();
     s.className = "";

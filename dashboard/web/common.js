@@ -117,7 +117,7 @@ function showCharts(host, charts, specs) {
 }
 
 // A learning-curve chart for showCharts: `series` is [{label, points:
-// [[epoch, value], ...]}], drawn on the union of their epochs (gaps are
+// [[epoch, value], ...], color (optional)}], drawn on the union of their epochs (gaps are
 // null, lines span them). A series with one epoch twice (a restarted
 // trial) keeps the later value.
 function curveChart(title, series) {
@@ -133,7 +133,7 @@ function curveChart(title, series) {
     scales: { x: { time: false } },
     axes: [{ label: "epoch", incrs: EPOCH_STEPS }, { values: tickLabels, size: axisSize }],
     series: [{ label: "epoch" }, ...series.map((s, i) =>
-      ({ label: s.label, stroke: COLORS[i % COLORS.length], points: { show: true }, spanGaps: true }))],
+      ({ label: s.label, stroke: s.color || COLORS[i % COLORS.length], points: { show: true }, spanGaps: true }))],
   }, [epochs, ...columns]];
 }
 

@@ -1,7 +1,8 @@
 // The dashboard in a real browser: Debian's Chromium, headless, driven by
 // playwright-core (tools/browser, installed by tools/install-deps.sh).
 // Started by the dashboard_browser suite (tests/dashboard/dashboard_browser_test.cpp)
-// against a head with a node and a sweep running; it asserts what a person
+// against a head with a node and a sweep running, and an earlier sweep in
+// its store; it asserts what a person
 // would look for and exits 0, or prints why not and exits 1.
 //
 // Environment:
@@ -113,6 +114,30 @@ async function checkDetails(page) {
   check(epochs.length >= 1 && epochs.every((e) => Number(e) >= 1), `the checkpoints view lists epochs ${epochs}`);
 }
 
+// Two experiments ticked: the comparison shows a row for each and one
+// chart with the best trials of both overlaid (the stored sweep's two and
+// the running sweep's trials with a value), coloured by experiment.
+async function checkCompare(page) {
+  const boxes = page.locator("#experiments tbody tr[data-experiment-id] input.compare-experiment");
+  await page.waitForFunction(() => document.querySelectorAll("#experiments tbody tr[data-experiment-id]").length >= 2);
+  for (const n of [0, 1]) {
+    const box = boxes.nth(n);
+    if (!(await box.isChecked())) await box.click();
+  }
+  await page.locator("#compare:not([hidden])").waitFor();
+  await page.waitForFunction(() => document.querySelectorAll("#compare-table tbody tr[data-experiment-id]").length === 2);
+  await page.waitForFunction(() => {
+    const chart = document.querySelector("#compare-charts .chart");
+    const host = document.getElementById("compare-charts");
+    return chart && Number(chart.dataset.points) >= 3 && Number(host.dataset.series) >= 3;
+  }, null, { timeout: 90000 });
+  const series = await page.locator("#compare-charts").getAttribute("data-series");
+  const points = await page.locator("#compare-charts .chart").first().getAttribute("data-points");
+  const ids = await page.locator("#compare-table tbody tr").evaluateAll((rs) => rs.map((r) => r.dataset.experimentId));
+  check(ids.length === 2 && ids[0] !== ids[1],
+    `experiments ${ids.join(" and ")} compared: ${series} best trials' curves overlaid, ${points} points`);
+}
+
 async function main() {
   const url = env("DTRAIN_DASHBOARD_URL");
   const nodeAddress = env("DTRAIN_NODE_ADDRESS");
@@ -147,6 +172,7 @@ async function main() {
     await checkDetails(page);
     await checkLogs(page, nodeAddress, logText);
     await checkSweepOverlayAndSort(page);
+    await checkCompare(page);
     await page.waitForTimeout(2500);  // one more poll, so the picture is current
     await page.screenshot({ path: screenshot, fullPage: true });
     console.log("screenshot: " + screenshot);

@@ -242,6 +242,58 @@ BOOST_AUTO_TEST_CASE(best_ranks_by_the_experiment_metric_or_by_a_named_one) {
   BOOST_TEST(best.get<std::string>("checkpoint") == h.storage + "/00002/epoch-2");
 }
 
+BOOST_AUTO_TEST_CASE(compare_puts_best_trials_side_by_side_and_names_what_the_files_change) {
+  filled_home h;
+  // Experiment 2 becomes a TPE sweep of one trial, ranked by accuracy.
+  h.change_row(2, [](experiments::experiment_row& e) {
+    e.configuration = "name: sweep\nsearcher:\n  name: tpe\n  max_trials: 1\n";
+    e.metric = "validation_accuracy";
+    e.minimize = false;
+  });
+  {
+    auto opened = experiments::open_sqlite_store(h.home.file("experiments.db"));
+    BOOST_REQUIRE(opened.is_ok());
+    experiments::trial_row t;
+    t.experiment = 2;
+    t.id = "00001";
+    t.seq_created = 1;
+    t.hyperparameters = "{\"lr\": 0.03, \"width\": 64}";
+    t.state = "completed";
+    t.best = t.last = 0.875;
+    t.epochs = 4;
+    BOOST_REQUIRE((*opened)->put_trial(t).is_ok());
+    BOOST_REQUIRE((*opened)->flush().is_ok());
+  }
+  std::string out;
+  BOOST_REQUIRE(h.run({"compare", "1", "2"}, out) == 0);
+  BOOST_TEST(out.find("1 sweep.yaml") != std::string::npos, out);
+  BOOST_TEST(out.find("2 train.yaml") != std::string::npos, out);
+  BOOST_TEST(out.find("3 (2 completed, 1 failed)") != std::string::npos, out);
+  BOOST_TEST(out.find("0.25") != std::string::npos, out);
+  BOOST_TEST(out.find("0.875") != std::string::npos, out);
+  BOOST_TEST(out.find("  lr ") != std::string::npos, out);
+  BOOST_TEST(out.find("  width ") != std::string::npos, out);
+  BOOST_TEST(out.find("not comparable") != std::string::npos, out);
+  BOOST_TEST(out.find("searcher.name: random -> tpe") != std::string::npos, out);
+  BOOST_TEST(out.find("searcher.max_trials: (none) -> 1") != std::string::npos, out);
+  auto tree = h.json({"compare", "1", "2", "--json"});
+  std::vector<pt::ptree> rows;
+  for (auto& [key, row] : tree.get_child("experiments"))
+    rows.push_back(row);
+  BOOST_REQUIRE(rows.size() == 2u);
+  BOOST_TEST(rows[0].get<std::string>("best_trial") == "00002");
+  BOOST_TEST(rows[0].get<std::string>("best_hyperparameters.lr") == "0.002");
+  BOOST_TEST(rows[0].get<int>("epochs") == 9);
+  BOOST_TEST(rows[1].get<double>("best") == 0.875);
+  BOOST_TEST(rows[1].get<std::string>("best_hyperparameters.width") == "64");
+  BOOST_TEST(rows[1].get_child("differences_from_first").size() == 2u);
+  // One id, or an unknown one: named errors.
+  BOOST_TEST(h.run({"compare", "1"}, out) != 0);
+  BOOST_TEST(out.find("2") != std::string::npos, out);
+  BOOST_TEST(h.run({"compare", "1", "42"}, out) == 1);
+  BOOST_TEST(out.find("42") != std::string::npos, out);
+}
+
 BOOST_AUTO_TEST_CASE(an_unknown_id_is_named_with_the_store) {
   filled_home h;
   std::string out;

@@ -4,7 +4,8 @@
 // playwright-core (tools/install-deps.sh installs both). The script checks
 // the cluster view (the node alive), the trial table, a curve that grows
 // while its trial trains, the trial's checkpoints view, the node's log in
-// the log view and a console without errors, and writes a screenshot to
+// the log view, the running sweep compared with an earlier one (stored
+// before the head started) and a console without errors, and writes a screenshot to
 // $DTRAIN_BROWSER_SCREENSHOT (CTest sets it to the build directory).
 // Without chromium or node the suite says "SKIPPED (no browser: ...)",
 // which CTest reports as skipped.
@@ -19,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "dtrain/experiments/store.hpp"
 #include "support/child_process.hpp"
 #include "support/test_util.hpp"
 
@@ -99,6 +101,48 @@ std::string sweep_experiment(const temp_dir& dir) {
   return path;
 }
 
+// A finished sweep of an earlier day in the store the head will open: two
+// trials with validation_loss curves of three epochs, so the page has two
+// experiments to compare.
+void store_an_earlier_sweep(const temp_dir& home) {
+  auto opened = dtrain::experiments::open_sqlite_store(home.file("experiments.db"));
+  BOOST_REQUIRE_MESSAGE(opened.is_ok(), opened.error().to_string());
+  auto& s = **opened;
+  dtrain::experiments::experiment_row e;
+  e.name = "earlier-sweep";
+  e.kind = "tune";
+  e.configuration = "name: earlier-sweep\nsearcher:\n  name: random\n";
+  e.config_hash = "00000000000000ab";
+  e.state = "completed";
+  e.metric = "validation_loss";
+  e.minimize = true;
+  e.created_at = 1700000000;
+  const int64_t id = s.create_experiment(e).value();
+  int64_t seq = 0;
+  for (int i = 0; i < 2; ++i) {
+    dtrain::experiments::trial_row t;
+    t.experiment = id;
+    t.id = "0000" + std::to_string(i + 1);
+    t.seq_created = ++seq;
+    t.hyperparameters = "{\"lr\": 0.0" + std::to_string(i + 1) + "}";
+    t.state = "TERMINATED";
+    t.epochs = 3;
+    t.best = t.last = 0.5 - 0.1 * i;
+    BOOST_REQUIRE(s.put_trial(t).is_ok());
+    for (int epoch = 1; epoch <= 3; ++epoch) {
+      dtrain::experiments::metric_row m;
+      m.experiment = id;
+      m.trial = t.id;
+      m.epoch = epoch;
+      m.name = "validation_loss";
+      m.value = t.best + 0.2 / epoch;
+      m.seq = ++seq;
+      BOOST_REQUIRE(s.add_metrics({m}).is_ok());
+    }
+  }
+  BOOST_REQUIRE(s.flush().is_ok());
+}
+
 // What tests/browser/dashboard.spec.js is given.
 struct page_script {
   std::string node;         // the node.js binary
@@ -150,6 +194,7 @@ BOOST_AUTO_TEST_CASE(the_page_shows_the_cluster_the_trials_and_curves_that_grow_
 
   temp_dir home;
   setenv("DTRAIN_HOME", home.path().c_str(), 1);
+  store_an_earlier_sweep(home);
   child_process head({DTRAIN_BINARY, "start", "--head", "--port", "0", "--port-file",
                       home.file("head.address"), "--dashboard-port", "0", "--dashboard-file",
                       home.file("dashboard.url")},

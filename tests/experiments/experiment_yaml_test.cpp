@@ -822,6 +822,26 @@ BOOST_AUTO_TEST_CASE(the_tpe_searcher_reads_its_knobs_and_round_trips) {
              "experiment.yaml: searcher.ei_candidates: only the tpe searcher uses it, not random");
   BOOST_TEST(starts_with(error_of(minimal(space + "searcher:\n  name: tpe\n")),
                          "experiment.yaml: searcher.max_trials: missing required key"));
+  // Multivariate TPE and the constant liar: read, validated, round-tripped;
+  // left out of the canonical text when off (stored experiments' hashes).
+  BOOST_TEST(to_yaml(*defaults).find("multivariate") == std::string::npos);
+  auto joint = parse(minimal(space + "searcher:\n  name: tpe\n  max_trials: 30\n"
+                                     "  multivariate: true\n  group: true\n  constant_liar: true\n"));
+  BOOST_TEST_REQUIRE(joint.is_ok(), joint.error().to_string());
+  BOOST_TEST(joint->sweep.tpe_multivariate);
+  BOOST_TEST(joint->sweep.tpe_group);
+  BOOST_TEST(joint->sweep.tpe_constant_liar);
+  auto joint_again = parse(to_yaml(*joint));
+  BOOST_TEST_REQUIRE(joint_again.is_ok(), joint_again.error().to_string());
+  BOOST_TEST((joint_again->sweep.tpe_multivariate && joint_again->sweep.tpe_group &&
+              joint_again->sweep.tpe_constant_liar));
+  BOOST_TEST(error_of(minimal(space + "searcher:\n  name: tpe\n  max_trials: 3\n"
+                                      "  group: true\n")) ==
+             "experiment.yaml: searcher.group: group splits the multivariate estimator; it needs "
+             "multivariate: true");
+  BOOST_TEST(error_of(minimal(space + "searcher:\n  name: random\n  max_trials: 3\n"
+                                      "  constant_liar: true\n")) ==
+             "experiment.yaml: searcher.constant_liar: only the tpe searcher uses it, not random");
   auto shipped =
       load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/branin_tpe.yaml");
   BOOST_TEST_REQUIRE(shipped.is_ok(), shipped.error().to_string());

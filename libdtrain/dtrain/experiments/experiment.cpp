@@ -387,9 +387,13 @@ void emit_searcher(YAML::Emitter& out, const experiment& exp) {
     if (c.searcher == "tpe") {
       out << YAML::Key << "startup_trials" << YAML::Value << c.tpe_startup_trials;
       out << YAML::Key << "ei_candidates" << YAML::Value << c.tpe_ei_candidates;
-      out << YAML::Key << "multivariate" << YAML::Value << c.tpe_multivariate;
-      out << YAML::Key << "group" << YAML::Value << c.tpe_group;
-      out << YAML::Key << "constant_liar" << YAML::Value << c.tpe_constant_liar;
+      // Written only when set, so the canonical text (and config_hash) of
+      // experiments stored before these knobs existed does not move.
+      for (const auto& [key, on] : {std::pair<const char*, bool>{"multivariate", c.tpe_multivariate},
+                                    {"group", c.tpe_group},
+                                    {"constant_liar", c.tpe_constant_liar}})
+        if (on)
+          out << YAML::Key << key << YAML::Value << true;
     }
     out << YAML::Key << "scheduler" << YAML::Value << c.scheduler;
     out << YAML::Key << "divisor" << YAML::Value << c.asha.reduction_factor;
