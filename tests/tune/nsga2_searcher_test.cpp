@@ -179,6 +179,7 @@ BOOST_AUTO_TEST_CASE(running_and_failed_trials_do_not_fill_a_generation) {
     collect(s->suggest("t" + std::to_string(i)).configuration, seen);
   finish(*s, "t0", 0, 1);
   finish(*s, "t1", 1, 0);
+  s->on_result(report{"t2", 1, {{"f1", 0.1}, {"f2", 0.1}}});  // reported, then failed
   s->on_end("t2", trial_end::failed);
   finish(*s, "t3", 0.5, 0.5);
   // Three completed, one failed, one running: still the first generation
