@@ -505,7 +505,7 @@ BOOST_AUTO_TEST_CASE(determined_searcher_max_length_sets_the_epochs) {
   BOOST_TEST(parsed->epochs == 7);
   BOOST_TEST(error_of(minimal("searcher:\n  name: pbt\n")) ==
              "experiment.yaml: searcher.name: expected one of single, grid, random, asha, "
-             "adaptive_asha, tpe, got 'pbt'");
+             "adaptive_asha, tpe, nsga2, got 'pbt'");
 }
 
 BOOST_AUTO_TEST_CASE(epochs_spelled_both_ways_must_agree) {

@@ -374,12 +374,44 @@ void emit_pbt(YAML::Emitter& out, const tune::pbt_options& o) {
   }
 }
 
+// mo: the objectives, constraints and nsga2 knobs, as read_objectives,
+// read_constraints and read_nsga2_knobs read them.
+void emit_objectives(YAML::Emitter& out, const tune::sweep_config& c) {
+  out << YAML::Key << "metrics" << YAML::Value << YAML::BeginSeq;
+  for (const auto& o : c.objectives)
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << o.metric
+        << YAML::Key << "mode" << YAML::Value << (o.direction == tune::mode::min ? "min" : "max")
+        << YAML::EndMap;
+  out << YAML::EndSeq;
+}
+
+void emit_mo_knobs(YAML::Emitter& out, const tune::sweep_config& c) {
+  if (!c.constraints.empty()) {
+    out << YAML::Key << "constraints" << YAML::Value << YAML::BeginSeq;
+    for (const auto& k : c.constraints)
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "metric" << YAML::Value << k.metric
+          << YAML::Key << "max" << YAML::Value << double_text(k.bound) << YAML::EndMap;
+    out << YAML::EndSeq;
+  }
+  if (c.searcher != "nsga2")
+    return;
+  out << YAML::Key << "population_size" << YAML::Value << c.nsga2_population_size;
+  if (c.nsga2_mutation_prob >= 0)
+    out << YAML::Key << "mutation_prob" << YAML::Value << double_text(c.nsga2_mutation_prob);
+  out << YAML::Key << "crossover_prob" << YAML::Value << double_text(c.nsga2_crossover_prob);
+  out << YAML::Key << "swapping_prob" << YAML::Value << double_text(c.nsga2_swapping_prob);
+}
+
 void emit_searcher(YAML::Emitter& out, const experiment& exp) {
   const tune::sweep_config& c = exp.sweep;
   out << YAML::Key << "searcher" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << searcher_name(exp);
-  out << YAML::Key << "metric" << YAML::Value << c.metric;
-  out << YAML::Key << "smaller_is_better" << YAML::Value << (c.direction == tune::mode::min);
+  if (!c.objectives.empty())
+    emit_objectives(out, c);
+  else {
+    out << YAML::Key << "metric" << YAML::Value << c.metric;
+    out << YAML::Key << "smaller_is_better" << YAML::Value << (c.direction == tune::mode::min);
+  }
   if (exp.has_search) {
     out << YAML::Key << (c.searcher == "grid" ? "num_samples" : "max_trials") << YAML::Value
         << c.num_samples;
@@ -395,6 +427,7 @@ void emit_searcher(YAML::Emitter& out, const experiment& exp) {
         if (on)
           out << YAML::Key << key << YAML::Value << true;
     }
+    emit_mo_knobs(out, c);
     out << YAML::Key << "scheduler" << YAML::Value << c.scheduler;
     out << YAML::Key << "divisor" << YAML::Value << c.asha.reduction_factor;
     out << YAML::Key << "grace_period" << YAML::Value << c.asha.grace_period;
@@ -539,7 +572,7 @@ result<experiment> load_experiment(const std::string& path) {
 std::string searcher_name(const experiment& exp) {
   if (!exp.has_search)
     return "single";
-  if (exp.sweep.searcher == "grid" || exp.sweep.searcher == "tpe")
+  if (exp.sweep.searcher == "grid" || exp.sweep.searcher == "tpe" || exp.sweep.searcher == "nsga2")
     return exp.sweep.searcher;
   return exp.sweep.scheduler == "asha" ? "asha" : "random";
 }

@@ -23,10 +23,16 @@ const std::vector<std::string> search_only_keys = {
 const std::vector<std::string> pbt_keys = {"perturbation_interval", "burn_in", "quantile_fraction",
                                            "resample_probability", "mutations"};
 
+// mo: the nsga2 searcher's knobs (read_nsga2_knobs) and the constraints.
+const std::vector<std::string> nsga2_keys = {"population_size", "mutation_prob", "crossover_prob",
+                                             "swapping_prob"};
+
 // Every key of a searching searcher.
 std::vector<std::string> searching_keys() {
   std::vector<std::string> out = search_only_keys;
   out.insert(out.end(), pbt_keys.begin(), pbt_keys.end());
+  out.insert(out.end(), nsga2_keys.begin(), nsga2_keys.end());
+  out.push_back("constraints");
   return out;
 }
 
@@ -152,21 +158,94 @@ status read_metric(const section& s, bool searching, tune::sweep_config& sweep) 
   return status::ok();
 }
 
+// mo: `metrics:`, the objectives of a multi-objective sweep, each a name
+// or {name: NAME, mode: min|max} (mode absent: max for an *accuracy
+// metric, min otherwise, as for `metric`). The first becomes the sweep's
+// metric. Not with `metric` or `smaller_is_better`.
+status read_objectives(const section& s, bool searching, tune::sweep_config& sweep) {
+  const YAML::Node* node = s.find("metrics");
+  if (!node)
+    return status::ok();
+  const std::string path = s.path_of("metrics");
+  for (const std::string key : {"metric", "smaller_is_better"})
+    if (s.find(key))
+      return invalid_argument(path + ": give either metric (one objective) or metrics (each " +
+                              "with its mode), not both (" + s.path_of(key) + " is set)");
+  if (!node->IsSequence() || node->size() == 0)
+    return wrong_type(path, "a non-empty list of metrics ({name: NAME, mode: min|max})", *node);
+  for (size_t i = 0; i < node->size(); ++i) {
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    std::string name, mode;
+    if ((*node)[i].IsScalar()) {
+      name = (*node)[i].Scalar();
+    } else {
+      DTRAIN_ASSIGN_OR_RETURN(section m, open_section((*node)[i], at, {"name", "mode"}));
+      DTRAIN_RETURN_IF_ERROR(require(m, "name"));
+      DTRAIN_RETURN_IF_ERROR(read_string(m, "name", name));
+      DTRAIN_RETURN_IF_ERROR(read_string(m, "mode", mode, {"min", "max"}));
+    }
+    if (searching)
+      DTRAIN_RETURN_IF_ERROR(tune::check_metric(name).with_context(at));
+    if (mode.empty())
+      mode = name.find("accuracy") == std::string::npos ? "min" : "max";
+    sweep.objectives.push_back({name, mode == "min" ? tune::mode::min : tune::mode::max});
+  }
+  sweep.metric = sweep.objectives[0].metric;
+  sweep.direction = sweep.objectives[0].direction;
+  return status::ok();
+}
+
+// mo: `constraints:`, a list of {metric: NAME, max: BOUND}: the metric
+// must stay <= BOUND (a feasible-first rule for nsga2 and the Pareto set).
+status read_constraints(const section& s, tune::sweep_config& sweep) {
+  const YAML::Node* node = s.find("constraints");
+  if (!node)
+    return status::ok();
+  const std::string path = s.path_of("constraints");
+  if (!node->IsSequence() || node->size() == 0)
+    return wrong_type(path, "a non-empty list of {metric: NAME, max: BOUND}", *node);
+  for (size_t i = 0; i < node->size(); ++i) {
+    const std::string at = path + "[" + std::to_string(i) + "]";
+    DTRAIN_ASSIGN_OR_RETURN(section c, open_section((*node)[i], at, {"metric", "max"}));
+    DTRAIN_RETURN_IF_ERROR(require(c, "metric"));
+    DTRAIN_RETURN_IF_ERROR(require(c, "max"));
+    tune::constraint out;
+    DTRAIN_RETURN_IF_ERROR(read_string(c, "metric", out.metric));
+    DTRAIN_RETURN_IF_ERROR(tune::check_metric(out.metric).with_context(c.path_of("metric")));
+    DTRAIN_RETURN_IF_ERROR(read_double(c, "max", -HUGE_VAL, out.bound));
+    sweep.constraints.push_back(out);
+  }
+  return status::ok();
+}
+
+// mo: the nsga2 searcher's knobs (Optuna's NSGAIISampler arguments); an
+// error under any other searcher.
+status read_nsga2_knobs(const section& s, const std::string& name, tune::sweep_config& sweep) {
+  for (const auto& key : nsga2_keys)
+    if (name != "nsga2" && s.find(key))
+      return invalid_argument(s.path_of(key) + ": only the nsga2 searcher uses it, not " + name);
+  DTRAIN_RETURN_IF_ERROR(read_int(s, "population_size", 2, sweep.nsga2_population_size));
+  DTRAIN_RETURN_IF_ERROR(read_fraction(s, "mutation_prob", 1, sweep.nsga2_mutation_prob));
+  DTRAIN_RETURN_IF_ERROR(read_fraction(s, "crossover_prob", 1, sweep.nsga2_crossover_prob));
+  return read_fraction(s, "swapping_prob", 1, sweep.nsga2_swapping_prob);
+}
+
 } // namespace
 
 // Determined's searcher section: `single` trains one trial (dtrain train);
 // the others describe a sweep (dtrain tune).
 status read_searcher(const YAML::Node& node, experiment& exp, std::optional<int64_t>& epochs) {
-  std::vector<std::string> known = {"name", "metric", "smaller_is_better", "max_length"};
+  std::vector<std::string> known = {"name", "metric", "metrics", "smaller_is_better", "max_length"};
   const std::vector<std::string> searching = searching_keys();
   known.insert(known.end(), searching.begin(), searching.end());
   DTRAIN_ASSIGN_OR_RETURN(section s, open_section(node, "searcher", known));
   std::string name = "single";
   DTRAIN_RETURN_IF_ERROR(
-      read_string(s, "name", name, {"single", "grid", "random", "asha", "adaptive_asha", "tpe"}));
+      read_string(s, "name", name, {"single", "grid", "random", "asha", "adaptive_asha", "tpe", "nsga2"}));
   exp.has_search = name != "single";
   tune::sweep_config& sweep = exp.sweep;
   DTRAIN_RETURN_IF_ERROR(read_metric(s, exp.has_search, sweep));
+  DTRAIN_RETURN_IF_ERROR(read_objectives(s, exp.has_search, sweep));
   if (!exp.has_search) {
     for (const auto& key : searching)
       if (s.find(key))
@@ -175,10 +254,12 @@ status read_searcher(const YAML::Node& node, experiment& exp, std::optional<int6
   } else {
     if (name == "adaptive_asha")
       name = "asha";  // one bracket: Determined's adaptive mode "aggressive"
-    sweep.searcher = name == "grid" || name == "tpe" ? name : "random";
+    sweep.searcher = name == "grid" || name == "tpe" || name == "nsga2" ? name : "random";
     sweep.scheduler = name == "asha" ? "asha" : "fifo";
     DTRAIN_RETURN_IF_ERROR(read_trial_count(s, name, sweep));
     DTRAIN_RETURN_IF_ERROR(read_tpe_knobs(s, name, sweep));
+    DTRAIN_RETURN_IF_ERROR(read_nsga2_knobs(s, name, sweep));
+    DTRAIN_RETURN_IF_ERROR(read_constraints(s, sweep));
     DTRAIN_RETURN_IF_ERROR(read_scheduler_knobs(s, sweep));
   }
   const YAML::Node* length = s.find("max_length");

@@ -49,6 +49,9 @@ double nan_percentile(std::vector<double> values, double q) {
 result<std::unique_ptr<scheduler>> make_scheduler(const sweep_config& c, const space& s) {
   if (c.scheduler == "fifo")
     return make_fifo();
+  if (multi_objective(c))  // mo: no scheduler stops on one of several metrics
+    return invalid_argument("scheduler: " + c.scheduler + " stops trials on one metric; a " +
+                            "multi-objective sweep runs every trial to its end (scheduler fifo)");
   if (c.scheduler == "asha") {
     asha_options o = c.asha;
     o.direction = c.direction;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "dtrain/core/check.hpp"
+#include "dtrain/tune/nsga2.hpp"
 #include "dtrain/tune/tpe.hpp"
 
 namespace dtrain::tune {
@@ -45,7 +46,66 @@ status validate_pbt(const pbt_options& o) {
   return status::ok();
 }
 
+nsga2_options nsga2_of(const sweep_config& c) {
+  nsga2_options o;
+  o.objectives = objectives_of(c);
+  o.constraints = c.constraints;
+  o.num_samples = c.num_samples;
+  o.population_size = c.nsga2_population_size;
+  o.mutation_prob = c.nsga2_mutation_prob;
+  o.crossover_prob = c.nsga2_crossover_prob;
+  o.swapping_prob = c.nsga2_swapping_prob;
+  o.seed = c.seed;
+  return o;
+}
+
+// The objectives and constraints: known metrics, no objective twice, the
+// first objective as `metric`, and what a multi-objective sweep cannot
+// use (a scheduler that stops on one metric, TPE, a stop threshold).
+status validate_objectives(const sweep_config& c) {
+  for (size_t i = 0; i < c.objectives.size(); ++i) {
+    const std::string field = "metrics[" + std::to_string(i) + "]";
+    DTRAIN_RETURN_IF_ERROR(check_metric(c.objectives[i].metric).with_context(field));
+    for (size_t j = 0; j < i; ++j)
+      if (c.objectives[j].metric == c.objectives[i].metric)
+        return invalid_argument(field + ": '" + c.objectives[i].metric + "' is already metrics[" +
+                                std::to_string(j) + "]");
+  }
+  if (!c.objectives.empty() &&
+      (c.objectives[0].metric != c.metric || c.objectives[0].direction != c.direction))
+    return invalid_argument("metric: must be the first of metrics ('" + c.objectives[0].metric +
+                            "' with its direction), got '" + c.metric + "'");
+  for (size_t i = 0; i < c.constraints.size(); ++i) {
+    const std::string field = "constraints[" + std::to_string(i) + "]";
+    DTRAIN_RETURN_IF_ERROR(check_metric(c.constraints[i].metric).with_context(field + ".metric"));
+    if (!std::isfinite(c.constraints[i].bound))
+      return invalid_argument(field + ".max: must be finite, got " +
+                              to_string(value{c.constraints[i].bound}));
+  }
+  if (!multi_objective(c))
+    return status::ok();
+  const std::string what = "a multi-objective sweep (" + std::to_string(c.objectives.size()) +
+                           " metrics)";
+  if (c.scheduler != "fifo")
+    return invalid_argument("scheduler: " + c.scheduler + " stops trials on one metric; " + what +
+                            " runs every trial to its end (scheduler fifo)");
+  if (c.searcher == "tpe")
+    return invalid_argument("searcher: tpe searches one metric; " + what +
+                            " uses nsga2, random or grid");
+  if (c.has_stop_threshold)
+    return invalid_argument("stop_threshold: " + what + " has no single metric to stop on");
+  return status::ok();
+}
+
 } // namespace
+
+std::vector<objective> objectives_of(const sweep_config& c) {
+  if (!c.objectives.empty())
+    return c.objectives;
+  return {objective{c.metric, c.direction}};
+}
+
+bool multi_objective(const sweep_config& c) { return c.objectives.size() > 1; }
 
 const std::vector<std::string>& known_metrics() {
   // What the trainer reports after each epoch: the training loss and
@@ -71,7 +131,7 @@ status check_metric(const std::string& metric) {
 
 status validate(const sweep_config& c) {
   DTRAIN_RETURN_IF_ERROR(check_metric(c.metric).with_context("metric"));
-  DTRAIN_RETURN_IF_ERROR(one_of("searcher", c.searcher, {"random", "grid", "tpe"}));
+  DTRAIN_RETURN_IF_ERROR(one_of("searcher", c.searcher, {"random", "grid", "tpe", "nsga2"}));
   DTRAIN_RETURN_IF_ERROR(one_of("scheduler", c.scheduler, {"fifo", "asha", "median", "pbt"}));
   DTRAIN_RETURN_IF_ERROR(at_least("num_samples", c.num_samples, 1));
   DTRAIN_RETURN_IF_ERROR(at_least("max_epochs", c.max_epochs, 1));
@@ -85,6 +145,9 @@ status validate(const sweep_config& c) {
   DTRAIN_RETURN_IF_ERROR(at_least("tpe_ei_candidates", c.tpe_ei_candidates, 1));
   if (c.tpe_group && !c.tpe_multivariate)
     return invalid_argument("tpe_group: splits the multivariate estimator; needs tpe_multivariate");
+  DTRAIN_RETURN_IF_ERROR(validate_objectives(c));
+  if (c.searcher == "nsga2")
+    DTRAIN_RETURN_IF_ERROR(validate(nsga2_of(c)));
   if (!(c.time_budget_seconds >= 0) || std::isinf(c.time_budget_seconds))
     return invalid_argument("time_budget_seconds: must be a finite number of at least 0, got " +
                             to_string(value{c.time_budget_seconds}));
@@ -108,6 +171,8 @@ std::unique_ptr<searcher> make_searcher(const space& s, const sweep_config& c) {
     o.seed = c.seed;
     return make_tpe(s, o);
   }
+  if (c.searcher == "nsga2")
+    return make_nsga2(s, nsga2_of(c));
   // random and grid are both Ray's variant generator: "grid" spaces carry grid
   // dimensions (enumerated, repeated num_samples times), "random" ones
   // only random dimensions (num_samples draws).

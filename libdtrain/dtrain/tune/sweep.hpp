@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dtrain/core/status.hpp"
+#include "dtrain/tune/pareto.hpp"
 #include "dtrain/tune/pbt.hpp"
 #include "dtrain/tune/scheduler.hpp"
 #include "dtrain/tune/search.hpp"
@@ -20,7 +21,7 @@ namespace dtrain::tune {
 struct sweep_config {
   std::string metric = "validation_accuracy";
   mode direction = mode::max;
-  std::string searcher = "random";  // random | grid | tpe
+  std::string searcher = "random";  // random | grid | tpe | nsga2
   /// random: the number of trials; grid: repetitions of the grid (Ray's
   /// num_samples; Determined's max_trials for random).
   int64_t num_samples = 1;
@@ -40,7 +41,25 @@ struct sweep_config {
   double stop_threshold = 0;
   int max_failed_trials = -1;       // -1: unlimited
   uint64_t seed = 0;
+  // mo (multi-objective): several objectives, constraints, NSGA-II.
+  /// Two or more objectives make a multi-objective sweep; empty (or one):
+  /// the single `metric` above. When set, `metric` and `direction` are the
+  /// first objective's (validate checks it), so that what reads one
+  /// metric (the table's column, the journal's best, stoppers) reads the
+  /// first. Schedulers other than fifo, tpe and stop_threshold refuse a
+  /// multi-objective sweep.
+  std::vector<objective> objectives;
+  std::vector<constraint> constraints;  // each metric must stay <= its bound
+  int64_t nsga2_population_size = 50;   // nsga2: Optuna's population_size
+  double nsga2_mutation_prob = -1;      // nsga2: negative is 1 / number of parameters
+  double nsga2_crossover_prob = 0.9;
+  double nsga2_swapping_prob = 0.5;
 };
+
+/// The sweep's objectives: `objectives` when set, else {metric, direction}.
+std::vector<objective> objectives_of(const sweep_config& c);
+/// More than one objective.
+bool multi_objective(const sweep_config& c);
 
 /// Metric names the trainer reports each epoch for every operator.
 const std::vector<std::string>& known_metrics();

@@ -131,6 +131,26 @@ void trial_table::event(int level, const std::string& line) {
   std::fflush(options_.out);
 }
 
+namespace {
+
+// mo: a multi-objective sweep's best is its Pareto set: each trial of it
+// with its last value of every objective and its configuration.
+void print_pareto(std::FILE* out, const result_grid& grid) {
+  const auto front = grid.pareto();
+  std::fprintf(out, "Pareto set: %zu trial(s) no other trial dominates on", front.size());
+  for (const auto& o : grid.objectives)
+    std::fprintf(out, " %s (%s)", o.metric.c_str(), o.direction == mode::min ? "min" : "max");
+  std::fprintf(out, "%s\n", grid.constraints.empty() ? "" : ", feasible first");
+  for (const trial_record* t : front) {
+    std::fprintf(out, "  trial %s:", t->id.c_str());
+    for (const auto& o : grid.objectives)
+      std::fprintf(out, " %s %.4f", o.metric.c_str(), t->last(o.metric));
+    std::fprintf(out, "\n    %s\n", describe(t->configuration).c_str());
+  }
+}
+
+} // namespace
+
 void trial_table::summary(const result_grid& grid, double elapsed_seconds) {
   if (options_.verbosity == 0)
     return;
@@ -140,7 +160,9 @@ void trial_table::summary(const result_grid& grid, double elapsed_seconds) {
                grid.stop_reason.empty() ? "" : "; stopped: ", grid.stop_reason.c_str());
   std::fputs(render(sorted, sorted.size()).c_str(), options_.out);
   auto best = grid.best(metric_, direction_);
-  if (best) {
+  if (grid.objectives.size() > 1) {
+    print_pareto(options_.out, grid);
+  } else if (best) {
     const trial_record& b = **best;
     std::fprintf(options_.out, "best trial %s: %s %.4f at epoch %lld of %lld\n  %s\n",
                  b.id.c_str(), metric_.c_str(), b.best(metric_, direction_),

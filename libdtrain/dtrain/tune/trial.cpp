@@ -79,4 +79,31 @@ std::vector<const trial_record*> result_grid::sorted(const std::string& metric,
   return out;
 }
 
+std::vector<const trial_record*> result_grid::pareto() const {
+  const std::vector<objective> goals =
+      objectives.empty() ? std::vector<objective>{{metric, direction}} : objectives;
+  std::vector<const trial_record*> counted;
+  std::vector<point> points;
+  std::vector<constraint_values> violations;
+  for (const auto& t : trials) {
+    if (t.status == trial_status::error || t.history.empty())
+      continue;
+    point p;
+    for (const auto& g : goals)
+      p.push_back(to_minimize(t.last(g.metric), g.direction));
+    constraint_values c = constraint_values_of(constraints, t.history.back().metrics);
+    auto is_nan = [](double v) { return std::isnan(v); };
+    if (std::any_of(p.begin(), p.end(), is_nan) || std::any_of(c.begin(), c.end(), is_nan))
+      continue;
+    counted.push_back(&t);
+    points.push_back(std::move(p));
+    if (!constraints.empty())
+      violations.push_back(std::move(c));
+  }
+  std::vector<const trial_record*> out;
+  for (size_t i : pareto_front(points, violations))
+    out.push_back(counted[i]);
+  return out;
+}
+
 } // namespace dtrain::tune

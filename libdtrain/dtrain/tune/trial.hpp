@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dtrain/core/status.hpp"
+#include "dtrain/tune/pareto.hpp"
 #include "dtrain/tune/search.hpp"
 
 namespace dtrain::tune {
@@ -52,11 +53,23 @@ struct result_grid {
   std::string metric;
   mode direction = mode::max;
   std::string stop_reason;  // why the sweep ended early ("" when it ran out of trials)
+  /// mo: the sweep's objectives (empty: {metric, direction}) and constraints.
+  std::vector<objective> objectives;
+  std::vector<constraint> constraints;
 
   /// The trial with the best `best(metric)`; trials with only NaN (or no)
   /// values are never chosen; not_found when no trial has a value.
   result<const trial_record*> best(const std::string& metric, mode direction) const;
   result<const trial_record*> best() const { return best(metric, direction); }
+  /// The Pareto set (Optuna's best_trials): the trials no other trial
+  /// dominates on the objectives, feasible first (with constraints: the
+  /// non-dominated feasible trials, or, when none is feasible, those with
+  /// the smallest total violation), in trial order. A trial counts by its
+  /// last reported value of each metric (the model it ended with; each
+  /// objective's best may come from a different epoch) and only when it
+  /// reported every objective and constraint metric (no NaN) and did not
+  /// end in an error. Empty when no trial counts.
+  std::vector<const trial_record*> pareto() const;
   /// Trials ordered best first by best(metric); those without a value last.
   std::vector<const trial_record*> sorted(const std::string& metric, mode direction) const;
 };

@@ -82,6 +82,8 @@ void complete(tuner_pointer self) {
   s.grid.trials = s.trials;
   s.grid.metric = s.sw->config.metric;
   s.grid.direction = s.sw->config.direction;
+  s.grid.objectives = s.sw->config.objectives;    // mo
+  s.grid.constraints = s.sw->config.constraints;  // mo
   s.grid.stop_reason = s.stop_reason;
   redraw(s, true);
   s.table->summary(s.grid, s.elapsed());
