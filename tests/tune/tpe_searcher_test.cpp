@@ -18,7 +18,7 @@ namespace {
 
 using namespace dtrain::tune;
 
-using objective = std::function<double(const config&)>;
+using objective_function = std::function<double(const config&)>;
 
 double number(const value& v) {
   if (const auto* i = std::get_if<int64_t>(&v))
@@ -34,7 +34,7 @@ struct run {
   double best() const { return *std::min_element(values.begin(), values.end()); }
 };
 
-run optimize(searcher& s, const objective& f, int limit = 1000) {
+run optimize(searcher& s, const objective_function& f, int limit = 1000) {
   run out;
   for (int i = 0; i < limit; ++i) {
     const std::string id = "t" + std::to_string(i);
@@ -212,7 +212,9 @@ BOOST_AUTO_TEST_CASE(failed_and_nan_trials_rank_below_every_finite_value) {
 BOOST_AUTO_TEST_CASE(tpe_beats_random_search_on_a_quadratic_after_40_trials) {
   space s;
   s.add("x", uniform(-10, 10));
-  const objective f = [](const config& c) { return std::pow(number(c.at("x")) - 2.5, 2); };
+  const objective_function f = [](const config& c) {
+    return std::pow(number(c.at("x")) - 2.5, 2);
+  };
   std::vector<double> tpe_best, random_best;
   for (uint64_t seed = 0; seed < 11; ++seed) {
     tpe_best.push_back(optimize(*make_tpe(s, minimize(40, 10, seed)), f).best());
@@ -319,7 +321,7 @@ BOOST_AUTO_TEST_CASE(the_joint_estimator_matches_optuna_3_1s_multivariate_log_de
 // four are suggested together, then each time the oldest running trial
 // ends, one more is suggested. Returns the configurations in suggestion
 // order.
-run optimize_four_at_a_time(searcher& s, const objective& f) {
+run optimize_four_at_a_time(searcher& s, const objective_function& f) {
   run out;
   std::vector<std::pair<std::string, double>> running;
   for (int i = 0;; ++i) {

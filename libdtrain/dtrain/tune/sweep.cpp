@@ -61,7 +61,7 @@ nsga2_options nsga2_of(const sweep_config& c) {
 
 // The objectives and constraints: known metrics, no objective twice, the
 // first objective as `metric`, and what a multi-objective sweep cannot
-// use (a scheduler that stops on one metric, TPE, a stop threshold).
+// use (a scheduler that stops on one metric, a stop threshold).
 status validate_objectives(const sweep_config& c) {
   for (size_t i = 0; i < c.objectives.size(); ++i) {
     const std::string field = "metrics[" + std::to_string(i) + "]";
@@ -89,9 +89,6 @@ status validate_objectives(const sweep_config& c) {
   if (c.scheduler != "fifo")
     return invalid_argument("scheduler: " + c.scheduler + " stops trials on one metric; " + what +
                             " runs every trial to its end (scheduler fifo)");
-  if (c.searcher == "tpe")
-    return invalid_argument("searcher: tpe searches one metric; " + what +
-                            " uses nsga2, random or grid");
   if (c.has_stop_threshold)
     return invalid_argument("stop_threshold: " + what + " has no single metric to stop on");
   return status::ok();
@@ -168,6 +165,9 @@ std::unique_ptr<searcher> make_searcher(const space& s, const sweep_config& c) {
     o.multivariate = c.tpe_multivariate;
     o.group = c.tpe_group;
     o.constant_liar = c.tpe_constant_liar;
+    if (multi_objective(c))
+      o.objectives = c.objectives;
+    o.constraints = c.constraints;
     o.seed = c.seed;
     return make_tpe(s, o);
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dtrain/tune/parzen_estimator.hpp"
+#include "dtrain/tune/tpe_split.hpp"
 
 namespace dtrain::tune {
 namespace {
@@ -32,6 +33,7 @@ struct trial_record {
   bool has_value = false;
   double last_value = 0;  // the metric of the last report that carried it
   int64_t last_epoch = 0;
+  std::map<std::string, double> last;  // every metric, as its last report gave it
   bool ended = false;
   trial_end how = trial_end::completed;
 };
@@ -70,6 +72,8 @@ public:
     auto metric = r.metrics.find(options_.metric);
     if (trial == trials_.end() || metric == r.metrics.end())
       return;
+    for (const auto& [name, v] : r.metrics)
+      trial->second.last[name] = v;
     trial->second.has_value = true;
     trial->second.last_value = metric->second;
     trial->second.last_epoch = r.epoch;
@@ -111,22 +115,110 @@ private:
     return {0, 0, loss};
   }
 
-  config model_draw(const std::vector<const trial_record*>& observed) {
+  bool multi_objective() const { return options_.objectives.size() > 1; }
+
+  // Optuna's observations, in trial order: with one objective the ended
+  // trials (and the liar's running ones); with several only completed
+  // trials that reported every objective (Optuna skips pruned and running
+  // trials then, and a NaN objective fails the trial).
+  std::vector<const trial_record*> observations(const std::vector<const trial_record*>& all) const {
+    if (!multi_objective())
+      return all;
+    std::vector<const trial_record*> out;
+    for (const auto* t : all) {
+      bool complete = t->ended && t->how == trial_end::completed;
+      for (const auto& o : options_.objectives) {
+        auto v = t->last.find(o.metric);
+        complete = complete && v != t->last.end() && !std::isnan(v->second);
+      }
+      if (complete)
+        out.push_back(t);
+    }
+    return out;
+  }
+
+  // A trial's total constraint violation (0: feasible); infinite while it
+  // runs or when it never reported a constrained metric.
+  double violation_of(const trial_record& t) const {
+    if (!t.ended)
+      return inf;
+    const auto values = constraint_values_of(options_.constraints, t.last);
+    for (double v : values)
+      if (std::isnan(v))
+        return inf;
+    return violation(values);
+  }
+
+  // The good ones among `subset` (indices into observed) by Optuna's
+  // single-objective ordering: the best n_below by rank_key.
+  detail::tpe_split rank_split(const std::vector<const trial_record*>& observed,
+                               const std::vector<size_t>& subset, size_t n_below) const {
+    std::vector<size_t> ranked(subset.size());
+    std::iota(ranked.begin(), ranked.end(), 0);
+    std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
+      return rank_key(*observed[subset[a]]) < rank_key(*observed[subset[b]]);
+    });
+    detail::tpe_split out;
+    for (size_t i = 0; i < ranked.size(); ++i)
+      (i < n_below ? out.below : out.above).push_back(ranked[i]);
+    std::sort(out.below.begin(), out.below.end());
+    std::sort(out.above.begin(), out.above.end());
+    return out;
+  }
+
+  // Which observations are good, and (several objectives) their weights.
+  detail::tpe_split split(const std::vector<const trial_record*>& observed, size_t n_below) const {
+    std::vector<point> losses;
+    if (multi_objective())
+      for (const auto* t : observed) {
+        std::vector<double> values;
+        std::vector<mode> directions;
+        for (const auto& o : options_.objectives) {
+          values.push_back(t->last.at(o.metric));
+          directions.push_back(o.direction);
+        }
+        losses.push_back(to_minimize(values, directions));
+      }
+    auto feasible_split = [&](const std::vector<size_t>& subset, size_t below) {
+      if (!multi_objective())
+        return rank_split(observed, subset, below);
+      std::vector<point> part;
+      for (size_t i : subset)
+        part.push_back(losses[i]);
+      return detail::split_objectives(part, below);
+    };
+    std::vector<size_t> everyone(observed.size());
+    std::iota(everyone.begin(), everyone.end(), 0);
+    std::vector<double> violations;
+    for (const auto* t : observed)
+      if (!options_.constraints.empty())
+        violations.push_back(violation_of(*t));
+    detail::tpe_split out = violations.empty()
+                                ? feasible_split(everyone, n_below)
+                                : detail::split_with_violations(violations, n_below, feasible_split);
+    if (multi_objective())
+      out.below_weights = detail::below_weights(losses, out.below, violations);
+    return out;
+  }
+
+  config model_draw(const std::vector<const trial_record*>& all) {
     // gamma(n) = min(ceil(n / 10), 25) best of the n ended trials are
     // "below" (good); running ones (the liar's) never are.
-    const size_t n = observed.size();
+    const std::vector<const trial_record*> observed = observations(all);
     size_t n_ended = 0;
     for (const auto* t : observed)
       n_ended += t->ended;
     const size_t n_below = std::min<size_t>((n_ended + 9) / 10, 25);
-    std::vector<size_t> ranked(n);
-    std::iota(ranked.begin(), ranked.end(), 0);
-    std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
-      return rank_key(*observed[a]) < rank_key(*observed[b]);
-    });
-    std::vector<bool> is_below(n, false);
-    for (size_t i = 0; i < n_below && i < n; ++i)
-      is_below[ranked[i]] = true;
+    const detail::tpe_split parts = split(observed, n_below);
+    std::vector<bool> is_below(observed.size(), false);
+    std::vector<double> weight(observed.size(), 0.0);
+    for (size_t i = 0; i < parts.below.size(); ++i) {
+      is_below[parts.below[i]] = true;
+      if (!parts.below_weights.empty())
+        weight[parts.below[i]] = parts.below_weights[i];
+    }
+    if (parts.below_weights.empty())
+      weight.clear();
 
     config out;
     std::vector<const dimension*> free;
@@ -139,12 +231,12 @@ private:
     if (!options_.multivariate) {
       for (const dimension* dim : free)
         out[dim->name] =
-            best_candidate({dim}, observed, is_below, detail::bandwidth::neighbours)[0];
+            best_candidate({dim}, observed, is_below, weight, detail::bandwidth::neighbours)[0];
       return out;
     }
     // One joint estimator: every trial holds every hyperparameter of a
     // dtrain space, so Optuna's group decomposition has one part.
-    const auto values = best_candidate(free, observed, is_below, detail::bandwidth::scott);
+    const auto values = best_candidate(free, observed, is_below, weight, detail::bandwidth::scott);
     for (size_t d = 0; d < free.size(); ++d)
       out[free[d]->name] = values[d];
     return out;
@@ -156,8 +248,10 @@ private:
   // as Optuna masks them.
   std::vector<value> best_candidate(const std::vector<const dimension*>& dims,
                                     const std::vector<const trial_record*>& observed,
-                                    const std::vector<bool>& is_below, detail::bandwidth rule) {
+                                    const std::vector<bool>& is_below,
+                                    const std::vector<double>& weight, detail::bandwidth rule) {
     std::vector<std::vector<double>> below, above;
+    std::vector<double> below_weights;
     for (size_t i = 0; i < observed.size(); ++i) {
       std::vector<double> row;
       for (const dimension* dim : dims) {
@@ -165,10 +259,13 @@ private:
         row.push_back(v == observed[i]->configuration.end() ? std::nan("")
                                                              : dim->to_internal(v->second));
       }
-      if (std::none_of(row.begin(), row.end(), [](double x) { return std::isnan(x); }))
-        (is_below[i] ? below : above).push_back(std::move(row));
+      if (std::any_of(row.begin(), row.end(), [](double x) { return std::isnan(x); }))
+        continue;
+      if (is_below[i] && !weight.empty())
+        below_weights.push_back(weight[i]);
+      (is_below[i] ? below : above).push_back(std::move(row));
     }
-    const parzen_estimator good(dims, below, rule), bad(dims, above, rule);
+    const parzen_estimator good(dims, below, rule, below_weights), bad(dims, above, rule);
     double best_score = -inf;
     std::vector<double> best_x;
     for (int64_t i = 0; i < std::max<int64_t>(options_.ei_candidates, 1); ++i) {

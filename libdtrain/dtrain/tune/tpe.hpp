@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "dtrain/tune/pareto.hpp"
 #include "dtrain/tune/search.hpp"
 #include "dtrain/tune/space.hpp"
 
@@ -58,6 +59,20 @@ struct tpe_options {
   bool multivariate = false;
   bool group = false;          // only with multivariate
   bool constant_liar = false;
+  /// Two or more: multi-objective TPE (Optuna 3.1's TPESampler on several
+  /// objectives): only completed trials that reported every objective are
+  /// observations (stopped and running ones are not: the liar has no
+  /// effect); the good ones are whole non-domination ranks while they fit
+  /// in gamma(n), the rank that does not fit cut by greedy hypervolume
+  /// subset selection, and each good trial weighs its hypervolume
+  /// contribution. `metric` and `direction` are then the first objective's.
+  std::vector<objective> objectives;
+  /// Optuna's constraints_func: a trial is feasible when every metric is
+  /// <= its bound; the good trials are the feasible best, or, when fewer
+  /// than gamma(n) are feasible, the least violating (an infeasible good
+  /// trial weighs 1e-12 under several objectives). A trial that never
+  /// reported a constrained metric violates infinitely.
+  std::vector<constraint> constraints;
   uint64_t seed = 0;
 };
 
