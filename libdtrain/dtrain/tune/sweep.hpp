@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dtrain/core/status.hpp"
+#include "dtrain/tune/hyperband.hpp"
 #include "dtrain/tune/pbt.hpp"
 #include "dtrain/tune/scheduler.hpp"
 #include "dtrain/tune/search.hpp"
@@ -26,7 +27,7 @@ struct sweep_config {
   int64_t num_samples = 1;
   int max_concurrent_trials = 0;    // 0: as many as the cluster holds
   int64_t max_epochs = 1;           // per trial (Determined's max_length.epochs)
-  std::string scheduler = "fifo";   // fifo | asha | median | pbt
+  std::string scheduler = "fifo";   // fifo | asha | median | pbt | hyperband
   asha_options asha;                // direction and max_t are taken from above
   median_options median;            // direction is taken from above
   pbt_options pbt;                  // direction and seed are taken from above
@@ -37,6 +38,10 @@ struct sweep_config {
   double stop_threshold = 0;
   int max_failed_trials = -1;       // -1: unlimited
   uint64_t seed = 0;
+  // hyperband (issue 30): direction is taken from above; max_resource 0 is
+  // max_epochs; study_name is the experiment's name (the tuner and the
+  // experiment file set it; see hyperband.hpp).
+  hyperband_options hyperband;
 };
 
 /// Metric names the trainer reports each epoch for every operator.
@@ -52,8 +57,8 @@ status check_metric(const std::string& metric);
 status validate(const sweep_config& c);
 
 std::unique_ptr<searcher> make_searcher(const space& s, const sweep_config& c);
-/// fifo, asha (max_t = max_epochs), median or pbt (over `s`), in the
-/// sweep's direction (defined in scheduler.cpp, beside the schedulers).
+/// fifo, asha (max_t = max_epochs), median, pbt (over `s`) or hyperband
+/// (max_resource 0 = max_epochs), in the sweep's direction (defined in scheduler.cpp, beside the schedulers).
 result<std::unique_ptr<scheduler>> make_scheduler(const sweep_config& c, const space& s = space{});
 /// max_epochs, then the time budget and threshold when set.
 std::vector<std::unique_ptr<stopper>> make_stoppers(const sweep_config& c);
