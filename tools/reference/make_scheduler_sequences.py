@@ -282,6 +282,21 @@ def hyperband_built():
     return out
 
 
+def random_plans(rng, n, direction, epochs):
+    """n random curves, some with a NaN, a failure, or reports every 2nd
+    or 3rd epoch."""
+    plans = curves(rng, n, direction, epochs, noise=rng.choice([0.0, 0.01, 0.05]),
+                   digits=rng.choice([2, 4]))
+    for p in plans:
+        if rng.random() < 0.1:
+            p.curve = with_nans(p.curve, {rng.randint(1, epochs)})
+        if rng.random() < 0.08:
+            p.fail_at = rng.randint(1, epochs)
+        if rng.random() < 0.15:
+            p.step = rng.choice([2, 3])
+    return plans
+
+
 def randomized_hyperband(count, seed):
     """Random Hyperband configurations: rf, min_resource, max_resource,
     direction, concurrency, steps, NaNs, failures."""
@@ -294,16 +309,7 @@ def randomized_hyperband(count, seed):
         min_resource = rng.choice([1, 2, 3])
         epochs = rng.choice([8, 9, 12, 16, 27])
         max_resource = epochs if rng.random() < 0.8 else "auto"
-        n = rng.randint(20, 50)
-        plans = curves(rng, n, direction, epochs, noise=rng.choice([0.0, 0.01, 0.05]),
-                       digits=rng.choice([2, 4]))
-        for p in plans:
-            if rng.random() < 0.1:
-                p.curve = with_nans(p.curve, {rng.randint(1, epochs)})
-            if rng.random() < 0.08:
-                p.fail_at = rng.randint(1, epochs)
-            if rng.random() < 0.15:
-                p.step = rng.choice([2, 3])
+        plans = random_plans(rng, rng.randint(20, 50), direction, epochs)
         name = f"hyperband_random{i:02d}_rf{rf}_m{min_resource}_c{concurrency}"
         out[name] = (hyperband(f"study{i}", min_resource, max_resource, rf, direction), plans,
                      concurrency)
@@ -341,16 +347,7 @@ def randomized(count, seed):
         direction = rng.choice(["maximize", "minimize"])
         concurrency = rng.choice([1, 2, 4])
         epochs = rng.choice([6, 8, 9, 12, 16])
-        n = rng.randint(3, 14)
-        plans = curves(rng, n, direction, epochs, noise=rng.choice([0.0, 0.01, 0.05]),
-                       digits=rng.choice([2, 4]))
-        for p in plans:
-            if rng.random() < 0.1:
-                p.curve = with_nans(p.curve, {rng.randint(1, epochs)})
-            if rng.random() < 0.08:
-                p.fail_at = rng.randint(1, epochs)
-            if rng.random() < 0.15:
-                p.step = rng.choice([2, 3])
+        plans = random_plans(rng, rng.randint(3, 14), direction, epochs)
         if i % 3 == 2:
             kind = median(rng.choice([0, 1, 2, 3, 5]), rng.choice([0, 1, 3]), direction)
             name = f"random{i:02d}_median"
