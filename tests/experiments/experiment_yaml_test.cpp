@@ -79,7 +79,11 @@ bool same_search(const experiment& a, const experiment& b) {
                     c.median.min_completed, c.time_budget_seconds, c.has_stop_threshold,
                     c.stop_threshold, c.max_failed_trials, c.seed);
   };
-  return knobs(a.sweep) == knobs(b.sweep);
+  auto hyperband = [](const dtrain::tune::hyperband_options& o) {
+    return std::tie(o.min_resource, o.max_resource, o.reduction_factor, o.study_name);
+  };
+  return knobs(a.sweep) == knobs(b.sweep) &&
+         hyperband(a.sweep.hyperband) == hyperband(b.sweep.hyperband);
 }
 
 bool starts_with(const std::string& text, const std::string& prefix) {
@@ -784,6 +788,18 @@ BOOST_AUTO_TEST_CASE(hyperband_defaults_to_rf_3_and_the_experiments_epochs) {
              dtrain::tune::hyperband_options::auto_max_resource);
 }
 
+BOOST_AUTO_TEST_CASE(the_shipped_hyperband_experiment_makes_three_brackets) {
+  auto loaded =
+      load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist_hyperband.yaml");
+  BOOST_TEST_REQUIRE(loaded.is_ok(), loaded.error().to_string());
+  auto s = dtrain::tune::make_scheduler(loaded->sweep, loaded->space);
+  BOOST_TEST_REQUIRE(s.is_ok(), s.error().to_string());
+  const std::string d = (*s)->describe();
+  BOOST_TEST(d.find("max_resource 9, 3 brackets: bracket 0 rungs at epochs 1, 3, 9 (9 of 17") !=
+                 std::string::npos, d);
+  BOOST_TEST(d.find("crc32(\"fashion-mnist-hyperband_<trial number>\")") != std::string::npos, d);
+}
+
 BOOST_AUTO_TEST_CASE(wrong_hyperband_keys_are_errors_naming_the_key) {
   BOOST_TEST(error_of(minimal("searcher:\n  name: asha\n  max_trials: 2\n  max_resource: 5\n")) ==
              "experiment.yaml: searcher.max_resource: only scheduler: hyperband uses it (the "
@@ -838,7 +854,8 @@ BOOST_AUTO_TEST_CASE(shipped_search_experiments_parse_with_their_spaces) {
 
 BOOST_AUTO_TEST_CASE(to_yaml_round_trips_searches) {
   for (const char* file : {"/experiments/fashion_mnist_asha.yaml",
-                           "/experiments/fashion_mnist_grid.yaml"}) {
+                           "/experiments/fashion_mnist_grid.yaml",
+                           "/experiments/fashion_mnist_hyperband.yaml"}) {
     auto loaded = load_experiment(std::string(DTRAIN_SOURCE_DIR) + file);
     BOOST_TEST_REQUIRE(loaded.is_ok(), loaded.error().to_string());
     const std::string text = to_yaml(*loaded);
