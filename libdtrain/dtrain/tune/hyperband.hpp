@@ -27,7 +27,10 @@ namespace dtrain::tune {
 /// most trials). A trial's bracket: crc32("<study_name>_<number>") modulo
 /// the budgets' sum, walked through the budgets from bracket 0. Each
 /// bracket judges its own trials against its own trials only (Optuna's
-/// _BracketStudy filters the study's trials by bracket).
+/// _BracketStudy filters the study's trials by bracket). One difference
+/// outside the pruner: Optuna also hands its sampler the bracket's trials
+/// only (pruners._filter_study, so TPE models each bracket apart); dtrain's
+/// searchers see every trial of the sweep.
 ///
 /// How a dtrain sweep maps onto an Optuna study: `study_name` is the
 /// experiment's name (tune_config::experiment; the YAML's `name`), and a
