@@ -156,6 +156,8 @@ BOOST_AUTO_TEST_CASE(auto_max_resource_below_min_resource_never_stops) {
   BOOST_TEST((s->on_result("t1", 3, 0.9) == go_on));
   BOOST_TEST((s->on_result("t2", 3, 0.1) == go_on));
   BOOST_TEST((s->on_result("t2", 9, 0.0) == go_on));
+  BOOST_TEST(s->describe().find("no bracket, no trial is stopped") != std::string::npos,
+             s->describe());
 }
 
 BOOST_AUTO_TEST_CASE(only_completed_trials_decide_auto_max_resource) {

@@ -110,6 +110,11 @@ std::string hyperband::describe() const {
     out << "max_resource auto: the brackets are made when the first trial completes";
     return out.str();
   }
+  if (brackets_.empty()) {  // only from "auto", as in Optuna
+    out << "max_resource " << max_resource_ << " (auto) is below min_resource: no bracket, "
+        << "no trial is stopped";
+    return out.str();
+  }
   int64_t total = 0;
   for (const auto& b : brackets_)
     total += b.budget;
