@@ -1,10 +1,14 @@
 // A driver program that tunes an MLP on Fashion-MNIST: random search over
-// the learning rate, the hidden widths and the optimizer, with ASHA
-// stopping the weak trials early, two trials at a time.
+// the learning rate, the hidden widths and the optimizer, with ASHA (or
+// Hyperband) stopping the weak trials early, two trials at a time.
 //
-//   build/bin/dtrain-example-tune [TRIALS] [EPOCHS] [HOST:PORT]
+//   build/bin/dtrain-example-tune [TRIALS] [EPOCHS] [HOST:PORT|-] [asha|hyperband] [SEED]
 //
-// Without an address it starts an embedded cluster in this process.
+// Without an address (or with -) it starts an embedded cluster in this
+// process. ASHA's rungs are at 1, 3, 9, ... epochs (reduction factor 3);
+// Hyperband's brackets start at 1, 3, 9, ... (min_resource 1, the same
+// factor, max_resource EPOCHS). The last line says how many epochs the
+// trials ran in all and the best accuracy.
 #include <cstdio>
 #include <cstdlib>
 
@@ -16,8 +20,10 @@ int main(int argc, char** argv) {
   int trials = argc > 1 ? std::atoi(argv[1]) : 8;
   int epochs = argc > 2 ? std::atoi(argv[2]) : 6;
   dtrain::cluster_options where;
-  if (argc > 3)
+  if (argc > 3 && std::string(argv[3]) != "-")
     where.address = argv[3];
+  const std::string scheduler = argc > 4 ? argv[4] : "asha";
+  const uint64_t seed = argc > 5 ? std::strtoull(argv[5], nullptr, 10) : 7;
   auto cluster = dtrain::cluster::connect(where);
   if (!cluster) {
     std::fprintf(stderr, "error: %s\n", cluster.error().to_string().c_str());
@@ -45,10 +51,12 @@ int main(int argc, char** argv) {
   config.num_samples = trials;
   config.max_concurrent_trials = 2;
   config.max_epochs = epochs;
-  config.scheduler = "asha";
-  config.asha.grace_period = 2;
+  config.scheduler = scheduler;
+  config.asha.grace_period = 1;
   config.asha.reduction_factor = 3;
-  config.seed = 7;
+  config.hyperband.min_resource = 1;
+  config.hyperband.reduction_factor = 3;
+  config.seed = seed;
 
   dtrain::tuner tuner(**cluster, trial, space, config);
   auto grid = tuner.fit();
@@ -61,8 +69,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", best.error().to_string().c_str());
     return 1;
   }
+  int64_t ran = 0;
+  for (const auto& t : grid->trials)
+    ran += static_cast<int64_t>(t.history.size());
   std::printf("best: %s = %.4f with %s\n", config.metric.c_str(),
               (*best)->best(config.metric, config.direction),
               tune::describe((*best)->configuration).c_str());
+  std::printf("%s seed %llu: %zu trials, %lld of %lld epochs run, best %s %.4f\n",
+              scheduler.c_str(), static_cast<unsigned long long>(seed), grid->trials.size(),
+              static_cast<long long>(ran), static_cast<long long>(trials) * epochs,
+              config.metric.c_str(), (*best)->best(config.metric, config.direction));
   return 0;
 }

@@ -79,7 +79,11 @@ bool same_search(const experiment& a, const experiment& b) {
                     c.median.min_completed, c.time_budget_seconds, c.has_stop_threshold,
                     c.stop_threshold, c.max_failed_trials, c.seed);
   };
-  return knobs(a.sweep) == knobs(b.sweep);
+  auto hyperband = [](const dtrain::tune::hyperband_options& o) {
+    return std::tie(o.min_resource, o.max_resource, o.reduction_factor, o.study_name);
+  };
+  return knobs(a.sweep) == knobs(b.sweep) &&
+         hyperband(a.sweep.hyperband) == hyperband(b.sweep.hyperband);
 }
 
 bool starts_with(const std::string& text, const std::string& prefix) {
@@ -734,6 +738,91 @@ BOOST_AUTO_TEST_CASE(malformed_searches_are_errors_naming_the_key) {
                          "experiment.yaml: hyperparameters.lr.maxval: missing required key"));
 }
 
+// A hyperband search over 9-epoch trials, with `knobs` under searcher.
+std::string hyperband_file(const std::string& knobs) {
+  return minimal("hyperparameters:\n  lr: {type: log, minval: -4, maxval: -1}\n"
+                 "searcher:\n  name: random\n  max_trials: 30\n  scheduler: hyperband\n" +
+                 knobs + "epochs: 9\n");
+}
+
+BOOST_AUTO_TEST_CASE(hyperband_reads_its_knobs_and_round_trips) {
+  auto parsed = parse(hyperband_file("  divisor: 4\n  min_resource: 2\n  max_resource: 32\n"));
+  BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
+  const dtrain::tune::sweep_config& c = parsed->sweep;
+  BOOST_TEST(c.scheduler == "hyperband");
+  BOOST_TEST(c.hyperband.reduction_factor == 4);
+  BOOST_TEST(c.hyperband.min_resource == 2);
+  BOOST_TEST(c.hyperband.max_resource == 32);
+  BOOST_TEST(c.hyperband.study_name == "tiny");  // the experiment's name
+  BOOST_TEST(c.asha.reduction_factor == dtrain::tune::asha_options{}.reduction_factor);
+  BOOST_TEST(c.asha.grace_period == 1);  // asha's knobs stay untouched
+  auto knobs = [](const dtrain::tune::hyperband_options& o) {
+    return std::tie(o.reduction_factor, o.min_resource, o.max_resource, o.study_name);
+  };
+  for (const std::string extra : {"  divisor: 4\n  min_resource: 2\n  max_resource: 32\n",
+                                  "  grace_period: 3\n  max_resource: auto\n", ""}) {
+    auto first = parse(hyperband_file(extra));
+    BOOST_TEST_REQUIRE(first.is_ok(), first.error().to_string());
+    const std::string text = to_yaml(*first);
+    auto again = parse(text);
+    BOOST_TEST_REQUIRE(again.is_ok(), again.error().to_string() + "\n" + text);
+    BOOST_TEST((knobs(again->sweep.hyperband) == knobs(first->sweep.hyperband)), text);
+    BOOST_TEST(to_yaml(*again) == text);
+    BOOST_TEST(text.find("rule:") == std::string::npos, text);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(hyperband_defaults_to_rf_3_and_the_experiments_epochs) {
+  auto parsed = parse(hyperband_file(""));
+  BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
+  BOOST_TEST(parsed->sweep.hyperband.reduction_factor == 3);
+  BOOST_TEST(parsed->sweep.hyperband.min_resource == 1);
+  auto s = dtrain::tune::make_scheduler(parsed->sweep);
+  BOOST_TEST_REQUIRE(s.is_ok(), s.error().to_string());
+  const std::string d = (*s)->describe();
+  BOOST_TEST(d.find("max_resource 9, 3 brackets") != std::string::npos, d);
+  BOOST_TEST(d.find("crc32(\"tiny_<trial number>\")") != std::string::npos, d);
+  auto automatic = parse(hyperband_file("  max_resource: auto\n"));
+  BOOST_TEST_REQUIRE(automatic.is_ok(), automatic.error().to_string());
+  BOOST_TEST(automatic->sweep.hyperband.max_resource ==
+             dtrain::tune::hyperband_options::auto_max_resource);
+}
+
+BOOST_AUTO_TEST_CASE(the_shipped_hyperband_experiment_makes_three_brackets) {
+  auto loaded =
+      load_experiment(std::string(DTRAIN_SOURCE_DIR) + "/experiments/fashion_mnist_hyperband.yaml");
+  BOOST_TEST_REQUIRE(loaded.is_ok(), loaded.error().to_string());
+  auto s = dtrain::tune::make_scheduler(loaded->sweep, loaded->space);
+  BOOST_TEST_REQUIRE(s.is_ok(), s.error().to_string());
+  const std::string d = (*s)->describe();
+  BOOST_TEST(d.find("max_resource 9, 3 brackets: bracket 0 rungs at epochs 1, 3, 9 (9 of 17") !=
+                 std::string::npos, d);
+  BOOST_TEST(d.find("crc32(\"fashion-mnist-hyperband_<trial number>\")") != std::string::npos, d);
+}
+
+BOOST_AUTO_TEST_CASE(wrong_hyperband_keys_are_errors_naming_the_key) {
+  BOOST_TEST(error_of(minimal("searcher:\n  name: asha\n  max_trials: 2\n  max_resource: 5\n")) ==
+             "experiment.yaml: searcher.max_resource: only scheduler: hyperband uses it (the "
+             "scheduler is asha)");
+  BOOST_TEST(starts_with(error_of(minimal("searcher:\n  name: random\n  max_trials: 2\n"
+                                          "  scheduler: median\n  min_resource: 2\n")),
+                         "experiment.yaml: searcher.min_resource: only scheduler: hyperband"));
+  BOOST_TEST(starts_with(error_of(hyperband_file("  rule: top_k\n")),
+                         "experiment.yaml: searcher.rule: only scheduler: asha uses it"));
+  BOOST_TEST(starts_with(error_of(hyperband_file("  max_resource: lots\n")),
+                         "experiment.yaml: searcher.max_resource: expected an integer or auto"));
+  BOOST_TEST(error_of(hyperband_file("  max_resource: 0\n")) ==
+             "experiment.yaml: searcher.max_resource: must be at least 1, got 0");
+  BOOST_TEST(error_of(hyperband_file("  divisor: 1\n")) ==
+             "experiment.yaml: searcher.divisor: must be at least 2, got 1");
+  BOOST_TEST(error_of(hyperband_file("  grace_period: 2\n  min_resource: 3\n")) ==
+             "experiment.yaml: searcher.grace_period: 2 contradicts searcher.min_resource: 3");
+  // Across keys: the first rung past the last epoch (max_resource defaults to it).
+  const std::string late = error_of(hyperband_file("  min_resource: 10\n"));
+  BOOST_TEST(starts_with(late, "experiment.yaml: searcher: hyperband.max_resource: must be at "
+                               "least min_resource 10"), late);
+}
+
 BOOST_AUTO_TEST_CASE(shipped_search_experiments_parse_with_their_spaces) {
   using kind = dtrain::tune::domain::kind;
   auto asha =
@@ -765,7 +854,8 @@ BOOST_AUTO_TEST_CASE(shipped_search_experiments_parse_with_their_spaces) {
 
 BOOST_AUTO_TEST_CASE(to_yaml_round_trips_searches) {
   for (const char* file : {"/experiments/fashion_mnist_asha.yaml",
-                           "/experiments/fashion_mnist_grid.yaml"}) {
+                           "/experiments/fashion_mnist_grid.yaml",
+                           "/experiments/fashion_mnist_hyperband.yaml"}) {
     auto loaded = load_experiment(std::string(DTRAIN_SOURCE_DIR) + file);
     BOOST_TEST_REQUIRE(loaded.is_ok(), loaded.error().to_string());
     const std::string text = to_yaml(*loaded);

@@ -105,6 +105,12 @@ def sha(min_resource, rf, direction, max_t=None):
     return "sha", p
 
 
+def hyperband(study_name, min_resource, max_resource, rf, direction):
+    return "hyperband", {"study_name": study_name, "min_resource": min_resource,
+                         "max_resource": max_resource, "reduction_factor": rf,
+                         "direction": direction}
+
+
 def median(startup, warmup, direction):
     return "median", {"n_startup_trials": startup, "n_warmup_steps": warmup,
                       "direction": direction}
@@ -202,6 +208,136 @@ def hand_built():
     return out
 
 
+def hyperband_built():
+    """Hyperband sequences: the ASHA edge cases, within brackets, and
+    enough trials that every bracket gets some. Their own random stream,
+    so that the SHA and median sequences above stay as they were."""
+    out = {}
+    rng = random.Random(30)
+    # 3 brackets (budgets 9, 5, 3 of 17; first rungs 1, 3, 9).
+    for c in (1, 2, 4):
+        out[f"hyperband_rf3_m1_max9_max_c{c}"] = (hyperband("sweep", 1, 9, 3, "maximize"),
+                                                   curves(rng, 40, "maximize", 9), c)
+    out["hyperband_rf3_m1_max9_min_c2"] = (hyperband("fmnist-hb", 1, 9, 3, "minimize"),
+                                           curves(rng, 40, "minimize", 9), 2)
+    # rf 2 (4 brackets over 8 epochs), rf 4 with min_resource 2 and 3.
+    out["hyperband_rf2_m1_max8_max_c4"] = (hyperband("rf2", 1, 8, 2, "maximize"),
+                                           curves(rng, 48, "maximize", 8), 4)
+    out["hyperband_rf4_m2_max32_min_c2"] = (hyperband("rf4", 2, 32, 4, "minimize"),
+                                            curves(rng, 36, "minimize", 32), 2)
+    out["hyperband_rf3_m3_max27_max_c1"] = (hyperband("grace3", 3, 27, 3, "maximize"),
+                                            curves(rng, 30, "maximize", 27), 1)
+    # Python's log quirks: log(243)/log(3) < 5 (5 brackets, not 6) and
+    # log(1000)/log(10) < 3 (3 brackets, not 4). Trials run fewer epochs
+    # than max_resource, as Optuna allows.
+    out["hyperband_rf3_m1_max243_max_c4_log_quirk"] = (
+        hyperband("quirk", 1, 243, 3, "maximize"), curves(rng, 60, "maximize", 30), 4)
+    out["hyperband_rf10_m1_max1000_min_c2_log_quirk"] = (
+        hyperband("quirk10", 1, 1000, 10, "minimize"), curves(rng, 30, "minimize", 20), 2)
+    # One bracket (max_resource < min_resource * rf): plain SHA.
+    out["hyperband_rf3_m2_max5_max_c2_one_bracket"] = (hyperband("one", 2, 5, 3, "maximize"),
+                                                        curves(rng, 12, "maximize", 5), 2)
+    # Ties: one-decimal values and constant curves.
+    ties = curves(rng, 30, "maximize", 9, noise=0.05, digits=1)
+    ties += [plan(lambda t, c=c: c, 9) for c in (5.0, 5.0, 3.0, 5.0, 6.0, 5.0) * 3]
+    out["hyperband_rf3_m1_max9_max_c2_ties"] = (hyperband("ties", 1, 9, 3, "maximize"), ties, 2)
+    # NaN at rungs, between rungs, everywhere.
+    base = curves(rng, 36, "maximize", 9)
+    for i, nans in ((1, {1}), (2, {2}), (4, set(range(1, 10))), (6, {4, 9}), (9, {3}),
+                    (11, {9}), (14, {1, 2}), (20, {5}), (27, {3, 9})):
+        base[i].curve = with_nans(base[i].curve, nans)
+    out["hyperband_rf3_m1_max9_max_c2_nan"] = (hyperband("nan", 1, 9, 3, "maximize"), base, 2)
+    # Reports every 3rd / 4th epoch jump over rungs.
+    jump = curves(rng, 36, "minimize", 16)
+    for i, p in enumerate(jump):
+        p.step = (1, 3, 4)[i % 3]
+    out["hyperband_rf2_m1_max16_min_c4_jump"] = (hyperband("jump", 1, 16, 2, "minimize"), jump, 4)
+    # Failed trials' rung values compete; pruned ones' too (always).
+    failing = curves(rng, 40, "maximize", 9)
+    for i, at in ((0, 5), (3, 3), (6, 9), (9, 1), (10, 2), (17, 4), (22, 7), (31, 2)):
+        failing[i].fail_at = at
+    out["hyperband_rf3_m1_max9_max_c4_failed"] = (hyperband("fail", 1, 9, 3, "maximize"),
+                                                   failing, 4)
+    # Few trials: every bracket sees fewer than rf trials.
+    out["hyperband_rf4_m1_max16_max_c1_few"] = (hyperband("few", 1, 16, 4, "maximize"),
+                                                curves(rng, 5, "maximize", 16), 1)
+    # max_resource auto: nothing judged until a trial completes (trials of
+    # different lengths; a stopper ends some early).
+    auto = curves(rng, 30, "maximize", 9)
+    for i, p in enumerate(auto):
+        p.epochs = (9, 4, 9, 6)[i % 4]
+    out["hyperband_rf3_m1_auto_max_c4"] = (hyperband("auto", 1, "auto", 3, "maximize"), auto, 4)
+    auto = curves(rng, 24, "minimize", 12)
+    for i, p in enumerate(auto):
+        p.epochs = (3, 12, 8)[i % 3]
+        if i % 5 == 1:
+            p.fail_at = 2
+    out["hyperband_rf2_m1_auto_min_c2_first_short"] = (hyperband("auto2", 1, "auto", 2, "minimize"),
+                                                        auto, 2)
+    # auto with the first completed trial shorter than min_resource: no bracket, nothing pruned.
+    auto = curves(rng, 10, "maximize", 6)
+    auto[0].epochs = 1
+    out["hyperband_rf3_m3_auto_max_c1_no_bracket"] = (hyperband("none", 3, "auto", 3, "maximize"),
+                                                       auto, 1)
+    return out
+
+
+def random_plans(rng, n, direction, epochs):
+    """n random curves, some with a NaN, a failure, or reports every 2nd
+    or 3rd epoch."""
+    plans = curves(rng, n, direction, epochs, noise=rng.choice([0.0, 0.01, 0.05]),
+                   digits=rng.choice([2, 4]))
+    for p in plans:
+        if rng.random() < 0.1:
+            p.curve = with_nans(p.curve, {rng.randint(1, epochs)})
+        if rng.random() < 0.08:
+            p.fail_at = rng.randint(1, epochs)
+        if rng.random() < 0.15:
+            p.step = rng.choice([2, 3])
+    return plans
+
+
+def randomized_hyperband(count, seed):
+    """Random Hyperband configurations: rf, min_resource, max_resource,
+    direction, concurrency, steps, NaNs, failures."""
+    out = {}
+    rng = random.Random(seed)
+    for i in range(count):
+        direction = rng.choice(["maximize", "minimize"])
+        concurrency = rng.choice([1, 2, 4])
+        rf = rng.choice([2, 3, 4])
+        min_resource = rng.choice([1, 2, 3])
+        epochs = rng.choice([8, 9, 12, 16, 27])
+        max_resource = epochs if rng.random() < 0.8 else "auto"
+        plans = random_plans(rng, rng.randint(20, 50), direction, epochs)
+        name = f"hyperband_random{i:02d}_rf{rf}_m{min_resource}_c{concurrency}"
+        out[name] = (hyperband(f"study{i}", min_resource, max_resource, rf, direction), plans,
+                     concurrency)
+    return out
+
+
+def bracket_ids():
+    """Optuna's bracket of trials 0..199 for a few (study, min, max, rf):
+    tests/tune/scheduler_sequences/hyperband_bracket_ids.txt, one line
+    'study min max rf number bracket', after a line per setting with its
+    budgets."""
+    import optuna
+    lines = []
+    for study, lo, hi, rf in (("sweep", 1, 9, 3), ("fmnist", 1, 27, 3), ("x", 2, 64, 2),
+                              ("quirk", 1, 243, 3), ("quirk10", 1, 1000, 10), ("one", 1, 2, 3)):
+        pruner = optuna.pruners.HyperbandPruner(min_resource=lo, max_resource=hi,
+                                                reduction_factor=rf)
+        pruner._try_initialization(None)  # an int max_resource never reads the study
+        budgets = " ".join(map(str, pruner._trial_allocation_budgets))
+        lines.append(f"# budgets {study} {lo} {hi} {rf} {budgets}")
+        named = type("named", (), {"study_name": study})
+        for number in range(200):
+            trial = type("numbered", (), {"number": number})
+            lines.append(f"{study} {lo} {hi} {rf} {number} "
+                         f"{pruner._get_bracket_id(named, trial)}")
+    return lines
+
+
 def randomized(count, seed):
     """Random configurations over the matrix: rf, grace, direction,
     concurrency, steps, NaNs, failures."""
@@ -211,16 +347,7 @@ def randomized(count, seed):
         direction = rng.choice(["maximize", "minimize"])
         concurrency = rng.choice([1, 2, 4])
         epochs = rng.choice([6, 8, 9, 12, 16])
-        n = rng.randint(3, 14)
-        plans = curves(rng, n, direction, epochs, noise=rng.choice([0.0, 0.01, 0.05]),
-                       digits=rng.choice([2, 4]))
-        for p in plans:
-            if rng.random() < 0.1:
-                p.curve = with_nans(p.curve, {rng.randint(1, epochs)})
-            if rng.random() < 0.08:
-                p.fail_at = rng.randint(1, epochs)
-            if rng.random() < 0.15:
-                p.step = rng.choice([2, 3])
+        plans = random_plans(rng, rng.randint(3, 14), direction, epochs)
         if i % 3 == 2:
             kind = median(rng.choice([0, 1, 2, 3, 5]), rng.choice([0, 1, 3]), direction)
             name = f"random{i:02d}_median"
@@ -240,6 +367,8 @@ def main(argv):
     os.makedirs(out_dir, exist_ok=True)
     sequences = hand_built()
     sequences.update(randomized(18, 2026))
+    sequences.update(hyperband_built())
+    sequences.update(randomized_hyperband(12, 3030))
     total = 0
     for name, ((kind, params), plans, concurrency) in sorted(sequences.items()):
         events, decisions = run(kind, params, plans, concurrency)
@@ -251,6 +380,8 @@ def main(argv):
         total += len(decisions)
         print(f"{name}: {len(plans)} trials, {len(decisions)} reports, {pruned} pruned")
     print(f"{len(sequences)} sequences, {total} decisions")
+    with open(os.path.join(out_dir, "hyperband_bracket_ids.txt"), "w") as f:
+        f.write("\n".join(bracket_ids()) + "\n")
 
 
 if __name__ == "__main__":

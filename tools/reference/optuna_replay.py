@@ -9,12 +9,18 @@ Run with Debian's /usr/bin/python3 (python3-optuna 3.1: tools/install-deps.sh
 Event log (one event a line, in the tuner's global order):
     # pruner sha min_resource=2 reduction_factor=3 direction=maximize [max_t=8]
     # pruner median n_startup_trials=3 n_warmup_steps=2 direction=minimize
+    # pruner hyperband study_name=NAME min_resource=1 max_resource=9|auto reduction_factor=3 direction=maximize
     start T
     report T EPOCH VALUE        (VALUE may be nan)
     complete T
     fail T
 Other lines starting with '#' are comments. max_t is dtrain's (Optuna has no
 maximum resource); the replay only checks that no report passes it.
+
+hyperband is HyperbandPruner(min_resource, max_resource, reduction_factor,
+bootstrap_count=0) in a study named study_name; trials are asked in the
+order of their `start` lines, so the n-th started trial (from 0) is Optuna's
+trial.number n: dtrain's replay numbers its trials the same way (on_add).
 
 Decisions: one line per report, `decision T EPOCH prune|keep`. A pruned trial
 is told PRUNED at once, as dtrain's tuner ends it; the log must not report it
@@ -61,6 +67,12 @@ class replayer:
                 min_resource=int(params["min_resource"]),
                 reduction_factor=int(params["reduction_factor"]),
                 min_early_stopping_rate=0, bootstrap_count=0)
+        elif kind == "hyperband":
+            max_resource = params["max_resource"]
+            pruner = optuna.pruners.HyperbandPruner(
+                min_resource=int(params["min_resource"]),
+                max_resource=max_resource if max_resource == "auto" else int(max_resource),
+                reduction_factor=int(params["reduction_factor"]), bootstrap_count=0)
         elif kind == "median":
             pruner = optuna.pruners.MedianPruner(
                 n_startup_trials=int(params["n_startup_trials"]),
@@ -69,7 +81,7 @@ class replayer:
         else:
             raise ValueError(f"unknown pruner {kind!r}")
         self.study = optuna.create_study(storage=None, direction=params["direction"],
-                                         pruner=pruner)
+                                         pruner=pruner, study_name=params.get("study_name"))
         self.running = {}
 
     def start(self, name):

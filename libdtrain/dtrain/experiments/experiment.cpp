@@ -247,6 +247,8 @@ result<experiment> read_experiment(const YAML::Node& root) {
   exp.sweep.asha.direction = exp.sweep.direction;
   exp.sweep.asha.max_t = exp.epochs;
   exp.sweep.median.direction = exp.sweep.direction;
+  exp.sweep.hyperband.direction = exp.sweep.direction;
+  exp.sweep.hyperband.study_name = exp.name;  // Optuna's study_name (hyperband.hpp)
   if (exp.has_search) {
     // The reader checked each key; this catches what crosses keys.
     if (status bad = tune::validate(exp.sweep); !bad)
@@ -402,6 +404,24 @@ void emit_mo_knobs(YAML::Emitter& out, const tune::sweep_config& c) {
   out << YAML::Key << "swapping_prob" << YAML::Value << double_text(c.nsga2_swapping_prob);
 }
 
+// ASHA's knobs, or hyperband's in their place (they share the key names).
+void emit_rungs(YAML::Emitter& out, const tune::sweep_config& c) {
+  if (c.scheduler != "hyperband") {
+    out << YAML::Key << "divisor" << YAML::Value << c.asha.reduction_factor;
+    out << YAML::Key << "grace_period" << YAML::Value << c.asha.grace_period;
+    out << YAML::Key << "rule" << YAML::Value
+        << (c.asha.keep_rule == tune::asha_options::rule::top_k ? "top_k" : "percentile");
+    return;
+  }
+  const tune::hyperband_options& o = c.hyperband;
+  out << YAML::Key << "divisor" << YAML::Value << o.reduction_factor;
+  out << YAML::Key << "grace_period" << YAML::Value << o.min_resource;
+  if (o.max_resource == tune::hyperband_options::auto_max_resource)
+    out << YAML::Key << "max_resource" << YAML::Value << "auto";
+  else if (o.max_resource > 0)  // 0: the experiment's epochs, left unwritten
+    out << YAML::Key << "max_resource" << YAML::Value << o.max_resource;
+}
+
 void emit_searcher(YAML::Emitter& out, const experiment& exp) {
   const tune::sweep_config& c = exp.sweep;
   out << YAML::Key << "searcher" << YAML::Value << YAML::BeginMap;
@@ -429,10 +449,7 @@ void emit_searcher(YAML::Emitter& out, const experiment& exp) {
     }
     emit_mo_knobs(out, c);
     out << YAML::Key << "scheduler" << YAML::Value << c.scheduler;
-    out << YAML::Key << "divisor" << YAML::Value << c.asha.reduction_factor;
-    out << YAML::Key << "grace_period" << YAML::Value << c.asha.grace_period;
-    out << YAML::Key << "rule" << YAML::Value
-        << (c.asha.keep_rule == tune::asha_options::rule::top_k ? "top_k" : "percentile");
+    emit_rungs(out, c);
     out << YAML::Key << "median_warmup_epochs" << YAML::Value << c.median.warmup_epochs;
     out << YAML::Key << "median_min_completed_trials" << YAML::Value << c.median.min_completed;
     if (c.scheduler == "pbt")

@@ -63,10 +63,11 @@ namespace dtrain::experiments {
 ///       num_samples: 1      # grid: repetitions of the grid
 ///       max_concurrent_trials: 2      # 0: as many as the cluster holds
 ///       max_length: {epochs: 15}
-///       scheduler: asha     # fifo | asha | median; default asha for asha, else fifo
-///       divisor: 3          # alias reduction_factor
-///       grace_period: 2     # epochs
-///       rule: top_k         # top_k | percentile
+///       scheduler: asha     # fifo | asha | median | pbt | hyperband; default asha for asha, else fifo
+///       divisor: 3          # alias reduction_factor (hyperband's default: 3)
+///       grace_period: 2     # epochs (hyperband: alias min_resource, bracket 0's first rung)
+///       rule: top_k         # top_k | percentile (asha only)
+///       max_resource: 27    # hyperband only: epochs or auto; default max_length.epochs
 ///       median_warmup_epochs: 0
 ///       median_min_completed_trials: 5
 ///       time_budget_seconds: 0        # 0: none

@@ -26,6 +26,9 @@ const std::vector<std::string> pbt_keys = {"perturbation_interval", "burn_in", "
 // mo: the nsga2 searcher's knobs (read_nsga2_knobs) and the constraints.
 const std::vector<std::string> nsga2_keys = {"population_size", "mutation_prob", "crossover_prob",
                                              "swapping_prob"};
+// The hyperband scheduler's own keys (read_hyperband_knobs); it also takes
+// grace_period and divisor / reduction_factor, as asha does.
+const std::vector<std::string> hyperband_keys = {"min_resource", "max_resource"};
 
 // Every key of a searching searcher.
 std::vector<std::string> searching_keys() {
@@ -33,6 +36,7 @@ std::vector<std::string> searching_keys() {
   out.insert(out.end(), pbt_keys.begin(), pbt_keys.end());
   out.insert(out.end(), nsga2_keys.begin(), nsga2_keys.end());
   out.push_back("constraints");
+  out.insert(out.end(), hyperband_keys.begin(), hyperband_keys.end());
   return out;
 }
 
@@ -101,10 +105,48 @@ status read_pbt_knobs(const section& s, tune::sweep_config& sweep) {
   return read_mutations(s, o.mutations);
 }
 
-status read_scheduler_knobs(const section& s, tune::sweep_config& sweep) {
-  DTRAIN_RETURN_IF_ERROR(
-      read_string(s, "scheduler", sweep.scheduler, {"fifo", "asha", "median", "pbt"}));
-  DTRAIN_RETURN_IF_ERROR(read_pbt_knobs(s, sweep));
+// max_resource: an integer of at least 1, or auto (Optuna's "auto").
+status read_max_resource(const section& s, int64_t& out) {
+  const YAML::Node* node = s.find("max_resource");
+  if (node && node->IsScalar() && node->Scalar() == "auto") {
+    out = tune::hyperband_options::auto_max_resource;
+    return status::ok();
+  }
+  if (node && !parse_int(s.path_of("max_resource"), *node).is_ok())
+    return wrong_type(s.path_of("max_resource"), "an integer or auto", *node);
+  return read_int(s, "max_resource", 1, out);
+}
+
+// Under scheduler: hyperband, grace_period (alias min_resource), divisor
+// (alias reduction_factor) and max_resource go to sweep.hyperband; rule is
+// asha's only. Elsewhere min_resource and max_resource are errors.
+status read_hyperband_knobs(const section& s, tune::sweep_config& sweep) {
+  if (sweep.scheduler != "hyperband") {
+    for (const auto& key : hyperband_keys)
+      if (s.find(key))
+        return invalid_argument(s.path_of(key) + ": only scheduler: hyperband uses it (the " +
+                                "scheduler is " + sweep.scheduler + ")");
+    return status::ok();
+  }
+  if (s.find("rule"))
+    return invalid_argument(s.path_of("rule") + ": only scheduler: asha uses it (hyperband " +
+                            "keeps Optuna's top-k rule in each bracket)");
+  tune::hyperband_options& o = sweep.hyperband;
+  DTRAIN_ASSIGN_OR_RETURN(auto divisor, read_optional_int<int64_t>(s, "divisor", 2));
+  DTRAIN_ASSIGN_OR_RETURN(auto factor, read_optional_int<int64_t>(s, "reduction_factor", 2));
+  DTRAIN_RETURN_IF_ERROR(merge_alias(s.path_of("divisor"), divisor, s.path_of("reduction_factor"),
+                                     factor, o.reduction_factor));
+  DTRAIN_ASSIGN_OR_RETURN(auto grace, read_optional_int<int64_t>(s, "grace_period", 1));
+  DTRAIN_ASSIGN_OR_RETURN(auto least, read_optional_int<int64_t>(s, "min_resource", 1));
+  DTRAIN_RETURN_IF_ERROR(merge_alias(s.path_of("grace_period"), grace, s.path_of("min_resource"),
+                                     least, o.min_resource));
+  return read_max_resource(s, o.max_resource);
+}
+
+// ASHA's knobs (hyperband reads the shared ones itself).
+status read_asha_knobs(const section& s, tune::sweep_config& sweep) {
+  if (sweep.scheduler == "hyperband")
+    return status::ok();
   DTRAIN_ASSIGN_OR_RETURN(auto divisor, read_optional_int<int64_t>(s, "divisor", 2));
   DTRAIN_ASSIGN_OR_RETURN(auto factor, read_optional_int<int64_t>(s, "reduction_factor", 2));
   DTRAIN_RETURN_IF_ERROR(merge_alias(s.path_of("divisor"), divisor, s.path_of("reduction_factor"),
@@ -115,6 +157,15 @@ status read_scheduler_knobs(const section& s, tune::sweep_config& sweep) {
   DTRAIN_RETURN_IF_ERROR(read_string(s, "rule", rule, {"top_k", "percentile"}));
   sweep.asha.keep_rule =
       rule == "top_k" ? tune::asha_options::rule::top_k : tune::asha_options::rule::percentile;
+  return status::ok();
+}
+
+status read_scheduler_knobs(const section& s, tune::sweep_config& sweep) {
+  DTRAIN_RETURN_IF_ERROR(read_string(s, "scheduler", sweep.scheduler,
+                                     {"fifo", "asha", "median", "pbt", "hyperband"}));
+  DTRAIN_RETURN_IF_ERROR(read_pbt_knobs(s, sweep));
+  DTRAIN_RETURN_IF_ERROR(read_hyperband_knobs(s, sweep));
+  DTRAIN_RETURN_IF_ERROR(read_asha_knobs(s, sweep));
   DTRAIN_RETURN_IF_ERROR(read_int(s, "median_warmup_epochs", 0, sweep.median.warmup_epochs));
   DTRAIN_RETURN_IF_ERROR(
       read_int(s, "median_min_completed_trials", 0, sweep.median.min_completed));

@@ -1,6 +1,6 @@
 // FIFO, the numpy percentile the rules share, and the sweep's choice of
 // scheduler. ASHA is in asha.cpp, the median rule in median.cpp, PBT in
-// pbt.cpp.
+// pbt.cpp, Hyperband in hyperband.cpp.
 #include "dtrain/tune/scheduler.hpp"
 
 #include <algorithm>
@@ -69,8 +69,15 @@ result<std::unique_ptr<scheduler>> make_scheduler(const sweep_config& c, const s
     o.seed = c.seed;
     return make_pbt(s, o);
   }
+  if (c.scheduler == "hyperband") {
+    hyperband_options o = c.hyperband;
+    o.direction = c.direction;
+    if (o.max_resource == 0)
+      o.max_resource = c.max_epochs;
+    return make_hyperband(o);
+  }
   return invalid_argument("scheduler: unknown scheduler '" + c.scheduler +
-                          "' (expected fifo, asha, median or pbt)");
+                          "' (expected fifo, asha, median, pbt or hyperband)");
 }
 
 } // namespace dtrain::tune

@@ -129,7 +129,8 @@ status check_metric(const std::string& metric) {
 status validate(const sweep_config& c) {
   DTRAIN_RETURN_IF_ERROR(check_metric(c.metric).with_context("metric"));
   DTRAIN_RETURN_IF_ERROR(one_of("searcher", c.searcher, {"random", "grid", "tpe", "nsga2"}));
-  DTRAIN_RETURN_IF_ERROR(one_of("scheduler", c.scheduler, {"fifo", "asha", "median", "pbt"}));
+  DTRAIN_RETURN_IF_ERROR(
+      one_of("scheduler", c.scheduler, {"fifo", "asha", "median", "pbt", "hyperband"}));
   DTRAIN_RETURN_IF_ERROR(at_least("num_samples", c.num_samples, 1));
   DTRAIN_RETURN_IF_ERROR(at_least("max_epochs", c.max_epochs, 1));
   DTRAIN_RETURN_IF_ERROR(at_least("max_concurrent_trials", c.max_concurrent_trials, 0));
@@ -138,6 +139,7 @@ status validate(const sweep_config& c) {
   DTRAIN_RETURN_IF_ERROR(at_least("median.warmup_epochs", c.median.warmup_epochs, 0));
   DTRAIN_RETURN_IF_ERROR(at_least("median.min_completed", c.median.min_completed, 0));
   DTRAIN_RETURN_IF_ERROR(validate_pbt(c.pbt));
+  DTRAIN_RETURN_IF_ERROR(check_hyperband(c.hyperband, c.max_epochs));
   DTRAIN_RETURN_IF_ERROR(at_least("tpe_startup_trials", c.tpe_startup_trials, 1));
   DTRAIN_RETURN_IF_ERROR(at_least("tpe_ei_candidates", c.tpe_ei_candidates, 1));
   if (c.tpe_group && !c.tpe_multivariate)

@@ -7,6 +7,7 @@
 
 #include "dtrain/core/status.hpp"
 #include "dtrain/tune/pareto.hpp"
+#include "dtrain/tune/hyperband.hpp"
 #include "dtrain/tune/pbt.hpp"
 #include "dtrain/tune/scheduler.hpp"
 #include "dtrain/tune/search.hpp"
@@ -27,7 +28,7 @@ struct sweep_config {
   int64_t num_samples = 1;
   int max_concurrent_trials = 0;    // 0: as many as the cluster holds
   int64_t max_epochs = 1;           // per trial (Determined's max_length.epochs)
-  std::string scheduler = "fifo";   // fifo | asha | median | pbt
+  std::string scheduler = "fifo";   // fifo | asha | median | pbt | hyperband
   asha_options asha;                // direction and max_t are taken from above
   median_options median;            // direction is taken from above
   pbt_options pbt;                  // direction and seed are taken from above
@@ -54,6 +55,10 @@ struct sweep_config {
   double nsga2_mutation_prob = -1;      // nsga2: negative is 1 / number of parameters
   double nsga2_crossover_prob = 0.9;
   double nsga2_swapping_prob = 0.5;
+  // hyperband (issue 30): direction is taken from above; max_resource 0 is
+  // max_epochs; study_name is the experiment's name (the tuner and the
+  // experiment file set it; see hyperband.hpp).
+  hyperband_options hyperband;
 };
 
 /// The sweep's objectives: `objectives` when set, else {metric, direction}.
@@ -74,8 +79,8 @@ status check_metric(const std::string& metric);
 status validate(const sweep_config& c);
 
 std::unique_ptr<searcher> make_searcher(const space& s, const sweep_config& c);
-/// fifo, asha (max_t = max_epochs), median or pbt (over `s`), in the
-/// sweep's direction (defined in scheduler.cpp, beside the schedulers).
+/// fifo, asha (max_t = max_epochs), median, pbt (over `s`) or hyperband
+/// (max_resource 0 = max_epochs), in the sweep's direction (defined in scheduler.cpp, beside the schedulers).
 result<std::unique_ptr<scheduler>> make_scheduler(const sweep_config& c, const space& s = space{});
 /// max_epochs, then the time budget and threshold when set.
 std::vector<std::unique_ptr<stopper>> make_stoppers(const sweep_config& c);

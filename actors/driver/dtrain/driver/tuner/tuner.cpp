@@ -121,6 +121,8 @@ result<tune::result_grid> tuner::fit() {
   if (!searcher_)
     searcher_ = tune::make_searcher(space_, config_);
   if (!scheduler_) {
+    if (config_.hyperband.study_name.empty())  // Optuna's study_name (tune/hyperband.hpp)
+      config_.hyperband.study_name = config_.experiment;
     DTRAIN_ASSIGN_OR_RETURN(scheduler_, tune::make_scheduler(config_, space_));
   }
   sw->searcher = std::move(searcher_);
