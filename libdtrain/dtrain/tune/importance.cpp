@@ -1,7 +1,9 @@
 #include "dtrain/tune/importance.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/tune/functional_anova.hpp"
@@ -157,8 +159,46 @@ forest_options forest_for(const importance_options& o) {
   f.trees = o.trees > 0 ? o.trees : fast ? 16 : 64;
   f.max_depth = o.max_depth > 0 ? o.max_depth : fast ? 12 : 64;
   f.max_bins = o.max_bins >= 0 ? o.max_bins : fast ? 32 : 0;
+  f.min_samples_split = fast ? 8 : 2;
   f.seed = o.seed;
   return f;
+}
+
+// Per tree, each parameter's share of its variance (empty for a tree of
+// no variance). Trees are grown and decomposed on o.threads threads; each
+// tree's numbers depend only on its index.
+result<std::vector<std::vector<double>>> tree_shares(const design_matrix& m, const encoding& e,
+                                                     const importance_options& o) {
+  const forest_options f = forest_for(o);
+  const forest_fitter fitter(m, f);
+  std::vector<std::vector<double>> shares(static_cast<size_t>(f.trees));
+  std::vector<status> errors(static_cast<size_t>(f.trees));
+  std::atomic<int> next{0};
+  auto work = [&] {
+    for (int i = next++; i < f.trees; i = next++) {
+      auto v = decompose_tree(fitter.tree(i), e.bounds, e.groups);
+      if (!v) {
+        errors[i] = v.error();
+        continue;
+      }
+      if (v->total > 0)
+        for (double marginal : v->marginal)
+          shares[i].push_back(marginal / v->total);
+    }
+  };
+  unsigned threads = o.threads > 0 ? static_cast<unsigned>(o.threads)
+                                   : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, static_cast<unsigned>(f.trees));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t)
+    pool.emplace_back(work);
+  work();
+  for (auto& t : pool)
+    t.join();
+  for (const auto& error : errors)
+    if (!error)
+      return error;
+  return shares;
 }
 
 // Most important first, then by name.
@@ -180,18 +220,17 @@ result<std::vector<parameter_importance>> evaluate_importance(
   if (e.names.empty())
     return ranked(std::move(out));
   DTRAIN_ASSIGN_OR_RETURN(design_matrix m, encode_trials(trials, e, o.log_scale));
-  const auto forest = fit_forest(m, forest_for(o));
-  // Each tree's shares, averaged over the trees that vary (Optuna's
-  // _Fanova.get_importance), then normalized.
+  DTRAIN_ASSIGN_OR_RETURN(auto per_tree, tree_shares(m, e, o));
+  // The shares averaged over the trees that vary (Optuna's
+  // _Fanova.get_importance), in tree order whatever thread grew them.
   std::vector<double> share(e.names.size(), 0.0);
   int varying_trees = 0;
-  for (const auto& tree : forest) {
-    DTRAIN_ASSIGN_OR_RETURN(tree_variances v, decompose_tree(tree, e.bounds, e.groups));
-    if (!(v.total > 0))
+  for (const auto& tree : per_tree) {
+    if (tree.empty())
       continue;
     ++varying_trees;
     for (size_t p = 0; p < share.size(); ++p)
-      share[p] += v.marginal[p] / v.total;
+      share[p] += tree[p];
   }
   double sum = 0;
   for (double& x : share)

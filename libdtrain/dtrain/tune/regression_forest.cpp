@@ -86,8 +86,8 @@ std::pair<int32_t, int32_t> add_children(regression_tree& t, int32_t n, int feat
 class exact_builder {
 public:
   exact_builder(const design_matrix& m, const std::vector<std::vector<int32_t>>& sorted,
-                std::vector<double> w, rng& r, int max_depth)
-      : m_(m), w_(std::move(w)), r_(r), max_depth_(max_depth) {
+                std::vector<double> w, rng& r, const forest_options& o)
+      : m_(m), w_(std::move(w)), r_(r), max_depth_(o.max_depth), min_split_(o.min_samples_split) {
     for (int c = 0; c < m.columns; ++c)
       for (int32_t row : sorted[c])
         if (w_[row] > 0)
@@ -100,6 +100,7 @@ public:
 
   regression_tree build() {
     regression_tree t(1);
+    t.reserve(2 * static_cast<size_t>(m_.rows));
     std::vector<pending_node> todo{{0, 0, n_, 0}};
     while (!todo.empty()) {
       pending_node p = todo.back();
@@ -107,7 +108,7 @@ public:
       const int32_t* rows = column(0) + p.begin;
       auto [mean, pure] = mean_and_pure(rows, rows + (p.end - p.begin), m_, w_);
       t[p.node].value = mean;
-      if (pure || p.depth >= max_depth_ || p.end - p.begin < 2)
+      if (pure || p.depth >= max_depth_ || p.end - p.begin < std::max(2, min_split_))
         continue;
       split_choice best = best_split(p);
       if (best.feature < 0)
@@ -176,6 +177,7 @@ private:
   std::vector<double> w_;
   rng& r_;
   int max_depth_;
+  int min_split_;
   int32_t n_ = 0;                // active (drawn) rows
   std::vector<int32_t> order_;   // per column, its n_ active rows
   std::vector<char> goes_left_;  // by row
@@ -183,79 +185,85 @@ private:
   std::vector<int> features_;
 };
 
-/// The bins of every column for histogram splits: each row's bin and the
-/// threshold between neighbouring bins.
+/// The bins of every column for histogram splits: each row's bin per
+/// column (row-major, so one pass over a node's rows fills every column's
+/// histogram) and the thresholds between neighbouring bins.
 struct binned_columns {
-  std::vector<std::vector<uint16_t>> bin;       // [column][row]
+  int stride = 1;                               // bins of the widest column
+  std::vector<uint16_t> bin;                    // [row * columns + column]
   std::vector<std::vector<double>> threshold;   // [column][k]: between bins k and k+1
 };
 
+// Cuts between bins: every distinct value its own bin when they are few,
+// else quantiles of the distinct values (bins of about equal numbers of them).
+std::vector<double> bin_edges(std::vector<double> values, int max_bins) {
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  const auto distinct = static_cast<int64_t>(values.size());
+  std::vector<double> edges;
+  if (distinct <= max_bins) {
+    for (int64_t k = 0; k + 1 < distinct; ++k)
+      edges.push_back(midpoint(values[k], values[k + 1]));
+    return edges;
+  }
+  for (int k = 1; k < max_bins; ++k) {
+    const int64_t at = (k * distinct + max_bins / 2) / max_bins;
+    if (at > 0 && at < distinct)
+      edges.push_back(midpoint(values[at - 1], values[at]));
+  }
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  return edges;
+}
+
 binned_columns make_bins(const design_matrix& m, int max_bins) {
   binned_columns b;
-  b.bin.resize(static_cast<size_t>(m.columns));
   b.threshold.resize(static_cast<size_t>(m.columns));
+  b.bin.resize(static_cast<size_t>(m.rows) * m.columns);
   for (int c = 0; c < m.columns; ++c) {
-    std::vector<double> values(m.x.begin() + static_cast<int64_t>(c) * m.rows,
-                               m.x.begin() + static_cast<int64_t>(c + 1) * m.rows);
-    std::sort(values.begin(), values.end());
-    values.erase(std::unique(values.begin(), values.end()), values.end());
-    const auto distinct = static_cast<int64_t>(values.size());
-    auto& edges = b.threshold[c];
-    if (distinct <= max_bins) {
-      for (int64_t k = 0; k + 1 < distinct; ++k)
-        edges.push_back(midpoint(values[k], values[k + 1]));
-    } else {
-      // Quantiles of the distinct values: bins of about equal numbers of them.
-      for (int k = 1; k < max_bins; ++k) {
-        const int64_t at = (k * distinct + max_bins / 2) / max_bins;
-        if (at > 0 && at < distinct)
-          edges.push_back(midpoint(values[at - 1], values[at]));
-      }
-      edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-    }
-    b.bin[c].resize(static_cast<size_t>(m.rows));
+    const auto first = m.x.begin() + static_cast<int64_t>(c) * m.rows;
+    auto& edges = b.threshold[c] = bin_edges({first, first + m.rows}, max_bins);
+    b.stride = std::max(b.stride, static_cast<int>(edges.size()) + 1);
     for (int64_t r = 0; r < m.rows; ++r)
-      b.bin[c][r] = static_cast<uint16_t>(
+      b.bin[r * m.columns + c] = static_cast<uint16_t>(
           std::lower_bound(edges.begin(), edges.end(), m.at(r, c)) - edges.begin());
   }
   return b;
 }
 
-/// Histogram splits: a node's rows are counted into their bins per
-/// column, and a split falls between two bins.
+/// Histogram splits: a node's rows are counted into their bins, every
+/// column in one pass, and a split falls between two bins.
 class histogram_builder {
 public:
   histogram_builder(const design_matrix& m, const binned_columns& bins, std::vector<double> w,
-                    rng& r, int max_depth)
-      : m_(m), bins_(bins), w_(std::move(w)), r_(r), max_depth_(max_depth) {
+                    rng& r, const forest_options& o)
+      : m_(m), bins_(bins), w_(std::move(w)), r_(r), max_depth_(o.max_depth),
+        min_split_(o.min_samples_split) {
     for (int32_t row = 0; row < m.rows; ++row)
       if (w_[row] > 0)
         rows_.push_back(row);
-    size_t widest = 1;
-    for (auto& t : bins.threshold)
-      widest = std::max(widest, t.size() + 1);
-    hist_w_.resize(widest);
-    hist_s_.resize(widest);
+    hist_.resize(2 * static_cast<size_t>(bins.stride) * m.columns);
     features_.resize(static_cast<size_t>(m.columns));
   }
 
   regression_tree build() {
     regression_tree t(1);
+    t.reserve(2 * rows_.size());
     std::vector<pending_node> todo{{0, 0, static_cast<int32_t>(rows_.size()), 0}};
     while (!todo.empty()) {
       pending_node p = todo.back();
       todo.pop_back();
-      const int32_t* rows = rows_.data() + p.begin;
-      auto [mean, pure] = mean_and_pure(rows, rows + (p.end - p.begin), m_, w_);
-      t[p.node].value = mean;
-      if (pure || p.depth >= max_depth_ || p.end - p.begin < 2)
+      const bool pure = fill(p);
+      t[p.node].value = sum_ / wsum_;
+      if (pure || p.depth >= max_depth_ || p.end - p.begin < std::max(2, min_split_))
         continue;
-      auto [best, bin] = best_split(p);
+      auto [best, bin] = best_split();
       if (best.feature < 0)
         continue;
-      const auto& codes = bins_.bin[best.feature];
-      auto middle = std::partition(rows_.begin() + p.begin, rows_.begin() + p.end,
-                                   [&](int32_t row) { return codes[row] <= bin; });
+      const uint16_t* codes = bins_.bin.data() + best.feature;
+      const int columns = m_.columns;
+      auto middle = std::partition(rows_.begin() + p.begin, rows_.begin() + p.end, [&](int32_t row) {
+        return codes[static_cast<size_t>(row) * columns] <= bin;
+      });
       const auto position = static_cast<int32_t>(middle - rows_.begin());
       auto [left, right] = add_children(t, p.node, best.feature, best.threshold);
       todo.push_back({right, position, p.end, p.depth + 1});
@@ -265,46 +273,60 @@ public:
   }
 
 private:
-  // The best split and the last bin that goes left.
-  std::pair<split_choice, int> best_split(const pending_node& p) {
+  // The node's histograms (weight, weighted sum per bin and column), its
+  // totals, and whether its targets are all equal.
+  bool fill(const pending_node& p) {
+    std::fill(hist_.begin(), hist_.end(), 0.0);
+    wsum_ = sum_ = 0;
+    double low = m_.y[rows_[p.begin]], high = low;
+    const int columns = m_.columns;
+    const size_t stride = static_cast<size_t>(bins_.stride);
+    for (int32_t i = p.begin; i < p.end; ++i) {
+      const int32_t row = rows_[i];
+      const double w = w_[row], y = m_.y[row], wy = w * y;
+      wsum_ += w;
+      sum_ += wy;
+      low = std::min(low, y);
+      high = std::max(high, y);
+      const uint16_t* code = bins_.bin.data() + static_cast<size_t>(row) * columns;
+      for (int c = 0; c < columns; ++c) {
+        double* h = hist_.data() + 2 * (c * stride + code[c]);
+        h[0] += w;
+        h[1] += wy;
+      }
+    }
+    return low == high;
+  }
+
+  // The best split and the last bin that goes left. A split falls between
+  // two bins that hold rows of this node (k1 and k2, those between them
+  // empty here); its threshold is the edge halfway between them, as the
+  // exact split takes the midpoint.
+  std::pair<split_choice, int> best_split() {
     std::iota(features_.begin(), features_.end(), 0);
     r_.shuffle(features_.data(), static_cast<int64_t>(features_.size()));
     split_choice best;
     int best_bin = -1;
     for (int c : features_) {
       const size_t nbins = bins_.threshold[c].size() + 1;
-      if (nbins < 2)
-        continue;
-      std::fill(hist_w_.begin(), hist_w_.begin() + nbins, 0.0);
-      std::fill(hist_s_.begin(), hist_s_.begin() + nbins, 0.0);
-      const auto& codes = bins_.bin[c];
-      for (int32_t i = p.begin; i < p.end; ++i) {
-        const int32_t row = rows_[i];
-        hist_w_[codes[row]] += w_[row];
-        hist_s_[codes[row]] += w_[row] * m_.y[row];
-      }
-      const double wsum = std::accumulate(hist_w_.begin(), hist_w_.begin() + nbins, 0.0);
-      const double sum = std::accumulate(hist_s_.begin(), hist_s_.begin() + nbins, 0.0);
-      // A split falls between two bins that hold rows of this node (k1 and
-      // k2, the bins between them empty here); its threshold is the edge
-      // halfway between them, as the exact split takes the midpoint.
+      const double* h = hist_.data() + 2 * c * static_cast<size_t>(bins_.stride);
       double wl = 0, sl = 0;
       int k1 = -1;
       for (size_t k2 = 0; k2 < nbins; ++k2) {
-        if (hist_w_[k2] == 0)
+        if (h[2 * k2] == 0)
           continue;
         if (k1 >= 0) {
           // Weights are whole counts, so wr is exact and positive here.
-          const double wr = wsum - wl;
-          const double proxy = sl * sl / wl + (sum - sl) * (sum - sl) / wr;
+          const double wr = wsum_ - wl, sr = sum_ - sl;
+          const double proxy = sl * sl / wl + sr * sr / wr;
           if (proxy > best.proxy) {
             const auto edge = (static_cast<size_t>(k1) + k2 - 1) / 2;
             best = {c, 0, bins_.threshold[c][edge], proxy};
             best_bin = k1;
           }
         }
-        wl += hist_w_[k2];
-        sl += hist_s_[k2];
+        wl += h[2 * k2];
+        sl += h[2 * k2 + 1];
         k1 = static_cast<int>(k2);
       }
     }
@@ -316,8 +338,10 @@ private:
   std::vector<double> w_;
   rng& r_;
   int max_depth_;
+  int min_split_;
   std::vector<int32_t> rows_;  // active rows, grouped by node
-  std::vector<double> hist_w_, hist_s_;
+  std::vector<double> hist_;   // [(column * stride + bin) * 2 + {weight, sum}]
+  double wsum_ = 0, sum_ = 0;
   std::vector<int> features_;
 };
 
@@ -336,21 +360,35 @@ std::vector<std::vector<int32_t>> sorted_rows(const design_matrix& m) {
 
 } // namespace
 
+struct forest_fitter::prepared {
+  std::vector<std::vector<int32_t>> sorted;  // exact splits
+  binned_columns bins;                       // histogram splits
+};
+
+forest_fitter::forest_fitter(const design_matrix& m, const forest_options& o)
+    : m_(m), o_(o) {
+  auto p = std::make_shared<prepared>();
+  if (o.max_bins <= 1)
+    p->sorted = sorted_rows(m);
+  else
+    p->bins = make_bins(m, std::min(o.max_bins, 65535));
+  prepared_ = std::move(p);
+}
+
+regression_tree forest_fitter::tree(int i) const {
+  // Each tree its own stream: tree i is the same whatever the tree count.
+  rng r(hash64(o_.seed, static_cast<uint64_t>(i)));
+  std::vector<double> w = bootstrap_weights(m_.rows, r);
+  if (o_.max_bins <= 1)
+    return exact_builder(m_, prepared_->sorted, std::move(w), r, o_).build();
+  return histogram_builder(m_, prepared_->bins, std::move(w), r, o_).build();
+}
+
 std::vector<regression_tree> fit_forest(const design_matrix& m, const forest_options& o) {
+  forest_fitter fitter(m, o);
   std::vector<regression_tree> forest;
-  forest.reserve(static_cast<size_t>(o.trees));
-  const bool exact = o.max_bins <= 1;
-  const auto sorted = exact ? sorted_rows(m) : std::vector<std::vector<int32_t>>{};
-  const auto bins = exact ? binned_columns{} : make_bins(m, std::min(o.max_bins, 65535));
-  for (int i = 0; i < o.trees; ++i) {
-    // Each tree its own stream: tree i is the same whatever the tree count.
-    rng r(hash64(o.seed, static_cast<uint64_t>(i)));
-    std::vector<double> w = bootstrap_weights(m.rows, r);
-    if (exact)
-      forest.push_back(exact_builder(m, sorted, std::move(w), r, o.max_depth).build());
-    else
-      forest.push_back(histogram_builder(m, bins, std::move(w), r, o.max_depth).build());
-  }
+  for (int i = 0; i < o.trees; ++i)
+    forest.push_back(fitter.tree(i));
   return forest;
 }
 

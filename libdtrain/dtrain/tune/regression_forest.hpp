@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace dtrain::tune {
@@ -40,6 +41,8 @@ struct forest_options {
   /// this many bins per column (quantiles of the column's distinct values,
   /// computed once for the forest), splits only between bins.
   int max_bins = 0;
+  /// A node of fewer distinct rows is a leaf (sklearn's min_samples_split).
+  int min_samples_split = 2;
   uint64_t seed = 0;
 };
 
@@ -60,5 +63,21 @@ struct forest_options {
 /// dtrain's own, so the trees are not sklearn's trees for the same seed.
 /// Precondition: m.rows >= 1, m.columns >= 1, every value finite.
 std::vector<regression_tree> fit_forest(const design_matrix& m, const forest_options& o);
+
+/// fit_forest one tree at a time: the columns are sorted (exact) or binned
+/// (histogram) once at construction; tree(i) is fit_forest's tree i.
+/// tree() is const and thread-safe, so trees may be grown in parallel.
+/// Holds a reference to `m`, which must outlive it.
+class forest_fitter {
+public:
+  forest_fitter(const design_matrix& m, const forest_options& o);
+  regression_tree tree(int i) const;
+
+private:
+  struct prepared;
+  const design_matrix& m_;
+  forest_options o_;
+  std::shared_ptr<const prepared> prepared_;
+};
 
 } // namespace dtrain::tune
