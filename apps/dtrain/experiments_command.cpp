@@ -1,4 +1,4 @@
-// `dtrain experiments list | show | trials | best | delete`: the experiment
+// `dtrain experiments list | show | trials | best | delete | importance`: the experiment
 // store read (and pruned) from the command line, through the head of a
 // cluster or from the local store file.
 #include "commands.hpp"
@@ -439,6 +439,8 @@ int run_experiments(const experiments_options& o) {
     return best(s, o);
   if (o.action == "delete")
     return run_delete(s, o, elsewhere);
+  if (o.action == "importance")
+    return print_importance(s, o);
   return fail(invalid_argument("dtrain experiments: unknown action " + o.action));
 }
 
@@ -465,6 +467,10 @@ void add_experiments_command(CLI::App& app, command_list& out) {
   action("best", "an experiment's best trial, its hyperparameters and newest checkpoint", true)
       ->add_option("--metric", o->metric,
                    "rank by this metric's best value (min if its name has \"loss\", else max)");
+  action("importance", "which hyperparameters matter: fANOVA over the completed trials, ranked",
+         true)
+      ->add_option("--method", o->method, "fanova (Optuna's FanovaImportanceEvaluator) or fast")
+      ->check(CLI::IsMember({"fanova", "fast"}));
   auto* deleting = action("delete", "delete an experiment's rows and its checkpoint directory "
                                     "(only one that carries the experiment's owner marker)", true);
   deleting->add_flag("--yes", o->yes, "do not ask");

@@ -208,10 +208,13 @@ BOOST_AUTO_TEST_CASE(only_x1_matters_so_x1_ranks_first_and_a_dummy_gets_under_5_
   }
 }
 
-BOOST_AUTO_TEST_CASE(the_same_seed_gives_the_same_numbers_to_the_bit) {
+BOOST_AUTO_TEST_CASE(the_same_seed_gives_the_same_numbers_to_the_bit_on_any_thread_count) {
   for (auto m : {importance_method::fanova, importance_method::fast}) {
-    auto a = evaluate_importance(x1_space(), x1_trials(120, 3), with(m, 11));
-    auto b = evaluate_importance(x1_space(), x1_trials(120, 3), with(m, 11));
+    importance_options one = with(m, 11), three = with(m, 11);
+    one.threads = 1;
+    three.threads = 3;
+    auto a = evaluate_importance(x1_space(), x1_trials(120, 3), one);
+    auto b = evaluate_importance(x1_space(), x1_trials(120, 3), three);
     auto c = evaluate_importance(x1_space(), x1_trials(120, 3), with(m, 12));
     BOOST_REQUIRE(a && b && c);
     for (size_t i = 0; i < a->size(); ++i) {
