@@ -6,6 +6,7 @@
 
 #include "dtrain/dashboard/dashboard.hpp"
 #include "dtrain/driver/cluster.hpp"
+#include "dtrain/experiments/store.hpp"
 #include "dtrain/roles/dashboard_serving.hpp"
 #include "dtrain/roles/processes.hpp"
 #include "dtrain/security/certificates.hpp"
@@ -44,7 +45,7 @@ struct tune_options {
 
 /// `dtrain experiments ACTION [ID]` (experiments_command.cpp).
 struct experiments_options {
-  std::string action;    // list | show | trials | best | delete | compare
+  std::string action;    // list | show | trials | best | delete | compare | importance
   int64_t id = 0;        // every action but list and compare
   std::vector<int64_t> ids;  // compare: the experiments, in order
   std::string address;   // through this head; empty: $DTRAIN_ADDRESS, else the local file
@@ -53,6 +54,7 @@ struct experiments_options {
   std::string metric;    // best: rank by this metric's rows instead of the experiment's
   bool yes = false;      // delete: without asking
   bool force = false;    // delete: a running experiment too (its live driver asked to stop first)
+  std::string method = "fanova";  // importance: fanova | fast
   security::tls_files tls;  // --tls-*: empty: $DTRAIN_HOME/tls, else plain (loopback only)
 };
 
@@ -77,6 +79,9 @@ struct logs_options {
 };
 
 int run_experiments(const experiments_options& o);
+/// `dtrain experiments importance ID` (experiments_importance.cpp): the
+/// experiment's hyperparameters ranked by importance; the exit code.
+int print_importance(experiments::experiment_store& s, const experiments_options& o);
 int run_train(const train_options& o);
 /// The cluster options of `dtrain train/tune/predict`: the cluster
 /// find_cluster names (command_line.hpp; said on stderr when it is the head

@@ -1,4 +1,4 @@
-// `dtrain experiments list | show | trials | best | compare | delete`: the experiment
+// `dtrain experiments list | show | trials | best | compare | delete | importance`: the experiment
 // store read (and pruned) from the command line, through the head of a
 // cluster or from the local store file.
 #include "commands.hpp"
@@ -374,6 +374,8 @@ int run_experiments(const experiments_options& o) {
     return run_delete(s, o, elsewhere);
   if (o.action == "compare")
     return compare_experiments(s, o);
+  if (o.action == "importance")
+    return print_importance(s, o);
   return fail(invalid_argument("dtrain experiments: unknown action " + o.action));
 }
 
@@ -405,6 +407,10 @@ void add_experiments_command(CLI::App& app, command_list& out) {
       ->add_option("ids", o->ids, "two or more experiment ids")
       ->required()
       ->expected(2, -1);
+  action("importance", "which hyperparameters matter: fANOVA over the completed trials, ranked",
+         true)
+      ->add_option("--method", o->method, "fanova (Optuna's FanovaImportanceEvaluator) or fast")
+      ->check(CLI::IsMember({"fanova", "fast"}));
   auto* deleting = action("delete", "delete an experiment's rows and its checkpoint directory "
                                     "(only one that carries the experiment's owner marker)", true);
   deleting->add_flag("--yes", o->yes, "do not ask");

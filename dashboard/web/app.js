@@ -34,6 +34,7 @@ const state = {
   curveCharts: [],
   scatterCharts: [],
   scatterKey: "",
+  importanceKey: "",  // the ended trials the importance table was computed from
 };
 
 // A path segment: ids go into URLs encoded.
@@ -176,6 +177,7 @@ function resetTrials() {
   state.selected.clear();
   state.focus = null;
   state.scatterKey = "";
+  state.importanceKey = "";
   trialDetails.reset();
   nodeLogs.trialGone();
 }
@@ -356,6 +358,25 @@ function renderScatter(varying) {
     state.experiment.metric);
 }
 
+// Which hyperparameters matter (GET .../importance with the fast method,
+// cheap enough for a polled page): asked again only when a trial of the
+// selected sweep ended.
+async function refreshImportance() {
+  const e = state.experiment;
+  const section = document.getElementById("importance-section");
+  if (e === null || e.kind !== "tune") {
+    section.hidden = true;
+    return;
+  }
+  const key = JSON.stringify([e.id, state.trialRows.filter((t) => t.end_how).map((t) => t.id)]);
+  if (key === state.importanceKey) return;
+  const doc = await api(`/api/v1/experiments/${enc(e.id)}/importance?method=fast`);
+  if (state.experiment === null || state.experiment.id !== e.id) return;
+  state.importanceKey = key;
+  section.hidden = false;
+  showImportance("importance", "importance-note", doc);
+}
+
 function render() {
   renderExperiments();
   renderTrials();
@@ -377,6 +398,7 @@ async function tick() {
     await refreshTrials();
     render();
     await refreshCurves();
+    await refreshImportance();
     await trialDetails.refresh(focusedTrial());
     await experimentCompare.refresh(experimentRows);
     const s = document.getElementById("status");

@@ -40,6 +40,27 @@ function fill(id, items, columns, onClick, selected) {
 const trialColumns = [["id"], ["state"], ["epochs"], ["best"], ["last"], ["restarts"],
   [(x) => JSON.stringify(x.hyperparameters), "hp"]];
 
+// Fills table `tableId` with the hyperparameters ranked by importance (the
+// document of GET /api/v1/experiments/{id}/importance, or a report's
+// "importance"), each with a bar; `noteId` says over which trials, or why
+// there is no ranking ({"error": ...}).
+function showImportance(tableId, noteId, doc) {
+  const note = document.getElementById(noteId);
+  const params = doc && doc.parameters ? doc.parameters : [];
+  fill(tableId, params.map((p, i) => ({ ...p, rank: i + 1 })), [["rank"], ["name"], ["importance"],
+    [() => "", "bar"]], null, null);
+  document.querySelectorAll("#" + tableId + " tbody td.bar").forEach((td, i) => {
+    const bar = document.createElement("div");
+    bar.className = "importance-bar";
+    bar.style.width = Math.round(params[i].importance * 200) + "px";
+    td.appendChild(bar);
+  });
+  note.className = doc && doc.error ? "note error" : "note";
+  note.textContent = !doc ? "" : doc.error ? doc.error
+    : `${doc.method} over ${doc.trials_used} completed trials of ${doc.trials_total}, ` +
+      `by their last ${doc.metric}; the shares sum to 1.`;
+}
+
 // ---- charts (uPlot) ----
 
 const COLORS = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b",

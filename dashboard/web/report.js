@@ -34,6 +34,9 @@
   showCharts(host, [], specs);
   if (!specs.length) host.textContent = "No metrics were reported.";
 
+  document.getElementById("importance-of").textContent = "(fANOVA, as Optuna's)";
+  showImportance("importance", "importance-note", data.importance);
+
   const best = trials.find((t) => t.id === data.best_trial);
   document.getElementById("best-of").textContent = `by ${e.metric} (${e.minimize ? "min" : "max"})`;
   document.getElementById("best").textContent = best

@@ -138,6 +138,17 @@ async function checkCompare(page) {
     `experiments ${ids.join(" and ")} compared: ${series} best trials' curves overlaid, ${points} points`);
 }
 
+// The importance section of the selected sweep: a ranking once two trials
+// completed, until then the reason (fewer than two completed trials).
+async function checkImportance(page) {
+  await page.locator("#importance-section:not([hidden])").waitFor();
+  await page.waitForFunction(() => document.getElementById("importance-note").textContent !== "");
+  const note = await page.locator("#importance-note").innerText();
+  const rows = await page.locator("#importance tbody tr").count();
+  check(/completed trials/.test(note) && (rows > 0 || /needs at least 2/.test(note)),
+    `the importance section shows ${rows} ranked hyperparameters: ${note}`);
+}
+
 async function main() {
   const url = env("DTRAIN_DASHBOARD_URL");
   const nodeAddress = env("DTRAIN_NODE_ADDRESS");
@@ -173,6 +184,7 @@ async function main() {
     await checkLogs(page, nodeAddress, logText);
     await checkSweepOverlayAndSort(page);
     await checkCompare(page);
+    await checkImportance(page);
     await page.waitForTimeout(2500);  // one more poll, so the picture is current
     await page.screenshot({ path: screenshot, fullPage: true });
     console.log("screenshot: " + screenshot);

@@ -155,6 +155,44 @@ struct filled_home {
   }
 };
 
+/// Adds a sweep over lr and dummy whose validation_loss only lr decides:
+/// `completed` completed trials, plus one stopped and one failed trial
+/// (which importance must leave out). Returns its id.
+int64_t add_importance_sweep(filled_home& h, int completed) {
+  auto opened = experiments::open_sqlite_store(h.home.file("experiments.db"));
+  BOOST_REQUIRE_MESSAGE(opened.is_ok(), opened.error().to_string());
+  experiments::experiment_store& s = **opened;
+  experiments::experiment_row e;
+  e.name = "importance.yaml";
+  e.kind = "tune";
+  e.configuration =
+      "name: importance\nglobal_batch_size: 32\nhyperparameters:\n"
+      "  lr: {type: double, minval: 0.0, maxval: 1.0}\n"
+      "  dummy: {type: double, minval: 0.0, maxval: 1.0}\n"
+      "searcher: {name: random, metric: validation_loss, max_trials: 50, "
+      "max_length: {epochs: 1}}\n";
+  e.state = "completed";
+  e.metric = "validation_loss";
+  e.minimize = true;
+  const int64_t id = s.create_experiment(e).value();
+  for (int i = 0; i < completed + 2; ++i) {
+    experiments::trial_row t;
+    t.experiment = id;
+    t.id = std::to_string(10000 + i).substr(1);
+    t.seq_created = i + 1;
+    const double lr = (i * 37 % 101) / 100.0, dummy = (i * 61 % 103) / 102.0;
+    t.hyperparameters = "{\"dummy\": " + std::to_string(dummy) + ", \"lr\": " +
+                        std::to_string(lr) + "}";
+    const bool left_out = i >= completed;
+    t.state = left_out ? (i == completed ? "stopped" : "error") : "terminated";
+    t.end_how = left_out ? (i == completed ? "stopped" : "failed") : "completed";
+    t.last = t.best = left_out ? 100.0 + dummy : 10 * (lr - 0.3) * (lr - 0.3);
+    t.epochs = 1;
+    BOOST_REQUIRE(s.put_trial(t).is_ok());
+  }
+  BOOST_REQUIRE(s.flush().is_ok());
+  return id;
+}
 
 } // namespace
 
@@ -292,6 +330,40 @@ BOOST_AUTO_TEST_CASE(compare_puts_best_trials_side_by_side_and_names_what_the_fi
   BOOST_TEST(out.find("2") != std::string::npos, out);
   BOOST_TEST(h.run({"compare", "1", "42"}, out) == 1);
   BOOST_TEST(out.find("42") != std::string::npos, out);
+}
+
+BOOST_AUTO_TEST_CASE(importance_ranks_the_parameter_that_decides_the_metric_first) {
+  filled_home h;
+  const int64_t id = add_importance_sweep(h, 40);
+  std::string out;
+  BOOST_REQUIRE(h.run({"importance", std::to_string(id)}, out) == 0);
+  BOOST_TEST(out.find("fanova over 40 completed trials of 42") != std::string::npos, out);
+  BOOST_TEST(out.find("1     lr") != std::string::npos, out);
+  BOOST_TEST(out.find("2     dummy") != std::string::npos, out);
+  for (const char* method : {"fanova", "fast"}) {
+    auto tree = h.json({"importance", std::to_string(id), "--json", "--method", method});
+    BOOST_TEST(tree.get<std::string>("method") == method);
+    BOOST_TEST(tree.get<int>("trials_used") == 40);
+    auto& params = tree.get_child("parameters");
+    BOOST_REQUIRE(params.size() == 2u);
+    BOOST_TEST(params.front().second.get<std::string>("name") == "lr");
+    BOOST_TEST(params.back().second.get<double>("importance") < 0.05);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(importance_names_an_unknown_id_a_train_run_and_too_few_trials) {
+  filled_home h;
+  std::string out;
+  BOOST_TEST(h.run({"importance", "42"}, out) == 1);
+  BOOST_TEST(out.find("no experiment 42") != std::string::npos, out);
+  BOOST_TEST(h.run({"importance", "2"}, out) == 1);
+  BOOST_TEST(out.find("experiment 2 is a `dtrain train` run") != std::string::npos, out);
+  const int64_t id = add_importance_sweep(h, 1);
+  BOOST_TEST(h.run({"importance", std::to_string(id)}, out) == 1);
+  BOOST_TEST(out.find("has 1 completed trials with a value of validation_loss (of 3); "
+                      "importance needs at least 2") != std::string::npos, out);
+  BOOST_TEST(h.run({"importance", std::to_string(id), "--method", "shap"}, out) != 0);
+  BOOST_TEST(out.find("shap") != std::string::npos, out);
 }
 
 BOOST_AUTO_TEST_CASE(an_unknown_id_is_named_with_the_store) {

@@ -127,6 +127,50 @@ BOOST_AUTO_TEST_CASE(the_page_holds_the_curves_the_trials_and_inlined_code_only)
   BOOST_TEST(!contains(html, "<!--dtrain:"));
 }
 
+BOOST_AUTO_TEST_CASE(the_page_ranks_a_sweeps_hyperparameters_or_says_why_it_cannot) {
+  report_home h;
+  {  // experiment 2: a sweep over lr and dummy whose loss only lr decides
+    auto opened = experiments::open_sqlite_store(h.home.file("experiments.db"));
+    BOOST_REQUIRE(opened.is_ok());
+    experiments::experiment_row e;
+    e.name = "importance.yaml";
+    e.kind = "tune";
+    e.configuration =
+        "name: importance\nglobal_batch_size: 32\nhyperparameters:\n"
+        "  lr: {type: double, minval: 0.0, maxval: 1.0}\n"
+        "  dummy: {type: double, minval: 0.0, maxval: 1.0}\n"
+        "searcher: {name: random, metric: validation_loss, max_trials: 30}\n";
+    e.state = "completed";
+    e.metric = "validation_loss";
+    e.minimize = true;
+    BOOST_REQUIRE((*opened)->create_experiment(e).value() == 2);
+    for (int i = 0; i < 30; ++i) {
+      experiments::trial_row t;
+      t.experiment = 2;
+      t.id = std::to_string(10000 + i).substr(1);
+      const double lr = (i * 37 % 101) / 100.0, dummy = (i * 61 % 103) / 102.0;
+      t.hyperparameters = "{\"dummy\": " + std::to_string(dummy) + ", \"lr\": " +
+                          std::to_string(lr) + "}";
+      t.state = "terminated";
+      t.end_how = "completed";
+      t.last = t.best = 10 * (lr - 0.3) * (lr - 0.3);
+      BOOST_REQUIRE((*opened)->put_trial(t).is_ok());
+    }
+    BOOST_REQUIRE((*opened)->flush().is_ok());
+  }
+  std::string out;
+  BOOST_REQUIRE(h.run(h.home.path(), {"2", "-o", h.home.file("two.html")}, out) == 0);
+  const std::string html = read_file(h.home.file("two.html"));
+  BOOST_TEST(contains(html, "\"importance\":{\"method\": \"fanova\""));
+  BOOST_TEST(contains(html, "\"trials_used\": 30"));
+  BOOST_TEST(contains(html, "\"parameters\": [{\"name\": \"lr\""));  // ranked first
+  BOOST_TEST(contains(html, "<table id=\"importance\">"));
+  // Experiment 1 searches nothing: the page says so instead of a ranking.
+  BOOST_REQUIRE(h.run(h.home.path(), {"1", "-o", h.home.file("one.html")}, out) == 0);
+  BOOST_TEST(contains(read_file(h.home.file("one.html")),
+                      "\"importance\":{\"error\":\"experiment 1 searches no hyperparameter"));
+}
+
 BOOST_AUTO_TEST_CASE(the_default_file_is_report_id_in_the_current_directory) {
   report_home h;
   temp_dir cwd;

@@ -4,9 +4,10 @@
 // playwright-core (tools/install-deps.sh installs both). The script checks
 // the cluster view (the node alive), the trial table, a curve that grows
 // while its trial trains, the trial's checkpoints view, the node's log in
-// the log view, the running sweep compared with an earlier one (stored
-// before the head started) and a console without errors, and writes a screenshot to
-// $DTRAIN_BROWSER_SCREENSHOT (CTest sets it to the build directory).
+// the log view, the importance section, the running sweep compared with an
+// earlier one (stored before the head started) and a console without
+// errors, and writes a screenshot to $DTRAIN_BROWSER_SCREENSHOT (CTest sets
+// it to the build directory).
 // Without chromium or node the suite says "SKIPPED (no browser: ...)",
 // which CTest reports as skipped.
 #include <boost/test/unit_test.hpp>

@@ -3,6 +3,7 @@
 #include "dtrain/core/json.hpp"
 #include "dtrain/dashboard/api.hpp"
 #include "dtrain/dashboard/assets.hpp"
+#include "dtrain/experiments/trial_importance.hpp"
 
 namespace dtrain::dashboard {
 
@@ -35,6 +36,16 @@ result<std::string> inlined(const std::string& file) {
 
 } // namespace
 
+std::string importance_json(const experiments::experiment_row& e,
+                            const std::vector<experiments::trial_row>& trials,
+                            tune::importance_method method) {
+  tune::importance_options o;
+  o.method = method;
+  auto found = experiments::importance_of(e, trials, o);
+  return found ? experiments::to_json(*found)
+               : "{\"error\":" + json::quoted(found.error().message()) + "}";
+}
+
 std::string report_json(const report_input& in) {
   std::string out = "{\"trials\":" + trials_json(in.experiment, in.trials) + ",\"metrics\":[";
   for (size_t i = 0; i < in.trials.size(); ++i) {
@@ -46,6 +57,7 @@ std::string report_json(const report_input& in) {
   out += "],\"best_trial\":";
   const experiments::trial_row* best = best_trial(in.experiment, in.trials);
   out += best ? json::quoted(trial_key(best->experiment, best->id)) : "null";
+  out += ",\"importance\":" + importance_json(in.experiment, in.trials);
   out += ",\"configuration\":" + json::quoted(in.experiment.configuration);
   out += ",\"source\":" + json::quoted(in.source);
   out += ",\"generated_at\":" + json_number(in.generated_at) + "}";

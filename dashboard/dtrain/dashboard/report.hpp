@@ -5,6 +5,7 @@
 
 #include "dtrain/core/status.hpp"
 #include "dtrain/experiments/store.hpp"
+#include "dtrain/tune/importance.hpp"
 
 /// The page `dtrain report` writes: one self-contained HTML file of an
 /// experiment (its trial table, learning curves with the trials overlaid,
@@ -24,9 +25,17 @@ struct report_input {
   double generated_at = 0;    // unix seconds
 };
 
+/// The hyperparameters' importance (experiments::importance_of) as JSON:
+/// experiments::to_json's object, or {"error": "why there is none"} (not a
+/// sweep, too few completed trials, ...), which the pages show as text.
+std::string importance_json(const experiments::experiment_row& e,
+                            const std::vector<experiments::trial_row>& trials,
+                            tune::importance_method method = tune::importance_method::fanova);
+
 /// The JSON embedded in the page: {"trials": GET .../trials's document,
 /// "metrics": [GET .../metrics's document per trial], "best_trial": the
-/// best trial's key or null, "configuration", "source", "generated_at"}.
+/// best trial's key or null, "importance": importance_json (fANOVA),
+/// "configuration", "source", "generated_at"}.
 std::string report_json(const report_input& in);
 
 /// The whole page. Fails (internal) only if the embedded template or a

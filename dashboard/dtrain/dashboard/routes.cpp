@@ -9,6 +9,7 @@
 #include "dtrain/dashboard/api.hpp"
 #include "dtrain/dashboard/assets.hpp"
 #include "dtrain/dashboard/prometheus.hpp"
+#include "dtrain/dashboard/report.hpp"
 #include "dtrain/dashboard/token.hpp"
 #include "dtrain/core/json.hpp"
 
@@ -104,6 +105,8 @@ http_response router::handle(const http_request& r) {
     return experiments(deadline);
   if (middle(t.path, "/api/v1/experiments/", "/trials", id))
     return trials(id, deadline);
+  if (middle(t.path, "/api/v1/experiments/", "/importance", id))
+    return importance(id, t, deadline);
   if (middle(t.path, "/api/v1/trials/", "/metrics", id))
     return metrics(id, t, deadline);
   if (middle(t.path, "/api/v1/nodes/", "/log", id))
@@ -167,6 +170,35 @@ http_response router::trials(const std::string& id, clock::time_point deadline) 
   if (!ts)
     return failed(ts.error());
   return ok_json(trials_json(*e, *ts));
+}
+
+// The ranking, or {"error": ...} with 200 when the experiment cannot be
+// assessed (not a sweep, too few completed trials): the page shows why.
+http_response router::importance(const std::string& id, const parsed_target& t,
+                                 clock::time_point deadline) {
+  int64_t experiment = 0;
+  if (!parse_int(id, experiment))
+    return error_response(400, "not an experiment id: " + id);
+  bool given = false;
+  const std::string name = t.get("method", &given);
+  auto method = tune::parse_importance_method(given ? name : "fanova");
+  if (!method)
+    return error_response(400, method.error().message());
+  const std::string path = "/api/v1/experiments/" + id + "/importance";
+  auto store = source_.store();
+  if (!store)
+    return failed(store.error());
+  if (clock::now() >= deadline)
+    return too_slow(path);
+  auto e = (*store)->experiment(experiment);
+  if (!e)
+    return failed(e.error());
+  if (clock::now() >= deadline)
+    return too_slow(path);
+  auto ts = (*store)->trials(experiment);
+  if (!ts)
+    return failed(ts.error());
+  return ok_json(importance_json(*e, *ts, *method));
 }
 
 http_response router::metrics(const std::string& key, const parsed_target& t,

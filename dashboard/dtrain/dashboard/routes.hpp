@@ -49,6 +49,9 @@ private:
   http_response trials(const std::string& id, clock::time_point deadline);
   http_response metrics(const std::string& key, const parsed_target& t,
                         clock::time_point deadline);
+  /// GET /api/v1/experiments/{id}/importance[?method=fanova|fast].
+  http_response importance(const std::string& id, const parsed_target& t,
+                           clock::time_point deadline);
   http_response node_log(const std::string& index, const parsed_target& t);
   http_response checkpoints(const std::string& key, const std::string& path,
                             clock::time_point deadline);
