@@ -12,6 +12,9 @@
 #                             PyTorch on the same space (about 4 minutes here)
 #   tools/bench/bench.sh tpe        the TPE searcher against Optuna 3.1's TPESampler on Branin,
 #                             Hartmann-6 and a noisy Branin, 20 seeds x 50 trials (under a minute)
+#   tools/bench/bench.sh tpe-liar   multivariate TPE and the constant liar against Optuna 3.1:
+#                             10-D Rosenbrock and Sphere, 4 trials at a time on four functions,
+#                             100 seeds x 100 trials (about an hour, most of it Optuna's)
 #   tools/bench/bench.sh pbt        PBT against random search on Fashion-MNIST's learning rate,
 #                             3 seeds (about 4 minutes here)
 #   tools/bench/bench.sh tls        plain remoting against mutual TLS: latency, 64 MiB throughput,
@@ -37,10 +40,11 @@ case "$what" in
   store) "$bin/dtrain-bench-store" "$@" ;;
   tune-peer) "$root/tools/bench/bench_tune_peer.sh" "$@" ;;
   tpe) "$bin/dtrain-bench-tpe" "$@" ;;
+  tpe-liar) "$bin/dtrain-bench-tpe-liar" "$@" ;;
   pbt) "$root/tools/bench/bench_pbt.sh" "$@" ;;
   tls) "$bin/dtrain-bench-tls" "$@" ;;
   libtorch) "$bin/dtrain-bench-libtorch" "$@" ;;
   dashboard) python3 "$root/tools/bench/bench_dashboard.py" "$bin/dtrain" "$@" ;;
   all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-cnn-step"; "$bin/dtrain-bench-allreduce"; "$bin/dtrain-bench-trainer" ;;
-  *) echo "bench.sh: unknown benchmark '$what' (step, cnn-step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, pbt, tls, dashboard, libtorch, all)" >&2; exit 2 ;;
+  *) echo "bench.sh: unknown benchmark '$what' (step, cnn-step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, tpe-liar, pbt, tls, dashboard, libtorch, all)" >&2; exit 2 ;;
 esac
