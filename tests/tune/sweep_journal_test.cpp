@@ -45,7 +45,7 @@ space sweep_space() {
   return s;
 }
 
-// "asha", "median", or "tpe+asha" (TPE suggests from the results so far,
+// "asha", "median", "hyperband", or "tpe+asha" (TPE suggests from the results so far,
 // so its replay must hear them in the same order).
 sweep_config settings(const std::string& kind) {
   const bool tpe = kind.rfind("tpe+", 0) == 0;
@@ -61,6 +61,7 @@ sweep_config settings(const std::string& kind) {
   c.asha.grace_period = 1;
   c.asha.reduction_factor = 2;
   c.median.min_completed = 2;
+  c.hyperband.study_name = "resume-check";  // 2 brackets over 8 epochs
   c.seed = 7;
   return c;
 }
@@ -179,7 +180,7 @@ public:
 BOOST_AUTO_TEST_SUITE(sweep_journal)
 
 BOOST_AUTO_TEST_CASE(a_sweep_killed_anywhere_resumes_to_the_same_trials_and_decisions) {
-  for (const std::string scheduler : {"asha", "median", "tpe+asha"}) {
+  for (const std::string scheduler : {"asha", "median", "tpe+asha", "hyperband"}) {
     testing::temp_dir dir;
     auto opened = experiments::open_sqlite_store(dir.file("experiments.db"));
     BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
