@@ -216,6 +216,8 @@ BOOST_AUTO_TEST_CASE(make_scheduler_takes_direction_max_epochs_and_study_from_th
   c.hyperband.min_resource = 10;
   BOOST_TEST(names(validate(c), "hyperband.max_resource"));
   BOOST_TEST(names(make_scheduler(c).error(), "hyperband.max_resource"));
+  c.scheduler = "asha";  // hyperband's knobs are not checked for another scheduler
+  BOOST_TEST(validate(c).is_ok());
 }
 
 BOOST_AUTO_TEST_CASE(describe_names_the_brackets) {

@@ -45,11 +45,11 @@ space sweep_space() {
   return s;
 }
 
-// "asha", "median", "tpe+asha" (TPE suggests from the results so far,
-// so its replay must hear them in the same order) or "mvtpe-liar+asha"
-// (multivariate TPE with the constant liar: it also depends on which
-// trials were running at each suggestion, so those runs have three trials
-// at a time).
+// "asha", "median", "hyperband", "tpe+asha" (TPE suggests from the
+// results so far, so its replay must hear them in the same order) or
+// "mvtpe-liar+asha" (multivariate TPE with the constant liar: it also
+// depends on which trials were running at each suggestion, so those runs
+// have three trials at a time).
 sweep_config settings(const std::string& kind) {
   const bool tpe = kind.find("tpe") != std::string::npos;
   const std::string scheduler = tpe ? kind.substr(kind.find('+') + 1) : kind;
@@ -66,6 +66,7 @@ sweep_config settings(const std::string& kind) {
   c.asha.grace_period = 1;
   c.asha.reduction_factor = 2;
   c.median.min_completed = 2;
+  c.hyperband.study_name = "resume-check";  // 2 brackets over 8 epochs
   c.seed = 7;
   return c;
 }
@@ -199,7 +200,8 @@ public:
 BOOST_AUTO_TEST_SUITE(sweep_journal)
 
 BOOST_AUTO_TEST_CASE(a_sweep_killed_anywhere_resumes_to_the_same_trials_and_decisions) {
-  for (const std::string scheduler : {"asha", "median", "tpe+asha", "mvtpe-liar+asha"}) {
+  for (const std::string scheduler :
+       {"asha", "median", "tpe+asha", "hyperband", "mvtpe-liar+asha"}) {
     testing::temp_dir dir;
     auto opened = experiments::open_sqlite_store(dir.file("experiments.db"));
     BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());

@@ -12,6 +12,12 @@ every running trial reports its next epoch, in id order; a trial that is
 pruned, completes or fails frees its slot, refilled with the next trials at
 the end of the tick.
 
+Hyperband sequences (hyperband_*) come from their own random streams, so
+adding them left the SHA and median files as they were; a trial's number
+in Optuna is the rank of its `start` line. hyperband_bracket_ids.txt holds
+Optuna's bracket budgets and the bracket of trials 0..199 for a few
+settings (tests/tune/hyperband_scheduler_test.cpp).
+
 Usage: make_scheduler_sequences.py [OUT_DIR]   (default tests/tune/scheduler_sequences)
 Then:  optuna_replay.py --check OUT_DIR/*.events
 """

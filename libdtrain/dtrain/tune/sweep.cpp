@@ -139,7 +139,8 @@ status validate(const sweep_config& c) {
   DTRAIN_RETURN_IF_ERROR(at_least("median.warmup_epochs", c.median.warmup_epochs, 0));
   DTRAIN_RETURN_IF_ERROR(at_least("median.min_completed", c.median.min_completed, 0));
   DTRAIN_RETURN_IF_ERROR(validate_pbt(c.pbt));
-  DTRAIN_RETURN_IF_ERROR(check_hyperband(c.hyperband, c.max_epochs));
+  DTRAIN_RETURN_IF_ERROR(c.scheduler == "hyperband" ? check_hyperband(c.hyperband, c.max_epochs)
+                                                     : status::ok());
   DTRAIN_RETURN_IF_ERROR(at_least("tpe_startup_trials", c.tpe_startup_trials, 1));
   DTRAIN_RETURN_IF_ERROR(at_least("tpe_ei_candidates", c.tpe_ei_candidates, 1));
   if (c.tpe_group && !c.tpe_multivariate)
