@@ -165,10 +165,12 @@ BOOST_AUTO_TEST_CASE(the_page_ranks_a_sweeps_hyperparameters_or_says_why_it_cann
   BOOST_TEST(contains(html, "\"trials_used\": 30"));
   BOOST_TEST(contains(html, "\"parameters\": [{\"name\": \"lr\""));  // ranked first
   BOOST_TEST(contains(html, "<table id=\"importance\">"));
-  // Experiment 1 searches nothing: the page says so instead of a ranking.
+  // Experiment 1's stored configuration is a stub that names no
+  // hyperparameter: the page says why there is no ranking instead.
   BOOST_REQUIRE(h.run(h.home.path(), {"1", "-o", h.home.file("one.html")}, out) == 0);
   BOOST_TEST(contains(read_file(h.home.file("one.html")),
-                      "\"importance\":{\"error\":\"experiment 1 searches no hyperparameter"));
+                      "\"importance\":{\"error\":\"experiment 1: its stored configuration "
+                      "does not parse"));
 }
 
 BOOST_AUTO_TEST_CASE(the_default_file_is_report_id_in_the_current_directory) {

@@ -346,6 +346,45 @@ BOOST_AUTO_TEST_CASE(experiments_and_trials_carry_state_hyperparameters_and_best
   BOOST_TEST(get("/api/v1/experiments/one/trials").status == 400);
 }
 
+BOOST_AUTO_TEST_CASE(importance_ranks_a_sweeps_hyperparameters_or_says_why_not) {
+  experiments::experiment_row e;
+  e.name = "importance";
+  e.kind = "tune";
+  e.configuration =
+      "name: importance\nglobal_batch_size: 32\nhyperparameters:\n"
+      "  lr: {type: double, minval: 0.0, maxval: 1.0}\n"
+      "  dummy: {type: double, minval: 0.0, maxval: 1.0}\n"
+      "searcher: {name: random, metric: validation_loss, max_trials: 20}\n";
+  e.metric = "validation_loss";
+  const int64_t id = *source.store_->create_experiment(e);
+  for (int i = 0; i < 20; ++i) {
+    experiments::trial_row r;
+    r.experiment = id;
+    r.id = std::to_string(10000 + i).substr(1);
+    const double lr = (i * 37 % 101) / 100.0, dummy = (i * 61 % 103) / 102.0;
+    r.hyperparameters = "{\"dummy\": " + std::to_string(dummy) + ", \"lr\": " +
+                        std::to_string(lr) + "}";
+    r.end_how = "completed";
+    r.last = 10 * (lr - 0.3) * (lr - 0.3);
+    BOOST_REQUIRE(source.store_->put_trial(r).is_ok());
+  }
+  const std::string path = "/api/v1/experiments/" + std::to_string(id) + "/importance";
+  http_response r = get(path + "?method=fast");
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(contains(r.body, "{\"method\": \"fast\", \"metric\": \"validation_loss\", "
+                              "\"trials_used\": 20, \"trials_total\": 20, \"parameters\": "
+                              "[{\"name\": \"lr\""),
+             r.body);
+  BOOST_TEST(contains(get(path).body, "\"method\": \"fanova\""));
+  // Experiment 1 has no stored configuration: 200, and the reason.
+  r = get("/api/v1/experiments/1/importance");
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(contains(r.body, "{\"error\":\"experiment 1"), r.body);
+  BOOST_TEST(get(path + "?method=shap").status == 400);
+  BOOST_TEST(get("/api/v1/experiments/9/importance").status == 404);
+  BOOST_TEST(get("/api/v1/experiments/one/importance").status == 400);
+}
+
 BOOST_AUTO_TEST_CASE(metrics_come_per_report_and_since_skips_the_epochs_seen) {
   http_response all = get("/api/v1/trials/1-00000/metrics");
   BOOST_TEST(all.status == 200);

@@ -134,7 +134,8 @@ timed time_method(const space& s, const std::vector<importance_trial>& trials,
 }
 
 // Optuna's importances and seconds; empty when the peer could not run.
-std::map<std::string, double> run_peer(const std::string& file, double& seconds) {
+std::map<std::string, double> run_peer(const std::string& file, double& seconds,
+                                       double& cpu_seconds) {
   std::map<std::string, double> out;
   const std::string script = std::string(DTRAIN_SOURCE_DIR) + "/tools/peer/optuna_fanova.py";
   dtrain::bench::for_each_output_line("/usr/bin/python3 " + script + " " + file,
@@ -145,6 +146,8 @@ std::map<std::string, double> run_peer(const std::string& file, double& seconds)
       out[param] = v;
     else if (std::sscanf(line, "seconds %63s %lf", name, &v) == 2)
       seconds = v;
+    else if (std::sscanf(line, "cpu_seconds %63s %lf", name, &v) == 2)
+      cpu_seconds = v;
     else if (std::strncmp(line, "case", 4) != 0)
       std::fprintf(stderr, "peer: %s", line);
   });
@@ -168,11 +171,11 @@ int main(int argc, char** argv) {
   const timed fanova = time_method(s, trials, importance_method::fanova, std::max(1, runs / 3));
 
   std::map<std::string, double> optuna;
-  double optuna_seconds = 0;
+  double optuna_seconds = 0, optuna_cpu_seconds = 0;
   if (!no_peer) {
     const std::string file = "/tmp/bench_importance." + std::to_string(getpid()) + ".txt";
     write_trials(file, trials);
-    optuna = run_peer(file, optuna_seconds);
+    optuna = run_peer(file, optuna_seconds, optuna_cpu_seconds);
     std::remove(file.c_str());
   }
   std::map<std::string, double> f, a;
@@ -198,9 +201,9 @@ int main(int argc, char** argv) {
       worst_fast = std::max(worst_fast, std::abs(vf[i] - vo[i]));
       worst_fanova = std::max(worst_fanova, std::abs(va[i] - vo[i]));
     }
-    std::printf("optuna fanova %.0f ms; Spearman with optuna: fast %.3f, fanova %.3f; "
-                "max |difference|: fast %.4f, fanova %.4f\n",
-                optuna_seconds * 1000, spearman(vf, vo), spearman(va, vo), worst_fast,
+    std::printf("optuna fanova %.0f ms (%.0f ms CPU); Spearman with optuna: fast %.3f, "
+                "fanova %.3f; max |difference|: fast %.4f, fanova %.4f\n",
+                optuna_seconds * 1000, optuna_cpu_seconds * 1000, spearman(vf, vo), spearman(va, vo), worst_fast,
                 worst_fanova);
   } else {
     std::printf("optuna: %s\n", no_peer ? "skipped (--no-peer)"

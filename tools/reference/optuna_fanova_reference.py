@@ -73,7 +73,7 @@ def main():
           "tests/tune/importance_test.cpp.")
     for name, make in [("one_matters", one_matters), ("mixed", mixed), ("eight", eight)]:
         params, trials = make(rng)
-        importances, _ = optuna_fanova.evaluate(params, trials, seed=0)
+        importances, _, _ = optuna_fanova.evaluate(params, trials, seed=0)
         print("case", name)
         for p, kind, args in params:
             print("param", p, kind, *args)

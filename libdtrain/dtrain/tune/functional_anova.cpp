@@ -117,12 +117,52 @@ size_t line_index(const std::vector<double>& lines, double x) {
   return static_cast<size_t>(std::lower_bound(lines.begin(), lines.end(), x) - lines.begin());
 }
 
+// The variance over the grid's cells of the marginal num / den, each cell
+// weighted by its size.
+double cell_variance(const group_grid& g, const std::vector<double>& num,
+                     const std::vector<double>& den) {
+  const size_t k = g.columns.size();
+  std::vector<double> values, weights;
+  for (size_t cell = 0; cell < static_cast<size_t>(g.cells); ++cell) {
+    double size = 1;
+    for (size_t j = 0; j < k; ++j) {
+      const size_t i = cell / static_cast<size_t>(g.stride[j]) % (g.lines[j].size() - 1);
+      size *= g.lines[j][i + 1] - g.lines[j][i];
+    }
+    if (size > 0 && den[cell] > 0) {
+      values.push_back(num[cell] / den[cell]);
+      weights.push_back(size);
+    }
+  }
+  return weighted_variance(values, weights);
+}
+
+// Adds value * weight to num and weight to den at every cell of the box
+// [from, to) of the grid, the first column fastest.
+void add_box(const group_grid& g, const std::vector<size_t>& from, const std::vector<size_t>& to,
+             double value, double weight, std::vector<double>& num, std::vector<double>& den) {
+  const size_t k = from.size();
+  std::vector<size_t> at = from;
+  while (true) {
+    size_t cell = 0;
+    for (size_t j = 0; j < k; ++j)
+      cell += at[j] * static_cast<size_t>(g.stride[j]);
+    num[cell] += value * weight;
+    den[cell] += weight;
+    size_t j = 0;
+    while (j < k && ++at[j] == to[j])
+      at[j] = from[j], ++j;
+    if (j == k)
+      return;
+  }
+}
+
 // The variance of the group's marginal over its grid's cells.
 double marginal_variance(const leaf_boxes& b, const group_grid& g) {
   const auto cells = static_cast<size_t>(g.cells);
   const size_t k = g.columns.size();
   std::vector<double> num(cells + 1, 0.0), den(cells + 1, 0.0);
-  std::vector<size_t> from(k), to(k), at(k);
+  std::vector<size_t> from(k), to(k);
   std::vector<char> in_group(static_cast<size_t>(b.columns), 0);
   for (int c : g.columns)
     in_group[c] = 1;
@@ -146,36 +186,12 @@ double marginal_variance(const leaf_boxes& b, const group_grid& g) {
       den[to[0]] -= other;
       continue;
     }
-    at = from;
-    while (true) {  // every cell of the box, the first column fastest
-      size_t cell = 0;
-      for (size_t j = 0; j < k; ++j)
-        cell += at[j] * static_cast<size_t>(g.stride[j]);
-      num[cell] += b.value[leaf] * other;
-      den[cell] += other;
-      size_t j = 0;
-      while (j < k && ++at[j] == to[j])
-        at[j] = from[j], ++j;
-      if (j == k)
-        break;
-    }
+    add_box(g, from, to, b.value[leaf], other, num, den);
   }
   if (k == 1)
     for (size_t i = 1; i < cells; ++i)
       num[i] += num[i - 1], den[i] += den[i - 1];
-  std::vector<double> values, weights;
-  for (size_t cell = 0; cell < cells; ++cell) {
-    double size = 1;
-    for (size_t j = 0; j < k; ++j) {
-      const size_t i = cell / static_cast<size_t>(g.stride[j]) % (g.lines[j].size() - 1);
-      size *= g.lines[j][i + 1] - g.lines[j][i];
-    }
-    if (size > 0 && den[cell] > 0) {
-      values.push_back(num[cell] / den[cell]);
-      weights.push_back(size);
-    }
-  }
-  return weighted_variance(values, weights);
+  return cell_variance(g, num, den);
 }
 
 } // namespace
