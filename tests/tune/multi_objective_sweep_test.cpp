@@ -1,14 +1,19 @@
 // A multi-objective sweep's settings: objectives and constraints in the
 // sweep_config and the experiment file (read, checked, written back),
 // every scheduler but fifo and TPE refusing several objectives by name,
-// nsga2 and random search made for one, and result_grid::pareto().
+// nsga2 and random search made for one, and the Pareto set of a sweep's
+// result (result_grid::pareto) and of a stored experiment (pareto_trials).
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dtrain/experiments/experiment.hpp"
+#include "dtrain/experiments/pareto_rows.hpp"
+#include "dtrain/experiments/store.hpp"
+#include "support/test_util.hpp"
 #include "dtrain/tune/sweep.hpp"
 #include "dtrain/tune/trial.hpp"
 
@@ -212,6 +217,57 @@ BOOST_AUTO_TEST_CASE(the_experiment_file_names_what_is_wrong_with_several_object
                       "searcher.constraints[0].max: missing required key"));
   BOOST_TEST(contains(error("  name: random\n  max_trials: 4\n  population_size: 8\n"),
                       "searcher.population_size: only the nsga2 searcher uses it, not random"));
+}
+
+BOOST_AUTO_TEST_CASE(a_stored_experiment_gives_its_pareto_set_from_its_rows) {
+  using namespace dtrain::experiments;
+  dtrain::testing::temp_dir dir;
+  auto opened = open_sqlite_store(dir.path() + "/experiments.db");
+  BOOST_TEST_REQUIRE(opened.is_ok(), opened.error().to_string());
+  experiment_store& s = **opened;
+  auto parsed = parse_experiment(
+      file("  name: nsga2\n  max_trials: 4\n"
+           "  metrics: [{name: validation_accuracy, mode: max}, {name: params, mode: min}]\n"
+           "  constraints: [{metric: params, max: 200}]\n"),
+      "experiment.yaml");
+  BOOST_TEST_REQUIRE(parsed.is_ok(), parsed.error().to_string());
+  experiment_row e;
+  e.name = "mo";
+  e.kind = "tune";
+  e.metric = "validation_accuracy";
+  e.configuration = to_yaml(*parsed);
+  auto id = s.create_experiment(e);
+  BOOST_TEST_REQUIRE(id.is_ok(), id.error().to_string());
+  // Epoch 2's values count (epoch 1's would make b the best of all).
+  const std::vector<std::tuple<std::string, double, double, std::string>> last = {
+      {"a", 0.90, 100, "terminated"}, {"b", 0.80, 150, "terminated"},
+      {"c", 0.95, 300, "terminated"}, {"d", 0.70, 10, "terminated"},
+      {"f", 0.99, 1, "error"}};
+  std::vector<metric_row> rows;
+  int64_t seq = 0;
+  for (const auto& [trial, accuracy, params, state] : last) {
+    trial_row t;
+    t.experiment = *id;
+    t.id = trial;
+    t.state = state;
+    t.seq_created = ++seq;
+    BOOST_TEST_REQUIRE(s.put_trial(t).is_ok());
+    for (int64_t epoch : {1, 2}) {
+      ++seq;
+      rows.push_back({*id, trial, epoch, "validation_accuracy", epoch == 1 ? 0.999 : accuracy, seq, 0});
+      rows.push_back({*id, trial, epoch, "params", epoch == 1 ? 0.5 : params, seq, 0});
+    }
+  }
+  BOOST_TEST_REQUIRE(s.add_metrics(rows).is_ok());
+  BOOST_TEST_REQUIRE(s.flush().is_ok());
+  auto front = pareto_trials(s, *id);
+  BOOST_TEST_REQUIRE(front.is_ok(), front.error().to_string());
+  std::vector<std::string> names;
+  for (const auto& t : *front)
+    names.push_back(t.id);
+  // c breaks the constraint, b is dominated by a, f ended in an error.
+  BOOST_TEST(names == (std::vector<std::string>{"a", "d"}));
+  BOOST_TEST(!pareto_trials(s, *id + 1).is_ok());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -74,6 +74,21 @@ namespace dtrain::experiments {
 ///       stop_threshold: 0.9           # end the sweep when metric reaches it
 ///       max_failed_trials: -1         # -1: unlimited
 ///
+/// A multi-objective sweep (mo) names its objectives instead of `metric`:
+///
+///     searcher:
+///       name: nsga2         # or random, grid (tpe and schedulers but fifo refuse it)
+///       metrics:            # each NAME or {name, mode}; mode as smaller_is_better's default
+///         - {name: validation_accuracy, mode: max}
+///         - {name: params, mode: min}
+///       constraints:        # feasible when every metric <= its max (any searcher)
+///         - {metric: memory_mb, max: 4000}
+///       max_trials: 200
+///       population_size: 50 # nsga2 only, and Optuna's defaults:
+///       mutation_prob: 0.1  #   absent: 1 / number of hyperparameters
+///       crossover_prob: 0.9
+///       swapping_prob: 0.5
+///
 /// Under `grid` every int, double and log hyperparameter needs `count` (that
 /// many evenly spaced points, in the exponent for log) and categoricals are
 /// grid dimensions; elsewhere `count` is an error. Typed hyperparameters
@@ -129,8 +144,8 @@ struct experiment {
   bool has_search = false;                             // searcher.name other than single
 };
 
-/// The searcher's name as to_yaml writes it: single, grid, tpe, random (any
-/// scheduler but asha) or asha.
+/// The searcher's name as to_yaml writes it: single, grid, tpe, nsga2,
+/// random (any scheduler but asha) or asha.
 std::string searcher_name(const experiment& exp);
 
 /// Reads and parses the experiment file at `path`. A missing file is

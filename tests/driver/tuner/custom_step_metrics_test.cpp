@@ -70,6 +70,30 @@ result<tune::result_grid> sweep(cluster& c, const std::string& metric,
   return t.fit();
 }
 
+// mo: a sweep on two objectives, validation_mae and `second` (both
+// minimized), with `searcher` over three learning rates.
+result<tune::result_grid> two_objective_sweep(cluster& c, const std::string& second,
+                                              const std::string& searcher) {
+  tune_config tc;
+  tc.experiment = "two-objectives";
+  tc.objectives = {{"validation_mae", tune::mode::min}, {second, tune::mode::min}};
+  tc.metric = "validation_mae";
+  tc.direction = tune::mode::min;
+  tc.searcher = searcher;
+  tc.num_samples = searcher == "grid" ? 1 : 3;
+  tc.nsga2_population_size = 2;
+  tc.max_epochs = 1;
+  tc.max_concurrent_trials = 1;
+  tc.verbosity = 0;
+  tune::space s;
+  if (searcher == "grid")
+    s.add("lr", tune::grid_search({0.001, 0.05}));
+  else
+    s.add("lr", tune::choice({0.001, 0.01, 0.05}));
+  tuner t(c, hand_loss(1), s, tc);
+  return t.fit();
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(custom_step_metrics)
@@ -130,6 +154,36 @@ BOOST_AUTO_TEST_CASE(a_sweep_on_a_metric_no_trial_reports_fails_the_trials_namin
                r.error);
     BOOST_TEST(r.error.find("validation_mae") != std::string::npos, r.error);
   }
+}
+
+BOOST_AUTO_TEST_CASE(a_multi_objective_sweep_fails_trials_that_lack_its_second_metric) {
+  auto c = embedded(1);
+  auto g = two_objective_sweep(*c, "validation_rmse", "grid");
+  BOOST_TEST_REQUIRE(g.is_ok(), g.error().to_string());
+  BOOST_TEST_REQUIRE(g->trials.size() == 2u);
+  for (const auto& r : g->trials) {
+    BOOST_TEST((r.status == tune::trial_status::error));
+    BOOST_TEST(r.error.find("metric 'validation_rmse' is not reported") != std::string::npos,
+               r.error);
+  }
+  BOOST_TEST(g->pareto().empty());
+}
+
+BOOST_AUTO_TEST_CASE(an_nsga2_sweep_on_two_metrics_ends_with_its_pareto_set) {
+  auto c = embedded(1);
+  auto g = two_objective_sweep(*c, "validation_loss", "nsga2");
+  BOOST_TEST_REQUIRE(g.is_ok(), g.error().to_string());
+  BOOST_TEST_REQUIRE(g->trials.size() == 3u);
+  for (const auto& r : g->trials)
+    BOOST_TEST((r.status == tune::trial_status::terminated), r.error);
+  BOOST_TEST_REQUIRE(g->objectives.size() == 2u);
+  const auto front = g->pareto();
+  BOOST_TEST_REQUIRE(!front.empty());
+  // No trial of the set is dominated by any trial of the sweep.
+  for (const auto* p : front)
+    for (const auto& t : g->trials)
+      BOOST_TEST(!tune::dominates({t.last("validation_mae"), t.last("validation_loss")},
+                                  {p->last("validation_mae"), p->last("validation_loss")}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -68,6 +68,10 @@ void launch_trial(tuner_pointer self, const std::string& id, const std::string& 
   launch.report_restored = s.report_restored.erase(id) > 0 && !restore_from.empty();
   launch.max_epochs = s.sw->config.max_epochs;
   launch.metric = s.sw->config.metric;
+  for (size_t k = 1; k < s.sw->config.objectives.size(); ++k)  // mo
+    launch.other_metrics.push_back(s.sw->config.objectives[k].metric);
+  for (const auto& c : s.sw->config.constraints)
+    launch.other_metrics.push_back(c.metric);
   s.progress.erase(id);
   s.notes.erase(id);
   route_to_table(self, id, launch.config);

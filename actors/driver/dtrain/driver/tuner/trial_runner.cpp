@@ -114,6 +114,8 @@ bool report_epoch(const trial_launch& launch, const trial_observer& o, int64_t e
   ep.validation = &validation;
   ep.metrics = metrics_of(train, validation, restarts);
   error = missing_metric(launch.metric, launch.config.operator_name, ep.metrics);
+  for (size_t i = 0; i < launch.other_metrics.size() && error; ++i)
+    error = missing_metric(launch.other_metrics[i], launch.config.operator_name, ep.metrics);
   if (!error)
     return false;
   // Listed here, on the runner's thread: the tuner's is a scheduler thread.

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "caf/all.hpp"
 #include "dtrain/driver/trainer.hpp"
@@ -47,6 +48,9 @@ struct trial_launch {
   /// The sweep's metric: a report without it fails the trial, naming the
   /// metrics the operator does report ("" checks nothing).
   std::string metric;
+  /// mo: the sweep's other objectives' and its constraints' metrics,
+  /// checked as `metric` is.
+  std::vector<std::string> other_metrics;
 };
 
 /// A started trial: its runner (the tuner monitors it) and a way to stop it
