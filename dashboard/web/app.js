@@ -2,7 +2,7 @@
 // fills the cluster, experiments and trials tables; the selected trials'
 // curves and a sweep's scatter are drawn by charts.js, the node logs by
 // logs.js, a trial's checkpoints and failures by details.js, experiments
-// compared by compare.js; cells and charts are common.js's. No build step.
+// compared by compare.js, a multi-objective sweep's Pareto set by pareto.js; cells and charts are common.js's. No build step.
 //
 // Stable hooks for people and the browser test (tests/browser): rows carry
 // data-node-address, data-experiment-id, data-trial-id and data-state (lower case);
@@ -401,6 +401,7 @@ async function tick() {
     await refreshImportance();
     await trialDetails.refresh(focusedTrial());
     await experimentCompare.refresh(experimentRows);
+    await paretoView.refresh(state.experiment, state.trialRows);
     const s = document.getElementById("status");
     s.textContent = "updated " + new Date().toLocaleTimeString();
     s.className = "";

@@ -149,6 +149,18 @@ async function checkImportance(page) {
     `the importance section shows ${rows} ranked hyperparameters: ${note}`);
 }
 
+// The earlier two-objective sweep clicked: its Pareto set is drawn, three
+// of its four trials (the fourth is dominated).
+async function checkPareto(page) {
+  const earlier = page.locator("#experiments tbody tr[data-experiment-id]", { hasText: "earlier-sweep" });
+  await earlier.locator("td").nth(2).click();
+  await page.locator("#pareto-section:not([hidden])").waitFor();
+  await page.waitForFunction(() => Number(document.getElementById("pareto-chart").dataset.trials) === 4);
+  const front = (await page.locator("#pareto-chart").getAttribute("data-pareto")).split(" ");
+  check(front.length === 3 && !front.some((k) => k.endsWith("-00004")),
+    `the two-objective sweep's Pareto set is drawn: ${front.join(", ")} of 4 trials`);
+}
+
 async function main() {
   const url = env("DTRAIN_DASHBOARD_URL");
   const nodeAddress = env("DTRAIN_NODE_ADDRESS");
@@ -185,6 +197,7 @@ async function main() {
     await checkSweepOverlayAndSort(page);
     await checkCompare(page);
     await checkImportance(page);
+    await checkPareto(page);
     await page.waitForTimeout(2500);  // one more poll, so the picture is current
     await page.screenshot({ path: screenshot, fullPage: true });
     console.log("screenshot: " + screenshot);

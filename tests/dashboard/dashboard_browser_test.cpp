@@ -5,8 +5,8 @@
 // the cluster view (the node alive), the trial table, a curve that grows
 // while its trial trains, the trial's checkpoints view, the node's log in
 // the log view, the importance section, the running sweep compared with an
-// earlier one (stored before the head started) and a console without
-// errors, and writes a screenshot to $DTRAIN_BROWSER_SCREENSHOT (CTest sets
+// earlier two-objective one (stored before the head started), that one's
+// Pareto set, and a console without errors, and writes a screenshot to $DTRAIN_BROWSER_SCREENSHOT (CTest sets
 // it to the build directory).
 // Without chromium or node the suite says "SKIPPED (no browser: ...)",
 // which CTest reports as skipped.
@@ -102,9 +102,10 @@ std::string sweep_experiment(const temp_dir& dir) {
   return path;
 }
 
-// A finished sweep of an earlier day in the store the head will open: two
-// trials with validation_loss curves of three epochs, so the page has two
-// experiments to compare.
+// A finished two-objective sweep of an earlier day in the store the head
+// will open: four trials reporting validation_loss and loss for three
+// epochs, three of them on the Pareto front at their last epoch, so the
+// page has two experiments to compare and a Pareto set to draw.
 void store_an_earlier_sweep(const temp_dir& home) {
   auto opened = dtrain::experiments::open_sqlite_store(home.file("experiments.db"));
   BOOST_REQUIRE_MESSAGE(opened.is_ok(), opened.error().to_string());
@@ -112,34 +113,45 @@ void store_an_earlier_sweep(const temp_dir& home) {
   dtrain::experiments::experiment_row e;
   e.name = "earlier-sweep";
   e.kind = "tune";
-  e.configuration = "name: earlier-sweep\nsearcher:\n  name: random\n";
+  e.configuration = "name: earlier-sweep\n"
+                    "operator: linear_regression\n"
+                    "hyperparameters:\n"
+                    "  lr: {type: log, base: 10, minval: -3, maxval: -1}\n"
+                    "searcher:\n"
+                    "  name: random\n"
+                    "  metrics: [{name: validation_loss, mode: min}, {name: loss, mode: min}]\n"
+                    "  max_trials: 4\n"
+                    "  max_length: {epochs: 3}\n";
   e.config_hash = "00000000000000ab";
   e.state = "completed";
   e.metric = "validation_loss";
   e.minimize = true;
   e.created_at = 1700000000;
   const int64_t id = s.create_experiment(e).value();
+  const double last[4][2] = {{0.3, 0.5}, {0.4, 0.35}, {0.5, 0.2}, {0.6, 0.6}};  // the 4th dominated
   int64_t seq = 0;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 4; ++i) {
     dtrain::experiments::trial_row t;
     t.experiment = id;
     t.id = "0000" + std::to_string(i + 1);
     t.seq_created = ++seq;
     t.hyperparameters = "{\"lr\": 0.0" + std::to_string(i + 1) + "}";
     t.state = "TERMINATED";
+    t.end_how = "completed";
     t.epochs = 3;
-    t.best = t.last = 0.5 - 0.1 * i;
+    t.best = t.last = last[i][0];
     BOOST_REQUIRE(s.put_trial(t).is_ok());
-    for (int epoch = 1; epoch <= 3; ++epoch) {
-      dtrain::experiments::metric_row m;
-      m.experiment = id;
-      m.trial = t.id;
-      m.epoch = epoch;
-      m.name = "validation_loss";
-      m.value = t.best + 0.2 / epoch;
-      m.seq = ++seq;
-      BOOST_REQUIRE(s.add_metrics({m}).is_ok());
-    }
+    for (int epoch = 1; epoch <= 3; ++epoch)
+      for (int k = 0; k < 2; ++k) {
+        dtrain::experiments::metric_row m;
+        m.experiment = id;
+        m.trial = t.id;
+        m.epoch = epoch;
+        m.name = k == 0 ? "validation_loss" : "loss";
+        m.value = last[i][k] + 0.2 * (3 - epoch);
+        m.seq = ++seq;
+        BOOST_REQUIRE(s.add_metrics({m}).is_ok());
+      }
   }
   BOOST_REQUIRE(s.flush().is_ok());
 }

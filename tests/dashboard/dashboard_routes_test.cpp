@@ -385,6 +385,54 @@ BOOST_AUTO_TEST_CASE(importance_ranks_a_sweeps_hyperparameters_or_says_why_not) 
   BOOST_TEST(get("/api/v1/experiments/one/importance").status == 400);
 }
 
+BOOST_AUTO_TEST_CASE(pareto_gives_every_trials_objectives_and_marks_the_front) {
+  experiments::experiment_row e;
+  e.name = "two-objectives";
+  e.kind = "tune";
+  e.configuration =
+      "name: two-objectives\nglobal_batch_size: 32\nhyperparameters:\n"
+      "  lr: {type: double, minval: 0.0, maxval: 1.0}\n"
+      "searcher: {name: random, max_trials: 3,\n"
+      "  metrics: [{name: validation_loss, mode: min}, {name: accuracy, mode: max}]}\n";
+  e.metric = "validation_loss";
+  const int64_t id = *source.store_->create_experiment(e);
+  // (loss, accuracy): 00000 and 00001 trade off, 00002 is worse than 00001 in both.
+  const double values[3][2] = {{0.2, 0.7}, {0.4, 0.9}, {0.5, 0.8}};
+  for (int i = 0; i < 3; ++i) {
+    experiments::trial_row r;
+    r.experiment = id;
+    r.id = "0000" + std::to_string(i);
+    r.state = "TERMINATED";
+    r.end_how = "completed";
+    BOOST_REQUIRE(source.store_->put_trial(r).is_ok());
+    for (int k = 0; k < 2; ++k) {
+      experiments::metric_row m;
+      m.experiment = id;
+      m.trial = r.id;
+      m.epoch = 1;
+      m.name = k == 0 ? "validation_loss" : "accuracy";
+      m.value = values[i][k];
+      m.seq = 1000 + 2 * i + k;
+      BOOST_REQUIRE(source.store_->add_metrics({m}).is_ok());
+    }
+  }
+  BOOST_REQUIRE(source.store_->flush().is_ok());
+  const std::string path = "/api/v1/experiments/" + std::to_string(id) + "/pareto";
+  http_response r = get(path);
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(contains(r.body, "{\"objectives\":[{\"metric\":\"validation_loss\",\"minimize\":true},"
+                              "{\"metric\":\"accuracy\",\"minimize\":false}]"),
+             r.body);
+  const std::string key = std::to_string(id) + "-0000";
+  BOOST_TEST(contains(r.body, "\"id\":\"" + key + "1\",\"trial\":\"00001\",\"state\":\"TERMINATED\","
+                              "\"pareto\":true,\"values\":[0.4,0.9]"),
+             r.body);
+  BOOST_TEST(contains(r.body, "\"trial\":\"00002\",\"state\":\"TERMINATED\",\"pareto\":false"),
+             r.body);
+  BOOST_TEST(get("/api/v1/experiments/9/pareto").status == 404);
+  BOOST_TEST(get("/api/v1/experiments/one/pareto").status == 400);
+}
+
 BOOST_AUTO_TEST_CASE(metrics_come_per_report_and_since_skips_the_epochs_seen) {
   http_response all = get("/api/v1/trials/1-00000/metrics");
   BOOST_TEST(all.status == 200);

@@ -280,6 +280,31 @@ std::string trials_json(const experiments::experiment_row& e, const std::vector<
   return out;
 }
 
+std::string pareto_json(const experiments::pareto_view& v) {
+  std::string out = "{\"objectives\":[";
+  for (size_t i = 0; i < v.objectives.size(); ++i) {
+    out += i == 0 ? "{" : ",{";
+    field(out, "metric", v.objectives[i].metric);
+    field(out, "minimize", v.objectives[i].direction == tune::mode::min);
+    out += '}';
+  }
+  out += "],\"trials\":[";
+  for (size_t i = 0; i < v.trials.size(); ++i) {
+    const auto& p = v.trials[i];
+    out += i == 0 ? "{" : ",{";
+    field(out, "id", trial_key(p.row.experiment, p.row.id));
+    field(out, "trial", p.row.id);
+    field(out, "state", p.row.state);
+    field(out, "pareto", p.pareto);
+    out += ",\"values\":[";
+    for (size_t k = 0; k < p.values.size(); ++k)
+      out += (k ? "," : "") + json_number(p.values[k]);
+    out += "]}";
+  }
+  out += "]}";
+  return out;
+}
+
 std::string trial_key(int64_t experiment, const std::string& trial) {
   return std::to_string(experiment) + "-" + trial;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dtrain/cluster/messages.hpp"
+#include "dtrain/experiments/pareto_rows.hpp"
 #include "dtrain/experiments/store.hpp"
 
 /// The JSON documents of the dashboard's API (docs/dashboard.md), built
@@ -37,6 +38,10 @@ std::string experiments_json(const std::vector<experiments::experiment_row>& exp
 
 /// GET /api/v1/experiments/{id}/trials.
 std::string trials_json(const experiments::experiment_row& e, const std::vector<experiments::trial_row>& trials);
+/// GET /api/v1/experiments/{id}/pareto: {"objectives": [{"metric",
+/// "minimize"}], "trials": [{"id" (the trial's key), "trial", "state",
+/// "pareto", "values": one per objective, null where it has none}]}.
+std::string pareto_json(const experiments::pareto_view& v);
 
 /// The API's name of a trial: "EXPERIMENT-TRIAL" ("3-00000"), since a
 /// trial's id is unique only within its experiment.

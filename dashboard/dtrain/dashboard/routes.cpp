@@ -107,6 +107,8 @@ http_response router::handle(const http_request& r) {
     return trials(id, deadline);
   if (middle(t.path, "/api/v1/experiments/", "/importance", id))
     return importance(id, t, deadline);
+  if (middle(t.path, "/api/v1/experiments/", "/pareto", id))
+    return pareto(id, deadline);
   if (middle(t.path, "/api/v1/trials/", "/metrics", id))
     return metrics(id, t, deadline);
   if (middle(t.path, "/api/v1/nodes/", "/log", id))
@@ -199,6 +201,22 @@ http_response router::importance(const std::string& id, const parsed_target& t,
   if (!ts)
     return failed(ts.error());
   return ok_json(importance_json(*e, *ts, *method));
+}
+
+// Every trial's objectives and whether it is in the Pareto set.
+http_response router::pareto(const std::string& id, clock::time_point deadline) {
+  int64_t experiment = 0;
+  if (!parse_int(id, experiment))
+    return error_response(400, "not an experiment id: " + id);
+  auto store = source_.store();
+  if (!store)
+    return failed(store.error());
+  if (clock::now() >= deadline)
+    return too_slow("/api/v1/experiments/" + id + "/pareto");
+  auto view = experiments::pareto_of(**store, experiment);
+  if (!view)
+    return failed(view.error());
+  return ok_json(pareto_json(*view));
 }
 
 http_response router::metrics(const std::string& key, const parsed_target& t,

@@ -49,6 +49,8 @@ private:
   http_response trials(const std::string& id, clock::time_point deadline);
   http_response metrics(const std::string& key, const parsed_target& t,
                         clock::time_point deadline);
+  /// GET /api/v1/experiments/{id}/pareto (api.hpp pareto_json).
+  http_response pareto(const std::string& id, clock::time_point deadline);
   /// GET /api/v1/experiments/{id}/importance[?method=fanova|fast].
   http_response importance(const std::string& id, const parsed_target& t,
                            clock::time_point deadline);

@@ -1,6 +1,7 @@
 // The Pareto set of a stored experiment (pareto_rows.hpp).
 #include "dtrain/experiments/pareto_rows.hpp"
 
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -21,7 +22,7 @@ tune::trial_status status_of(const std::string& state) {
 
 } // namespace
 
-result<std::vector<trial_row>> pareto_trials(experiment_store& s, int64_t experiment) {
+result<pareto_view> pareto_of(experiment_store& s, int64_t experiment) {
   DTRAIN_ASSIGN_OR_RETURN(experiment_row e, s.experiment(experiment));
   tune::result_grid grid;
   grid.metric = e.metric;
@@ -48,19 +49,37 @@ result<std::vector<trial_row>> pareto_trials(experiment_store& s, int64_t experi
     if (m.epoch == r.epoch)
       r.metrics[m.name] = m.value;
   }
+  pareto_view out;
+  out.objectives = grid.objectives.empty()
+                       ? std::vector<tune::objective>{{grid.metric, grid.direction}}
+                       : grid.objectives;
   for (const auto& row : rows) {
     tune::trial_record t;
     t.id = row.id;
     t.status = status_of(row.state);
+    pareto_view::point p{row, {}, false};
     if (auto it = last.find(row.id); it != last.end())
       t.history.push_back(it->second);
+    for (const auto& o : out.objectives)
+      p.values.push_back(t.history.empty() || !t.history.back().metrics.count(o.metric)
+                             ? std::nan("")
+                             : t.history.back().metrics.at(o.metric));
     grid.trials.push_back(std::move(t));
+    out.trials.push_back(std::move(p));
   }
-  std::vector<trial_row> out;
   for (const tune::trial_record* t : grid.pareto())
-    for (const auto& row : rows)
-      if (row.id == t->id)
-        out.push_back(row);
+    for (auto& p : out.trials)
+      if (p.row.id == t->id)
+        p.pareto = true;
+  return out;
+}
+
+result<std::vector<trial_row>> pareto_trials(experiment_store& s, int64_t experiment) {
+  DTRAIN_ASSIGN_OR_RETURN(pareto_view view, pareto_of(s, experiment));
+  std::vector<trial_row> out;
+  for (const auto& p : view.trials)
+    if (p.pareto)
+      out.push_back(p.row);
   return out;
 }
 
