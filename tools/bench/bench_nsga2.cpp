@@ -218,21 +218,7 @@ std::string run_peer(int seeds, int trials, const std::string& sampler, peer_stu
   return "";
 }
 
-// A 90% bootstrap interval of the median over the seeds (2,000 resamples,
-// a fixed generator).
-std::pair<double, double> median_interval(const std::vector<double>& v) {
-  if (v.empty())
-    return {NAN, NAN};
-  rng r(12345);
-  std::vector<double> medians, resample(v.size());
-  for (int b = 0; b < 2000; ++b) {
-    for (double& x : resample)
-      x = v[r.below(v.size())];
-    medians.push_back(bench::median(resample));
-  }
-  std::sort(medians.begin(), medians.end());
-  return {medians[100], medians[1899]};
-}
+using bench::median_interval;
 
 double seconds_since(clock_type::time_point t) {
   return std::chrono::duration<double>(clock_type::now() - t).count();

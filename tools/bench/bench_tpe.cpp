@@ -99,40 +99,6 @@ double direct(const std::string& which, const problem& p, int trials, uint64_t s
   return j.judged;
 }
 
-// The tuner path: the same study through dtrain's tuner and trainer groups
-// of the objective operator; NaN when the sweep failed.
-double through_tuner(actors::cluster& c, const problem& p, int trials, uint64_t seed) {
-  actors::trainer_config t;
-  t.operator_name = "objective";
-  t.config = template_config(p);
-  t.num_replicas = 1;
-  t.global_batch_size = 1;
-  t.seed = trainer_seed(seed);
-  actors::tune_config tc;
-  tc.experiment = "bench-tpe";
-  tc.metric = "validation_loss";
-  tc.direction = tune::mode::min;
-  tc.searcher = "tpe";
-  tc.num_samples = trials;
-  tc.max_epochs = 1;
-  tc.max_concurrent_trials = 1;
-  tc.seed = seed;
-  tc.verbosity = 0;
-  actors::tuner sweep(c, t, p.space, tc);
-  auto grid = sweep.fit();
-  if (!grid) {
-    std::fprintf(stderr, "error: %s\n", grid.error().to_string().c_str());
-    return NAN;
-  }
-  judge j;
-  for (const auto& trial : grid->trials) {
-    evaluation e = evaluate(p, trial.configuration, seed);
-    e.observed = trial.last("validation_loss");  // as reported, not recomputed
-    j.add(e);
-  }
-  return j.judged;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -230,7 +196,11 @@ int main(int argc, char** argv) {
     int same = 0;
     auto start = clock_type::now();
     for (int s = 0; s < tuner_seeds; ++s) {
-      bests.push_back(through_tuner(**c, branin, trials, static_cast<uint64_t>(s)));
+      actors::tune_config tc;
+      tc.experiment = "bench-tpe";
+      tc.num_samples = trials;
+      tc.max_concurrent_trials = 1;
+      bests.push_back(bench::tpe::through_tuner(**c, branin, tc, static_cast<uint64_t>(s)).first);
       same += bests.back() == direct("tpe", branin, trials, static_cast<uint64_t>(s));
     }
     const double took = seconds_since(start);

@@ -114,51 +114,6 @@ void row(const char* name, const std::vector<std::vector<double>>& columns) {
   std::printf("\n");
 }
 
-// Branin through the real tuner, `concurrency` trials at a time; the
-// judged best and the most trials that ran at once.
-std::pair<double, int> through_tuner(actors::cluster& c, int trials, int concurrency,
-                                     uint64_t seed) {
-  const problem p = named("branin");
-  actors::trainer_config t;
-  t.operator_name = "objective";
-  t.config = template_config(p);
-  t.num_replicas = 1;
-  t.global_batch_size = 1;
-  t.seed = trainer_seed(seed);
-  actors::tune_config tc;
-  tc.experiment = "bench-tpe-liar";
-  tc.metric = "validation_loss";
-  tc.direction = tune::mode::min;
-  tc.searcher = "tpe";
-  tc.tpe_multivariate = true;
-  tc.tpe_constant_liar = true;
-  tc.num_samples = trials;
-  tc.max_epochs = 1;
-  tc.max_concurrent_trials = concurrency;
-  tc.seed = seed;
-  tc.verbosity = 0;
-  actors::tuner sweep(c, t, p.space, tc);
-  auto grid = sweep.fit();
-  if (!grid) {
-    std::fprintf(stderr, "error: %s\n", grid.error().to_string().c_str());
-    return {NAN, 0};
-  }
-  judge j;
-  std::vector<std::pair<double, int>> edges;  // +1 at a start, -1 at an end
-  for (const auto& trial : grid->trials) {
-    evaluation e = evaluate(p, trial.configuration, seed);
-    e.observed = trial.last("validation_loss");  // as reported, not recomputed
-    j.add(e);
-    edges.push_back({trial.started_at, 1});
-    edges.push_back({trial.ended_at, -1});
-  }
-  std::sort(edges.begin(), edges.end());
-  int now = 0, most = 0;
-  for (const auto& [at, step] : edges)
-    most = std::max(most, now += step);
-  return {j.judged, most};
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -276,7 +231,13 @@ int main(int argc, char** argv) {
     int most = 0;
     auto tuner_start = clock_type::now();
     for (int s = 0; s < tuner_seeds; ++s) {
-      auto [best, at_once] = through_tuner(**c, trials, concurrency, static_cast<uint64_t>(s));
+      actors::tune_config tc;
+      tc.experiment = "bench-tpe-liar";
+      tc.tpe_multivariate = true;
+      tc.tpe_constant_liar = true;
+      tc.num_samples = trials;
+      tc.max_concurrent_trials = concurrency;
+      auto [best, at_once] = through_tuner(**c, named("branin"), tc, static_cast<uint64_t>(s));
       bests.push_back(best);
       most = std::max(most, at_once);
     }

@@ -1,12 +1,16 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <regex>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "dtrain/core/random.hpp"
 
 /// What every benchmark program needs: medians, and the output of the
 /// peer it runs (a PyTorch script) line by line.
@@ -15,6 +19,23 @@ namespace dtrain::bench {
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
+}
+
+/// A 90% bootstrap interval of the median of `v` (2,000 resamples, a fixed
+/// generator): how much of a gap between two medians the choice of seeds
+/// alone explains. NaNs for an empty `v`.
+inline std::pair<double, double> median_interval(const std::vector<double>& v) {
+  if (v.empty())
+    return {NAN, NAN};
+  rng r(12345);
+  std::vector<double> medians, resample(v.size());
+  for (int b = 0; b < 2000; ++b) {
+    for (double& x : resample)
+      x = v[r.below(v.size())];
+    medians.push_back(median(resample));
+  }
+  std::sort(medians.begin(), medians.end());
+  return {medians[100], medians[1899]};
 }
 
 /// Runs `command` (stderr merged into stdout) and hands each output line to

@@ -15,6 +15,7 @@
 
 #include "bench_util.hpp"
 #include "dtrain/core/random.hpp"
+#include "dtrain/driver/tuner/tuner.hpp"
 #include "dtrain/train/objective.hpp"
 #include "dtrain/tune/space.hpp"
 
@@ -131,23 +132,7 @@ inline std::string run_peer(const std::string& arguments, peer_results& out) {
   return "";
 }
 
-/// A 90% bootstrap interval of the median over the seeds (2,000
-/// resamples, a fixed generator): how much of a gap between two medians the
-/// choice of seeds alone explains.
-inline std::pair<double, double> median_interval(const std::vector<double>& v) {
-  if (v.empty())
-    return {NAN, NAN};
-  rng r(12345);
-  std::vector<double> medians;
-  std::vector<double> resample(v.size());
-  for (int b = 0; b < 2000; ++b) {
-    for (double& x : resample)
-      x = v[r.below(v.size())];
-    medians.push_back(median(resample));
-  }
-  std::sort(medians.begin(), medians.end());
-  return {medians[100], medians[1899]};
-}
+using bench::median_interval;
 
 inline bool inside(double x, const std::pair<double, double>& interval) {
   return x >= interval.first && x <= interval.second;
@@ -184,6 +169,46 @@ inline double mann_whitney_less(const std::vector<double>& a, const std::vector<
   const double sd = std::sqrt(n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1))));
   const double z = (u - mean + 0.5) / sd;
   return 0.5 * std::erfc(-z / std::sqrt(2.0));
+}
+
+/// A study through dtrain's real tuner: trials of the objective operator
+/// (one replica, one epoch) with the TPE settings `tc` holds (experiment,
+/// concurrency, multivariate, liar); the judged best (NaN when the sweep
+/// failed) and the most trials that ran at once.
+inline std::pair<double, int> through_tuner(actors::cluster& c, const problem& p,
+                                            actors::tune_config tc, uint64_t seed) {
+  actors::trainer_config t;
+  t.operator_name = "objective";
+  t.config = template_config(p);
+  t.num_replicas = 1;
+  t.global_batch_size = 1;
+  t.seed = trainer_seed(seed);
+  tc.metric = "validation_loss";
+  tc.direction = tune::mode::min;
+  tc.searcher = "tpe";
+  tc.max_epochs = 1;
+  tc.seed = seed;
+  tc.verbosity = 0;
+  actors::tuner sweep(c, t, p.space, tc);
+  auto grid = sweep.fit();
+  if (!grid) {
+    std::fprintf(stderr, "error: %s\n", grid.error().to_string().c_str());
+    return {NAN, 0};
+  }
+  judge j;
+  std::vector<std::pair<double, int>> edges;  // +1 at a start, -1 at an end
+  for (const auto& trial : grid->trials) {
+    evaluation e = evaluate(p, trial.configuration, seed);
+    e.observed = trial.last("validation_loss");  // as reported, not recomputed
+    j.add(e);
+    edges.push_back({trial.started_at, 1});
+    edges.push_back({trial.ended_at, -1});
+  }
+  std::sort(edges.begin(), edges.end());
+  int now = 0, most = 0;
+  for (const auto& [at, step] : edges)
+    most = std::max(most, now += step);
+  return {j.judged, most};
 }
 
 inline std::string format(const char* f, double x) {

@@ -153,11 +153,13 @@ http_response router::experiments(clock::time_point deadline) {
   return ok_json(experiments_json(*rows, trials));
 }
 
-http_response router::trials(const std::string& id, clock::time_point deadline) {
+// Experiment `id` (parsed from the path) and its trials from the store,
+// with the deadline checked before each read, handed to `answer`.
+http_response router::with_trials(const std::string& id, const std::string& path,
+                                  clock::time_point deadline, const trials_answer& answer) {
   int64_t experiment = 0;
   if (!parse_int(id, experiment))
     return error_response(400, "not an experiment id: " + id);
-  const std::string path = "/api/v1/experiments/" + id + "/trials";
   auto store = source_.store();
   if (!store)
     return failed(store.error());
@@ -171,36 +173,27 @@ http_response router::trials(const std::string& id, clock::time_point deadline) 
   auto ts = (*store)->trials(experiment);
   if (!ts)
     return failed(ts.error());
-  return ok_json(trials_json(*e, *ts));
+  return answer(*e, *ts);
+}
+
+http_response router::trials(const std::string& id, clock::time_point deadline) {
+  return with_trials(id, "/api/v1/experiments/" + id + "/trials", deadline,
+                     [](const auto& e, const auto& ts) { return ok_json(trials_json(e, ts)); });
 }
 
 // The ranking, or {"error": ...} with 200 when the experiment cannot be
 // assessed (not a sweep, too few completed trials): the page shows why.
 http_response router::importance(const std::string& id, const parsed_target& t,
                                  clock::time_point deadline) {
-  int64_t experiment = 0;
-  if (!parse_int(id, experiment))
-    return error_response(400, "not an experiment id: " + id);
   bool given = false;
   const std::string name = t.get("method", &given);
   auto method = tune::parse_importance_method(given ? name : "fanova");
   if (!method)
     return error_response(400, method.error().message());
-  const std::string path = "/api/v1/experiments/" + id + "/importance";
-  auto store = source_.store();
-  if (!store)
-    return failed(store.error());
-  if (clock::now() >= deadline)
-    return too_slow(path);
-  auto e = (*store)->experiment(experiment);
-  if (!e)
-    return failed(e.error());
-  if (clock::now() >= deadline)
-    return too_slow(path);
-  auto ts = (*store)->trials(experiment);
-  if (!ts)
-    return failed(ts.error());
-  return ok_json(importance_json(*e, *ts, *method));
+  return with_trials(id, "/api/v1/experiments/" + id + "/importance", deadline,
+                     [&](const auto& e, const auto& ts) {
+                       return ok_json(importance_json(e, ts, *method));
+                     });
 }
 
 // Every trial's objectives and whether it is in the Pareto set.

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -47,6 +48,10 @@ private:
   http_response cluster();
   http_response experiments(clock::time_point deadline);
   http_response trials(const std::string& id, clock::time_point deadline);
+  using trials_answer = std::function<http_response(const experiments::experiment_row&,
+                                                    const std::vector<experiments::trial_row>&)>;
+  http_response with_trials(const std::string& id, const std::string& path,
+                            clock::time_point deadline, const trials_answer& answer);
   http_response metrics(const std::string& key, const parsed_target& t,
                         clock::time_point deadline);
   /// GET /api/v1/experiments/{id}/pareto (api.hpp pareto_json).
