@@ -29,6 +29,8 @@
 #include "dtrain/core/files.hpp"
 #include "dtrain/core/json.hpp"
 #include "dtrain/dashboard/api.hpp"
+#include "dtrain/experiments/experiment.hpp"
+#include "dtrain/experiments/pareto_rows.hpp"
 #include "dtrain/experiments/store.hpp"
 
 namespace dtrain::cli {
@@ -264,10 +266,46 @@ const trial_row* best_by_metric(experiments::experiment_store& s, const std::vec
   return out;
 }
 
+// mo: a multi-objective experiment's best is its Pareto set
+// (experiments::pareto_trials); true when `e`'s stored configuration names
+// several objectives (the set is then printed, or the error told).
+bool best_pareto(experiments::experiment_store& s, const experiments_options& o,
+                 const experiments::experiment_row& e, int& code) {
+  auto config = experiments::parse_experiment(e.configuration, e.name);
+  if (!config || !tune::multi_objective(config->sweep))
+    return false;
+  auto front = experiments::pareto_trials(s, o.id);
+  if (!front) {
+    code = fail(front.error());
+    return true;
+  }
+  std::string metrics;
+  for (const auto& m : config->sweep.objectives)
+    metrics += (metrics.empty() ? "" : ", ") + m.metric +
+               (m.direction == tune::mode::min ? " (min)" : " (max)");
+  code = 0;
+  if (o.json) {
+    std::string trials;
+    for (size_t i = 0; i < front->size(); ++i)
+      trials += (i ? ", " : "") + trial_json((*front)[i]);
+    std::printf("{\"experiment\": %lld, \"pareto\": [%s]}\n", static_cast<long long>(o.id),
+                trials.c_str());
+    return true;
+  }
+  std::printf("Pareto set of experiment %lld by %s%s: %zu trial(s)\n",
+              static_cast<long long>(o.id), metrics.c_str(),
+              config->sweep.constraints.empty() ? "" : ", feasible first", front->size());
+  for (const auto& t : *front)
+    std::printf("  %s  %s\n", t.id.c_str(), t.hyperparameters.c_str());
+  return true;
+}
+
 int best(experiments::experiment_store& s, const experiments_options& o) {
   auto e = s.experiment(o.id);
   if (!e)
     return fail(e.error());
+  if (int code = 0; o.metric.empty() && best_pareto(s, o, *e, code))
+    return code;
   auto trials = s.trials(o.id);
   if (!trials)
     return fail(trials.error());

@@ -194,9 +194,69 @@ int64_t add_importance_sweep(filled_home& h, int completed) {
   return id;
 }
 
+/// mo: adds a sweep on two objectives (validation_accuracy max, params
+/// min) of four trials whose last epoch decides: a (0.9, 100), b (0.8,
+/// 150, dominated by a), c (0.95, 300), d (0.7, 10). Returns its id.
+int64_t add_two_objective_sweep(filled_home& h) {
+  auto opened = experiments::open_sqlite_store(h.home.file("experiments.db"));
+  BOOST_REQUIRE_MESSAGE(opened.is_ok(), opened.error().to_string());
+  experiments::experiment_store& s = **opened;
+  experiments::experiment_row e;
+  e.name = "mo.yaml";
+  e.kind = "tune";
+  e.configuration =
+      "name: mo\nglobal_batch_size: 32\nhyperparameters:\n"
+      "  lr: {type: double, minval: 0.0, maxval: 1.0}\n"
+      "searcher: {name: nsga2, max_trials: 4, metrics: [{name: validation_accuracy, mode: max}, "
+      "{name: params, mode: min}]}\n";
+  e.state = "completed";
+  e.metric = "validation_accuracy";
+  const int64_t id = s.create_experiment(e).value();
+  const char* ids[] = {"a", "b", "c", "d"};
+  const double accuracy[] = {0.9, 0.8, 0.95, 0.7}, params[] = {100, 150, 300, 10};
+  for (int i = 0; i < 4; ++i) {
+    experiments::trial_row t;
+    t.experiment = id;
+    t.id = ids[i];
+    t.seq_created = i + 1;
+    t.hyperparameters = "{\"lr\": 0." + std::to_string(i + 1) + "}";
+    t.state = "terminated";
+    t.epochs = 2;
+    BOOST_REQUIRE(s.put_trial(t).is_ok());
+    for (int epoch = 1; epoch <= 2; ++epoch)  // epoch 1: all equal, b the best
+      BOOST_REQUIRE(s.add_metrics({{id, ids[i], epoch, "validation_accuracy",
+                                    epoch == 1 ? 0.5 + (i == 1) : accuracy[i], 10 * epoch + i, 0},
+                                   {id, ids[i], epoch, "params", epoch == 1 ? 1.0 : params[i],
+                                    10 * epoch + i, 0}})
+                        .is_ok());
+  }
+  BOOST_REQUIRE(s.flush().is_ok());
+  return id;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(experiments_command)
+
+BOOST_AUTO_TEST_CASE(best_of_a_multi_objective_sweep_is_its_pareto_set) {
+  filled_home h;
+  const int64_t id = add_two_objective_sweep(h);
+  std::string out;
+  BOOST_REQUIRE(h.run({"best", std::to_string(id)}, out) == 0);
+  BOOST_TEST(out.find("Pareto set of experiment " + std::to_string(id) +
+                      " by validation_accuracy (max), params (min): 3 trial(s)") !=
+                 std::string::npos,
+             out);
+  BOOST_TEST(out.find("  b  ") == std::string::npos, out);
+  auto tree = h.json({"best", std::to_string(id), "--json"});
+  std::vector<std::string> ids;
+  for (const auto& t : tree.get_child("pareto"))
+    ids.push_back(t.second.get<std::string>("id"));
+  BOOST_TEST(ids == (std::vector<std::string>{"a", "c", "d"}));
+  // A named metric ranks by it alone, as before.
+  BOOST_REQUIRE(h.run({"best", std::to_string(id), "--metric", "params"}, out) == 0);
+  BOOST_TEST(out.find("Pareto") == std::string::npos, out);
+}
 
 BOOST_AUTO_TEST_CASE(a_missing_store_says_none_exists_yet_and_where_it_looked) {
   temp_dir home;

@@ -70,7 +70,7 @@ std::string file(const std::string& searcher) {
 BOOST_AUTO_TEST_SUITE(multi_objective_sweep)
 
 BOOST_AUTO_TEST_CASE(every_scheduler_but_fifo_refuses_several_objectives_by_name) {
-  for (const std::string scheduler : {"asha", "median", "pbt"}) {
+  for (const std::string scheduler : {"asha", "median", "pbt", "hyperband"}) {
     sweep_config c = two_objectives();
     c.scheduler = scheduler;
     const auto bad = validate(c);
@@ -204,6 +204,9 @@ BOOST_AUTO_TEST_CASE(the_experiment_file_names_what_is_wrong_with_several_object
   };
   BOOST_TEST(contains(error("  name: asha\n  max_trials: 4\n  metrics: [loss, params]\n"),
                       "scheduler: asha stops trials on one metric"));
+  BOOST_TEST(contains(error("  name: random\n  max_trials: 4\n  scheduler: hyperband\n"
+                            "  metrics: [loss, params]\n"),
+                      "scheduler: hyperband stops trials on one metric"));
   BOOST_TEST(contains(error("  name: random\n  max_trials: 4\n  metric: loss\n"
                             "  metrics: [loss, params]\n"),
                       "searcher.metrics: give either metric"));

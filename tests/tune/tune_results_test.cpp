@@ -112,7 +112,7 @@ BOOST_AUTO_TEST_CASE(default_sweep_settings_are_valid_and_every_bad_field_is_nam
   BOOST_TEST(with([](auto& c) { c.tpe_startup_trials = 0; }) ==
              "tpe_startup_trials: must be at least 1, got 0");
   BOOST_TEST(starts_with(with([](auto& c) { c.tpe_ei_candidates = 0; }), "tpe_ei_candidates:"));
-  BOOST_TEST(starts_with(with([](auto& c) { c.scheduler = "hyperband"; }), "scheduler:"));
+  BOOST_TEST(starts_with(with([](auto& c) { c.scheduler = "bohb"; }), "scheduler:"));
   BOOST_TEST(starts_with(with([](auto& c) { c.pbt.burn_in = -1; }), "pbt.burn_in:"));
   BOOST_TEST(with([](auto& c) { c.num_samples = 0; }) == "num_samples: must be at least 1, got 0");
   BOOST_TEST(starts_with(with([](auto& c) { c.max_epochs = 0; }), "max_epochs:"));
