@@ -73,6 +73,8 @@ set(DTRAIN_DRIVER_HEADERS
   actors/driver/dtrain/api/config.hpp
   libdtrain/dtrain/security/tls_files.hpp
   libdtrain/dtrain/train/metrics.hpp
+  libdtrain/dtrain/tune/hyperband.hpp
+  libdtrain/dtrain/tune/pareto.hpp
   libdtrain/dtrain/tune/pbt.hpp
   libdtrain/dtrain/tune/scheduler.hpp
   libdtrain/dtrain/tune/search.hpp
