@@ -1,7 +1,8 @@
 // A multi-objective sweep's Pareto set: the selected experiment's trials
 // in the plane of its first two objectives (GET /api/v1/experiments/{id}/
 // pareto), the Pareto set drawn apart and joined. Hidden for an experiment
-// of one objective. app.js calls paretoView.refresh(experiment, trialRows)
+// of one objective, or whose stored configuration names none (the API
+// then says why in "error"). app.js calls paretoView.refresh(experiment, trialRows)
 // on each poll. Plain script, no build step; uses api() and enc() from
 // app.js, showCharts(), finiteOrNull(), tickLabels, axisSize and COLORS from
 // common.js.

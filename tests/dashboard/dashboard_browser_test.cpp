@@ -115,6 +115,7 @@ void store_an_earlier_sweep(const temp_dir& home) {
   e.kind = "tune";
   e.configuration = "name: earlier-sweep\n"
                     "operator: linear_regression\n"
+                    "global_batch_size: 32\n"
                     "hyperparameters:\n"
                     "  lr: {type: log, base: 10, minval: -3, maxval: -1}\n"
                     "searcher:\n"

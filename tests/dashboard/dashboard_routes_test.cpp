@@ -429,6 +429,17 @@ BOOST_AUTO_TEST_CASE(pareto_gives_every_trials_objectives_and_marks_the_front) {
              r.body);
   BOOST_TEST(contains(r.body, "\"trial\":\"00002\",\"state\":\"TERMINATED\",\"pareto\":false"),
              r.body);
+  // A stored configuration that does not parse: 200, the reason, no
+  // objectives (the page leaves the section hidden).
+  experiments::experiment_row stub;
+  stub.name = "stub";
+  stub.kind = "tune";
+  stub.configuration = "name: stub\n";
+  const int64_t stub_id = *source.store_->create_experiment(stub);
+  r = get("/api/v1/experiments/" + std::to_string(stub_id) + "/pareto");
+  BOOST_TEST(r.status == 200);
+  BOOST_TEST(contains(r.body, "{\"error\":\""), r.body);
+  BOOST_TEST(contains(r.body, "\"objectives\":[]"), r.body);
   BOOST_TEST(get("/api/v1/experiments/9/pareto").status == 404);
   BOOST_TEST(get("/api/v1/experiments/one/pareto").status == 400);
 }

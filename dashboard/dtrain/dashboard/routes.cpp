@@ -207,6 +207,12 @@ http_response router::pareto(const std::string& id, clock::time_point deadline) 
   if (clock::now() >= deadline)
     return too_slow("/api/v1/experiments/" + id + "/pareto");
   auto view = experiments::pareto_of(**store, experiment);
+  // A stored configuration that does not parse (a stub, an older format):
+  // 200 with the reason and no objectives, as importance answers; the page
+  // leaves the section hidden.
+  if (!view && view.error().code() == error_code::corrupt_data)
+    return ok_json("{\"error\":" + json::quoted(view.error().message()) + ",\"objectives\":[],"
+                   "\"trials\":[]}");
   if (!view)
     return failed(view.error());
   return ok_json(pareto_json(*view));
