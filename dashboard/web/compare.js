@@ -52,11 +52,11 @@ const experimentCompare = (() => {
   function showTable(rows) {
     const body = document.querySelector("#compare-table tbody");
     body.replaceChildren();
-    for (const { e, best } of rows) {
+    for (const { e, best, count } of rows) {
       const row = document.createElement("tr");
       row.dataset.experimentId = e.id;
       const hp = best ? Object.entries(best.hyperparameters || {}).map(([k, v]) => `${k}=${fmt(v)}`).join(" ") : "";
-      for (const v of [e.id, e.name, `${e.metric} (${e.minimize ? "min" : "max"})`, e.trials,
+      for (const v of [e.id, e.name, `${e.metric} (${e.minimize ? "min" : "max"})`, count,
         best ? best.best : null, best ? best.trial || best.id : "", hp]) cell(row, v);
       body.appendChild(row);
     }
@@ -72,7 +72,7 @@ const experimentCompare = (() => {
     const rows = [];
     for (const id of chosen) {
       const t = await api(`/api/v1/experiments/${enc(id)}/trials`);
-      rows.push({ e: t.experiment, trials: bestTrials(t.experiment, t.trials) });
+      rows.push({ e: t.experiment, trials: bestTrials(t.experiment, t.trials), count: t.trials.length });
     }
     let added = 0;
     for (const { trials } of rows)
@@ -82,7 +82,7 @@ const experimentCompare = (() => {
     document.getElementById("compare-of").textContent =
       `experiments ${chosen.join(", ")}: the best ${TOP} trials of each, ${metric}` +
       (others.length ? ` (experiments ${others.join(", ")} report other metrics)` : "");
-    showTable(rows.map((r) => ({ e: r.e, best: r.trials[0] || null })));
+    showTable(rows.map((r) => ({ e: r.e, best: r.trials[0] || null, count: r.count })));
     const key = JSON.stringify(rows.map((r) => r.trials.map((t) => t.id)));
     if (!added && key === shownKey) return;
     shownKey = key;

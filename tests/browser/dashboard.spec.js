@@ -134,8 +134,9 @@ async function checkCompare(page) {
   const series = await page.locator("#compare-charts").getAttribute("data-series");
   const points = await page.locator("#compare-charts .chart").first().getAttribute("data-points");
   const ids = await page.locator("#compare-table tbody tr").evaluateAll((rs) => rs.map((r) => r.dataset.experimentId));
-  check(ids.length === 2 && ids[0] !== ids[1],
-    `experiments ${ids.join(" and ")} compared: ${series} best trials' curves overlaid, ${points} points`);
+  const counts = await page.locator("#compare-table tbody tr").evaluateAll((rs) => rs.map((r) => Number(r.cells[3].textContent)));
+  check(ids.length === 2 && ids[0] !== ids[1] && counts.every((n) => n >= 2),
+    `experiments ${ids.join(" and ")} (${counts.join(" and ")} trials) compared: ${series} best trials' curves overlaid, ${points} points`);
 }
 
 // The importance section of the selected sweep: a ranking once two trials
