@@ -100,16 +100,30 @@ BOOST_AUTO_TEST_CASE(the_functions_have_their_known_minima) {
                  -3.32237,
              boost::test_tools::tolerance(1e-5));
   BOOST_TEST(train::hartmann6({0.5, 0.5, 0.5, 0.5, 0.5, 0.5}) > -3.32237);
+  // Rosenbrock and Sphere over the ten keys that are set.
+  config_map ten = {{"function", "rosenbrock"}};
+  for (int i = 1; i <= 10; ++i)
+    ten["x" + std::to_string(i)] = "1";
+  auto at_one = train::read_objective(train::hyperparameters(ten), 0);
+  BOOST_TEST_REQUIRE(at_one.is_ok());
+  BOOST_TEST(train::objective_value(*at_one, 1) == 0.0);
+  ten["x10"] = "0";  // one term: 100 (0 - 1)^2
+  BOOST_TEST(train::objective_value(*train::read_objective(train::hyperparameters(ten), 0), 1) ==
+             100.0);
+  ten["function"] = "sphere";
+  BOOST_TEST(train::objective_value(*train::read_objective(train::hyperparameters(ten), 0), 1) ==
+             9.0);
 }
 
 BOOST_AUTO_TEST_CASE(bad_keys_are_refused_by_name) {
   using train::hyperparameters;
-  auto unknown = train::read_objective(hyperparameters(config_map{{"function", "rosenbrock"}}), 0);
+  auto unknown = train::read_objective(hyperparameters(config_map{{"function", "ackley"}}), 0);
   BOOST_TEST_REQUIRE(!unknown.is_ok());
-  BOOST_TEST(unknown.error().message().find("rosenbrock") != std::string::npos);
-  auto typo = train::read_objective(hyperparameters(config_map{{"x7", "1"}}), 0);
+  BOOST_TEST(unknown.error().message().find("ackley") != std::string::npos);
+  BOOST_TEST(unknown.error().message().find("rosenbrock, sphere") != std::string::npos);
+  auto typo = train::read_objective(hyperparameters(config_map{{"x11", "1"}}), 0);
   BOOST_TEST_REQUIRE(!typo.is_ok());
-  BOOST_TEST(typo.error().message().find("x7") != std::string::npos);
+  BOOST_TEST(typo.error().message().find("x11") != std::string::npos);
   BOOST_TEST(!train::read_objective(hyperparameters(config_map{{"noise", "-1"}}), 0).is_ok());
 }
 
