@@ -27,7 +27,7 @@ using experiments::trial_row;
 struct compared {
   experiment_row row;
   std::vector<trial_row> trials;
-  const trial_row* best = nullptr;
+  const trial_row* best = nullptr;  // into `trials` (a moved vector keeps its elements)
   std::map<std::string, std::string> best_values;  // hyperparameter -> its text
   std::map<std::string, int> states;               // state -> trials in it
   int64_t epochs = 0;                              // run by all its trials
@@ -163,9 +163,6 @@ int compare_experiments(experiments::experiment_store& s, const experiments_opti
       return fail(one.error());
     all.push_back(std::move(*one));
   }
-  // The best trial points into its own vector, which moved: find it again.
-  for (auto& c : all)
-    c.best = dashboard::best_trial(c.row, c.trials);
   return o.json ? print_json(all) : print_text(all);
 }
 
