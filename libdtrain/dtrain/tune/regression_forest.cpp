@@ -256,11 +256,12 @@ public:
       t[p.node].value = sum_ / wsum_;
       if (pure || p.depth >= max_depth_ || p.end - p.begin < std::max(2, min_split_))
         continue;
-      auto [best, bin] = best_split();
+      auto [best, best_bin] = best_split();
       if (best.feature < 0)
         continue;
       const uint16_t* codes = bins_.bin.data() + best.feature;
       const int columns = m_.columns;
+      const auto bin = best_bin;  // C++17 lambdas cannot capture a structured binding (clang)
       auto middle = std::partition(rows_.begin() + p.begin, rows_.begin() + p.end, [&](int32_t row) {
         return codes[static_cast<size_t>(row) * columns] <= bin;
       });
