@@ -1,5 +1,4 @@
 // dtrain::cuda::gemm on cuBLAS, with one handle per thread and device.
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include <climits>
@@ -8,6 +7,7 @@
 
 #include "dtrain/core/check.hpp"
 #include "dtrain/cuda/check.hpp"
+#include "dtrain/cuda/cublas_api.hpp"
 #include "dtrain/cuda/rounding.hpp"
 #include "dtrain/tensor/kernels.hpp"
 
@@ -30,7 +30,7 @@ public:
   ~handle_cache() {
     // Best effort: at process exit the runtime may already be gone.
     for (auto& entry : handles_)
-      cublasDestroy(entry.second);
+      cublas().destroy(entry.second);
   }
 
   cublasHandle_t get(int device) {
@@ -39,12 +39,12 @@ public:
       return it->second;
     std::string where = "cuBLAS handle for cuda:" + std::to_string(device);
     cublasHandle_t handle = nullptr;
-    DTRAIN_CUBLAS_CHECK(cublasCreate(&handle), "creating the " + where);
+    DTRAIN_CUBLAS_CHECK(cublas().create(&handle), "creating the " + where);
     // Plain FP32, no TF32 tensor cores: results must match the CPU's FP32
     // GEMM to ~1e-5, and TF32 keeps only 10 mantissa bits.
-    DTRAIN_CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH),
+    DTRAIN_CUBLAS_CHECK(cublas().set_math_mode(handle, CUBLAS_DEFAULT_MATH),
                         "setting the math mode of the " + where);
-    DTRAIN_CUBLAS_CHECK(cublasSetStream(handle, nullptr),
+    DTRAIN_CUBLAS_CHECK(cublas().set_stream(handle, nullptr),
                         "setting the stream of the " + where);
     handles_.emplace(device, handle);
     return handle;
@@ -106,7 +106,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
   cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   DTRAIN_CUBLAS_CHECK(
-      cublasSgemm(current_handle(), op_b, op_a, to_int(n, "gemm: n too large"),
+      cublas().sgemm(current_handle(), op_b, op_a, to_int(n, "gemm: n too large"),
                   to_int(m, "gemm: m too large"), to_int(k, "gemm: k too large"), &alpha,
                   b, to_int(ldb, "gemm: ldb too large"), a,
                   to_int(lda, "gemm: lda too large"), &beta, c,
@@ -174,9 +174,9 @@ void gemm_ex(precision p, bool trans_a, bool trans_b, int64_t m, int64_t n, int6
     // float32 operands read as TF32 by the tensor cores: what the CPU
     // emulation's rounding to 10 mantissa bits reproduces.
     DTRAIN_CUBLAS_CHECK(
-        cublasGemmEx(current_handle(), op_b, op_a, to_int(n, "gemm_ex: n too large"),
+        cublas().gemm_ex(current_handle(), op_b, op_a, to_int(n, "gemm_ex: n too large"),
                      to_int(m, "gemm_ex: m too large"), to_int(k, "gemm_ex: k too large"),
-                     &alpha, b, CUDA_R_32F, to_int(ldb, "gemm_ex: ldb too large"), a,
+                         &alpha, b, CUDA_R_32F, to_int(ldb, "gemm_ex: ldb too large"), a,
                      CUDA_R_32F, to_int(lda, "gemm_ex: lda too large"), &beta, c, CUDA_R_32F,
                      to_int(ldc, "gemm_ex: ldc too large"), CUBLAS_COMPUTE_32F_FAST_TF32,
                      CUBLAS_GEMM_DEFAULT),
@@ -204,7 +204,7 @@ void gemm_ex(precision p, bool trans_a, bool trans_b, int64_t m, int64_t n, int6
   round_to_16bit(p, b, b_rows, b_cols, ldb, rb);
   const cudaDataType_t half = p == precision::bf16 ? CUDA_R_16BF : CUDA_R_16F;
   DTRAIN_CUBLAS_CHECK(
-      cublasGemmEx(current_handle(), op_b, op_a, to_int(n, "gemm_ex: n too large"),
+      cublas().gemm_ex(current_handle(), op_b, op_a, to_int(n, "gemm_ex: n too large"),
                    to_int(m, "gemm_ex: m too large"), to_int(k, "gemm_ex: k too large"),
                    &alpha, rb, half, to_int(b_cols, "gemm_ex: ldb too large"), ra, half,
                    to_int(a_cols, "gemm_ex: lda too large"), &beta, c, CUDA_R_32F,

@@ -4,17 +4,15 @@
 #include <cstdlib>
 #include <string>
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include "dtrain/core/status.hpp"
 
-/// Check macros that turn CUDA runtime and cuBLAS error codes into errors
+/// Check macros that turn CUDA runtime error codes (cuBLAS: cublas_api.hpp) into errors
 /// naming the file, the line and what dtrain was doing (the context, a
 /// `const char*` or a `std::string`, evaluated only on failure):
 ///
 ///   DTRAIN_CUDA_CHECK(expr, context)       aborts on a cudaError_t != cudaSuccess
-///   DTRAIN_CUBLAS_CHECK(expr, context)     aborts on a cublasStatus_t != SUCCESS
 ///   DTRAIN_CUDA_RETURN_IF_ERROR(expr, ctx) returns a status (error_code::cuda_error)
 ///   DTRAIN_CUDA_CHECK_LAUNCH(context)      a status for cudaGetLastError()
 ///
@@ -29,12 +27,6 @@ inline std::string cuda_error_text(cudaError_t err, const char* file, int line,
                                    const std::string& context) {
   return std::string(file) + ":" + std::to_string(line) + ": " + context + ": " +
          cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
-}
-
-inline std::string cublas_error_text(cublasStatus_t err, const char* file, int line,
-                                     const std::string& context) {
-  return std::string(file) + ":" + std::to_string(line) + ": " + context + ": " +
-         cublasGetStatusName(err) + ": " + cublasGetStatusString(err);
 }
 
 [[noreturn]] inline void die(const std::string& text) {
@@ -65,14 +57,6 @@ inline status launch_status(const char* file, int line, const std::string& conte
     if (dtrain_cuda_err_ != cudaSuccess)                                       \
       ::dtrain::cuda::detail::die(::dtrain::cuda::detail::cuda_error_text(     \
           dtrain_cuda_err_, __FILE__, __LINE__, (context)));                   \
-  } while (false)
-
-#define DTRAIN_CUBLAS_CHECK(expr, context)                                     \
-  do {                                                                         \
-    cublasStatus_t dtrain_cublas_err_ = (expr);                                \
-    if (dtrain_cublas_err_ != CUBLAS_STATUS_SUCCESS)                           \
-      ::dtrain::cuda::detail::die(::dtrain::cuda::detail::cublas_error_text(   \
-          dtrain_cublas_err_, __FILE__, __LINE__, (context)));                 \
   } while (false)
 
 #define DTRAIN_CUDA_RETURN_IF_ERROR(expr, context)                             \

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dtrain/cuda/check.hpp"
+#include "dtrain/cuda/cublas_api.hpp"
 
 namespace dtrain::cuda {
 
@@ -143,5 +144,7 @@ status synchronize(const char* context) {
   DTRAIN_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize(), context);
   return status::ok();
 }
+
+status load_blas() { return load_cublas(); }
 
 } // namespace dtrain::cuda

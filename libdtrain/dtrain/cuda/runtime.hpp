@@ -42,4 +42,10 @@ void memset_zero(void* ptr, size_t bytes);
 /// Waits for all work on the current device; a kernel's failure shows here.
 status synchronize(const char* context);
 
+/// Loads cuBLAS now. It is loaded on the first GEMM on a GPU, not at start-up,
+/// so that a process that never uses a GPU does not pay for it (about 95 MiB
+/// and half a second per process). Ok, or why it cannot be loaded;
+/// unavailable in a build without CUDA. Needs no device.
+status load_blas();
+
 } // namespace dtrain::cuda

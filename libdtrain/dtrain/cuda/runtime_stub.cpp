@@ -19,6 +19,7 @@ int device_count() { return 0; }
 std::string unavailable_reason() { return "dtrain was built without CUDA"; }
 std::string device_name(int) { return "none"; }
 status set_device(int) { return unavailable("dtrain was built without CUDA"); }
+status load_blas() { return unavailable("dtrain was built without CUDA"); }
 result<void*> device_malloc(size_t bytes, int index) {
   return unavailable("cannot allocate " + std::to_string(bytes) + " bytes on cuda:" +
                      std::to_string(index) + ": dtrain was built without CUDA");
