@@ -48,6 +48,11 @@ int run_status(const std::string& address, const security::tls_files& tls) {
               std::printf("  %-7s %-20s %-22s pid %-7d last heard %.0f s ago\n", l.state.c_str(),
                           l.info.host.c_str(), l.info.address.c_str(), l.info.pid,
                           l.last_heard_seconds);
+            const head_load& h = st.load;
+            std::printf("head: %lld requests served, %lld node polls; placement p50 %.3f ms, "
+                        "p99 %.3f ms (the last %d)\n",
+                        static_cast<long long>(h.requests), static_cast<long long>(h.node_polls),
+                        h.place_p50_ms, h.place_p99_ms, h.placements_timed);
           },
           [&](caf::error& e) { rc = fail(from_caf(e, "asking the head for its status")); });
   return rc;

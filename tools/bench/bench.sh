@@ -24,6 +24,9 @@
 #   tools/bench/bench.sh libtorch   a libtorch MLP through dtrain's adapter at N = 1, 2 against
 #                             plain libtorch and PyTorch DDP; bucket launch times during
 #                             backward (installs libtorch-dev too; about 2 minutes)
+#   tools/bench/bench.sh scale      the control plane at scale (docs/scale.md): 32-128 node
+#                             processes, 500-2,000 in-process nodes; add --sweep for 2,000
+#                             trials over 64 nodes (about 10 minutes with the sweep)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${DTRAIN_BUILD_DIR:-$root/build}/bin
@@ -41,10 +44,11 @@ case "$what" in
   tune-peer) "$root/tools/bench/bench_tune_peer.sh" "$@" ;;
   tpe) "$bin/dtrain-bench-tpe" "$@" ;;
   tpe-liar) "$bin/dtrain-bench-tpe-liar" "$@" ;;
+  scale) "$bin/dtrain-bench-scale" "$@" ;;
   pbt) "$root/tools/bench/bench_pbt.sh" "$@" ;;
   tls) "$bin/dtrain-bench-tls" "$@" ;;
   libtorch) "$bin/dtrain-bench-libtorch" "$@" ;;
   dashboard) python3 "$root/tools/bench/bench_dashboard.py" "$bin/dtrain" "$@" ;;
   all) "$bin/dtrain-bench-step"; "$bin/dtrain-bench-cnn-step"; "$bin/dtrain-bench-allreduce"; "$bin/dtrain-bench-trainer" ;;
-  *) echo "bench.sh: unknown benchmark '$what' (step, cnn-step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, tpe-liar, pbt, tls, dashboard, libtorch, all)" >&2; exit 2 ;;
+  *) echo "bench.sh: unknown benchmark '$what' (step, cnn-step, allreduce, trainer, checkpoint, tune, store, tune-peer, tpe, tpe-liar, scale, pbt, tls, dashboard, libtorch, all)" >&2; exit 2 ;;
 esac

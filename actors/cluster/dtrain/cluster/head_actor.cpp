@@ -16,6 +16,18 @@
 
 namespace dtrain::actors {
 
+bool head_detail::polls_fit_one_slice(int64_t usable) {
+  return usable * 1000 <= head_polls_per_second * head_rss_interval.count();
+}
+
+int32_t head_detail::poll_share(int64_t usable) {
+  if (usable <= 0)
+    return 0;
+  if (polls_fit_one_slice(usable))
+    return static_cast<int32_t>(usable);
+  return static_cast<int32_t>(head_polls_per_second * head_poll_tick.count() / 1000);
+}
+
 namespace {
 
 using namespace head_detail;
@@ -101,9 +113,33 @@ cluster_status make_status(const head_state& s) {
         where.push_back(it->second);
     st.trainer_nodes.push_back(std::move(where));
   }
+  st.load.node_polls = s.node_polls;
+  st.load.requests = s.requests;
+  if (!s.place_ms.empty()) {
+    std::vector<double> times = s.place_ms;
+    auto at = [&times](double q) {
+      const auto k = static_cast<size_t>(q * static_cast<double>(times.size() - 1));
+      std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(k), times.end());
+      return times[k];
+    };
+    st.load.place_p50_ms = at(0.5);
+    st.load.place_p99_ms = at(0.99);
+    st.load.placements_timed = static_cast<int32_t>(times.size());
+  }
   if (st.lost.size() > max_lost_listed)  // in table order: the oldest first
     st.lost.erase(st.lost.begin(), st.lost.end() - static_cast<std::ptrdiff_t>(max_lost_listed));
   return st;
+}
+
+// Keeps one placement's handler time (head_load), in a ring.
+void time_placement(head_state& s, std::chrono::steady_clock::time_point began) {
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - began).count();
+  if (s.place_ms.size() < placement_window)
+    s.place_ms.push_back(ms);
+  else
+    s.place_ms[s.place_next] = ms;
+  s.place_next = (s.place_next + 1) % placement_window;
 }
 
 // One probe of suspect node `index`: a status request with a short timeout.
@@ -117,6 +153,7 @@ void probe(head_actor::pointer self, const std::shared_ptr<head_state>& state, i
     node.probing = false;
     return;
   }
+  ++state->node_polls;
   self->request(node.handle, head_probe_timeout, status_atom::value)
       .then(
           [=](int32_t) {
@@ -205,21 +242,36 @@ std::optional<caf::result<T>> refuse(head_actor::pointer self, head_auth& auth,
 
 namespace {
 
-// Asks every usable node for its RSS (answers land in node_entry), then
-// schedules the next round. Never blocks the head.
+// One slice of the RSS rounds (head_actor.hpp): asks the next
+// poll_share() usable nodes, in table order from where the last slice
+// stopped (answers land in node_entry), then schedules the next slice:
+// a round's worth in one go while they fit the budget, else a slice every
+// head_poll_tick. Never blocks the head.
 void poll_rss(head_actor::pointer self, const std::shared_ptr<head_state>& state) {
-  for (size_t i = 0; i < state->nodes.size(); ++i) {
-    if (!usable(state->nodes[i]))
+  auto& nodes = state->nodes;
+  const auto usable_count = std::count_if(nodes.begin(), nodes.end(), usable);
+  int32_t left = poll_share(usable_count);
+  for (size_t seen = 0; seen < nodes.size() && left > 0; ++seen) {
+    const size_t i = state->poll_next++ % nodes.size();
+    if (!usable(nodes[i]))
       continue;
-    self->request(state->nodes[i].handle, head_probe_timeout, rss_atom::value)
+    --left;
+    ++state->node_polls;
+    self->request(nodes[i].handle, head_probe_timeout, rss_atom::value)
         .then(
             [=](int64_t bytes) {
               state->nodes[i].rss_bytes = bytes;
               state->nodes[i].heard = std::chrono::steady_clock::now();
             },
-              [](caf::error&) {});  // a slow node keeps its last figure
+            [](caf::error&) {});  // a slow node keeps its last figure
   }
-  self->delayed_send(self, head_rss_interval, rss_atom::value);
+  if (!nodes.empty())
+    state->poll_next %= nodes.size();
+  // One wake-up per round while all fit in one (each wake-up of an idle
+  // head costs CPU), slices past that.
+  const bool whole = polls_fit_one_slice(usable_count);
+  state->slices_per_round = whole ? 1 : head_rss_interval / head_poll_tick;
+  self->delayed_send(self, whole ? head_rss_interval : head_poll_tick, rss_atom::value);
 }
 
 // Forgets the idle processes (head_auth) the middleman no longer has a
@@ -334,6 +386,7 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
   return {
     [=](register_atom, node_info& info, node_actor& handle,
         const std::string& session) -> caf::result<int32_t> {
+      ++state->requests;
       if (status s = admissible(self, *auth, info, handle, session); !s)
         return to_caf(s);
       return take_node(self, *state, *auth, std::move(info), handle, -1, {});
@@ -341,12 +394,14 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
     [=](rejoin_atom, node_info& info, node_actor& handle, int32_t previous,
         const std::vector<hosted_replica>& hosted,
         const std::string& session) -> caf::result<int32_t> {
+      ++state->requests;
       if (status s = admissible(self, *auth, info, handle, session); !s)
         return to_caf(s);
       return take_node(self, *state, *auth, std::move(info), handle, previous, hosted);
     },
     [=](place_atom, const std::string& trainer, int32_t n, bool gpu, caf::actor& owner,
         const std::string& session) -> caf::result<std::vector<assignment>> {
+      ++state->requests;
       if (auto no = refuse<std::vector<assignment>>(self, *auth, session, role::client,
                                                     "placing trainer " + trainer))
         return *no;
@@ -355,8 +410,10 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
       // A re-placement (restart) replaces the old placement: its own, the
       // one of this id and owner, never another driver's.
       const placement_key key{trainer, owner.address()};
+      const auto began = std::chrono::steady_clock::now();
       release(*state, key);
       auto placed = place(*state, trainer, n, gpu, owner);
+      time_placement(*state, began);
       if (state->trainers.count(key) && owner) {
         self->monitor(owner);
         auth->watch(owner.address());  // its driver's proof lives with it
@@ -365,6 +422,7 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
     },
     [=](release_atom, const std::string& trainer, const caf::actor& owner,
         const std::string& session) -> caf::result<caf::ok_atom> {
+      ++state->requests;
       if (auto no = refuse<caf::ok_atom>(self, *auth, session, role::client,
                                          "releasing trainer " + trainer))
         return *no;
@@ -374,6 +432,7 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
     [=](resize_atom, const std::string& trainer, const std::vector<assignment>& keep,
         int32_t extra, bool gpu, const caf::actor& owner,
         const std::string& session) -> caf::result<std::vector<assignment>> {
+      ++state->requests;
       if (auto no = refuse<std::vector<assignment>>(self, *auth, session, role::client,
                                                     "resizing trainer " + trainer))
         return *no;
@@ -382,6 +441,7 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
       return resize(*state, placement_key{trainer, owner.address()}, keep, extra, gpu, owner);
     },
     [=](unreach_atom, int32_t index, const std::string& session) -> caf::result<caf::ok_atom> {
+      ++state->requests;
       if (auto no = refuse<caf::ok_atom>(self, *auth, session, role::client,
                                          "reporting a node unreachable"))
         return *no;
@@ -398,16 +458,19 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
       // The head's own timer only: a peer cannot make it ask more often.
       if (self->current_sender().get() == self->ctrl()) {
         poll_rss(self, state);
-        sweep_idle(self, auth);
+        if (state->poll_ticks++ % state->slices_per_round == 0)  // once a round
+          sweep_idle(self, auth);
       }
     },
     [=](status_atom, const std::string& session) -> caf::result<cluster_status> {
+      ++state->requests;
       if (auto no = refuse<cluster_status>(self, *auth, session, role::client,
                                            "the cluster's status"))
         return *no;
       return make_status(*state);
     },
     [=](caf::get_atom, int32_t index, const std::string& session) -> caf::result<node_actor> {
+      ++state->requests;
       if (auto no = refuse<node_actor>(self, *auth, session, role::client, "looking up a node"))
         return *no;
       if (index < 0 || index >= static_cast<int32_t>(state->nodes.size()) ||
@@ -417,6 +480,7 @@ head_actor::behavior_type head_impl(head_actor::pointer self,
     },
     [=](experiments_atom, const std::string& session)
         -> caf::result<experiments::experiment_service> {
+      ++state->requests;
       if (auto no = refuse<experiments::experiment_service>(self, *auth, session, role::client,
                                                             "the experiment store"))
         return *no;

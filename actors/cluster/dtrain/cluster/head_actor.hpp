@@ -17,8 +17,16 @@ constexpr std::chrono::milliseconds head_probe_interval{1000};
 constexpr std::chrono::milliseconds head_probe_timeout{1000};
 /// How often the head asks each usable node for its process's resident
 /// memory (status shows the last answer; a node that does not answer in
-/// head_probe_timeout keeps its old figure).
+/// head_probe_timeout keeps its old figure). Never more than
+/// head_polls_per_second in all: up to 200 nodes all are asked at once each
+/// round; past that they take turns, a slice every head_poll_tick, each
+/// node asked every nodes / head_polls_per_second seconds, so the head's
+/// load does not grow with the cluster (a dead node shows sooner anyway:
+/// its connection's down message, or the middleman's heartbeat timeout for
+/// a hung one).
 constexpr std::chrono::milliseconds head_rss_interval{2000};
+constexpr std::chrono::milliseconds head_poll_tick{250};
+constexpr int32_t head_polls_per_second = 100;
 
 /// The most a node may offer: a registration past these is refused (a
 /// node's figures come from the node process, whose word the head does not

@@ -22,20 +22,39 @@ int32_t in_use(const node_entry& n, bool gpu) {
   return gpu ? static_cast<int32_t>(n.gpus_held.size()) : n.cpu_used;
 }
 
+// A refusal names at most this many nodes or holders: on a cluster of
+// thousands the message would otherwise grow with it, and a trainer
+// waiting for capacity gets one every half second.
+constexpr size_t max_named = 8;
+
+// Appends `item` to the comma-separated `list` while it names fewer than
+// max_named; counts the rest in `more`.
+void name_some(std::string& list, size_t& named, size_t& more, const std::string& item) {
+  if (named++ < max_named)
+    list += (list.empty() ? "" : ", ") + item;
+  else
+    ++more;
+}
+
+std::string and_more(size_t more, const char* what) {
+  return more == 0 ? "" : " and " + std::to_string(more) + " more " + what;
+}
+
 std::string describe_nodes(const head_state& s, bool gpu) {
   std::string out;
+  size_t named = 0, more = 0;
   for (size_t i = 0; i < s.nodes.size(); ++i) {
     auto& n = s.nodes[i];
     if (!usable(n))
       continue;
-    out += (out.empty() ? "" : ", ") + std::string("node ") + std::to_string(i) + " (" +
-           n.info.host + ") ";
-    out += gpu && n.info.gpu_devices.empty()
-               ? std::string("no GPUs")
-               : std::to_string(capacity(n, gpu)) + (gpu ? " GPUs" : " slots") + ", " +
-                     std::to_string(in_use(n, gpu)) + " in use";
+    name_some(out, named, more,
+              "node " + std::to_string(i) + " (" + n.info.host + ") " +
+                  (gpu && n.info.gpu_devices.empty()
+                       ? std::string("no GPUs")
+                       : std::to_string(capacity(n, gpu)) + (gpu ? " GPUs" : " slots") + ", " +
+                             std::to_string(in_use(n, gpu)) + " in use"));
   }
-  return out.empty() ? "no live nodes" : out;
+  return out.empty() ? "no live nodes" : out + and_more(more, "nodes");
 }
 
 // What is missing when a request exceeds what the cluster has in all.
@@ -109,11 +128,13 @@ caf::result<std::vector<assignment>> place(head_state& s, const std::string& tra
     return to_caf(invalid_argument(too_large(s, trainer, n, gpu, total)));
   if (n > free) {
     std::string holders;
+    size_t named = 0, more = 0;
     for (auto& [key, h] : s.trainers)
-      holders += (holders.empty() ? "" : ", ") + key.first;
+      name_some(holders, named, more, key.first);
     return to_caf(status(error_code::unavailable,
                          "waiting for " + std::to_string(n) + " " + unit + ": " +
-                             std::to_string(free) + " free, the rest held by " + holders));
+                             std::to_string(free) + " free, the rest held by " + holders +
+                             and_more(more, "trainers")));
   }
   std::vector<assignment> out;
   holding& h = s.trainers[placement_key{trainer, owner.address()}];

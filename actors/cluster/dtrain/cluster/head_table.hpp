@@ -48,10 +48,29 @@ struct holding {
 /// placement, which neither a re-placement nor a release of this one frees.
 using placement_key = std::pair<std::string, caf::actor_addr>;
 
+/// How many of the last placements' handler times the head keeps
+/// (head_load: their median and 99th percentile).
+constexpr size_t placement_window = 1024;
+
 struct head_state {
   std::vector<node_entry> nodes;
   std::map<placement_key, holding> trainers;
+  int64_t node_polls = 0;        // head_load
+  int64_t requests = 0;
+  std::vector<double> place_ms;  // a ring of placement_window handler times
+  size_t place_next = 0;
+  size_t poll_next = 0;          // the RSS rounds' turn: the next table index to ask
+  int64_t poll_ticks = 0;        // slices so far
+  int64_t slices_per_round = 1;  // the last slice's rhythm
 };
+
+/// Whether all `usable` nodes may be asked at once every head_rss_interval
+/// within head_polls_per_second (head_actor.hpp).
+bool polls_fit_one_slice(int64_t usable);
+/// How many nodes one RSS slice asks when `usable` nodes are: all of them
+/// while they fit one slice, else head_polls_per_second's share of one
+/// head_poll_tick.
+int32_t poll_share(int64_t usable);
 
 /// How far past the end of the table a returning node's earlier index may
 /// lie (head_rejoin.cpp pads the table up to it).

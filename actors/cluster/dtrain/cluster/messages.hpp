@@ -255,6 +255,25 @@ typename Inspector::result_type inspect(Inspector& f, lost_node& x) {
            x.last_heard_seconds);
 }
 
+/// The head's own load since it started: what the scale harness
+/// (tools/bench/scale) and `dtrain status` read to tell what a cluster's
+/// size costs the head.
+struct head_load {
+  int64_t node_polls = 0;  // requests the head sent to nodes (RSS rounds, probes of suspects)
+  int64_t requests = 0;    // requests it served (placement, status, registration, ...)
+  /// Handler time of the last placements (at most head_detail's window):
+  /// median and 99th percentile in milliseconds, and how many were timed.
+  double place_p50_ms = 0;
+  double place_p99_ms = 0;
+  int32_t placements_timed = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, head_load& x) {
+  return f(caf::meta::type_name("head_load"), x.node_polls, x.requests, x.place_p50_ms,
+           x.place_p99_ms, x.placements_timed);
+}
+
 /// What `dtrain status` prints: the usable nodes (a node's position in
 /// `nodes` is the index `dtrain status` and `dtrain logs --node` use).
 struct cluster_status {
@@ -277,13 +296,14 @@ struct cluster_status {
   /// The nodes that are not usable (suspect or dead), not in `nodes`, in
   /// the head's table order.
   std::vector<lost_node> lost;
+  head_load load;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cluster_status& x) {
   return f(caf::meta::type_name("cluster_status"), x.nodes, x.slots_used, x.trainers,
            x.gpus_used, x.node_ids, x.trainer_nodes, x.replicas, x.rss_bytes,
-           x.last_heard_seconds, x.lost);
+           x.last_heard_seconds, x.lost, x.load);
 }
 
 /// A piece of a node's log file (node_actor: log).

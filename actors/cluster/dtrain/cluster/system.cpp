@@ -17,6 +17,13 @@ system_config::system_config(const tls_identity& tls) {
   // spawn, which checks the driver's credential (node_actor.hpp).
   register_types(*this);
   set("scheduler.max-threads", 2);
+  // Workers that sleep on a condition variable until there is work, instead
+  // of work stealing's polling (a wake-up every 10 ms per idle worker, and
+  // 25 ms of 50 us sleeps after each job): an idle node process costs the
+  // host ~1% of a core that way, 128 of them more than this 2-core machine
+  // has, and a head with many peers never stops polling (the scale
+  // harness, docs/scale.md). Latency is lower too (notes/caf-0.17.md 7.2).
+  set("scheduler.policy", caf::atom("sharing"));
   // Heartbeats find hung peers (a stopped process keeps its sockets open).
   // Both settings must be the same in every process of a cluster.
   set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(500)});

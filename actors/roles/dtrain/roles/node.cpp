@@ -120,22 +120,46 @@ result<membership> join_once(caf::actor_system& sys, const node_options& o,
   return out;
 }
 
-// Joins the head at o.address for the first time (within 10 s); the index
-// is -1 when it cannot (said on stderr).
-membership join_head(caf::actor_system& sys, const node_options& o, const tls_identity& tls,
-                     const node_info& info, const node_actor& node, const hosted_table& hosted) {
-  auto joined = join_once(sys, o, tls, info, node, {}, hosted, std::chrono::seconds(10),
-                          std::chrono::seconds(10));
-  if (!joined) {
-    std::fprintf(stderr, "error: %s\n", joined.error().message().c_str());
-    return {};
-  }
-  return *joined;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
+
+// Joins the head at o.address for the first time: reaching it within
+// 10 s, then registering. A head that was reached but did not answer in
+// time (busy: a hundred nodes starting at once on one host took it past
+// 10 s) is asked again, with backoff, until first_join_window has passed;
+// any other error ends the join at once. The index is -1 when it cannot
+// join (said on stderr).
+constexpr std::chrono::seconds first_join_window{60};
+
+membership join_head(caf::actor_system& sys, const node_options& o, const tls_identity& tls,
+                     const node_info& info, const node_actor& node, const hosted_table& hosted) {
+  using namespace std::chrono;
+  const auto start = steady_clock::now();
+  milliseconds backoff{250};
+  int tries = 0;
+  for (;;) {
+    ++tries;
+    auto joined = join_once(sys, o, tls, info, node, {}, hosted, seconds(10), seconds(10));
+    if (joined)
+      return *joined;
+    const bool busy = joined.error().code() == error_code::timeout;
+    if (!busy || stop_requested() || steady_clock::now() - start + backoff >= first_join_window) {
+      std::fprintf(stderr, "error: %s%s\n", joined.error().message().c_str(),
+                   tries > 1 ? (" (" + std::to_string(tries) + " tries over " +
+                                std::to_string(static_cast<int>(seconds_since(start))) + " s)")
+                                   .c_str()
+                             : "");
+      return {};
+    }
+    std::fprintf(stderr, "dtrain node: the head at %s did not answer in time (%s); asking again "
+                 "in %lld ms\n", o.address.c_str(), joined.error().message().c_str(),
+                 static_cast<long long>(backoff.count()));
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, milliseconds(5000));
+  }
+}
+
 
 // Tries to join the head again until `deadline`, with backoff from 250 ms
 // doubling to 5 s, or until a stop is asked for; counts the tries. The new

@@ -1,0 +1,493 @@
+// dtrain-bench-scale: the control plane at scale, on one machine.
+//
+//   processes: a head and N one-slot node processes (N = 32, 64, 128):
+//     time for all to join, the head's RSS and CPU, placement latency (here
+//     and inside the head), status / `dtrain status` / dashboard latency,
+//     the head's polls per second, and 10% of the nodes killed (SIGKILL)
+//     or hung (SIGSTOP) at once: time to see them gone and to place around.
+//   in-process: one head and N node actors in this process (up to 2,000):
+//     the control plane alone, without processes or sockets.
+//   sweep: a tune sweep of short trials (objective operator) over a
+//     cluster of node processes: trials started and finished per second,
+//     results per second, slots in use at the end, the head's and this
+//     driver's memory per finished trial.
+//
+// A benchmark, not a test: it prints its figures (docs/scale.md reads them).
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "caf/all.hpp"
+#include "dtrain/cluster/head_actor.hpp"
+#include "dtrain/cluster/node_actor.hpp"
+#include "dtrain/cluster/system.hpp"
+#include "dtrain/dtrain.hpp"
+#include "head_client.hpp"
+#include "process_cluster.hpp"
+#include "support/http_client.hpp"
+
+namespace {
+
+using namespace dtrain;
+using namespace dtrain::bench::scale;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::vector<int> parse_sizes(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty())
+      out.push_back(std::stoi(item));
+  return out;
+}
+
+int usable_nodes(const actors::cluster_status& s) { return static_cast<int>(s.nodes.size()); }
+
+int slots_in_use(const actors::cluster_status& s) {
+  return std::accumulate(s.slots_used.begin(), s.slots_used.end(), 0);
+}
+
+struct placement_figures {
+  std::vector<double> rtt_ms;  // each place request, from here
+  int failed = 0;
+  double refused_ms = -1;      // one more placement on a full cluster: its time
+  size_t refusal_chars = 0;    // and the length of the error it gets
+};
+
+// `count` one-slot placements: the cluster is filled trainer by trainer
+// (so later placements search a fuller table), emptied, and filled again.
+placement_figures measure_placements(head_client& c, int slots, int count, const std::string& tag) {
+  placement_figures f;
+  std::vector<std::string> held;
+  for (int i = 0; i < count; ++i) {
+    if (static_cast<int>(held.size()) == slots && f.refused_ms < 0) {
+      // Full: what a trainer waiting for capacity gets, every 500 ms.
+      const auto t0 = clock::now();
+      auto refused = c.place(tag + "-waiting", 1);
+      f.refused_ms = ms_since(t0);
+      f.refusal_chars = refused ? 0 : refused.error().message().size();
+    }
+    if (static_cast<int>(held.size()) == slots) {
+      for (auto& t : held)
+        (void)c.release(t);
+      held.clear();
+    }
+    const std::string id = tag + "-" + std::to_string(i);
+    const auto t0 = clock::now();
+    auto placed = c.place(id, 1);
+    f.rtt_ms.push_back(ms_since(t0));
+    if (placed)
+      held.push_back(id);
+    else
+      ++f.failed;
+  }
+  for (auto& t : held)
+    (void)c.release(t);
+  return f;
+}
+
+// Kills (SIGKILL) or stops (SIGSTOP) `victims` at once; the time until the
+// head lists `expect` usable nodes, and until a placement of all their
+// slots succeeds (placed around the lost ones). -1: not within `timeout`.
+std::pair<double, double> lose_nodes(head_client& c, const std::vector<pid_t>& victims, int sig,
+                                     int expect, milliseconds timeout, const std::string& tag) {
+  const auto t0 = clock::now();
+  for (pid_t pid : victims)
+    kill(pid, sig);
+  double seen = c.wait_until([&](const actors::cluster_status& s) { return usable_nodes(s) == expect; },
+                             timeout);
+  double placed = -1;
+  if (seen >= 0) {
+    while (ms_since(t0) < static_cast<double>(timeout.count())) {
+      if (c.place(tag, expect)) {
+        placed = ms_since(t0);
+        break;
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    (void)c.release(tag);
+  }
+  return {seen, placed};  // seen: from just after the signals
+}
+
+double median_of(std::vector<double> v) { return quantile(std::move(v), 0.5); }
+
+// `dtrain status --address A` as a user runs it, `runs` times; the median ms.
+double dtrain_status_ms(const process_cluster& cl, int runs) {
+  std::vector<double> t;
+  const std::string cmd = cl.binary() + " status --address " + cl.address() + " > " +
+                          cl.file("status.out") + " 2>&1";
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = clock::now();
+    if (std::system(cmd.c_str()) != 0)
+      return -1;
+    t.push_back(ms_since(t0));
+  }
+  return median_of(t);
+}
+
+// GET /api/v1/cluster `runs` times; (median, 99th percentile) in ms.
+std::pair<double, double> dashboard_ms(const process_cluster& cl, int runs) {
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = clock::now();
+    auto reply = testing::http_get(static_cast<uint16_t>(cl.dashboard_port()), "/api/v1/cluster",
+                                   cl.dashboard_token());
+    if (reply.status != 200)
+      return {-1, -1};
+    t.push_back(ms_since(t0));
+  }
+  return {median_of(t), quantile(t, 0.99)};
+}
+
+// The logs of up to `most` node processes that never said they joined.
+void print_unjoined_logs(const process_cluster& cl, int most) {
+  for (size_t i = 0; i < cl.node_pids().size() && most > 0; ++i) {
+    std::ifstream log(cl.file("node" + std::to_string(i) + ".log"));
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    if (text.find(" joined ") != std::string::npos)
+      continue;
+    --most;
+    std::fprintf(stderr, "node%zu (pid %d) did not join; its log:\n%s\n", i, cl.node_pids()[i],
+                 text.substr(0, 2000).c_str());
+  }
+}
+
+int run_processes(int n, int placements) {
+  process_cluster cl("dtrain-scale");
+  if (status s = cl.start_head(true); !s) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 1;
+  }
+  actors::system_config cfg;
+  caf::actor_system sys{cfg};
+  auto head = actors::connect_head(sys, cl.address(), seconds(10), {}, {});
+  if (!head) {
+    std::fprintf(stderr, "error: %s\n", head.error().message().c_str());
+    return 1;
+  }
+  head_client c(sys, *head);
+  const pid_t hp = cl.head_pid();
+  const int64_t rss0 = rss_bytes(hp);
+
+  const auto t0 = clock::now();
+  cl.start_nodes(n);
+  double half = -1, most = -1;  // when half and 90% had joined
+  double joined = c.wait_until(
+      [&](const actors::cluster_status& s) {
+        if (half < 0 && usable_nodes(s) * 2 >= n)
+          half = ms_since(t0);
+        if (most < 0 && usable_nodes(s) * 10 >= n * 9)
+          most = ms_since(t0);
+        return usable_nodes(s) == n;
+      },
+      seconds(120), milliseconds(20));
+  if (joined < 0) {
+    auto s = c.status();
+    std::fprintf(stderr, "error: %d nodes joined of %d within 120 s\n", s ? usable_nodes(*s) : -1, n);
+    print_unjoined_logs(cl, 3);
+    return 1;
+  }
+  joined = ms_since(t0);
+  int retried = 0;  // nodes that asked the head again (node.cpp: join_head)
+  for (size_t i = 0; i < cl.node_pids().size(); ++i) {
+    std::ifstream log(cl.file("node" + std::to_string(i) + ".log"));
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    retried += text.find("asking again") != std::string::npos;
+  }
+  std::this_thread::sleep_for(seconds(2));  // the nodes' own start-up CPU is over
+
+  // Idle: what N nodes cost the head with nothing running.
+  auto before = c.status();
+  const double cpu0 = cpu_seconds(hp);
+  const auto idle0 = clock::now();
+  std::this_thread::sleep_for(seconds(6));
+  auto after = c.status();
+  const double idle_s = ms_since(idle0) / 1000;
+  const double cpu_pct = 100 * (cpu_seconds(hp) - cpu0) / idle_s;
+  const double polls_per_s =
+      before && after ? static_cast<double>(after->load.node_polls - before->load.node_polls) / idle_s
+                      : -1;
+  const int64_t rss_joined = rss_bytes(hp);
+
+  auto places = measure_placements(c, n, placements, "p");
+  auto load = c.status();
+  std::vector<double> status_rtt;
+  for (int i = 0; i < 20; ++i) {
+    const auto s0 = clock::now();
+    (void)c.status();
+    status_rtt.push_back(ms_since(s0));
+  }
+  const double cli_ms = dtrain_status_ms(cl, 3);
+  const auto [dash_p50, dash_p99] = dashboard_ms(cl, 20);
+
+  // 10% killed at once, then another 10% hung.
+  const int k = std::max(1, n / 10);
+  std::vector<pid_t> pids = cl.node_pids();
+  std::mt19937 rng(7);
+  std::shuffle(pids.begin(), pids.end(), rng);
+  std::vector<pid_t> killed(pids.begin(), pids.begin() + k);
+  std::vector<pid_t> hung(pids.begin() + k, pids.begin() + 2 * k);
+  const auto timeout = actors::hang_timeout() * 3;
+  auto [kill_seen, kill_placed] = lose_nodes(c, killed, SIGKILL, n - k, timeout, "around-kill");
+  auto [hang_seen, hang_placed] = lose_nodes(c, hung, SIGSTOP, n - 2 * k, timeout, "around-hang");
+
+  std::printf("processes %4d | join %6.2f s (half %.2f, 90%% %.2f; %d asked again) | head RSS %6.1f MiB (%+.1f) CPU idle %5.1f%% | "
+              "polls %6.1f/s | place p50 %.3f p99 %.3f ms (head %.3f / %.3f, %d failed) | "
+              "full: refused in %.3f ms, %zu chars | status %.2f ms, `dtrain status` %.0f ms, dashboard p50 %.2f p99 %.2f ms | "
+              "kill %d: seen %.0f ms, placed %.0f ms | hang %d: seen %.0f ms, placed %.0f ms "
+              "(hang timeout %lld ms)\n",
+              n, joined / 1000, half / 1000, most / 1000, retried,
+              static_cast<double>(rss_joined) / (1 << 20),
+              static_cast<double>(rss_joined - rss0) / (1 << 20), cpu_pct, polls_per_s,
+              quantile(places.rtt_ms, 0.5), quantile(places.rtt_ms, 0.99),
+              load ? load->load.place_p50_ms : -1, load ? load->load.place_p99_ms : -1,
+              places.failed, places.refused_ms, places.refusal_chars, median_of(status_rtt), cli_ms, dash_p50, dash_p99, k, kill_seen,
+              kill_placed, k, hang_seen, hang_placed,
+              static_cast<long long>(actors::hang_timeout().count()));
+  std::fflush(stdout);
+  return 0;
+}
+
+int run_in_process(int n, int placements) {
+  actors::system_config cfg;
+  caf::actor_system sys{cfg};
+  auto spawned = actors::spawn_head(sys);
+  head_client c(sys, spawned.head, spawned.session);
+  const int64_t rss0 = rss_bytes(getpid());
+  std::vector<actors::node_actor> nodes;
+  nodes.reserve(static_cast<size_t>(n));
+  const auto t0 = clock::now();
+  {
+    caf::scoped_actor self{sys};
+    for (int i = 0; i < n; ++i) {
+      auto node = actors::spawn_node(sys);
+      actors::node_info info;
+      info.host = "sim" + std::to_string(i);
+      info.address = "10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250) + ":7000";
+      info.cpu_slots = 1;
+      info.pid = 100000 + i;
+      info.host_id = info.host;
+      info.cpus = 1;
+      bool ok = false;
+      self->request(spawned.head, seconds(10), actors::register_atom::value, info, node,
+                    spawned.session)
+          .receive([&](int32_t) { ok = true; }, [&](caf::error&) {});
+      if (!ok) {
+        std::fprintf(stderr, "error: node %d did not register\n", i);
+        return 1;
+      }
+      nodes.push_back(node);
+    }
+  }
+  const double registered = ms_since(t0);
+  auto before = c.status();
+  const auto idle0 = clock::now();
+  std::this_thread::sleep_for(seconds(6));
+  auto after = c.status();
+  const double idle_s = ms_since(idle0) / 1000;
+  const double polls_per_s =
+      before && after ? static_cast<double>(after->load.node_polls - before->load.node_polls) / idle_s
+                      : -1;
+  auto places = measure_placements(c, n, placements, "p");
+  auto load = c.status();
+  std::vector<double> status_rtt;
+  for (int i = 0; i < 20; ++i) {
+    const auto s0 = clock::now();
+    (void)c.status();
+    status_rtt.push_back(ms_since(s0));
+  }
+  const int k = std::max(1, n / 10);
+  const auto k0 = clock::now();
+  for (int i = 0; i < k; ++i)
+    caf::anon_send_exit(nodes[static_cast<size_t>(i * 10)], caf::exit_reason::kill);
+  double seen = c.wait_until([&](const actors::cluster_status& s) { return usable_nodes(s) == n - k; },
+                             seconds(30), milliseconds(1));
+  double placed = -1;
+  if (seen >= 0 && c.place("around", n - k))
+    placed = ms_since(k0);
+  std::printf("in-process %5d | register %7.1f ms | RSS %+7.1f MiB | polls %7.1f/s | place p50 "
+              "%.3f p99 %.3f ms (head %.3f / %.3f, %d failed) | full: refused in %.3f ms, %zu chars | status %.2f ms | kill %d: seen "
+              "%.1f ms, placed %.1f ms\n",
+              n, registered, static_cast<double>(rss_bytes(getpid()) - rss0) / (1 << 20),
+              polls_per_s, quantile(places.rtt_ms, 0.5), quantile(places.rtt_ms, 0.99),
+              load ? load->load.place_p50_ms : -1, load ? load->load.place_p99_ms : -1,
+              places.failed, places.refused_ms, places.refusal_chars, median_of(status_rtt), k, seen,
+              placed);
+  std::fflush(stdout);
+  for (auto& node : nodes)
+    caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(spawned.head, caf::exit_reason::user_shutdown);
+  return 0;
+}
+
+struct sweep_options {
+  int trials = 2000;
+  int nodes = 64;
+  int concurrent = 64;
+  int epochs = 3;
+};
+
+int run_sweep(const sweep_options& o) {
+  process_cluster cl("dtrain-scale-sweep");
+  if (status s = cl.start_head(false); !s) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 1;
+  }
+  cl.start_nodes(o.nodes);
+  cluster_options co;
+  co.address = cl.address();
+  auto cluster = cluster::connect(co);
+  if (!cluster) {
+    std::fprintf(stderr, "error: %s\n", cluster.error().message().c_str());
+    return 1;
+  }
+  {
+    actors::system_config cfg;
+    caf::actor_system sys{cfg};
+    auto head = actors::connect_head(sys, cl.address(), seconds(10), {}, {});
+    head_client c(sys, *head);
+    if (c.wait_until([&](const actors::cluster_status& s) { return usable_nodes(s) == o.nodes; },
+                     seconds(120), milliseconds(50)) < 0) {
+      std::fprintf(stderr, "error: the %d nodes did not join within 120 s\n", o.nodes);
+      return 1;
+    }
+  }
+  trainer_config t;
+  t.operator_name = "objective";
+  t.config = {{"function", "branin"}};
+  t.global_batch_size = 1;
+  tune::space space;
+  space.add("x1", tune::uniform(-5, 10));
+  space.add("x2", tune::uniform(0, 15));
+  tune_config tc;
+  tc.experiment = "scale-sweep";
+  tc.searcher = "random";
+  tc.metric = "validation_loss";
+  tc.direction = tune::mode::min;
+  tc.max_epochs = o.epochs;
+  tc.num_samples = o.trials;
+  tc.max_concurrent_trials = o.concurrent;
+  tc.verbosity = 0;
+  tc.seed = 1;
+
+  // Memory of the head and of this driver, sampled as the sweep runs.
+  struct sample {
+    double at;
+    int64_t head, driver;
+  };
+  std::vector<sample> samples;
+  std::atomic<bool> done{false};
+  const auto t0 = clock::now();
+  std::thread sampler([&] {
+    while (!done) {
+      samples.push_back({ms_since(t0) / 1000, rss_bytes(cl.head_pid()), rss_bytes(getpid())});
+      std::this_thread::sleep_for(milliseconds(250));
+    }
+  });
+  tuner tn(**cluster, t, space, tc);
+  auto grid = tn.fit();
+  const double wall = ms_since(t0) / 1000;
+  done = true;
+  sampler.join();
+  if (!grid) {
+    std::fprintf(stderr, "error: %s\n", grid.error().message().c_str());
+    return 1;
+  }
+  std::vector<double> starts, ends;
+  size_t reports = 0;
+  int errored = 0;
+  for (const auto& tr : grid->trials) {
+    if (tr.started_at >= 0)
+      starts.push_back(tr.started_at);
+    if (tr.ended_at >= 0)
+      ends.push_back(tr.ended_at);
+    reports += tr.history.size();
+    errored += tr.status == tune::trial_status::error;
+  }
+  std::sort(starts.begin(), starts.end());
+  std::sort(ends.begin(), ends.end());
+  // Sustained rates: between the 10th and the 90th percentile trial.
+  auto rate = [](const std::vector<double>& at) {
+    if (at.size() < 10)
+      return 0.0;
+    const size_t a = at.size() / 10, b = at.size() * 9 / 10;
+    return static_cast<double>(b - a) / (at[b] - at[a]);
+  };
+  // Memory per 1,000 finished trials: from the sample when 25% had
+  // finished to the last one, against the trials that finished between.
+  auto finished_by = [&](double at) {
+    return static_cast<double>(std::upper_bound(ends.begin(), ends.end(), at) - ends.begin());
+  };
+  double head_growth = 0, driver_growth = 0;
+  if (samples.size() > 4 && !ends.empty()) {
+    const double quarter = ends[ends.size() / 4];
+    auto first = std::find_if(samples.begin(), samples.end(),
+                              [&](const sample& s) { return s.at >= quarter; });
+    const sample& last = samples.back();
+    const double trials = finished_by(last.at) - finished_by(first->at);
+    if (first != samples.end() && trials > 0) {
+      head_growth = static_cast<double>(last.head - first->head) / (1 << 20) / trials * 1000;
+      driver_growth = static_cast<double>(last.driver - first->driver) / (1 << 20) / trials * 1000;
+    }
+  }
+  int in_use = -1;
+  {
+    actors::system_config cfg;
+    caf::actor_system sys{cfg};
+    auto head = actors::connect_head(sys, cl.address(), seconds(10), {}, {});
+    head_client c(sys, *head);
+    // The tuner gives every slot back before fit() returns; allow the
+    // releases a moment to land.
+    c.wait_until([&](const actors::cluster_status& s) { return slots_in_use(s) == 0; }, seconds(5));
+    if (auto s = c.status())
+      in_use = slots_in_use(*s);
+  }
+  std::printf("sweep %d trials x %d epochs on %d nodes, %d at a time | %.1f s | starts %.1f/s "
+              "finishes %.1f/s (10th-90th percentile) | %.0f results/s | %d errored | slots in "
+              "use after: %d | head RSS %.1f MiB (%+.2f MiB per 1,000 trials) | driver RSS "
+              "%.1f MiB (%+.2f MiB per 1,000 trials)\n",
+              o.trials, o.epochs, o.nodes, o.concurrent, wall, rate(starts), rate(ends),
+              static_cast<double>(reports) / wall, errored, in_use,
+              samples.empty() ? -1.0 : static_cast<double>(samples.back().head) / (1 << 20),
+              head_growth,
+              samples.empty() ? -1.0 : static_cast<double>(samples.back().driver) / (1 << 20),
+              driver_growth);
+  std::fflush(stdout);
+  return in_use == 0 ? 0 : 1;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"dtrain's control plane at scale: node processes, in-process nodes, a sweep"};
+  std::string processes = "32,64,128", in_process = "500,1000,2000";
+  int placements = 1000;
+  bool sweep = false;
+  sweep_options so;
+  app.add_option("--processes", processes, "node process counts (comma separated; '' none)");
+  app.add_option("--in-process", in_process, "in-process node counts ('' none)");
+  app.add_option("--placements", placements, "one-slot placements timed per size");
+  app.add_flag("--sweep", sweep, "also run the tune sweep");
+  app.add_option("--sweep-trials", so.trials, "trials in the sweep");
+  app.add_option("--sweep-nodes", so.nodes, "node processes under the sweep");
+  app.add_option("--concurrent", so.concurrent, "trials at a time");
+  app.add_option("--epochs", so.epochs, "epochs per trial");
+  CLI11_PARSE(app, argc, argv);
+  int rc = 0;
+  for (int n : parse_sizes(in_process))
+    rc |= run_in_process(n, placements);
+  for (int n : parse_sizes(processes))
+    rc |= run_processes(n, placements);
+  if (sweep)
+    rc |= run_sweep(so);
+  return rc;
+}
