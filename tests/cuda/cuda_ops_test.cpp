@@ -4,7 +4,6 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -447,27 +446,3 @@ BOOST_AUTO_TEST_CASE(adam_and_adamw_match_cpu_over_three_steps) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-// cuBLAS is loaded on the first GEMM, not linked (cuda/cublas_api.hpp):
-// without a device it is never mapped, and it loads on request with every
-// entry point dtrain calls.
-BOOST_AUTO_TEST_CASE(cublas_is_loaded_on_demand_not_at_start_up) {
-  auto mapped = [] {
-    std::ifstream maps("/proc/self/maps");
-    std::string line;
-    while (std::getline(maps, line))
-      if (line.find("libcublas") != std::string::npos)
-        return true;
-    return false;
-  };
-  // No GEMM ran on a GPU before this without a device: nothing loaded it.
-  if (cuda::device_count() == 0)
-    BOOST_TEST(!mapped());
-  dtrain::status loaded = cuda::load_blas();
-  if (cuda::unavailable_reason() == "dtrain was built without CUDA") {
-    BOOST_TEST(loaded.code() == dtrain::error_code::unavailable);
-    BOOST_TEST(!mapped());
-    return;
-  }
-  BOOST_TEST(loaded.is_ok(), loaded.to_string());
-  BOOST_TEST(mapped());
-}
