@@ -22,6 +22,8 @@
 #include <sstream>
 #include <thread>
 
+#include <sqlite3.h>
+
 #include "CLI/CLI.hpp"
 #include "caf/all.hpp"
 #include "dtrain/cluster/head_actor.hpp"
@@ -329,6 +331,39 @@ int run_in_process(int n, int placements) {
   return 0;
 }
 
+// A read-only view of the head's store (its SQLite file, in WAL mode:
+// reading while the head writes is fine). Counts are -1 when unreadable.
+class store_reader {
+public:
+  explicit store_reader(const std::string& path) {
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+      sqlite3_close(db_);
+      db_ = nullptr;
+    }
+  }
+  ~store_reader() { sqlite3_close(db_); }
+  store_reader(const store_reader&) = delete;
+  store_reader& operator=(const store_reader&) = delete;
+
+  int64_t count(const std::string& sql) { 
+    const auto v = column(sql);
+    return v.empty() ? -1 : static_cast<int64_t>(v[0]);
+  }
+  /// The first column of every row of `sql`, as numbers.
+  std::vector<double> column(const std::string& sql) {
+    std::vector<double> out;
+    sqlite3_stmt* st = nullptr;
+    if (db_ != nullptr && sqlite3_prepare_v2(db_, sql.c_str(), -1, &st, nullptr) == SQLITE_OK)
+      while (sqlite3_step(st) == SQLITE_ROW)
+        out.push_back(sqlite3_column_double(st, 0));
+    sqlite3_finalize(st);
+    return out;
+  }
+
+private:
+  sqlite3* db_ = nullptr;
+};
+
 struct sweep_options {
   int trials = 2000;
   int nodes = 64;
@@ -336,6 +371,18 @@ struct sweep_options {
   int epochs = 3;
 };
 
+// Trials per second between the 10th and the 90th percentile of `at`
+// (sorted times in seconds): the sustained rate, without ramp-up and tail.
+double sustained_rate(const std::vector<double>& at) {
+  if (at.size() < 10)
+    return 0;
+  const size_t a = at.size() / 10, b = at.size() * 9 / 10;
+  return at[b] > at[a] ? static_cast<double>(b - a) / (at[b] - at[a]) : 0;
+}
+
+// A sweep as a user runs it: `dtrain tune FILE --address HEAD` against a
+// cluster of node processes; the trials' times and reports are read from
+// the head's store, the head's and the driver's memory sampled as it runs.
 int run_sweep(const sweep_options& o) {
   process_cluster cl("dtrain-scale-sweep");
   if (status s = cl.start_head(false); !s) {
@@ -343,17 +390,14 @@ int run_sweep(const sweep_options& o) {
     return 1;
   }
   cl.start_nodes(o.nodes);
-  cluster_options co;
-  co.address = cl.address();
-  auto cluster = cluster::connect(co);
-  if (!cluster) {
-    std::fprintf(stderr, "error: %s\n", cluster.error().message().c_str());
-    return 1;
-  }
   {
     actors::system_config cfg;
     caf::actor_system sys{cfg};
     auto head = actors::connect_head(sys, cl.address(), seconds(10), {}, {});
+    if (!head) {
+      std::fprintf(stderr, "error: %s\n", head.error().message().c_str());
+      return 1;
+    }
     head_client c(sys, *head);
     if (c.wait_until([&](const actors::cluster_status& s) { return usable_nodes(s) == o.nodes; },
                      seconds(120), milliseconds(50)) < 0) {
@@ -361,83 +405,79 @@ int run_sweep(const sweep_options& o) {
       return 1;
     }
   }
-  trainer_config t;
-  t.operator_name = "objective";
-  t.config = {{"function", "branin"}};
-  t.global_batch_size = 1;
-  tune::space space;
-  space.add("x1", tune::uniform(-5, 10));
-  space.add("x2", tune::uniform(0, 15));
-  tune_config tc;
-  tc.experiment = "scale-sweep";
-  tc.searcher = "random";
-  tc.metric = "validation_loss";
-  tc.direction = tune::mode::min;
-  tc.max_epochs = o.epochs;
-  tc.num_samples = o.trials;
-  tc.max_concurrent_trials = o.concurrent;
-  tc.verbosity = 0;
-  tc.seed = 1;
-
-  // Memory of the head and of this driver, sampled as the sweep runs.
+  const std::string file = cl.file("sweep.yaml");
+  {
+    std::ofstream yaml(file);
+    yaml << "name: scale-sweep\noperator: objective\nhyperparameters:\n  function: branin\n"
+         << "  x1: {type: double, minval: -5, maxval: 10}\n"
+         << "  x2: {type: double, minval: 0, maxval: 15}\n"
+         << "searcher:\n  name: random\n  metric: validation_loss\n  max_trials: " << o.trials
+         << "\n  max_concurrent_trials: " << o.concurrent << "\nglobal_batch_size: 1\nepochs: "
+         << o.epochs << "\n";
+  }
   struct sample {
     double at;
-    int64_t head, driver;
+    int64_t head, driver, ended;
   };
   std::vector<sample> samples;
-  std::atomic<bool> done{false};
   const auto t0 = clock::now();
-  std::thread sampler([&] {
-    while (!done) {
-      samples.push_back({ms_since(t0) / 1000, rss_bytes(cl.head_pid()), rss_bytes(getpid())});
+  pid_t driver = fork();
+  if (driver == 0) {
+    std::FILE* out = std::freopen(cl.file("tune.log").c_str(), "w", stdout);
+    if (out != nullptr)
+      dup2(fileno(out), STDERR_FILENO);
+    execl(cl.binary().c_str(), cl.binary().c_str(), "tune", file.c_str(), "--address",
+          cl.address().c_str(), "--verbosity", "1", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int code = -1;
+  {
+    for (;;) {
+      // Opened each time: the head creates its store on the sweep's first write.
+      store_reader live(cl.file("experiments.db"));
+      int wstatus = 0;
+      if (waitpid(driver, &wstatus, WNOHANG) == driver) {
+        code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+        break;
+      }
+      if (ms_since(t0) > 600000) {
+        kill(driver, SIGKILL);
+        waitpid(driver, nullptr, 0);
+        break;
+      }
+      samples.push_back({ms_since(t0) / 1000, rss_bytes(cl.head_pid()), rss_bytes(driver),
+                         live.count("SELECT count(*) FROM trials WHERE ended_at IS NOT NULL")});
       std::this_thread::sleep_for(milliseconds(250));
     }
-  });
-  tuner tn(**cluster, t, space, tc);
-  auto grid = tn.fit();
+  }
   const double wall = ms_since(t0) / 1000;
-  done = true;
-  sampler.join();
-  if (!grid) {
-    std::fprintf(stderr, "error: %s\n", grid.error().message().c_str());
+  if (code != 0) {
+    std::fprintf(stderr, "error: dtrain tune exited with %d; see %s\n", code,
+                 cl.file("tune.log").c_str());
     return 1;
   }
-  std::vector<double> starts, ends;
-  size_t reports = 0;
-  int errored = 0;
-  for (const auto& tr : grid->trials) {
-    if (tr.started_at >= 0)
-      starts.push_back(tr.started_at);
-    if (tr.ended_at >= 0)
-      ends.push_back(tr.ended_at);
-    reports += tr.history.size();
-    errored += tr.status == tune::trial_status::error;
-  }
-  std::sort(starts.begin(), starts.end());
-  std::sort(ends.begin(), ends.end());
-  // Sustained rates: between the 10th and the 90th percentile trial.
-  auto rate = [](const std::vector<double>& at) {
-    if (at.size() < 10)
-      return 0.0;
-    const size_t a = at.size() / 10, b = at.size() * 9 / 10;
-    return static_cast<double>(b - a) / (at[b] - at[a]);
-  };
-  // Memory per 1,000 finished trials: from the sample when 25% had
-  // finished to the last one, against the trials that finished between.
-  auto finished_by = [&](double at) {
-    return static_cast<double>(std::upper_bound(ends.begin(), ends.end(), at) - ends.begin());
-  };
+  store_reader store(cl.file("experiments.db"));
+  std::vector<double> starts = store.column("SELECT started_at FROM trials WHERE started_at IS NOT NULL ORDER BY started_at");
+  std::vector<double> ends = store.column("SELECT ended_at FROM trials WHERE ended_at IS NOT NULL ORDER BY ended_at");
+  const int64_t reports = store.count("SELECT count(*) FROM metrics WHERE name = 'validation_loss'");
+  const int64_t errored = store.count("SELECT count(*) FROM trials WHERE state = 'error'");
+  const int64_t trials = store.count("SELECT count(*) FROM trials");
+  // Memory per 1,000 finished trials: from the first sample past a quarter
+  // of the trials to the last one that the store had counted.
   double head_growth = 0, driver_growth = 0;
-  if (samples.size() > 4 && !ends.empty()) {
-    const double quarter = ends[ends.size() / 4];
-    auto first = std::find_if(samples.begin(), samples.end(),
-                              [&](const sample& s) { return s.at >= quarter; });
-    const sample& last = samples.back();
-    const double trials = finished_by(last.at) - finished_by(first->at);
-    if (first != samples.end() && trials > 0) {
-      head_growth = static_cast<double>(last.head - first->head) / (1 << 20) / trials * 1000;
-      driver_growth = static_cast<double>(last.driver - first->driver) / (1 << 20) / trials * 1000;
-    }
+  const sample* first = nullptr;
+  const sample* last = nullptr;
+  for (const sample& sm : samples) {
+    if (sm.head < 0 || sm.driver < 0 || sm.ended < 0)
+      continue;
+    if (first == nullptr && sm.ended >= o.trials / 4)
+      first = &sm;
+    last = &sm;
+  }
+  if (first != nullptr && last != nullptr && last->ended > first->ended) {
+    const double k = static_cast<double>(last->ended - first->ended) / 1000;
+    head_growth = static_cast<double>(last->head - first->head) / (1 << 20) / k;
+    driver_growth = static_cast<double>(last->driver - first->driver) / (1 << 20) / k;
   }
   int in_use = -1;
   {
@@ -445,24 +485,22 @@ int run_sweep(const sweep_options& o) {
     caf::actor_system sys{cfg};
     auto head = actors::connect_head(sys, cl.address(), seconds(10), {}, {});
     head_client c(sys, *head);
-    // The tuner gives every slot back before fit() returns; allow the
-    // releases a moment to land.
-    c.wait_until([&](const actors::cluster_status& s) { return slots_in_use(s) == 0; }, seconds(5));
     if (auto s = c.status())
       in_use = slots_in_use(*s);
   }
-  std::printf("sweep %d trials x %d epochs on %d nodes, %d at a time | %.1f s | starts %.1f/s "
-              "finishes %.1f/s (10th-90th percentile) | %.0f results/s | %d errored | slots in "
-              "use after: %d | head RSS %.1f MiB (%+.2f MiB per 1,000 trials) | driver RSS "
-              "%.1f MiB (%+.2f MiB per 1,000 trials)\n",
-              o.trials, o.epochs, o.nodes, o.concurrent, wall, rate(starts), rate(ends),
-              static_cast<double>(reports) / wall, errored, in_use,
-              samples.empty() ? -1.0 : static_cast<double>(samples.back().head) / (1 << 20),
-              head_growth,
-              samples.empty() ? -1.0 : static_cast<double>(samples.back().driver) / (1 << 20),
-              driver_growth);
+  std::printf("sweep %d trials x %d epochs on %d nodes, %d at a time (dtrain tune) | %.1f s | "
+              "store: %lld trials, %lld errored, %lld reports | starts %.1f/s, ends %.1f/s "
+              "(10th-90th percentile) | %.0f reports/s into the store | slots in use after: %d | "
+              "head RSS %.1f MiB (%+.2f MiB per 1,000 trials) | driver RSS %.1f MiB (%+.2f MiB "
+              "per 1,000 trials)\n",
+              o.trials, o.epochs, o.nodes, o.concurrent, wall, static_cast<long long>(trials),
+              static_cast<long long>(errored), static_cast<long long>(reports),
+              sustained_rate(starts), sustained_rate(ends), static_cast<double>(reports) / wall,
+              in_use, last ? static_cast<double>(last->head) / (1 << 20) : -1.0, head_growth,
+              last ? static_cast<double>(last->driver) / (1 << 20) : -1.0, driver_growth);
   std::fflush(stdout);
-  return in_use == 0 ? 0 : 1;
+  const bool whole = trials == o.trials && reports == int64_t{o.trials} * o.epochs && errored == 0;
+  return in_use == 0 && whole ? 0 : 1;
 }
 
 } // namespace

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -26,7 +27,8 @@ namespace dtrain::bench::scale {
 /// on loopback, in a DTRAIN_HOME of their own under the temporary
 /// directory. Every process it starts is SIGKILLed by its pid and reaped,
 /// and the directory removed, when this is destroyed (a SIGSTOPped one
-/// too: SIGKILL ends a stopped process). Not thread-safe.
+/// too: SIGKILL ends a stopped process); with $DTRAIN_SCALE_KEEP set the
+/// directory and its logs stay. Not thread-safe.
 class process_cluster {
 public:
   explicit process_cluster(const std::string& tag) {
@@ -45,7 +47,8 @@ public:
     for (pid_t pid : all_)
       waitpid(pid, nullptr, 0);
     std::error_code ec;
-    std::filesystem::remove_all(home_, ec);
+    if (std::getenv("DTRAIN_SCALE_KEEP") == nullptr)  // kept for a look at the logs
+      std::filesystem::remove_all(home_, ec);
   }
   process_cluster(const process_cluster&) = delete;
   process_cluster& operator=(const process_cluster&) = delete;

@@ -125,12 +125,17 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 // Joins the head at o.address for the first time: reaching it within
-// 10 s, then registering. A head that was reached but did not answer in
-// time (busy: a hundred nodes starting at once on one host took it past
-// 10 s) is asked again, with backoff, until first_join_window has passed;
-// any other error ends the join at once. The index is -1 when it cannot
-// join (said on stderr).
+// 10 s, then registering. A registration that gets no answer is asked
+// again: eight quick tries (1 s for the answer, 100 ms between them), then
+// 2, 4, 8 and 10 s with backoff, until first_join_window has passed; any other
+// error ends the join at once. With a hundred nodes connecting at once,
+// CAF 0.17 now and then delivers a new connection's first message without
+// its sender (the head sees process "invalid-node", refuses, and its
+// answer goes nowhere): the second try gets through. Registering twice is
+// harmless (the head counts a node actor once). The index is -1 when it
+// cannot join (said on stderr).
 constexpr std::chrono::seconds first_join_window{60};
+constexpr int quick_join_tries = 8;
 
 membership join_head(caf::actor_system& sys, const node_options& o, const tls_identity& tls,
                      const node_info& info, const node_actor& node, const hosted_table& hosted) {
@@ -140,7 +145,14 @@ membership join_head(caf::actor_system& sys, const node_options& o, const tls_id
   int tries = 0;
   for (;;) {
     ++tries;
-    auto joined = join_once(sys, o, tls, info, node, {}, hosted, seconds(10), seconds(10));
+    // Quick tries first: a lost message is more likely than a head that
+    // needs more than a second to answer.
+    const bool quick = tries <= quick_join_tries;
+    const milliseconds answer =
+        quick ? milliseconds(1000)
+              : std::min<milliseconds>(seconds(10),
+                                       seconds(2) * (1 << std::min(tries - quick_join_tries - 1, 3)));
+    auto joined = join_once(sys, o, tls, info, node, {}, hosted, seconds(10), answer);
     if (joined)
       return *joined;
     const bool busy = joined.error().code() == error_code::timeout;
@@ -154,9 +166,10 @@ membership join_head(caf::actor_system& sys, const node_options& o, const tls_id
     }
     std::fprintf(stderr, "dtrain node: the head at %s did not answer in time (%s); asking again "
                  "in %lld ms\n", o.address.c_str(), joined.error().message().c_str(),
-                 static_cast<long long>(backoff.count()));
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, milliseconds(5000));
+                 static_cast<long long>(quick ? 100 : backoff.count()));
+    std::this_thread::sleep_for(quick ? milliseconds(100) : backoff);
+    if (!quick)
+      backoff = std::min(backoff * 2, milliseconds(5000));
   }
 }
 
