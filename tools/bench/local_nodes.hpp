@@ -19,6 +19,46 @@
 
 namespace dtrain::bench {
 
+/// Forks and execs `binary ARGS`, its stdout and stderr to `log`; the
+/// child's pid, or -1 when it cannot fork.
+inline pid_t spawn_logged(const std::string& binary, std::vector<std::string> args,
+                          const std::string& log) {
+  args.insert(args.begin(), binary);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::FILE* out = std::freopen(log.c_str(), "w", stdout);
+    if (out != nullptr)
+      dup2(fileno(out), STDERR_FILENO);
+    std::vector<char*> argv;
+    for (auto& a : args)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+/// The first word of `path` once it has one, polled every 20 ms for up to
+/// `timeout`; "" when it has none by then.
+inline std::string wait_for_word(const std::string& path, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string word;
+  while (word.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ifstream(path) >> word;
+  }
+  return word;
+}
+
+/// The `dtrain` binary beside this program.
+inline std::string dtrain_beside_me() {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  self[n > 0 ? n : 0] = '\0';
+  return (std::filesystem::path(self).parent_path() / "dtrain").string();
+}
+
 /// A head and `nodes` one-slot node processes (`dtrain start`) of the
 /// `dtrain` binary beside this program, on loopback, in a DTRAIN_HOME of
 /// their own (a fresh directory under the temporary one, also where the
@@ -29,10 +69,7 @@ namespace dtrain::bench {
 class local_nodes {
 public:
   local_nodes(const std::string& tag, int nodes) {
-    char self[4096];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = '\0';
-    binary_ = (std::filesystem::path(self).parent_path() / "dtrain").string();
+    binary_ = dtrain_beside_me();
     home_ = std::filesystem::temp_directory_path() /
             (tag + "-" + std::to_string(getpid()) + "-" + std::to_string(++instances_));
     std::error_code ec;
@@ -80,29 +117,13 @@ private:
   status start(std::vector<std::string> args, const std::string& name, std::string& at) {
     const std::string port_file = (home_ / (name + ".address")).string();
     const std::string log = (home_ / (name + ".log")).string();
-    args.insert(args.begin(), binary_);
     args.push_back("--port-file");
     args.push_back(port_file);
-    const pid_t pid = fork();
-    if (pid == 0) {
-      std::FILE* out = std::freopen(log.c_str(), "w", stdout);
-      if (out != nullptr)
-        dup2(fileno(out), STDERR_FILENO);
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(binary_.c_str(), argv.data());
-      _exit(127);
-    }
+    const pid_t pid = spawn_logged(binary_, std::move(args), log);
     if (pid < 0)
       return io_error("cannot fork for " + name);
     pids_.push_back(pid);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (at.empty() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      std::ifstream(port_file) >> at;
-    }
+    at = wait_for_word(port_file, std::chrono::seconds(20));
     if (at.empty())
       return unavailable(name + " (" + binary_ + ") did not start within 20 s; see " + log);
     return status::ok();

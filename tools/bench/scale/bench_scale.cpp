@@ -163,6 +163,39 @@ void print_unjoined_logs(const process_cluster& cl, int most) {
   }
 }
 
+struct idle_figures {
+  double polls_per_s = -1;  // the head's polls to nodes
+  double cpu_pct = -1;      // of process `pid`'s, when given
+};
+
+// Six idle seconds: the head's polls per second (its own counter) and the
+// CPU of process `pid` (-1: none to read).
+idle_figures measure_idle(head_client& c, pid_t pid) {
+  idle_figures f;
+  auto before = c.status();
+  const double cpu0 = pid > 0 ? cpu_seconds(pid) : 0;
+  const auto t0 = clock::now();
+  std::this_thread::sleep_for(seconds(6));
+  auto after = c.status();
+  const double elapsed = ms_since(t0) / 1000;
+  if (pid > 0)
+    f.cpu_pct = 100 * (cpu_seconds(pid) - cpu0) / elapsed;
+  if (before && after)
+    f.polls_per_s = static_cast<double>(after->load.node_polls - before->load.node_polls) / elapsed;
+  return f;
+}
+
+// The median of `runs` status requests, in ms.
+double status_ms(head_client& c, int runs) {
+  std::vector<double> t;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = clock::now();
+    (void)c.status();
+    t.push_back(ms_since(t0));
+  }
+  return quantile(t, 0.5);
+}
+
 int run_processes(int n, int placements) {
   process_cluster cl("dtrain-scale");
   if (status s = cl.start_head(true); !s) {
@@ -208,26 +241,12 @@ int run_processes(int n, int placements) {
   std::this_thread::sleep_for(seconds(2));  // the nodes' own start-up CPU is over
 
   // Idle: what N nodes cost the head with nothing running.
-  auto before = c.status();
-  const double cpu0 = cpu_seconds(hp);
-  const auto idle0 = clock::now();
-  std::this_thread::sleep_for(seconds(6));
-  auto after = c.status();
-  const double idle_s = ms_since(idle0) / 1000;
-  const double cpu_pct = 100 * (cpu_seconds(hp) - cpu0) / idle_s;
-  const double polls_per_s =
-      before && after ? static_cast<double>(after->load.node_polls - before->load.node_polls) / idle_s
-                      : -1;
+  const idle_figures idle = measure_idle(c, hp);
   const int64_t rss_joined = rss_bytes(hp);
 
   auto places = measure_placements(c, n, placements, "p");
   auto load = c.status();
-  std::vector<double> status_rtt;
-  for (int i = 0; i < 20; ++i) {
-    const auto s0 = clock::now();
-    (void)c.status();
-    status_rtt.push_back(ms_since(s0));
-  }
+  const double over_caf = status_ms(c, 20);
   const double cli_ms = dtrain_status_ms(cl, 3);
   const auto [dash_p50, dash_p99] = dashboard_ms(cl, 20);
 
@@ -249,10 +268,10 @@ int run_processes(int n, int placements) {
               "(hang timeout %lld ms)\n",
               n, joined / 1000, half / 1000, most / 1000, retried,
               static_cast<double>(rss_joined) / (1 << 20),
-              static_cast<double>(rss_joined - rss0) / (1 << 20), cpu_pct, polls_per_s,
+              static_cast<double>(rss_joined - rss0) / (1 << 20), idle.cpu_pct, idle.polls_per_s,
               quantile(places.rtt_ms, 0.5), quantile(places.rtt_ms, 0.99),
               load ? load->load.place_p50_ms : -1, load ? load->load.place_p99_ms : -1,
-              places.failed, places.refused_ms, places.refusal_chars, median_of(status_rtt), cli_ms, dash_p50, dash_p99, k, kill_seen,
+              places.failed, places.refused_ms, places.refusal_chars, over_caf, cli_ms, dash_p50, dash_p99, k, kill_seen,
               kill_placed, k, hang_seen, hang_placed,
               static_cast<long long>(actors::hang_timeout().count()));
   std::fflush(stdout);
@@ -291,22 +310,10 @@ int run_in_process(int n, int placements) {
     }
   }
   const double registered = ms_since(t0);
-  auto before = c.status();
-  const auto idle0 = clock::now();
-  std::this_thread::sleep_for(seconds(6));
-  auto after = c.status();
-  const double idle_s = ms_since(idle0) / 1000;
-  const double polls_per_s =
-      before && after ? static_cast<double>(after->load.node_polls - before->load.node_polls) / idle_s
-                      : -1;
+  const idle_figures idle = measure_idle(c, -1);
   auto places = measure_placements(c, n, placements, "p");
   auto load = c.status();
-  std::vector<double> status_rtt;
-  for (int i = 0; i < 20; ++i) {
-    const auto s0 = clock::now();
-    (void)c.status();
-    status_rtt.push_back(ms_since(s0));
-  }
+  const double over_caf = status_ms(c, 20);
   const int k = std::max(1, n / 10);
   const auto k0 = clock::now();
   for (int i = 0; i < k; ++i)
@@ -320,9 +327,9 @@ int run_in_process(int n, int placements) {
               "%.3f p99 %.3f ms (head %.3f / %.3f, %d failed) | full: refused in %.3f ms, %zu chars | status %.2f ms | kill %d: seen "
               "%.1f ms, placed %.1f ms\n",
               n, registered, static_cast<double>(rss_bytes(getpid()) - rss0) / (1 << 20),
-              polls_per_s, quantile(places.rtt_ms, 0.5), quantile(places.rtt_ms, 0.99),
+              idle.polls_per_s, quantile(places.rtt_ms, 0.5), quantile(places.rtt_ms, 0.99),
               load ? load->load.place_p50_ms : -1, load ? load->load.place_p99_ms : -1,
-              places.failed, places.refused_ms, places.refusal_chars, median_of(status_rtt), k, seen,
+              places.failed, places.refused_ms, places.refusal_chars, over_caf, k, seen,
               placed);
   std::fflush(stdout);
   for (auto& node : nodes)
@@ -418,6 +425,7 @@ int run_sweep(const sweep_options& o) {
   struct sample {
     double at;
     int64_t head, driver, ended;
+    int driver_sockets;
   };
   std::vector<sample> samples;
   const auto t0 = clock::now();
@@ -446,7 +454,8 @@ int run_sweep(const sweep_options& o) {
         break;
       }
       samples.push_back({ms_since(t0) / 1000, rss_bytes(cl.head_pid()), rss_bytes(driver),
-                         live.count("SELECT count(*) FROM trials WHERE ended_at IS NOT NULL")});
+                         live.count("SELECT count(*) FROM trials WHERE ended_at IS NOT NULL"),
+                         socket_count(driver)});
       std::this_thread::sleep_for(milliseconds(250));
     }
   }
@@ -479,6 +488,9 @@ int run_sweep(const sweep_options& o) {
     head_growth = static_cast<double>(last->head - first->head) / (1 << 20) / k;
     driver_growth = static_cast<double>(last->driver - first->driver) / (1 << 20) / k;
   }
+  int sockets = 0;  // the driver's most at once: its fan-out to the nodes
+  for (const sample& sm : samples)
+    sockets = std::max(sockets, sm.driver_sockets);
   int in_use = -1;
   {
     actors::system_config cfg;
@@ -492,12 +504,12 @@ int run_sweep(const sweep_options& o) {
               "store: %lld trials, %lld errored, %lld reports | starts %.1f/s, ends %.1f/s "
               "(10th-90th percentile) | %.0f reports/s into the store | slots in use after: %d | "
               "head RSS %.1f MiB (%+.2f MiB per 1,000 trials) | driver RSS %.1f MiB (%+.2f MiB "
-              "per 1,000 trials)\n",
+              "per 1,000 trials), %d sockets at most\n",
               o.trials, o.epochs, o.nodes, o.concurrent, wall, static_cast<long long>(trials),
               static_cast<long long>(errored), static_cast<long long>(reports),
               sustained_rate(starts), sustained_rate(ends), static_cast<double>(reports) / wall,
               in_use, last ? static_cast<double>(last->head) / (1 << 20) : -1.0, head_growth,
-              last ? static_cast<double>(last->driver) / (1 << 20) : -1.0, driver_growth);
+              last ? static_cast<double>(last->driver) / (1 << 20) : -1.0, driver_growth, sockets);
   std::fflush(stdout);
   const bool whole = trials == o.trials && reports == int64_t{o.trials} * o.epochs && errored == 0;
   return in_use == 0 && whole ? 0 : 1;

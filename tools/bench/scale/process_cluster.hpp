@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "dtrain/core/status.hpp"
+#include "local_nodes.hpp"
 
 namespace dtrain::bench::scale {
 
@@ -32,10 +33,7 @@ namespace dtrain::bench::scale {
 class process_cluster {
 public:
   explicit process_cluster(const std::string& tag) {
-    char self[4096];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    self[n > 0 ? n : 0] = '\0';
-    binary_ = (std::filesystem::path(self).parent_path() / "dtrain").string();
+    binary_ = dtrain_beside_me();
     home_ = std::filesystem::temp_directory_path() /
             (tag + "-" + std::to_string(getpid()) + "-" + std::to_string(++instances_));
     std::filesystem::create_directories(home_);
@@ -98,33 +96,14 @@ public:
 
 private:
   pid_t spawn(std::vector<std::string> args, const std::string& name) {
-    const std::string log = file(name + ".log");
-    args.insert(args.begin(), binary_);
-    const pid_t pid = fork();
-    if (pid == 0) {
-      std::FILE* out = std::freopen(log.c_str(), "w", stdout);
-      if (out != nullptr)
-        dup2(fileno(out), STDERR_FILENO);
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(binary_.c_str(), argv.data());
-      _exit(127);
-    }
+    const pid_t pid = spawn_logged(binary_, std::move(args), file(name + ".log"));
     if (pid > 0)
       all_.push_back(pid);
     return pid;
   }
 
   static std::string wait_for(const std::string& path, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    std::string text;
-    while (text.empty() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      std::ifstream(path) >> text;
-    }
-    return text;
+    return wait_for_word(path, timeout);
   }
 
   static inline int instances_ = 0;
@@ -140,17 +119,22 @@ private:
 
 /// A process's resident set (VmRSS) in bytes; -1 when it cannot be read.
 inline int64_t rss_bytes(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  std::string word;
-  while (f >> word) {
-    if (word == "VmRSS:") {
-      int64_t kib = -1;
-      f >> kib;
-      return kib < 0 ? -1 : kib * 1024;
-    }
-    std::getline(f, word);
+  auto bytes = proc_status_bytes(pid, "VmRSS:");
+  return bytes ? *bytes : -1;
+}
+
+/// How many sockets process `pid` holds open (its connections and
+/// listeners); -1 when its descriptors cannot be read.
+inline int socket_count(pid_t pid) {
+  std::error_code ec;
+  int n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    std::error_code link_ec;
+    const auto target = std::filesystem::read_symlink(it->path(), link_ec).string();
+    n += target.rfind("socket:", 0) == 0;
   }
-  return -1;
+  return ec ? -1 : n;
 }
 
 /// A process's CPU time (user + system) in seconds; -1 when unreadable.
