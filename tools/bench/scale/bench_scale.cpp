@@ -488,6 +488,14 @@ int run_sweep(const sweep_options& o) {
     head_growth = static_cast<double>(last->head - first->head) / (1 << 20) / k;
     driver_growth = static_cast<double>(last->driver - first->driver) / (1 << 20) / k;
   }
+  // Slot turnaround, the tuner's loop end to end: from the end that freed
+  // a slot (the i-th end) to the group of the trial that took it ready
+  // (the (i + concurrent)-th start): the tuner hears the end, asks the
+  // searcher, places, spawns the replica and sets it up.
+  std::vector<double> turnaround_ms;
+  for (size_t i = static_cast<size_t>(o.concurrent); i < starts.size(); ++i)
+    if (i - static_cast<size_t>(o.concurrent) < ends.size())
+      turnaround_ms.push_back(1000 * (starts[i] - ends[i - static_cast<size_t>(o.concurrent)]));
   int sockets = 0;  // the driver's most at once: its fan-out to the nodes
   for (const sample& sm : samples)
     sockets = std::max(sockets, sm.driver_sockets);
@@ -502,12 +510,14 @@ int run_sweep(const sweep_options& o) {
   }
   std::printf("sweep %d trials x %d epochs on %d nodes, %d at a time (dtrain tune) | %.1f s | "
               "store: %lld trials, %lld errored, %lld reports | starts %.1f/s, ends %.1f/s "
-              "(10th-90th percentile) | %.0f reports/s into the store | slots in use after: %d | "
+              "(10th-90th percentile), slot turnaround p50 %.1f p99 %.1f ms | %.0f reports/s into "
+              "the store | slots in use after: %d | "
               "head RSS %.1f MiB (%+.2f MiB per 1,000 trials) | driver RSS %.1f MiB (%+.2f MiB "
               "per 1,000 trials), %d sockets at most\n",
               o.trials, o.epochs, o.nodes, o.concurrent, wall, static_cast<long long>(trials),
               static_cast<long long>(errored), static_cast<long long>(reports),
-              sustained_rate(starts), sustained_rate(ends), static_cast<double>(reports) / wall,
+              sustained_rate(starts), sustained_rate(ends), quantile(turnaround_ms, 0.5),
+              quantile(turnaround_ms, 0.99), static_cast<double>(reports) / wall,
               in_use, last ? static_cast<double>(last->head) / (1 << 20) : -1.0, head_growth,
               last ? static_cast<double>(last->driver) / (1 << 20) : -1.0, driver_growth, sockets);
   std::fflush(stdout);
