@@ -202,14 +202,10 @@ int run_processes(int n, int placements) {
     std::fprintf(stderr, "error: %s\n", s.message().c_str());
     return 1;
   }
-  actors::system_config cfg;
-  caf::actor_system sys{cfg};
-  auto head = actors::connect_head(sys, cl.address(), seconds(10), {}, {});
-  if (!head) {
-    std::fprintf(stderr, "error: %s\n", head.error().message().c_str());
+  auto attached = attached_client::attach(cl.address());
+  if (!attached)
     return 1;
-  }
-  head_client c(sys, *head);
+  head_client& c = attached->client();
   const pid_t hp = cl.head_pid();
   const int64_t rss0 = rss_bytes(hp);
 
@@ -398,15 +394,10 @@ int run_sweep(const sweep_options& o) {
   }
   cl.start_nodes(o.nodes);
   {
-    actors::system_config cfg;
-    caf::actor_system sys{cfg};
-    auto head = actors::connect_head(sys, cl.address(), seconds(10), {}, {});
-    if (!head) {
-      std::fprintf(stderr, "error: %s\n", head.error().message().c_str());
+    auto attached = attached_client::attach(cl.address());
+    if (!attached)
       return 1;
-    }
-    head_client c(sys, *head);
-    if (c.wait_until([&](const actors::cluster_status& s) { return usable_nodes(s) == o.nodes; },
+    if (attached->client().wait_until([&](const actors::cluster_status& s) { return usable_nodes(s) == o.nodes; },
                      seconds(120), milliseconds(50)) < 0) {
       std::fprintf(stderr, "error: the %d nodes did not join within 120 s\n", o.nodes);
       return 1;
@@ -500,14 +491,9 @@ int run_sweep(const sweep_options& o) {
   for (const sample& sm : samples)
     sockets = std::max(sockets, sm.driver_sockets);
   int in_use = -1;
-  {
-    actors::system_config cfg;
-    caf::actor_system sys{cfg};
-    auto head = actors::connect_head(sys, cl.address(), seconds(10), {}, {});
-    head_client c(sys, *head);
-    if (auto s = c.status())
+  if (auto attached = attached_client::attach(cl.address()))
+    if (auto s = attached->client().status())
       in_use = slots_in_use(*s);
-  }
   std::printf("sweep %d trials x %d epochs on %d nodes, %d at a time (dtrain tune) | %.1f s | "
               "store: %lld trials, %lld errored, %lld reports | starts %.1f/s, ends %.1f/s "
               "(10th-90th percentile), slot turnaround p50 %.1f p99 %.1f ms | %.0f reports/s into "

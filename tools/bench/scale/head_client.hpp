@@ -5,12 +5,15 @@
 // from here.
 
 #include <chrono>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "caf/all.hpp"
 #include "dtrain/cluster/errors.hpp"
 #include "dtrain/cluster/messages.hpp"
+#include "dtrain/cluster/system.hpp"
 
 namespace dtrain::bench::scale {
 
@@ -80,6 +83,32 @@ private:
   actors::head_actor head_;
   std::string session_;
   caf::actor owner_;
+};
+
+/// A head_client of its own actor system, attached to the head at
+/// `address` (plain remoting, 10 s to reach it); nullptr, said on stderr,
+/// when the head cannot be reached.
+class attached_client {
+public:
+  static std::unique_ptr<attached_client> attach(const std::string& address) {
+    auto a = std::unique_ptr<attached_client>(new attached_client);
+    auto head = actors::connect_head(a->sys_, address, std::chrono::seconds(10), {}, {});
+    if (!head) {
+      std::fprintf(stderr, "error: %s\n", head.error().message().c_str());
+      return nullptr;
+    }
+    a->client_ = std::make_unique<head_client>(a->sys_, *head);
+    return a;
+  }
+  ~attached_client() { client_.reset(); }  // before the actor system
+  head_client& client() { return *client_; }
+  caf::actor_system& system() { return sys_; }
+
+private:
+  attached_client() = default;
+  actors::system_config cfg_;
+  caf::actor_system sys_{cfg_};
+  std::unique_ptr<head_client> client_;
 };
 
 /// The p-th quantile (0..1) of `v` (nearest rank); 0 for none.
