@@ -28,6 +28,13 @@ system_config::system_config(const tls_identity& tls) {
   // Both settings must be the same in every process of a cluster.
   set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds(500)});
   set("middleman.connection-timeout", caf::timespan{hang_timeout()});
+  // Messages from peers are read on the middleman's own thread, not handed
+  // to its worker pool: with the pool, CAF 0.17.6 delivered about one new
+  // connection in a hundred without its senders for seconds (the head saw
+  // a registration from process "invalid-node" and its answer went
+  // nowhere). Without it: none in 800 joins (the scale harness,
+  // docs/scale.md).
+  set("middleman.workers", size_t{0});
   load<caf::io::middleman>();
   if (tls.enabled()) {
     openssl_certificate = tls.files.certificate;
