@@ -169,6 +169,39 @@ BOOST_AUTO_TEST_CASE(multi_objective_tpe_is_deterministic_and_ignores_failed_and
   BOOST_TEST((configs(3, true) == configs(3, false)));
 }
 
+BOOST_AUTO_TEST_CASE(the_random_startup_counts_only_completed_trials_with_every_objective) {
+  // Optuna 3.1 (_sample_relative / sample_independent): n counts the
+  // observations, which with several objectives are the completed trials
+  // only. Three trials ended, one of them failed and one stopped: one
+  // observation, so with startup_trials 3 the 4th suggestion is still the
+  // random stream's 4th draw, as a searcher that heard nothing draws it.
+  tpe_options o = two_objective_tpe(5);
+  o.startup_trials = 3;
+  auto heard = make_tpe(unit_square(), o);
+  auto silent = make_tpe(unit_square(), o);
+  const trial_end ends[] = {trial_end::completed, trial_end::failed, trial_end::stopped};
+  for (int i = 0; i < 3; ++i) {
+    const std::string id = "t" + std::to_string(i);
+    suggestion next = heard->suggest(id);
+    (void)silent->suggest(id);
+    heard->on_result(report{id, 1, zdt1(next.configuration)});
+    heard->on_end(id, ends[i]);
+  }
+  BOOST_TEST((heard->suggest("t3").configuration == silent->suggest("t3").configuration));
+  // Three completed trials end the startup: the model draws (from a stream
+  // of its own, so the 4th suggestion differs from the random one).
+  auto done = make_tpe(unit_square(), o);
+  auto quiet = make_tpe(unit_square(), o);
+  for (int i = 0; i < 3; ++i) {
+    const std::string id = "t" + std::to_string(i);
+    suggestion next = done->suggest(id);
+    (void)quiet->suggest(id);
+    done->on_result(report{id, 1, zdt1(next.configuration)});
+    done->on_end(id, trial_end::completed);
+  }
+  BOOST_TEST((done->suggest("t3").configuration != quiet->suggest("t3").configuration));
+}
+
 BOOST_AUTO_TEST_CASE(a_constraint_steers_tpe_to_feasible_trials) {
   // Minimize (x - 0.2)^2 + (y - 0.2)^2 subject to x >= 0.6 (0.6 - x <= 0):
   // the unconstrained optimum is infeasible.

@@ -60,8 +60,14 @@ public:
       if (t.ended || options_.constant_liar)
         observed.push_back(&t);
     }
+    // Optuna's n, which the random startup counts: the observations that
+    // are not running. With several objectives only completed trials that
+    // reported every objective are observations; a failed or stopped trial
+    // does not end the startup.
+    const int64_t n =
+        multi_objective() ? static_cast<int64_t>(observations(observed).size()) : ended;
     out.what = suggestion::kind::trial;
-    out.configuration = ended < options_.startup_trials ? random_draw() : model_draw(observed);
+    out.configuration = n < options_.startup_trials ? random_draw() : model_draw(observed);
     trials_[trial_id].configuration = out.configuration;
     order_.push_back(trial_id);
     return out;

@@ -37,7 +37,9 @@ namespace dtrain::tune {
 ///
 /// A trial's value is its last report's metric (a stopped trial's too);
 /// only ended trials are observations besides the liar's running ones (the
-/// startup lasts until startup_trials have ended). Ranked as Optuna ranks
+/// startup lasts until startup_trials have ended; with several objectives,
+/// until startup_trials have completed with every objective, as only those
+/// are observations there). Ranked as Optuna ranks
 /// them: completed trials by value, then stopped ones (those stopped later
 /// first, then by value), then failed trials, NaN values and trials that
 /// never reported, the worst, then running ones. Grid dimensions are
