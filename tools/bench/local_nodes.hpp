@@ -51,6 +51,14 @@ inline std::string wait_for_word(const std::string& path, std::chrono::milliseco
   return word;
 }
 
+/// SIGKILLs every process of `pids` (a stopped one too) and reaps them.
+inline void kill_and_reap(const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids)
+    kill(pid, SIGKILL);
+  for (pid_t pid : pids)
+    waitpid(pid, nullptr, 0);
+}
+
 /// The `dtrain` binary beside this program.
 inline std::string dtrain_beside_me() {
   char self[4096];
@@ -87,10 +95,7 @@ public:
     }
   }
   ~local_nodes() {
-    for (pid_t pid : pids_)
-      kill(pid, SIGKILL);
-    for (pid_t pid : pids_)
-      waitpid(pid, nullptr, 0);
+    kill_and_reap(pids_);
     std::error_code ec;
     std::filesystem::remove_all(home_, ec);
   }

@@ -40,10 +40,7 @@ public:
     setenv("DTRAIN_HOME", home_.c_str(), 1);
   }
   ~process_cluster() {
-    for (pid_t pid : all_)
-      kill(pid, SIGKILL);
-    for (pid_t pid : all_)
-      waitpid(pid, nullptr, 0);
+    kill_and_reap(all_);
     std::error_code ec;
     if (std::getenv("DTRAIN_SCALE_KEEP") == nullptr)  // kept for a look at the logs
       std::filesystem::remove_all(home_, ec);
@@ -62,14 +59,14 @@ public:
     head_pid_ = spawn(args, "head");
     if (head_pid_ < 0)
       return io_error("cannot fork the head");
-    address_ = wait_for(file("head.address"), std::chrono::seconds(20));
+    address_ = wait_for_word(file("head.address"), std::chrono::seconds(20));
     if (address_.empty())
       return unavailable("the head did not start within 20 s; see " + file("head.log"));
     if (dashboard) {
-      const std::string url = wait_for(file("dashboard.url"), std::chrono::seconds(5));
+      const std::string url = wait_for_word(file("dashboard.url"), std::chrono::seconds(5));
       const auto colon = url.rfind(':');
       dashboard_port_ = colon == std::string::npos ? 0 : std::atoi(url.c_str() + colon + 1);
-      token_ = wait_for(file("dashboard-token"), std::chrono::seconds(5));
+      token_ = wait_for_word(file("dashboard-token"), std::chrono::seconds(5));
     }
     return status::ok();
   }
@@ -100,10 +97,6 @@ private:
     if (pid > 0)
       all_.push_back(pid);
     return pid;
-  }
-
-  static std::string wait_for(const std::string& path, std::chrono::milliseconds timeout) {
-    return wait_for_word(path, timeout);
   }
 
   static inline int instances_ = 0;
