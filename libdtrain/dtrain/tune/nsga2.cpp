@@ -53,7 +53,7 @@ struct individual {
 class nsga2_searcher final : public searcher {
 public:
   nsga2_searcher(const space& s, const nsga2_options& o)
-    : options_(o), random_(o.seed), genetic_(hash64(o.seed, 0x4e534741)) {
+    : options_(o), random_(o.seed), genetic_(o.seed) {
     for (const auto& [name, d] : s.domains())
       dims_.push_back(detail::make_dimension(name, d));
     for (const auto& dim : dims_)
@@ -167,18 +167,10 @@ private:
     return {generation, std::move(parents)};
   }
 
-  // A fresh draw of one dimension (Optuna's RandomSampler): a grid
-  // dimension as one of its points, any other as its domain draws.
-  value draw(const dimension& dim) {
-    if (dim.d.grid && !dim.categories.empty())
-      return dim.categories[random_.below(dim.categories.size())];
-    return space::sample_one(dim.d, random_);
-  }
-
   config random_config() {
     config out;
     for (const auto& dim : dims_)
-      out[dim.name] = draw(dim);
+      out[dim.name] = detail::random_sampler_draw(dim, random_);
     return out;
   }
 
@@ -190,41 +182,46 @@ private:
     for (const auto& i : population)
       if (i.trial != chosen)
         pool.push_back(&i);
-    const individual& a = *pool[genetic_.below(pool.size())];
-    const individual& b = *pool[genetic_.below(pool.size())];
+    const individual& a = *pool[genetic_.randint(pool.size())];
+    const individual& b = *pool[genetic_.randint(pool.size())];
     return beats(a, b) ? a : b;
   }
 
   config child(const std::vector<individual>& parents) {
-    config inherited;
-    if (genetic_.uniform_double() < options_.crossover_prob) {
+    // The inherited values in Optuna's order: after a crossover the
+    // categorical dimensions, then the numeric ones; without one, the
+    // search space's order (names).
+    std::vector<std::pair<const dimension*, value>> inherited;
+    if (genetic_.random_sample() < options_.crossover_prob) {
       const individual& first = tournament(parents, nullptr);
       const individual& second = tournament(parents, first.trial);
-      // Optuna draws the categorical parameters' swaps, then the numeric
-      // ones'; each takes the second parent's value when the draw is
-      // >= swapping_prob.
+      // Each takes the second parent's value when its draw is >=
+      // swapping_prob.
       for (auto type : {dimension::kind::categorical, dimension::kind::numeric})
         for (const auto& dim : dims_)
           if (dim.type == type) {
-            const bool swap = genetic_.uniform_double() >= options_.swapping_prob;
-            inherited[dim.name] = (swap ? second : first).trial->configuration.at(dim.name);
+            const bool swap = genetic_.random_sample() >= options_.swapping_prob;
+            inherited.emplace_back(&dim,
+                                   (swap ? second : first).trial->configuration.at(dim.name));
           }
     } else {
-      const individual& only = parents[genetic_.below(parents.size())];
+      const individual& only = parents[genetic_.randint(parents.size())];
       for (const auto& dim : dims_)
         if (dim.type != dimension::kind::fixed)
-          inherited[dim.name] = only.trial->configuration.at(dim.name);
+          inherited.emplace_back(&dim, only.trial->configuration.at(dim.name));
     }
     const double mutation = options_.mutation_prob >= 0
                                 ? options_.mutation_prob
                                 : 1.0 / std::max<double>(1.0, static_cast<double>(varying_));
-    std::map<std::string, bool> keep;
-    for (const auto& [name, v] : inherited)
-      keep[name] = genetic_.uniform_double() >= mutation;
+    std::map<std::string, value> kept;
+    for (const auto& [dim, v] : inherited)
+      if (genetic_.random_sample() >= mutation)
+        kept[dim->name] = v;
+    // The rest is drawn afresh by the random sampler, in name order.
     config out;
     for (const auto& dim : dims_) {
-      auto it = inherited.find(dim.name);
-      out[dim.name] = it != inherited.end() && keep[dim.name] ? it->second : draw(dim);
+      auto it = kept.find(dim.name);
+      out[dim.name] = it != kept.end() ? it->second : detail::random_sampler_draw(dim, random_);
     }
     return out;
   }
@@ -235,8 +232,9 @@ private:
   std::map<std::string, member> trials_;
   std::vector<std::string> order_;  // trial ids in suggestion order
   std::map<int64_t, std::pair<size_t, std::vector<individual>>> elites_;
-  rng random_;   // Optuna's RandomSampler: first generation and mutations
-  rng genetic_;  // Optuna's sampler RandomState: selection, crossover, mutation draws
+  // Two NumPy streams seeded alike, as Optuna's NSGAIISampler holds them.
+  detail::numpy_random random_;   // its RandomSampler's: first generation, mutations
+  detail::numpy_random genetic_;  // its own: selection, crossover, mutation draws
 };
 
 } // namespace

@@ -1,6 +1,8 @@
 // The Parzen estimator of TPE (parzen_estimator.hpp), written from Optuna
-// 3.1's definition; the numerics (normal tails in logs, the truncated
-// normal's quantile by bisection) are our own.
+// 3.1's definition. The numerics (normal tails in logs, the truncated
+// normal's quantile by bisection) follow the cases Optuna 3.1's
+// _truncnorm.py takes, so that a draw lands on the same double; the code
+// is our own.
 #include "dtrain/tune/parzen_estimator.hpp"
 
 #include <algorithm>
@@ -18,21 +20,38 @@ constexpr double prior_weight = 1.0;
 // ---------------------------------------------------------------------------
 // The standard normal, in logs where tails matter.
 
-// log Phi(x). erfc keeps full relative precision down to x = -20; below,
-// the asymptotic series of the Mills ratio does.
+// Phi(x), by erf in the middle and erfc in the tails (Optuna's
+// _ndtr_single), and by erf alone (its vectorized _ndtr).
+double ndtr_tails(double x) {
+  const double t = x / std::sqrt(2.0);
+  if (t < -1 / std::sqrt(2.0))
+    return 0.5 * std::erfc(-t);
+  if (t < 1 / std::sqrt(2.0))
+    return 0.5 + 0.5 * std::erf(t);
+  return 1.0 - 0.5 * std::erfc(t);
+}
+double ndtr(double x) { return 0.5 + 0.5 * std::erf(x / std::sqrt(2.0)); }
+
+// log Phi(x): log1p's first term above 6, the log of Phi down to -20, and
+// below, the asymptotic series of the Mills ratio summed until it stops
+// changing (Optuna's _log_ndtr_single, whose cases we follow so that the
+// quantiles below bisect to the same doubles).
 double log_ndtr(double x) {
+  if (x > 6)
+    return -ndtr_tails(-x);
   if (x > -20)
-    return std::log(0.5 * std::erfc(-x / std::sqrt(2.0)));
-  const double x2 = x * x;
-  double term = 1, sum = 1;
-  for (int i = 1; i < 30; ++i) {
-    const double next = -term * (2 * i - 1) / x2;
-    if (std::fabs(next) >= std::fabs(term))
-      break;  // the series is asymptotic: stop where its terms grow
-    term = next;
-    sum += term;
+    return std::log(ndtr_tails(x));
+  const double log_lhs = -0.5 * x * x - std::log(-x) - 0.5 * std::log(2 * M_PI);
+  double last = 0, sum = 1, numerator = 1, denominator = 1, sign = 1;
+  for (int i = 1; std::fabs(last - sum) > std::numeric_limits<double>::epsilon() && i < 1000;
+       ++i) {
+    last = sum;
+    sign = -sign;
+    denominator *= 1 / (x * x);
+    numerator *= 2 * i - 1;
+    sum += sign * numerator * denominator;
   }
-  return -0.5 * x2 - std::log(-x) - 0.5 * std::log(2 * M_PI) + std::log(sum);
+  return log_lhs + std::log(sum);
 }
 
 // log(exp(p) - exp(q)), p >= q.
@@ -40,6 +59,14 @@ double log_diff(double p, double q) {
   if (q == -inf)
     return p;
   return p + std::log1p(-std::exp(q - p));
+}
+
+// log(exp(p) + exp(q)) as NumPy's logaddexp computes it.
+double log_add(double p, double q) {
+  if (p == q)
+    return p + M_LN2;
+  const double d = p - q;
+  return d > 0 ? p + std::log1p(std::exp(-d)) : q + std::log1p(std::exp(d));
 }
 
 // log of the standard normal's mass on [a, b]: computed in the left tail
@@ -51,28 +78,30 @@ double log_mass(double a, double b) {
     return log_diff(log_ndtr(b), log_ndtr(a));
   if (a > 0)
     return log_diff(log_ndtr(-a), log_ndtr(-b));
-  return std::log1p(-0.5 * std::erfc(-a / std::sqrt(2.0)) - 0.5 * std::erfc(b / std::sqrt(2.0)));
+  return std::log1p(-ndtr(a) - ndtr(-b));
 }
 
-// The x in [-100, 100] with log Phi(x) = y, by bisection (100 halvings reach
-// adjacent doubles; log_ndtr is monotone).
+// The x in [-100, 100] with log Phi(x) = y: 100 halvings, the last
+// midpoint returned (adjacent doubles by then; log_ndtr is monotone).
 double ndtri_exp(double y) {
-  double lo = -100, hi = 100;
+  double lo = -100, hi = 100, mid = 0;
   for (int i = 0; i < 100; ++i) {
-    const double mid = 0.5 * (lo + hi);
+    mid = 0.5 * (lo + hi);
     (log_ndtr(mid) < y ? lo : hi) = mid;
   }
-  return 0.5 * (lo + hi);
+  return mid;
 }
 
-// The u-quantile of the standard normal truncated to [a, b], a < b.
+// The u-quantile of the standard normal truncated to [a, b], a < b: from
+// the left end for a < 0, from the right end otherwise (Optuna's ppf).
 double truncated_ppf(double u, double a, double b) {
-  if (a >= 0)  // the right tail, mirrored into the left one
-    return -truncated_ppf(1 - u, -b, -a);
-  const double la = log_ndtr(a), lm = log_mass(a, b);
-  const double lu = std::log(u) + lm;
-  const double y = std::max(la, lu) + std::log1p(std::exp(-std::fabs(la - lu)));
-  return std::clamp(ndtri_exp(y), a, b);
+  if (u == 0)
+    return a;
+  if (u == 1)
+    return b;
+  if (a < 0)
+    return ndtri_exp(log_add(log_ndtr(a), std::log(u) + log_mass(a, b)));
+  return -ndtri_exp(log_add(log_ndtr(-b), std::log1p(-u) + log_mass(a, b)));
 }
 
 double log_sum_exp(const std::vector<double>& xs) {
@@ -90,17 +119,6 @@ double log_sum_exp(const std::vector<double>& xs) {
 std::pair<double, double> multiples(const domain& d) {
   const double slack = 1e-9;
   return {std::ceil(d.low / d.q - slack), std::floor(d.high / d.q + slack)};
-}
-
-// The index in `probabilities` (summing to 1) that u in [0, 1) falls in.
-size_t pick(const std::vector<double>& probabilities, double u) {
-  double cumulative = 0;
-  for (size_t i = 0; i + 1 < probabilities.size(); ++i) {
-    cumulative += probabilities[i];
-    if (u < cumulative)
-      return i;
-  }
-  return probabilities.size() - 1;
 }
 
 } // namespace
@@ -187,6 +205,23 @@ dimension make_dimension(const std::string& name, const domain& d) {
   return out;
 }
 
+value random_sampler_draw(const dimension& dim, numpy_random& r) {
+  if (dim.type == dimension::kind::fixed)
+    return dim.fixed_value;
+  if (dim.type == dimension::kind::numeric)
+    return dim.to_value(r.uniform(dim.low, dim.high));
+  size_t best = 0;
+  double top = -1;
+  for (size_t k = 0; k < dim.categories.size(); ++k) {
+    const double u = r.uniform(0, 1);
+    if (u > top) {  // the first of equal ones, as argmax
+      top = u;
+      best = k;
+    }
+  }
+  return dim.categories[best];
+}
+
 // ---------------------------------------------------------------------------
 // The estimator.
 
@@ -230,32 +265,59 @@ parzen_estimator::parzen_estimator(const dimension& dim, const std::vector<doubl
       return rows;
     }(), bandwidth::neighbours) {}
 
-std::vector<double> parzen_estimator::sample_point(rng& r) const {
-  const size_t j = pick(weights_, r.uniform_double());
-  std::vector<double> out;
-  out.reserve(axes_.size());
-  for (const axis& a : axes_)
-    out.push_back(sample_axis(a, j, r));
+std::vector<std::vector<double>> parzen_estimator::sample(numpy_random& r, size_t n) const {
+  // Optuna's order of draws: the n components first, then each dimension's
+  // n draws in turn.
+  const std::vector<size_t> active = r.choice(weights_, n);
+  std::vector<std::vector<double>> out(n, std::vector<double>(axes_.size()));
+  for (size_t d = 0; d < axes_.size(); ++d) {
+    const axis& a = axes_[d];
+    std::vector<double> u(n);
+    for (double& x : u)
+      x = r.random_sample();
+    for (size_t i = 0; i < n; ++i)
+      out[i][d] = sample_axis(a, active[i], u[i]);
+  }
   return out;
 }
 
-double parzen_estimator::sample_axis(const axis& a, size_t j, rng& r) const {
+double parzen_estimator::sample_axis(const axis& a, size_t j, double u) const {
   const dimension& dim = *a.dim;
-  if (dim.type == dimension::kind::categorical)
-    return static_cast<double>(pick(a.categories[j], r.uniform_double()));
+  if (dim.type == dimension::kind::categorical) {
+    // The number of cumulative probabilities below u.
+    double cumulative = 0;
+    size_t k = 0;
+    for (double p : a.categories[j])
+      k += (cumulative += p) < u;
+    return static_cast<double>(std::min(k, a.categories[j].size() - 1));
+  }
   const double lo = (dim.low - a.mus[j]) / a.sigmas[j];
   const double hi = (dim.high - a.mus[j]) / a.sigmas[j];
-  const double z = truncated_ppf(r.uniform_double(), lo, hi);
-  return std::clamp(a.mus[j] + a.sigmas[j] * z, dim.low, dim.high);
+  const double z = truncated_ppf(u, lo, hi);
+  return std::clamp(z * a.sigmas[j] + a.mus[j], dim.low, dim.high);
 }
 
 double parzen_estimator::log_pdf(const std::vector<double>& x) const {
   std::vector<double> terms(weights_.size());
+  if (axes_.size() == 1 && axes_[0].dim->type == dimension::kind::categorical) {
+    // One category: the log of the weighted mixture of its probabilities
+    // (Optuna's shortcut), summed in sorted order so that two categories
+    // whose terms are the same up to order score exactly alike, as they do
+    // in Optuna; the first candidate of tied ones is then chosen on both
+    // sides.
+    const auto k = static_cast<size_t>(x[0]);
+    for (size_t j = 0; j < weights_.size(); ++j)
+      terms[j] = axes_[0].categories[j][k] * weights_[j];
+    std::sort(terms.begin(), terms.end());
+    return std::log(std::accumulate(terms.begin(), terms.end(), 0.0));
+  }
+  // Optuna's order of sums: the dimensions' log densities from 0, then
+  // the log weight; the log-sum-exp over components from the largest.
   for (size_t j = 0; j < weights_.size(); ++j) {
-    double t = std::log(weights_[j]);
+    double t = 0;
     for (size_t d = 0; d < axes_.size(); ++d)
       t += component_log_pdf(axes_[d], j, x[d]);
-    terms[j] = t;
+    terms[j] = t + std::log(weights_[j]);
   }
   return log_sum_exp(terms);
 }
@@ -294,10 +356,10 @@ void parzen_estimator::fit_numbers(axis& a, const std::vector<double>& xs, bandw
     const double sigma0 = 0.2 * std::pow(n, -1.0 / (static_cast<double>(n_dims) + 4));
     std::fill(a.sigmas.begin(), a.sigmas.end(), sigma0 * range);
   } else {
-    std::vector<size_t> order(m);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t x, size_t y) { return a.mus[x] < a.mus[y]; });
+    // NumPy's argsort, not a stable sort: among equal means (a stepped or
+    // integer domain repeats values) its order decides which one sits
+    // where the prior's bandwidth is later put.
+    const std::vector<size_t> order = numpy_argsort(a.mus);
     std::vector<double> s = {dim.low};
     for (size_t i : order)
       s.push_back(a.mus[i]);
@@ -340,7 +402,7 @@ double parzen_estimator::component_log_pdf(const axis& a, size_t j, double x) co
   // makes narrow components win and Hartmann-6's median best after 50
   // trials worse (-2.44 against -2.75), Branin's unchanged.
   const double z = (x - mu) / sigma;
-  return -0.5 * z * z - 0.5 * std::log(2 * M_PI) - accept;
+  return -(z * z) / 2.0 - std::log(std::sqrt(2 * M_PI)) - accept;
 }
 
 } // namespace dtrain::tune::detail

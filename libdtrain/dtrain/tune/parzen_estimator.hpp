@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "dtrain/core/random.hpp"
+#include "dtrain/tune/numpy_compat.hpp"
 #include "dtrain/tune/space.hpp"
 
 /// The parts of the TPE searcher (tpe.hpp) below the searcher: how one
@@ -46,6 +46,14 @@ struct dimension {
 /// The dimension of domain `d`. Precondition: the space validated.
 dimension make_dimension(const std::string& name, const domain& d);
 
+/// A draw of one dimension as Optuna 3.1's RandomSampler makes it: a
+/// fixed dimension draws nothing; a numeric one is uniform between its
+/// internal bounds (a log range's logarithms, half a step beyond a stepped
+/// range's ends), then rounded as the domain rounds; a categorical one
+/// draws one uniform per category and takes the largest (its one-hot
+/// transform).
+value random_sampler_draw(const dimension& dim, numpy_random& r);
+
 /// Optuna's default_weights: equal for fewer than 25 observations; above,
 /// the older ones (all but the newest 25) ramp up linearly from 1/n.
 std::vector<double> observation_weights(size_t n);
@@ -82,15 +90,16 @@ public:
   /// One dimension, the univariate rule: Optuna's independent estimator.
   parzen_estimator(const dimension& dim, const std::vector<double>& xs);
 
-  /// A point of the internal space drawn from the mixture: one component,
-  /// then each dimension from it, in order.
-  std::vector<double> sample_point(rng& r) const;
+  /// `n` points of the internal space drawn from the mixture, in Optuna
+  /// 3.1's order of draws: n components (choice with the weights), then
+  /// for each dimension n uniforms (a truncated normal's quantile, or a
+  /// category by the cumulative probabilities).
+  std::vector<std::vector<double>> sample(numpy_random& r, size_t n) const;
   /// The log density (a log mass along stepped and categorical dimensions)
   /// at `x`, a point of the internal space as the domains round it.
   double log_pdf(const std::vector<double>& x) const;
 
   /// One-dimensional shorthands.
-  double sample(rng& r) const { return sample_point(r).front(); }
   double log_pdf(double x) const { return log_pdf(std::vector<double>{x}); }
 
 private:
@@ -103,7 +112,7 @@ private:
   void fit_categories(axis& a, const std::vector<double>& xs) const;
   void fit_numbers(axis& a, const std::vector<double>& xs, bandwidth rule, size_t n_dims) const;
   double component_log_pdf(const axis& a, size_t j, double x) const;
-  double sample_axis(const axis& a, size_t j, rng& r) const;
+  double sample_axis(const axis& a, size_t j, double u) const;
 
   std::vector<double> weights_;
   std::vector<axis> axes_;

@@ -41,7 +41,7 @@ struct trial_record {
 class tpe_searcher final : public searcher {
 public:
   tpe_searcher(const space& s, const tpe_options& o)
-    : space_(s), options_(o), random_(o.seed), model_(hash64(o.seed, 0x545045)) {
+    : options_(o), random_(o.seed), model_(o.seed) {
     for (const auto& [name, d] : s.domains())
       dims_.push_back(detail::make_dimension(name, d));
   }
@@ -96,13 +96,11 @@ public:
   int64_t total() const override { return std::max<int64_t>(options_.num_samples, 0); }
 
 private:
-  // The variant searcher's draw (the same values for the same seed when
-  // the space has no grid), plus a uniform pick for each grid dimension.
+  // Optuna's RandomSampler, dimension by dimension in name order.
   config random_draw() {
-    config out = space_.sample(random_);
+    config out;
     for (const auto& dim : dims_)
-      if (dim.d.grid)
-        out[dim.name] = dim.categories[random_.below(dim.categories.size())];
+      out[dim.name] = detail::random_sampler_draw(dim, random_);
     return out;
   }
 
@@ -216,15 +214,6 @@ private:
       n_ended += t->ended;
     const size_t n_below = std::min<size_t>((n_ended + 9) / 10, 25);
     const detail::tpe_split parts = split(observed, n_below);
-    std::vector<bool> is_below(observed.size(), false);
-    std::vector<double> weight(observed.size(), 0.0);
-    for (size_t i = 0; i < parts.below.size(); ++i) {
-      is_below[parts.below[i]] = true;
-      if (!parts.below_weights.empty())
-        weight[parts.below[i]] = parts.below_weights[i];
-    }
-    if (parts.below_weights.empty())
-      weight.clear();
 
     config out;
     std::vector<const dimension*> free;
@@ -236,46 +225,52 @@ private:
     }
     if (!options_.multivariate) {
       for (const dimension* dim : free)
-        out[dim->name] =
-            best_candidate({dim}, observed, is_below, weight, detail::bandwidth::neighbours)[0];
+        out[dim->name] = best_candidate({dim}, observed, parts, detail::bandwidth::neighbours)[0];
       return out;
     }
     // One joint estimator: every trial holds every hyperparameter of a
     // dtrain space, so Optuna's group decomposition has one part.
-    const auto values = best_candidate(free, observed, is_below, weight, detail::bandwidth::scott);
+    const auto values = best_candidate(free, observed, parts, detail::bandwidth::scott);
     for (size_t d = 0; d < free.size(); ++d)
       out[free[d]->name] = values[d];
     return out;
   }
 
   // ei_candidates draws from l (the good trials' estimator over `dims`),
-  // each scored by log l(x) - log g(x); the first best wins. Trials that
-  // lack one of `dims` (or hold a value from another space) are left out,
-  // as Optuna masks them.
+  // each scored by log l(x) - log g(x); the first best wins. The good
+  // trials keep the split's order (it decides which component a draw
+  // picks); trials that lack one of `dims` (or hold a value from another
+  // space) are left out, as Optuna masks them.
   std::vector<value> best_candidate(const std::vector<const dimension*>& dims,
                                     const std::vector<const trial_record*>& observed,
-                                    const std::vector<bool>& is_below,
-                                    const std::vector<double>& weight, detail::bandwidth rule) {
-    std::vector<std::vector<double>> below, above;
-    std::vector<double> below_weights;
-    for (size_t i = 0; i < observed.size(); ++i) {
-      std::vector<double> row;
+                                    const detail::tpe_split& parts, detail::bandwidth rule) {
+    auto row_of = [&](size_t i, std::vector<double>& row) {
+      row.clear();
       for (const dimension* dim : dims) {
         auto v = observed[i]->configuration.find(dim->name);
         row.push_back(v == observed[i]->configuration.end() ? std::nan("")
                                                              : dim->to_internal(v->second));
       }
-      if (std::any_of(row.begin(), row.end(), [](double x) { return std::isnan(x); }))
-        continue;
-      if (is_below[i] && !weight.empty())
-        below_weights.push_back(weight[i]);
-      (is_below[i] ? below : above).push_back(std::move(row));
-    }
+      return std::none_of(row.begin(), row.end(), [](double x) { return std::isnan(x); });
+    };
+    std::vector<std::vector<double>> below, above;
+    std::vector<double> below_weights, row;
+    for (size_t k = 0; k < parts.below.size(); ++k)
+      if (row_of(parts.below[k], row)) {
+        below.push_back(row);
+        if (!parts.below_weights.empty())
+          below_weights.push_back(parts.below_weights[k]);
+      }
+    for (size_t i : parts.above)
+      if (row_of(i, row))
+        above.push_back(row);
     const parzen_estimator good(dims, below, rule, below_weights), bad(dims, above, rule);
+    const auto candidates =
+        good.sample(model_, static_cast<size_t>(std::max<int64_t>(options_.ei_candidates, 1)));
     double best_score = -inf;
     std::vector<double> best_x;
-    for (int64_t i = 0; i < std::max<int64_t>(options_.ei_candidates, 1); ++i) {
-      std::vector<double> x = good.sample_point(model_);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      std::vector<double> x = candidates[i];
       for (size_t d = 0; d < dims.size(); ++d)
         x[d] = dims[d]->to_internal(dims[d]->to_value(x[d]));  // as the domain rounds it
       const double score = good.log_pdf(x) - bad.log_pdf(x);
@@ -290,13 +285,13 @@ private:
     return out;
   }
 
-  space space_;
   tpe_options options_;
   std::vector<dimension> dims_;  // in name order
   std::map<std::string, trial_record> trials_;
   std::vector<std::string> order_;  // trial ids in suggestion order
-  rng random_;                      // startup draws
-  rng model_;                       // the estimator's draws
+  // Two NumPy streams seeded alike, as Optuna's TPESampler holds them.
+  detail::numpy_random random_;  // its RandomSampler's: the startup draws
+  detail::numpy_random model_;   // its own: the estimators' draws
 };
 
 } // namespace
