@@ -248,8 +248,8 @@ int main(int argc, char** argv) {
   std::printf("%s against Optuna 3.1's: median over %d seeds of the hypervolume of %d trials "
               "(larger is better)\n",
               who, seeds, trials);
-  std::printf("%-9s %-16s %11s %11s %22s %9s %9s\n", "problem", "reference", "dtrain", "Optuna",
-              "Optuna 90% ci", "feas dt", "feas opt");
+  std::printf("%-9s %-16s %11s %11s %22s %9s %9s %5s\n", "problem", "reference", "dtrain",
+              "Optuna", "Optuna 90% ci", "feas dt", "feas opt", "same");
   bool goal = skipped.empty();
   std::string summary;
   double dtrain_seconds = 0;
@@ -280,8 +280,16 @@ int main(int argc, char** argv) {
     const double f_theirs = theirs_feasible.empty() ? NAN : bench::median(theirs_feasible);
     char ci[64];
     std::snprintf(ci, sizeof ci, "[%.4f, %.4f]", lo, hi);
-    std::printf("%-9s %-16s %11.4f %11.4f %22s %9.3f %9.3f\n", p.name.c_str(), ref.c_str(), m_ours,
-                m_theirs, ci, f_ours, f_theirs);
+    // Seeds whose hypervolume equals Optuna's: both sides draw NumPy's
+    // stream, so equal seeds chose the same trials.
+    int same = 0;
+    for (const auto& [seed, st] : optuna[p.name])
+      if (seed >= 0 && seed < seeds) {
+        const double a = ours[static_cast<size_t>(seed)], b = hypervolume(st, p.reference);
+        same += std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b));
+      }
+    std::printf("%-9s %-16s %11.4f %11.4f %22s %9.3f %9.3f %5d\n", p.name.c_str(), ref.c_str(),
+                m_ours, m_theirs, ci, f_ours, f_theirs, same);
     const bool inside = m_ours >= lo && m_ours <= hi;
     const bool above = m_ours > hi;
     const bool feasible_met = !p.constrained || f_ours >= f_theirs;
@@ -295,7 +303,8 @@ int main(int argc, char** argv) {
   }
   std::printf("(hypervolume of the study's feasible trials inside the reference point, "
               "objectives minimized; 90%% ci: a bootstrap interval of Optuna's median over the "
-              "seeds; feas: median fraction of feasible trials)\n");
+              "seeds; feas: median fraction of feasible trials; same: seeds whose hypervolume equals "
+              "Optuna's, the same trials chosen)\n");
   std::printf("dtrain: %.2f s for %d studies; Optuna: %.2f s in its studies (%.1f s with Python's "
               "start)%s\n",
               dtrain_seconds, 3 * seeds, peer_seconds, peer_wall,

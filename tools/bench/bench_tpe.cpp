@@ -162,6 +162,9 @@ int main(int argc, char** argv) {
     std::printf("%-14s %-7s %18s %18s %18s %18s\n", "", "90% ci", interval_text(tpe).c_str(),
                 interval_text(random).c_str(), interval_text(peer_tpe).c_str(),
                 interval_text(peer_random).c_str());
+    if (!peer_tpe.empty())
+      std::printf("%-14s %-7s %18s   seeds whose best equals Optuna TPE's\n", "", "same",
+                  format("%.0f", bench::tpe::same_seeds(tpe, peer_tpe)).c_str());
     if (per_seed)
       for (int s = 0; s < seeds; ++s)
         std::printf("seed %s %d: dtrain tpe %.6f random %.6f\n", p.name.c_str(), s,

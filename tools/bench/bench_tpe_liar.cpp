@@ -114,6 +114,15 @@ void row(const char* name, const std::vector<std::vector<double>>& columns) {
   std::printf("\n");
 }
 
+// Under each dtrain column, how many seeds ended with the same best as
+// the Optuna sampler of the same kind (the pair's second), when it ran.
+void same_row(const std::vector<std::pair<std::vector<double>, std::vector<double>>>& pairs) {
+  std::printf("%-14s", "  same seeds");
+  for (const auto& [mine, theirs] : pairs)
+    std::printf(" %24s", theirs.empty() ? "-" : format("%.0f", same_seeds(mine, theirs)).c_str());
+  std::printf("\n");
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -180,6 +189,7 @@ int main(int argc, char** argv) {
   for (const std::string name : {"rosenbrock10", "sphere10"}) {
     const auto& peer_joint = sequential_peer.of(name, "mvtpe");
     row(name.c_str(), {uni[name], joint[name], peer_joint, sequential_peer.of(name, "tpe")});
+    same_row({{uni[name], sequential_peer.of(name, "tpe")}, {joint[name], peer_joint}});
     const bool met = bench::median(joint[name]) <= bench::median(peer_joint) ||
                      inside(bench::median(joint[name]), median_interval(peer_joint));
     goal = goal && met;
@@ -204,6 +214,7 @@ int main(int argc, char** argv) {
   for (const auto& name : concurrent_functions) {
     const auto& peer_liar = concurrent_peer.of(name, "mvtpe_liar");
     row(name.c_str(), {no_liar[name], liar[name], peer_liar});
+    same_row({{}, {liar[name], peer_liar}});
     const double p = mann_whitney_less(liar[name], no_liar[name]);
     std::printf("%-14s %24s %24s %24s %10.4f\n", "", "", "", "", p);
     liar_wins += p < 0.05;

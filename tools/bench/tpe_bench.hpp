@@ -134,6 +134,17 @@ inline std::string run_peer(const std::string& arguments, peer_results& out) {
 
 using bench::median_interval;
 
+/// How many seeds end with the same best value on both sides (to 1e-6
+/// relative: dtrain's direct path reports the objective rounded to a
+/// float, as a trainer's loss is). dtrain's TPE draws Optuna's random
+/// stream, so equal values mean the same trials were chosen.
+inline int same_seeds(const std::vector<double>& dtrain, const std::vector<double>& optuna) {
+  int same = 0;
+  for (size_t i = 0; i < std::min(dtrain.size(), optuna.size()); ++i)
+    same += std::fabs(dtrain[i] - optuna[i]) <= 1e-6 * std::max(1.0, std::fabs(optuna[i]));
+  return same;
+}
+
 inline bool inside(double x, const std::pair<double, double>& interval) {
   return x >= interval.first && x <= interval.second;
 }

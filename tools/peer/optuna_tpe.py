@@ -60,17 +60,27 @@ def rosenbrock(x):
     return sum(100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(len(x) - 1))
 
 
+def suggest_in_name_order(trial, n, low, high):
+    """x1..xn, suggested in the order of their names; returned by index."""
+    names = sorted("x%d" % (i + 1) for i in range(n))
+    values = {name: trial.suggest_float(name, low, high) for name in names}
+    return [values["x%d" % (i + 1)] for i in range(n)]
+
+
 def make_objective(function, seed):
     """The objective and a function of the study giving its judged best."""
     noise = np.random.RandomState(100000 + seed)  # the noisy Branin's noise
 
     def objective(trial):
+        # Parameters are suggested in name order ("x1", "x10", "x2", ...), the
+        # order in which dtrain's spaces draw them, so that a seed's draws
+        # land on the same parameters on both sides.
         if function == "hartmann6":
-            x = [trial.suggest_float("x%d" % (i + 1), 0.0, 1.0) for i in range(6)]
+            x = suggest_in_name_order(trial, 6, 0.0, 1.0)
             value = hartmann6(x)
         elif function in BOUNDS:
             low, high = BOUNDS[function]
-            x = [trial.suggest_float("x%d" % (i + 1), low, high) for i in range(10)]
+            x = suggest_in_name_order(trial, 10, low, high)
             value = rosenbrock(x) if function == "rosenbrock10" else sum(v * v for v in x)
         else:
             x1 = trial.suggest_float("x1", -5.0, 10.0)
