@@ -18,7 +18,8 @@
 // 3.1's TPESampler on several objectives (its defaults, constraints_func
 // for C2-DTLZ2).
 //
-//   build/bin/dtrain-bench-nsga2 [--seeds 50] [--trials 200] [--searcher nsga2|tpe] [--no-peer]
+//   build/bin/dtrain-bench-nsga2 [--seeds 50] [--trials 200] [--searcher nsga2|tpe]
+//       [--problems zdt1,dtlz2,c2dtlz2] [--no-peer]
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -50,10 +51,22 @@ struct problem {
   tune::point reference;
 };
 
-std::vector<problem> problems() {
+std::vector<problem> all_problems() {
   return {{"zdt1", 30, 2, false, {1.1, 11}},
           {"dtlz2", 12, 3, false, {3.5, 3.5, 3.5}},
           {"c2dtlz2", 12, 3, true, {3.5, 3.5, 3.5}}};
+}
+
+// The problems named in the comma-separated `names`, in their order.
+std::vector<problem> problems(const std::string& names) {
+  std::vector<problem> out;
+  std::istringstream in(names);
+  std::string name;
+  while (std::getline(in, name, ','))
+    for (const auto& p : all_problems())
+      if (p.name == name)
+        out.push_back(p);
+  return out;
 }
 
 std::vector<double> zdt1(const std::vector<double>& x) {
@@ -179,13 +192,13 @@ double feasible_fraction(const study& s) {
 // peer[problem][seed] = the study's trials.
 using peer_studies = std::map<std::string, std::map<int, study>>;
 
-std::string run_peer(int seeds, int trials, const std::string& sampler, peer_studies& out,
-                     double& peer_seconds) {
+std::string run_peer(int seeds, int trials, const std::string& sampler,
+                     const std::string& names, peer_studies& out, double& peer_seconds) {
   const std::string script = std::string(DTRAIN_SOURCE_DIR) + "/tools/peer/optuna_nsga2.py";
   std::string version;
   const bool started = bench::for_each_output_line(
       "/usr/bin/python3 " + script + " --seeds " + std::to_string(seeds) + " --trials " +
-          std::to_string(trials) + " --sampler " + sampler,
+          std::to_string(trials) + " --sampler " + sampler + " --problems " + names,
       [&](const char* line) {
         std::istringstream in(line);
         std::string kind, name;
@@ -230,10 +243,14 @@ int main(int argc, char** argv) {
   CLI::App app{"dtrain NSGA-II against Optuna 3.1's NSGAIISampler"};
   int seeds = 50, trials = 200;
   bool no_peer = false;
-  std::string searcher = "nsga2";
+  std::string searcher = "nsga2", names = "zdt1,dtlz2,c2dtlz2";
   app.add_option("--seeds", seeds, "studies per problem");
   app.add_option("--trials", trials, "trials per study");
   app.add_flag("--no-peer", no_peer, "skip Optuna");
+  app.add_option("--problems", names, "comma-separated: zdt1, dtlz2, c2dtlz2")
+      ->check([](const std::string& v) {
+        return problems(v).empty() ? std::string("no known problem in '" + v + "'") : std::string();
+      });
   app.add_option("--searcher", searcher, "nsga2 or tpe (multi-objective TPE)")
       ->check(CLI::IsMember({"nsga2", "tpe"}));
   CLI11_PARSE(app, argc, argv);
@@ -242,7 +259,7 @@ int main(int argc, char** argv) {
   peer_studies optuna;
   double peer_seconds = 0;
   const auto peer_start = clock_type::now();
-  const std::string skipped = no_peer ? "--no-peer" : run_peer(seeds, trials, searcher, optuna, peer_seconds);
+  const std::string skipped = no_peer ? "--no-peer" : run_peer(seeds, trials, searcher, names, optuna, peer_seconds);
   const double peer_wall = seconds_since(peer_start);
 
   std::printf("%s against Optuna 3.1's: median over %d seeds of the hypervolume of %d trials "
@@ -253,7 +270,7 @@ int main(int argc, char** argv) {
   bool goal = skipped.empty();
   std::string summary;
   double dtrain_seconds = 0;
-  for (const problem& p : problems()) {
+  for (const problem& p : problems(names)) {
     std::vector<double> ours, theirs, ours_feasible, theirs_feasible;
     const auto start = clock_type::now();
     for (int s = 0; s < seeds; ++s) {
@@ -307,7 +324,8 @@ int main(int argc, char** argv) {
               "Optuna's, the same trials chosen)\n");
   std::printf("dtrain: %.2f s for %d studies; Optuna: %.2f s in its studies (%.1f s with Python's "
               "start)%s\n",
-              dtrain_seconds, 3 * seeds, peer_seconds, peer_wall,
+              dtrain_seconds, static_cast<int>(problems(names).size()) * seeds, peer_seconds,
+              peer_wall,
               skipped.empty() ? "" : (", skipped: " + skipped).c_str());
   std::printf("summary: dtrain %s vs Optuna %s median hypervolume: %s; goal (inside "
               "Optuna's interval or above it, feasible fraction at least Optuna's) %s\n",
