@@ -73,7 +73,7 @@ sweep_config settings(const std::string& kind) {
   c.asha.reduction_factor = 2;
   c.median.min_completed = 2;
   c.hyperband.study_name = "resume-check";  // 2 brackets over 8 epochs
-  c.seed = 7;
+  c.seed = 1;  // one whose TPE + ASHA sweep stops trials (seed 7's stops none)
   return c;
 }
 

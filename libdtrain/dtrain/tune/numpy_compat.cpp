@@ -103,42 +103,73 @@ namespace {
 // NumPy's order for doubles: NaN after every number.
 bool less(double a, double b) { return a < b || (b != b && a == a); }
 
-// NumPy's aheapsort, over tosort[0, n).
+// Puts `item` at heap position i of a[1..n] (1-based) and sifts it down.
+void sift_down(const std::vector<double>& v, size_t* a, std::ptrdiff_t i, std::ptrdiff_t n,
+               size_t item) {
+  for (std::ptrdiff_t j = i << 1; j <= n;) {
+    if (j < n && less(v[a[j]], v[a[j + 1]]))
+      j += 1;
+    if (!less(v[item], v[a[j]]))
+      break;
+    a[i] = a[j];
+    i = j;
+    j += j;
+  }
+  a[i] = item;
+}
+
+// NumPy's aheapsort, over tosort[0, n): a max-heap built from the middle
+// down, then the top swapped to the end n - 1 times.
 void heapsort(const std::vector<double>& v, size_t* tosort, std::ptrdiff_t n) {
   size_t* a = tosort - 1;  // 1-based, as the algorithm is written
-  std::ptrdiff_t i, j, l;
-  size_t tmp;
-  for (l = n >> 1; l > 0; --l) {
-    tmp = a[l];
-    for (i = l, j = l << 1; j <= n;) {
-      if (j < n && less(v[a[j]], v[a[j + 1]]))
-        j += 1;
-      if (less(v[tmp], v[a[j]])) {
-        a[i] = a[j];
-        i = j;
-        j += j;
-      } else {
-        break;
-      }
-    }
-    a[i] = tmp;
-  }
-  for (; n > 1;) {
-    tmp = a[n];
+  for (std::ptrdiff_t l = n >> 1; l > 0; --l)
+    sift_down(v, a, l, n, a[l]);
+  while (n > 1) {
+    const size_t top = a[n];
     a[n] = a[1];
     n -= 1;
-    for (i = 1, j = 2; j <= n;) {
-      if (j < n && less(v[a[j]], v[a[j + 1]]))
-        j++;
-      if (less(v[tmp], v[a[j]])) {
-        a[i] = a[j];
-        i = j;
-        j += j;
-      } else {
-        break;
-      }
-    }
-    a[i] = tmp;
+    sift_down(v, a, 1, n, top);
+  }
+}
+
+// One median-of-three partition of [pl, pr] (more than 16 elements):
+// returns where the pivot ends.
+size_t* partition(const std::vector<double>& v, size_t* pl, size_t* pr) {
+  size_t* pm = pl + ((pr - pl) >> 1);
+  if (less(v[*pm], v[*pl]))
+    std::swap(*pm, *pl);
+  if (less(v[*pr], v[*pm]))
+    std::swap(*pr, *pm);
+  if (less(v[*pm], v[*pl]))
+    std::swap(*pm, *pl);
+  const double pivot = v[*pm];
+  size_t* pi = pl;
+  size_t* pj = pr - 1;
+  std::swap(*pm, *pj);
+  for (;;) {
+    do
+      ++pi;
+    while (less(v[*pi], pivot));
+    do
+      --pj;
+    while (less(pivot, v[*pj]));
+    if (pi >= pj)
+      break;
+    std::swap(*pi, *pj);
+  }
+  std::swap(*pi, *(pr - 1));
+  return pi;
+}
+
+void insertion_sort(const std::vector<double>& v, size_t* pl, size_t* pr) {
+  for (size_t* pi = pl + 1; pi <= pr; ++pi) {
+    const size_t vi = *pi;
+    const double x = v[vi];
+    size_t* pj = pi;
+    size_t* pk = pi - 1;
+    while (pj > pl && less(x, v[*pk]))
+      *pj-- = *pk--;
+    *pj = vi;
   }
 }
 
@@ -150,73 +181,41 @@ std::vector<size_t> numpy_argsort(const std::vector<double>& v) {
     order[i] = i;
   if (order.size() < 2)
     return order;
-  constexpr std::ptrdiff_t small = 15;
+  // Parts of more than 16 elements are partitioned, the larger half kept on
+  // a stack; each part's depth budget starts at twice log2(n).
+  struct part {
+    size_t *first, *last;
+    int depth;
+  };
+  std::vector<part> stack;
+  int depth = 0;
+  for (size_t n = order.size(); n > 1; n >>= 1)
+    depth += 2;
   size_t* pl = order.data();
   size_t* pr = pl + order.size() - 1;
-  std::vector<size_t*> stack;
-  std::vector<int> depths;
-  int msb = 0;
-  for (size_t n = order.size(); n > 1; n >>= 1)
-    ++msb;
-  int depth = msb * 2;
   for (;;) {
     if (depth < 0) {
       heapsort(v, pl, pr - pl + 1);
     } else {
-      while (pr - pl > small) {
-        size_t* pm = pl + ((pr - pl) >> 1);
-        if (less(v[*pm], v[*pl]))
-          std::swap(*pm, *pl);
-        if (less(v[*pr], v[*pm]))
-          std::swap(*pr, *pm);
-        if (less(v[*pm], v[*pl]))
-          std::swap(*pm, *pl);
-        const double pivot = v[*pm];
-        size_t* pi = pl;
-        size_t* pj = pr - 1;
-        std::swap(*pm, *pj);
-        for (;;) {
-          do
-            ++pi;
-          while (less(v[*pi], pivot));
-          do
-            --pj;
-          while (less(pivot, v[*pj]));
-          if (pi >= pj)
-            break;
-          std::swap(*pi, *pj);
-        }
-        std::swap(*pi, *(pr - 1));
-        // the larger part waits on the stack
+      while (pr - pl > 15) {
+        size_t* pi = partition(v, pl, pr);
+        --depth;
         if (pi - pl < pr - pi) {
-          stack.push_back(pi + 1);
-          stack.push_back(pr);
+          stack.push_back({pi + 1, pr, depth});
           pr = pi - 1;
         } else {
-          stack.push_back(pl);
-          stack.push_back(pi - 1);
+          stack.push_back({pl, pi - 1, depth});
           pl = pi + 1;
         }
-        depths.push_back(--depth);
       }
-      for (size_t* pi = pl + 1; pi <= pr; ++pi) {
-        const size_t vi = *pi;
-        const double x = v[vi];
-        size_t* pj = pi;
-        size_t* pk = pi - 1;
-        while (pj > pl && less(x, v[*pk]))
-          *pj-- = *pk--;
-        *pj = vi;
-      }
+      insertion_sort(v, pl, pr);
     }
     if (stack.empty())
       break;
-    pr = stack.back();
+    pl = stack.back().first;
+    pr = stack.back().last;
+    depth = stack.back().depth;
     stack.pop_back();
-    pl = stack.back();
-    stack.pop_back();
-    depth = depths.back();
-    depths.pop_back();
   }
   return order;
 }
