@@ -67,7 +67,9 @@ public:
       return out;  // finished
     auto [parent_generation, parents] = parent_population();
     out.what = suggestion::kind::trial;
-    out.configuration = parent_generation < 0 ? random_config() : child(parents);
+    // The first generation is Optuna's RandomSampler's draws.
+    out.configuration = parent_generation < 0 ? detail::random_sampler_config(dims_, random_)
+                                              : child(parents);
     member& m = trials_[trial_id];
     m.configuration = out.configuration;
     m.generation = parent_generation + 1;
@@ -165,13 +167,6 @@ private:
       parents = memo.second;
     }
     return {generation, std::move(parents)};
-  }
-
-  config random_config() {
-    config out;
-    for (const auto& dim : dims_)
-      out[dim.name] = detail::random_sampler_draw(dim, random_);
-    return out;
   }
 
   // Optuna's _select_parent: two draws with replacement from the

@@ -222,6 +222,13 @@ value random_sampler_draw(const dimension& dim, numpy_random& r) {
   return dim.categories[best];
 }
 
+config random_sampler_config(const std::vector<dimension>& dims, numpy_random& r) {
+  config out;
+  for (const auto& dim : dims)
+    out[dim.name] = random_sampler_draw(dim, r);
+  return out;
+}
+
 // ---------------------------------------------------------------------------
 // The estimator.
 

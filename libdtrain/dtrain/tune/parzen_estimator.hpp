@@ -53,6 +53,8 @@ dimension make_dimension(const std::string& name, const domain& d);
 /// draws one uniform per category and takes the largest (its one-hot
 /// transform).
 value random_sampler_draw(const dimension& dim, numpy_random& r);
+/// A whole configuration so drawn, dimension by dimension in `dims`' order.
+config random_sampler_config(const std::vector<dimension>& dims, numpy_random& r);
 
 /// Optuna's default_weights: equal for fewer than 25 observations; above,
 /// the older ones (all but the newest 25) ramp up linearly from 1/n.

@@ -67,7 +67,10 @@ public:
     const int64_t n =
         multi_objective() ? static_cast<int64_t>(observations(observed).size()) : ended;
     out.what = suggestion::kind::trial;
-    out.configuration = n < options_.startup_trials ? random_draw() : model_draw(observed);
+    // The startup draws are Optuna's RandomSampler's, in name order.
+    out.configuration = n < options_.startup_trials
+                            ? detail::random_sampler_config(dims_, random_)
+                            : model_draw(observed);
     trials_[trial_id].configuration = out.configuration;
     order_.push_back(trial_id);
     return out;
@@ -96,14 +99,6 @@ public:
   int64_t total() const override { return std::max<int64_t>(options_.num_samples, 0); }
 
 private:
-  // Optuna's RandomSampler, dimension by dimension in name order.
-  config random_draw() {
-    config out;
-    for (const auto& dim : dims_)
-      out[dim.name] = detail::random_sampler_draw(dim, random_);
-    return out;
-  }
-
   // Optuna's ordering key, smaller is better: completed trials by value,
   // then stopped ones (the later they stopped the better, then by value),
   // then failed trials, trials without a finite value and trials that
