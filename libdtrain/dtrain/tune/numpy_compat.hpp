@@ -6,14 +6,14 @@
 
 /// What Optuna 3.1's samplers take from NumPy, as NumPy 1.24 does it: the
 /// random draws of its legacy RandomState (MT19937), and the order of its
-/// default (quicksort) argsort among equal values. The TPE and NSGA-II searchers draw
-/// from this stream so that, for the same seed, they make Optuna's
-/// choices: a seed's trials can be compared one by one with Optuna's, not
-/// only their medians over many seeds. Internal to dtrain::tune.
-/// Written from NumPy's documented algorithms (MT19937's init_genrand
-/// seeding, 53-bit doubles from two 32-bit words, masked rejection for
-/// bounded integers, choice by the cumulative sum); the code is our own.
-/// A plain value; not thread-safe.
+/// default (quicksort) argsort among equal values. The TPE and NSGA-II
+/// searchers draw from this stream so that, for the same seed, they make
+/// Optuna's choices: a seed's trials can be compared one by one with
+/// Optuna's, not only their medians over many seeds. Internal to
+/// dtrain::tune. Written from NumPy's documented algorithms (MT19937's
+/// init_genrand seeding, 53-bit doubles from two 32-bit words, masked
+/// rejection for bounded integers, choice by the cumulative sum); the code
+/// is our own. numpy_random is a plain value; not thread-safe.
 namespace dtrain::tune::detail {
 
 class numpy_random {
@@ -43,10 +43,11 @@ private:
 };
 
 /// np.argsort(v) with its default kind: NumPy's introsort (median-of-three
-/// quicksort while a part holds more than 16 elements, then insertion sort; a heapsort past its
-/// depth limit). Not stable: among equal values the order is this
-/// algorithm's, which decides, for instance, which of several equal
-/// observations the TPE prior's bandwidth replaces. NaN sorts last.
+/// quicksort while a part holds more than 16 elements, then insertion
+/// sort; a heapsort past its depth limit). Not stable: among equal values
+/// the order is this algorithm's, which decides, for instance, which of
+/// several equal observations the TPE prior's bandwidth replaces. NaN
+/// sorts last.
 std::vector<size_t> numpy_argsort(const std::vector<double>& v);
 
 } // namespace dtrain::tune::detail
