@@ -13,6 +13,7 @@ with the same code for both sides):
     peer optuna VERSION
 
     /usr/bin/python3 tools/peer/optuna_nsga2.py [--seeds 50] [--trials 200]
+        [--shard K/N]   (only the seeds s with s % N == K)
 """
 import argparse
 import math
@@ -91,12 +92,14 @@ def main():
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--problems", default="zdt1,dtlz2,c2dtlz2")
     ap.add_argument("--sampler", default="nsga2", choices=["nsga2", "tpe"])
+    ap.add_argument("--shard", default="0/1", help="K/N: the seeds s with s %% N == K")
     a = ap.parse_args()
+    shard, shards = (int(v) for v in a.shard.split("/"))
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     print("peer optuna %s" % optuna.__version__, flush=True)
     for name in a.problems.split(","):
-        for seed in range(a.seeds):
+        for seed in range(shard, a.seeds, shards):
             run(name, seed, a.trials, a.sampler)
 
 
