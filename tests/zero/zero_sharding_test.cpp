@@ -281,7 +281,9 @@ BOOST_AUTO_TEST_CASE(stage_3_holds_its_own_parameters_and_a_layer_or_two_of_the_
   std::vector<double> released(n, 0), resident(n, 0), owned(n, 0);
   std::vector<int> peak(n, 0);
   std::vector<int64_t> gathers(n, 0);
-  std::vector<bool> same_loss(n, false);
+  // One char per rank, not std::vector<bool>: the rank threads write at
+  // once, and vector<bool>'s bits share words (a lost update otherwise).
+  std::vector<char> same_loss(n, 0);
   group_stores stores(rank_mode::threads);
   auto ranks = run_ranks(n, rank_mode::threads, std::chrono::seconds(120), [&](int rank) -> status {
     DTRAIN_ASSIGN_OR_RETURN(auto c, shm_rank(stores, rank, n));
@@ -421,7 +423,9 @@ BOOST_AUTO_TEST_CASE(checkpoints_restore_into_any_stage_and_replica_count) {
       // Restored and saved again in the new layout: the same state, bit
       // for bit (each rank read and wrote only its own shard of it).
       const std::string again = dir.file("again-" + std::to_string(saved) + "-" + std::to_string(restored++));
-      std::vector<bool> whole(static_cast<size_t>(to.n), false);
+      // A char per rank: the rank threads write at once, and a
+      // vector<bool>'s neighbouring bits share a word.
+      std::vector<char> whole(static_cast<size_t>(to.n), 0);
       run_group(to.n, rank_mode::threads, mlp("adam", to.stage), [&](int rank, runner_t& r) {
         DTRAIN_RETURN_IF_ERROR(r.restore(original));
         // What the model computes with (gathered, at stage 3), not only
