@@ -12,7 +12,10 @@
 //     Optuna through ask and tell in the same order; on Branin, Hartmann-6,
 //     Rosenbrock-10 and Sphere-10, multivariate TPE without and with the
 //     liar on dtrain's side, with the liar on Optuna's; a one-sided
-//     Mann-Whitney test of liar < no liar over the seeds.
+//     Mann-Whitney test of liar < no liar over the seeds. Beside it, how
+//     near each suggestion lands to the trials still running (what the
+//     liar acts on) and the best value with the same searcher one trial
+//     at a time (what concurrency costs).
 //   tuner: Branin through dtrain's real tuner, --concurrency trials at a
 //     time on as many slots, multivariate with the liar, for --tuner-seeds
 //     seeds: the median best and the concurrency the sweep really had.
@@ -67,36 +70,80 @@ std::unique_ptr<tune::searcher> make(const problem& p, variant v, int trials, ui
   return tune::make_tpe(p.space, o);
 }
 
+// A suggestion's point in the unit cube (uniform dimensions only, which
+// is all these problems have).
+std::vector<double> unit_point(const problem& p, const tune::config& c) {
+  std::vector<double> out;
+  for (const auto& [name, d] : p.space.domains())
+    out.push_back((std::get<double>(c.at(name)) - d.low) / (d.high - d.low));
+  return out;
+}
+
+// What one study gives: the judged best, and how close its suggestions
+// came to the trials still running when they were made (the region the
+// liar should keep them out of).
+struct study_result {
+  double best = 0;
+  // The median, over the model's suggestions (past the random startup)
+  // made while others ran, of the distance to the nearest running trial in the unit cube, over
+  // sqrt(dimensions) (0: on top of it; 1: the cube's diagonal).
+  double nearest_running = NAN;
+};
+
 // One study, `concurrency` trials at a time: the oldest running trial ends
-// first. The judged best.
-double direct(const problem& p, variant v, int trials, int concurrency, uint64_t seed) {
+// first.
+study_result direct(const problem& p, variant v, int trials, int concurrency, uint64_t seed) {
   auto s = make(p, v, trials, seed);
   judge j;
-  std::deque<std::pair<std::string, evaluation>> running;
+  struct running_trial {
+    std::string id;
+    evaluation e;
+    std::vector<double> at;
+  };
+  std::deque<running_trial> running;
+  std::vector<double> nearest;
   for (int i = 0;; ++i) {
     const std::string id = "t" + std::to_string(i);
     const tune::suggestion next = s->suggest(id);
     const bool more = next.what == tune::suggestion::kind::trial;
-    if (more)
-      running.emplace_back(id, evaluate(p, next.configuration, seed));
+    if (more) {
+      auto at = unit_point(p, next.configuration);
+      double closest = INFINITY;
+      for (const auto& r : running) {
+        double d2 = 0;
+        for (size_t k = 0; k < at.size(); ++k)
+          d2 += (at[k] - r.at[k]) * (at[k] - r.at[k]);
+        closest = std::min(closest, std::sqrt(d2 / static_cast<double>(at.size())));
+      }
+      if (!running.empty() && i >= tune::tpe_options{}.startup_trials)
+        nearest.push_back(closest);
+      running.push_back({id, evaluate(p, next.configuration, seed), std::move(at)});
+    }
     if (more && static_cast<int>(running.size()) < concurrency)
       continue;
     if (running.empty())
       break;
-    const auto [done, e] = running.front();
+    const running_trial done = running.front();
     running.pop_front();
-    j.add(e);
-    s->on_result(tune::report{done, 1, {{"validation_loss", e.observed}}});
-    s->on_end(done, tune::trial_end::completed);
+    j.add(done.e);
+    s->on_result(tune::report{done.id, 1, {{"validation_loss", done.e.observed}}});
+    s->on_end(done.id, tune::trial_end::completed);
   }
-  return j.judged;
+  return {j.judged, nearest.empty() ? NAN : bench::median(nearest)};
 }
 
-std::vector<double> over_seeds(const problem& p, variant v, int trials, int concurrency,
-                               int seeds) {
-  std::vector<double> out;
-  for (int s = 0; s < seeds; ++s)
-    out.push_back(direct(p, v, trials, concurrency, static_cast<uint64_t>(s)));
+struct over_seeds_result {
+  std::vector<double> best, nearest_running;
+};
+
+over_seeds_result over_seeds(const problem& p, variant v, int trials, int concurrency,
+                             int seeds) {
+  over_seeds_result out;
+  for (int s = 0; s < seeds; ++s) {
+    const study_result r = direct(p, v, trials, concurrency, static_cast<uint64_t>(s));
+    out.best.push_back(r.best);
+    out.nearest_running.push_back(r.nearest_running);
+  }
   return out;
 }
 
@@ -168,13 +215,19 @@ int main(int argc, char** argv) {
 
   auto start = clock_type::now();
   std::map<std::string, std::vector<double>> uni, joint, no_liar, liar;
-  for (const std::string name : {"rosenbrock10", "sphere10"}) {
-    uni[name] = over_seeds(named(name), {false, false}, trials, 1, seeds);
-    joint[name] = over_seeds(named(name), {true, false}, trials, 1, seeds);
-  }
+  std::map<std::string, std::vector<double>> no_liar_nearest, liar_nearest;
+  for (const std::string name : {"rosenbrock10", "sphere10"})
+    uni[name] = over_seeds(named(name), {false, false}, trials, 1, seeds).best;
   for (const auto& name : concurrent_functions) {
-    no_liar[name] = over_seeds(named(name), {true, false}, trials, concurrency, seeds);
-    liar[name] = over_seeds(named(name), {true, true}, trials, concurrency, seeds);
+    // Sequential multivariate on every function: what running trials
+    // concurrently costs, the loss the liar is there to win back.
+    joint[name] = over_seeds(named(name), {true, false}, trials, 1, seeds).best;
+    auto plain = over_seeds(named(name), {true, false}, trials, concurrency, seeds);
+    auto lied = over_seeds(named(name), {true, true}, trials, concurrency, seeds);
+    no_liar[name] = plain.best;
+    no_liar_nearest[name] = plain.nearest_running;
+    liar[name] = lied.best;
+    liar_nearest[name] = lied.nearest_running;
   }
   const double dtrain_seconds = seconds_since(start);
   peer.join();
@@ -225,8 +278,28 @@ int main(int argc, char** argv) {
                median_text(peer_liar) + (met ? " (inside or better)" : " (NOT inside)") +
                (p < 0.05 ? ", beats no liar" : ", does not beat no liar") + "; ";
   }
+
+  std::printf("\nWhere the concurrent suggestions land, and what concurrency costs: median "
+              "over %d seeds\n",
+              seeds);
+  std::printf("%-14s %14s %14s %10s %14s %14s %14s\n", "function", "near, no liar",
+              "near, liar", "p", "sequential",
+              (std::to_string(concurrency) + ", no liar").c_str(),
+              (std::to_string(concurrency) + ", liar").c_str());
+  for (const auto& name : concurrent_functions) {
+    const double p = mann_whitney_less(no_liar_nearest[name], liar_nearest[name]);
+    std::printf("%-14s %14.4f %14.4f %10.2g %14.4g %14.4g %14.4g\n", name.c_str(),
+                bench::median(no_liar_nearest[name]), bench::median(liar_nearest[name]), p,
+                bench::median(joint[name]), bench::median(no_liar[name]),
+                bench::median(liar[name]));
+  }
+  std::printf("(near: per study, the median over the model's suggestions made while others ran of the "
+              "distance to the nearest running trial, in the unit cube over sqrt(dimensions); "
+              "p: one-sided Mann-Whitney, liar farther than no liar; the last three: the best "
+              "value one at a time and %d at a time)\n",
+              concurrency);
   std::printf("dtrain: %.1f s for %d studies; Optuna: %.1f s in its studies, %.1f s wall%s\n",
-              dtrain_seconds, seeds * (4 + 2 * static_cast<int>(concurrent_functions.size())),
+              dtrain_seconds, seeds * (2 + 3 * static_cast<int>(concurrent_functions.size())),
               sequential_peer.study_seconds + concurrent_peer.study_seconds, peer_wall,
               skipped.empty() ? "" : (", skipped: " + skipped).c_str());
 
