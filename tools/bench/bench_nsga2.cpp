@@ -297,7 +297,9 @@ int main(int argc, char** argv) {
   peer_studies optuna;
   double peer_seconds = 0;
   const auto peer_start = clock_type::now();
-  const std::string skipped = no_peer ? "--no-peer" : run_peer(seeds, trials, searcher, names, peer_jobs, optuna, peer_seconds);
+  const std::string skipped =
+      no_peer ? "--no-peer"
+              : run_peer(seeds, trials, searcher, names, peer_jobs, optuna, peer_seconds);
   const double peer_wall = seconds_since(peer_start);
 
   std::printf("%s against Optuna 3.1's: median over %d seeds of the hypervolume of %d trials "

@@ -85,8 +85,9 @@ std::vector<double> unit_point(const problem& p, const tune::config& c) {
 struct study_result {
   double best = 0;
   // The median, over the model's suggestions (past the random startup)
-  // made while others ran, of the distance to the nearest running trial in the unit cube, over
-  // sqrt(dimensions) (0: on top of it; 1: the cube's diagonal).
+  // made while others ran, of the distance to the nearest running trial
+  // in the unit cube, over sqrt(dimensions) (0: on top of it; 1: the
+  // cube's diagonal).
   double nearest_running = NAN;
 };
 
@@ -293,10 +294,10 @@ int main(int argc, char** argv) {
                 bench::median(joint[name]), bench::median(no_liar[name]),
                 bench::median(liar[name]));
   }
-  std::printf("(near: per study, the median over the model's suggestions made while others ran of the "
-              "distance to the nearest running trial, in the unit cube over sqrt(dimensions); "
-              "p: one-sided Mann-Whitney, liar farther than no liar; the last three: the best "
-              "value one at a time and %d at a time)\n",
+  std::printf("(near: per study, the median over the model's suggestions made while others "
+              "ran of the distance to the nearest running trial, in the unit cube over "
+              "sqrt(dimensions); p: one-sided Mann-Whitney, liar farther than no liar; the "
+              "last three: the best value one at a time and %d at a time)\n",
               concurrency);
   std::printf("dtrain: %.1f s for %d studies; Optuna: %.1f s in its studies, %.1f s wall%s\n",
               dtrain_seconds, seeds * (2 + 3 * static_cast<int>(concurrent_functions.size())),
